@@ -1,0 +1,1 @@
+"""dpframe: differentially private exploration of pandas DataFrames."""

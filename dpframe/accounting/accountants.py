@@ -1,0 +1,311 @@
+"""Privacy accountants (pure DP, approximate DP, zCDP) used as privacy filters.
+
+An accountant turns a query's :class:`PrivacyRequest` into
+
+* a :class:`Charge` in the accountant's native units, recorded in the ledger,
+  and
+* a :class:`NoiseAllocation` that tells the mechanism which noise to use
+  (discrete Laplace with a pure-DP ε, or discrete Gaussian with a zCDP ρ).
+
+Each accountant is a *privacy filter*: it admits a new charge only if the
+composition of everything charged so far plus the new charge stays within
+the session budget.  Because the test depends only on the charges (never on
+the data or on the released values), the guarantee holds when the analyst
+picks each query's cost adaptively after seeing earlier answers:
+Rogers, Roth, Ullman, Vadhan 2016 (basic composition filters) and
+Whitehouse, Ramdas, Rogers, Wu 2023 (fully adaptive zCDP / Rényi filters).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from dpframe.accounting.budget import Budget, PrivacyRequest, _fmt
+from dpframe.errors import BudgetExceededError, InvalidBudgetError
+
+__all__ = [
+    "Accountant",
+    "AccountingKind",
+    "ApproxDPAccountant",
+    "Charge",
+    "NoiseAllocation",
+    "PureDPAccountant",
+    "ZCDPAccountant",
+    "make_accountant",
+    "rho_from_epsilon_delta",
+    "zcdp_epsilon",
+]
+
+AccountingKind = Literal["pure", "approx", "zcdp"]
+_ZERO = Fraction(0)
+_RHO_DENOMINATOR = 2**60
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A cost in the accountant's native units: ε (pure/approx), δ, and ρ (zCDP)."""
+
+    epsilon: Fraction = _ZERO
+    delta: Fraction = _ZERO
+    rho: Fraction = _ZERO
+
+    def __add__(self, other: Charge) -> Charge:
+        return Charge(self.epsilon + other.epsilon, self.delta + other.delta, self.rho + other.rho)
+
+
+@dataclass(frozen=True)
+class NoiseAllocation:
+    """The noise a mechanism must add: ``laplace`` with ``epsilon`` or ``gaussian`` with ``rho``.
+
+    ``split(weights)`` divides the allocation among the parts of a composite
+    query (a mean is a count and a sum); the parts compose back to the whole
+    (ε adds under pure DP, ρ adds under zCDP).
+    """
+
+    kind: Literal["laplace", "gaussian"]
+    parameter: Fraction
+
+    def split(self, weights: tuple[int, ...]) -> tuple[NoiseAllocation, ...]:
+        """Divide the allocation in proportion to positive integer ``weights``."""
+        total = sum(weights)
+        return tuple(NoiseAllocation(self.kind, self.parameter * w / total) for w in weights)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP: ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3)."""
+    if rho <= 0:
+        return 0.0
+    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+
+
+def rho_from_epsilon_delta(epsilon: Fraction, delta: Fraction) -> Fraction:
+    """The largest ρ (rounded down to a multiple of 2⁻⁶⁰) whose zCDP conversion is within (ε, δ).
+
+    Inverts :func:`zcdp_epsilon`: ρ = (sqrt(ln(1/δ) + ε) − sqrt(ln(1/δ)))².
+    """
+    if delta <= 0:
+        raise InvalidBudgetError("zCDP needs delta > 0 to be reported as (epsilon, delta).")
+    log_term = math.log(1.0 / float(delta))
+    rho = (math.sqrt(log_term + float(epsilon)) - math.sqrt(log_term)) ** 2
+    exact = Fraction(math.floor(rho * _RHO_DENOMINATOR * (1 - 1e-9)), _RHO_DENOMINATOR)
+    while exact > 0 and zcdp_epsilon(float(exact), float(delta)) > float(epsilon):
+        exact = exact * (1 - Fraction(1, 10**6))
+    return exact
+
+
+class Accountant(ABC):
+    """Base class: a privacy filter over a fixed total budget.
+
+    Subclasses define :meth:`allocate` (request → charge and noise),
+    :meth:`spent` (the guarantee of the charges so far) and
+    :meth:`admits` (the filter test).
+    """
+
+    kind: AccountingKind
+
+    def __init__(self, total: Budget) -> None:
+        self.total = total
+
+    @abstractmethod
+    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+        """Validate a request against this accounting and return its charge and noise."""
+
+    @abstractmethod
+    def admits(self, spent: Charge, charge: Charge) -> bool:
+        """True when ``spent + charge`` stays within the total budget."""
+
+    @abstractmethod
+    def spent(self, spent: Charge) -> Budget:
+        """The (ε, δ) guarantee that holds for everything charged so far."""
+
+    @abstractmethod
+    def remaining(self, spent: Charge) -> Budget:
+        """The largest (ε, δ) a next query may still request."""
+
+    def check(self, spent: Charge, charge: Charge, request: PrivacyRequest) -> None:
+        """Raise :class:`BudgetExceededError` (charging nothing) if the filter refuses."""
+        if self.admits(spent, charge):
+            return
+        remaining = self.remaining(spent)
+        if request.epsilon is not None:
+            asked = Budget(request.epsilon, request.delta)
+        else:
+            asked = Budget(self._epsilon_of_rho(charge.rho), request.delta)
+        diff_eps = max(asked.epsilon - remaining.epsilon, _ZERO)
+        diff_delta = max(asked.delta - remaining.delta, _ZERO)
+        raise BudgetExceededError(
+            "Privacy budget exceeded; nothing was charged and no data was read.\n"
+            f"  Requested:  {asked}\n"
+            f"  Remaining:  {remaining}\n"
+            f"  Difference: ε={_fmt(diff_eps)}, δ={_fmt(diff_delta)}\n"
+            "Ask for a smaller epsilon, or start a new session (with a new name) "
+            "only if a fresh budget is justified."
+        )
+
+    def _epsilon_of_rho(self, rho: Fraction) -> Fraction:
+        return rho
+
+    def describe(self) -> str:
+        """A one-line description for reprs and the ledger."""
+        return f"{self.kind} accounting, total {self.total}"
+
+
+class PureDPAccountant(Accountant):
+    """Pure ε-DP with basic composition: the spent ε is the exact sum of charges.
+
+    Privacy: a sequence of ε_i-DP releases, each chosen adaptively, is
+    (Σ ε_i)-DP; the filter admits a release while Σ ε_i ≤ ε_total.
+    """
+
+    kind: AccountingKind = "pure"
+
+    def __init__(self, total: Budget) -> None:
+        if total.delta != 0:
+            raise InvalidBudgetError("Pure-DP accounting needs delta=0; use accounting='zcdp'.")
+        super().__init__(total)
+
+    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+        """Laplace noise with the requested ε; δ must be 0."""
+        if request.rho is not None or request.epsilon is None:
+            raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
+        if request.delta != 0:
+            raise InvalidBudgetError(
+                "This session uses pure DP (delta=0), so a query cannot spend delta. "
+                "Drop delta=, or create the session with delta > 0."
+            )
+        return Charge(epsilon=request.epsilon), NoiseAllocation("laplace", request.epsilon)
+
+    def admits(self, spent: Charge, charge: Charge) -> bool:
+        """Σ ε ≤ ε_total."""
+        return spent.epsilon + charge.epsilon <= self.total.epsilon
+
+    def spent(self, spent: Charge) -> Budget:
+        """Exactly the sum of the charges."""
+        return Budget(spent.epsilon, 0)
+
+    def remaining(self, spent: Charge) -> Budget:
+        """ε_total − Σ ε."""
+        return self.total - Budget(spent.epsilon, 0)
+
+
+class ApproxDPAccountant(Accountant):
+    """Approximate (ε, δ)-DP with basic composition.
+
+    Privacy: adaptively chosen (ε_i, δ_i)-DP releases compose to
+    (Σ ε_i, Σ δ_i)-DP.  A query with δ > 0 uses discrete Gaussian noise
+    calibrated through zCDP: ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))², which
+    is (ε, δ)-DP by Bun & Steinke 2016 (Prop. 1.3); δ = 0 uses Laplace noise.
+    """
+
+    kind: AccountingKind = "approx"
+
+    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+        """Laplace for δ = 0, otherwise a zCDP-calibrated Gaussian."""
+        if request.rho is not None or request.epsilon is None:
+            raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
+        charge = Charge(epsilon=request.epsilon, delta=request.delta)
+        if request.delta == 0:
+            return charge, NoiseAllocation("laplace", request.epsilon)
+        rho = rho_from_epsilon_delta(request.epsilon, request.delta)
+        return charge, NoiseAllocation("gaussian", rho)
+
+    def admits(self, spent: Charge, charge: Charge) -> bool:
+        """Σ ε ≤ ε_total and Σ δ ≤ δ_total."""
+        return (
+            spent.epsilon + charge.epsilon <= self.total.epsilon
+            and spent.delta + charge.delta <= self.total.delta
+        )
+
+    def spent(self, spent: Charge) -> Budget:
+        """Exactly the sums of the charges."""
+        return Budget(spent.epsilon, spent.delta)
+
+    def remaining(self, spent: Charge) -> Budget:
+        """Total minus spent, component-wise."""
+        return self.total - Budget(spent.epsilon, spent.delta)
+
+
+class ZCDPAccountant(Accountant):
+    """Approximate zCDP: tracks ρ (Gaussian noise) and δ (mechanisms with a δ of their own).
+
+    A query's ``epsilon=`` is a *share* of the session: it receives
+    ρ_q = ρ_total · ε_q / ε_total, where ρ_total is the largest ρ whose
+    conversion is within the session's (ε, δ); ``rho=`` gives ρ directly.
+
+    Privacy: adaptively chosen ρ_i-zCDP releases compose to (Σ ρ_i)-zCDP
+    (fully adaptive filters: Whitehouse et al. 2023); (ρ, δ_m)-approximate
+    zCDP is (ρ + 2·sqrt(ρ·ln(1/δ_c)), δ_m + δ_c)-DP (Bun & Steinke 2016).
+    The filter admits a charge while ρ + 2·sqrt(ρ·ln(1/(δ − δ_m))) ≤ ε.
+    """
+
+    kind: AccountingKind = "zcdp"
+
+    def __init__(self, total: Budget) -> None:
+        if total.delta == 0:
+            raise InvalidBudgetError(
+                "zCDP accounting needs delta > 0 to report (epsilon, delta); "
+                "use accounting='pure' for delta=0."
+            )
+        super().__init__(total)
+        self.rho_total = rho_from_epsilon_delta(total.epsilon, total.delta)
+
+    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+        """Gaussian noise with ρ from ``rho=`` or from the ε share."""
+        if request.rho is not None:
+            rho = request.rho
+        else:
+            assert request.epsilon is not None
+            rho = self.rho_total * request.epsilon / self.total.epsilon
+        if request.delta != 0:
+            raise InvalidBudgetError(
+                "This aggregate has no delta of its own in a zCDP session (its Gaussian "
+                "noise is accounted in rho); drop delta=."
+            )
+        return Charge(rho=rho), NoiseAllocation("gaussian", rho)
+
+    def _rho_max(self, delta_spent: Fraction) -> Fraction:
+        if delta_spent >= self.total.delta:
+            return _ZERO
+        if delta_spent == 0:
+            return self.rho_total
+        return rho_from_epsilon_delta(self.total.epsilon, self.total.delta - delta_spent)
+
+    def admits(self, spent: Charge, charge: Charge) -> bool:
+        """The zCDP conversion of the new totals stays within (ε, δ)."""
+        delta = spent.delta + charge.delta
+        return delta < self.total.delta and spent.rho + charge.rho <= self._rho_max(delta)
+
+    def spent(self, spent: Charge) -> Budget:
+        """ε of Σρ at the δ left after mechanisms' own δ; δ the whole total once ρ > 0."""
+        if spent.rho == 0:
+            return Budget(0, spent.delta)
+        delta_conv = self.total.delta - spent.delta
+        eps = zcdp_epsilon(float(spent.rho), float(delta_conv))
+        return Budget(Fraction(eps), self.total.delta)
+
+    def remaining(self, spent: Charge) -> Budget:
+        """The largest ε share (and δ) a next query may request."""
+        rho_left = max(self._rho_max(spent.delta) - spent.rho, _ZERO)
+        eps = self.total.epsilon * rho_left / self.rho_total
+        return Budget(eps, self.total.delta - spent.delta)
+
+    def _epsilon_of_rho(self, rho: Fraction) -> Fraction:
+        return self.total.epsilon * rho / self.rho_total
+
+
+def make_accountant(total: Budget, accounting: str | None) -> Accountant:
+    """The accountant for a session: pure when δ = 0, zCDP otherwise, unless overridden."""
+    kind = accounting if accounting is not None else ("pure" if total.delta == 0 else "zcdp")
+    if kind == "pure":
+        return PureDPAccountant(total)
+    if kind == "approx":
+        return ApproxDPAccountant(total)
+    if kind == "zcdp":
+        return ZCDPAccountant(total)
+    raise InvalidBudgetError(
+        f"accounting must be 'pure', 'approx' or 'zcdp', got {accounting!r}."
+    )

@@ -1,0 +1,180 @@
+"""Exact privacy budgets and per-query privacy requests.
+
+Floats given by a user are read by their shortest decimal representation, so
+``0.1`` means exactly one tenth and ten charges of ``0.1`` add up to exactly
+``1``.  All arithmetic on budgets is exact (:class:`fractions.Fraction`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from numbers import Rational
+from typing import Union
+
+from dpframe.errors import InvalidBudgetError
+
+__all__ = ["Budget", "Number", "PrivacyRequest", "to_fraction"]
+
+Number = Union[int, float, Fraction, Decimal, str]
+
+
+def to_fraction(value: Number | None, name: str) -> Fraction:
+    """Convert a user-supplied number to an exact fraction.
+
+    Args:
+        value: an int, float, Fraction, Decimal or numeric string. Floats are
+            read by their shortest decimal representation (``repr``).
+        name: the parameter's name, used in error messages.
+
+    Returns:
+        The exact value.
+
+    Raises:
+        InvalidBudgetError: if the value is missing, boolean, NaN or infinite.
+    """
+    if value is None or isinstance(value, bool):
+        raise InvalidBudgetError(f"{name} must be a number, got {value!r}.")
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
+        return Fraction(repr(value))
+    if isinstance(value, Rational):
+        return Fraction(value.numerator, value.denominator)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
+        return Fraction(value)
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            raise InvalidBudgetError(f"{name} must be a number, got {value!r}.") from None
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError):
+        raise InvalidBudgetError(f"{name} must be a number, got {type(value).__name__}.") from None
+    return to_fraction(as_float, name)
+
+
+def _fmt(x: Fraction) -> str:
+    """Format an exact value compactly for messages and reprs."""
+    if x.denominator == 1:
+        return str(x.numerator)
+    return f"{float(x):.6g}"
+
+
+@dataclass(frozen=True, init=False)
+class Budget:
+    """An exact, immutable privacy budget (epsilon, delta).
+
+    ``Budget(1, 1e-6)`` is the guarantee of (ε, δ)-differential privacy with
+    ε = 1 and δ = 10⁻⁶.  Budgets add and subtract exactly and compare
+    component-wise (``a <= b`` when both ε and δ of ``a`` are at most those
+    of ``b``).
+
+    Args:
+        epsilon: ε ≥ 0, finite.
+        delta: 0 ≤ δ < 1.
+
+    Example:
+        >>> Budget(0.1) + Budget(0.2) == Budget(0.3)
+        True
+    """
+
+    epsilon: Fraction
+    delta: Fraction
+
+    def __init__(self, epsilon: Number = 0, delta: Number = 0) -> None:
+        eps = to_fraction(epsilon, "epsilon")
+        dlt = to_fraction(delta, "delta")
+        if eps < 0:
+            raise InvalidBudgetError(f"epsilon must be >= 0, got {_fmt(eps)}.")
+        if not 0 <= dlt < 1:
+            raise InvalidBudgetError(f"delta must be in [0, 1), got {_fmt(dlt)}.")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", dlt)
+
+    def __add__(self, other: Budget) -> Budget:
+        if not isinstance(other, Budget):
+            return NotImplemented
+        return Budget(self.epsilon + other.epsilon, self.delta + other.delta)
+
+    def __sub__(self, other: Budget) -> Budget:
+        if not isinstance(other, Budget):
+            return NotImplemented
+        return Budget(
+            max(self.epsilon - other.epsilon, Fraction(0)),
+            max(self.delta - other.delta, Fraction(0)),
+        )
+
+    def __le__(self, other: Budget) -> bool:
+        return self.epsilon <= other.epsilon and self.delta <= other.delta
+
+    def __ge__(self, other: Budget) -> bool:
+        return other <= self
+
+    @property
+    def is_zero(self) -> bool:
+        """True when nothing is spent (ε = δ = 0)."""
+        return self.epsilon == 0 and self.delta == 0
+
+    def __repr__(self) -> str:
+        return f"Budget(epsilon={_fmt(self.epsilon)}, delta={_fmt(self.delta)})"
+
+    def __str__(self) -> str:
+        if self.delta == 0:
+            return f"ε={_fmt(self.epsilon)}"
+        return f"ε={_fmt(self.epsilon)}, δ={_fmt(self.delta)}"
+
+
+@dataclass(frozen=True, init=False)
+class PrivacyRequest:
+    """What one query asks to spend: ``epsilon`` (with optional ``delta``) or ``rho``.
+
+    Args:
+        epsilon: ε > 0, finite (or None when ``rho`` is given).
+        delta: 0 ≤ δ < 1; default 0.
+        rho: ρ > 0 for zCDP sessions (or None when ``epsilon`` is given).
+
+    Raises:
+        InvalidBudgetError: for out-of-range, NaN or infinite values, or when
+            neither or both of ``epsilon`` and ``rho`` are given.
+    """
+
+    epsilon: Fraction | None
+    delta: Fraction
+    rho: Fraction | None
+
+    def __init__(
+        self, epsilon: Number | None = None, delta: Number | None = 0, rho: Number | None = None
+    ) -> None:
+        if (epsilon is None) == (rho is None):
+            raise InvalidBudgetError(
+                "Give the privacy cost of a query as epsilon=... (or rho=... in a zCDP "
+                "session), exactly one of them."
+            )
+        eps = None if epsilon is None else to_fraction(epsilon, "epsilon")
+        r = None if rho is None else to_fraction(rho, "rho")
+        dlt = to_fraction(0 if delta is None else delta, "delta")
+        if eps is not None and eps <= 0:
+            raise InvalidBudgetError(f"epsilon must be > 0, got {_fmt(eps)}.")
+        if r is not None and r <= 0:
+            raise InvalidBudgetError(f"rho must be > 0, got {_fmt(r)}.")
+        if not 0 <= dlt < 1:
+            raise InvalidBudgetError(f"delta must be in [0, 1), got {_fmt(dlt)}.")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", dlt)
+        object.__setattr__(self, "rho", r)
+
+    def __str__(self) -> str:
+        if self.rho is not None:
+            return f"ρ={_fmt(self.rho)}"
+        assert self.epsilon is not None
+        return str(Budget(self.epsilon, self.delta))

@@ -1,0 +1,40 @@
+"""The exceptions dpframe raises on purpose.
+
+Every error is a subclass of :class:`DPError`.  Messages say what was wrong and
+how to fix it; they never contain a value read from the private data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "DPError",
+    "InvalidBudgetError",
+    "LedgerError",
+    "PrivacyViolationError",
+    "SchemaError",
+]
+
+
+class DPError(Exception):
+    """Base class of every error dpframe raises on purpose."""
+
+
+class InvalidBudgetError(DPError, ValueError):
+    """A privacy parameter (epsilon, delta, rho) is out of range or not a number."""
+
+
+class BudgetExceededError(DPError):
+    """A release would exceed the session budget; nothing was charged."""
+
+
+class SchemaError(DPError, ValueError):
+    """A column, bound or category is missing, unknown or invalid."""
+
+
+class PrivacyViolationError(DPError, TypeError):
+    """An operation would reveal raw rows (repr, len, iteration, pickle, ...)."""
+
+
+class LedgerError(DPError):
+    """The ledger cannot be opened, or holds a conflicting session."""
