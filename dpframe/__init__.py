@@ -1,1 +1,47 @@
-"""dpframe: differentially private exploration of pandas DataFrames."""
+"""dpframe: differentially private exploration of pandas DataFrames.
+
+>>> import dpframe as dp
+>>> session = dp.Session(epsilon=1.0, ledger=":memory:")
+
+See the README for the threat model: in embedded mode the data lives in the
+analyst's process, so dpframe guards an honest analyst against accidental
+disclosure; only curator mode protects against a hostile one.
+"""
+
+from dpframe.accounting.budget import Budget
+from dpframe.errors import (
+    BudgetExceededError,
+    DPError,
+    InvalidBudgetError,
+    LedgerError,
+    PrivacyViolationError,
+    SchemaError,
+)
+from dpframe.frame import PrivateFrame
+from dpframe.groupby import PrivateGroupBy
+from dpframe.plan.expressions import col, lit
+from dpframe.release import GroupedRelease, Release, ci
+from dpframe.series import PrivateSeries
+from dpframe.session import ReleaseEvent, Session
+
+__all__ = [
+    "Budget",
+    "BudgetExceededError",
+    "DPError",
+    "GroupedRelease",
+    "InvalidBudgetError",
+    "LedgerError",
+    "PrivacyViolationError",
+    "PrivateFrame",
+    "PrivateGroupBy",
+    "PrivateSeries",
+    "Release",
+    "ReleaseEvent",
+    "SchemaError",
+    "Session",
+    "ci",
+    "col",
+    "lit",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,278 @@
+"""The embedded pandas backend.
+
+Evaluates plans on a DataFrame it holds by reference (no copy at load).
+One cache: the integer codes of a *source* column against its declared
+categories (a deterministic function of data the backend already holds,
+never returned to the caller), so repeated group-bys over a string column
+do not re-hash it.  Nothing that depends on a filter or a release is cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import operator
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dpframe.backends.base import MAX_ROWS, Measure
+from dpframe.errors import DPError, SchemaError
+from dpframe.plan.expressions import (
+    Abs,
+    Arith,
+    Clip,
+    Col,
+    Compare,
+    Expr,
+    IsIn,
+    IsNull,
+    Lit,
+    Logical,
+    Neg,
+    Not,
+)
+from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, lineage
+
+__all__ = ["PandasBackend"]
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "&": operator.and_,
+    "|": operator.or_,
+}
+_CHUNK_ROWS = 1 << 20
+
+
+class PandasBackend:
+    """Evaluate plans on an in-memory pandas DataFrame.
+
+    Args:
+        frame: the private data; held by reference, never copied or returned.
+    """
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[np.intp]] = {}
+        self._fingerprint: str | None = None
+
+    def __repr__(self) -> str:
+        return "PandasBackend(<private data>)"
+
+    def __reduce__(self) -> Any:
+        raise DPError("A backend holding private data cannot be pickled.")
+
+    @property
+    def n_rows(self) -> int:
+        """Row count, for internal checks only (never released)."""
+        return len(self._frame)
+
+    def fingerprint(self) -> str:
+        """BLAKE2b over column names, dtypes and row hashes, in 2**20-row chunks."""
+        if self._fingerprint is None:
+            digest = hashlib.blake2b(digest_size=20)
+            for name, dtype in self._frame.dtypes.items():
+                digest.update(f"{name}\x00{dtype}\x00".encode())
+            for start in range(0, len(self._frame), _CHUNK_ROWS):
+                chunk = self._frame.iloc[start : start + _CHUNK_ROWS]
+                hashed = pd.util.hash_pandas_object(chunk, index=False).to_numpy()
+                digest.update(hashed.tobytes())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+    # -- expressions ---------------------------------------------------------
+
+    def _eval(self, expr: Expr, defs: dict[str, Expr]) -> Any:
+        if isinstance(expr, _SourceCol):
+            return self._frame[expr.name]
+        if isinstance(expr, Col):
+            return self._eval(_substitute(expr, defs), defs)
+        if isinstance(expr, Lit):
+            return expr.value
+        if isinstance(expr, (Arith, Compare, Logical)):
+            left = self._eval(expr.left, defs)
+            right = self._eval(expr.right, defs)
+            if isinstance(expr, Logical):
+                left, right = _as_mask(left), _as_mask(right)
+            return _BINARY[expr.op](left, right)
+        if isinstance(expr, Neg):
+            return -self._eval(expr.operand, defs)
+        if isinstance(expr, Abs):
+            return abs(self._eval(expr.operand, defs))
+        if isinstance(expr, Not):
+            return ~_as_mask(self._eval(expr.operand, defs))
+        if isinstance(expr, IsNull):
+            value = self._eval(expr.operand, defs)
+            return value.isna() if isinstance(value, pd.Series) else pd.isna(value)
+        if isinstance(expr, IsIn):
+            value = self._eval(expr.operand, defs)
+            if isinstance(value, pd.Series):
+                return value.isin(list(expr.values))
+            return value in expr.values
+        if isinstance(expr, Clip):
+            value = self._eval(expr.operand, defs)
+            return np.clip(value, expr.lower, expr.upper)
+        raise SchemaError(f"Unsupported expression {type(expr).__name__}.")
+
+    def _prepare(self, plan: Plan) -> tuple[dict[str, Expr], Any]:
+        """Definitions of derived columns and the combined row mask (or None)."""
+        _, steps = lineage(plan)
+        defs: dict[str, Expr] = {}
+        mask: Any = None
+        for step in steps:
+            if isinstance(step, Assign):
+                defs[step.name] = _substitute(step.expr, defs)
+            elif isinstance(step, Filter):
+                keep = _as_mask(self._eval(_substitute(step.predicate, defs), defs))
+                keep_np = _full_mask(keep, len(self._frame))
+                mask = keep_np if mask is None else (mask & keep_np)
+        return defs, mask
+
+    def _values(self, expr: Expr, defs: dict[str, Expr]) -> Any:
+        value = self._eval(expr, defs)
+        if isinstance(value, pd.Series):
+            if pd.api.types.is_bool_dtype(value.dtype) and value.hasnans:
+                return value.astype("float64").to_numpy()
+            return value.to_numpy(dtype=np.float64, na_value=np.nan)
+        return np.full(len(self._frame), float(value))
+
+    def _group_codes(
+        self, by: tuple[GroupKey, ...], defs: dict[str, Expr]
+    ) -> npt.NDArray[np.intp] | None:
+        codes: npt.NDArray[np.intp] | None = None
+        for key in by:
+            key_codes = self._key_codes(key, defs)
+            if codes is None:
+                codes = key_codes.copy()
+            else:
+                size = len(key.categories)
+                invalid = (codes < 0) | (key_codes < 0)
+                codes = codes * size + key_codes
+                codes[invalid] = -1
+        return codes
+
+    def _key_codes(
+        self, key: GroupKey, defs: dict[str, Expr]
+    ) -> npt.NDArray[np.intp]:
+        is_source = isinstance(key.expr, Col) and key.expr.name not in defs
+        cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
+        if is_source and cache_key is not None and cache_key in self._codes:
+            return self._codes[cache_key]
+        values = self._eval(key.expr, defs)
+        if not isinstance(values, pd.Series):
+            values = pd.Series(np.full(len(self._frame), values, dtype=object))
+        categorical = pd.Categorical(values, categories=list(key.categories))
+        codes = np.asarray(categorical.codes, dtype=np.intp)
+        if is_source and cache_key is not None:
+            self._codes[cache_key] = codes
+        return codes
+
+    # -- measures ------------------------------------------------------------
+
+    def compute(
+        self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
+    ) -> list[npt.NDArray[np.float64]]:
+        """Exact per-group values of ``measures`` (see :class:`Measure`)."""
+        n = len(self._frame)
+        if n > MAX_ROWS:
+            raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
+        defs, mask = self._prepare(plan)
+        codes = self._group_codes(by, defs)
+        size = 1
+        for key in by:
+            size *= len(key.categories)
+        if codes is not None and mask is not None:
+            codes = np.where(mask, codes, -1)
+        if codes is None and mask is not None:
+            codes = mask.astype(np.intp) - 1
+        results = []
+        for measure in measures:
+            results.append(self._measure(measure, defs, codes, size, n))
+        return results
+
+    def _measure(
+        self,
+        measure: Measure,
+        defs: dict[str, Expr],
+        codes: npt.NDArray[np.intp] | None,
+        size: int,
+        n: int,
+    ) -> npt.NDArray[np.float64]:
+        if measure.kind == "rows":
+            if codes is None:
+                return np.array([float(n)])
+            return _bincount(codes, None, size)
+        assert measure.expr is not None
+        values = self._values(measure.expr, defs)
+        present = ~np.isnan(values)
+        if measure.kind == "nonnull":
+            return _bincount(codes, present.astype(np.float64), size)
+        terms = np.clip(values, measure.lower, measure.upper)
+        if measure.center != 0.0:
+            terms -= measure.center
+        if measure.power == 2:
+            np.multiply(terms, terms, out=terms)
+        terms *= 1.0 / measure.quantum
+        np.rint(terms, out=terms)
+        if not present.all():
+            terms[~present] = 0.0
+        return _bincount(codes, terms, size)
+
+
+def _bincount(
+    codes: npt.NDArray[np.intp] | None, weights: npt.NDArray[np.float64] | None, size: int
+) -> npt.NDArray[np.float64]:
+    if codes is None:
+        total = float(len(weights)) if weights is None else float(weights.sum())
+        return np.array([total])
+    shifted = codes + 1
+    counts = np.bincount(shifted, weights=weights, minlength=size + 1)
+    return np.asarray(counts[1:], dtype=np.float64)
+
+
+def _as_mask(value: Any) -> Any:
+    if isinstance(value, pd.Series):
+        if value.dtype == bool:
+            return value
+        return value.fillna(False).astype(bool)
+    return bool(value) if value is not pd.NA else False
+
+
+def _full_mask(value: Any, n: int) -> npt.NDArray[np.bool_]:
+    if isinstance(value, pd.Series):
+        return value.to_numpy(dtype=bool)
+    return np.full(n, bool(value))
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class _SourceCol(Expr):
+    """A column read straight from the source frame (after substitution)."""
+
+    name: str
+
+    def key(self) -> tuple[Any, ...]:
+        return ("source", self.name)
+
+
+def _substitute(expr: Expr, defs: dict[str, Expr]) -> Expr:
+    """Inline derived columns so the result reads source columns only."""
+    if isinstance(expr, Col):
+        return defs.get(expr.name, _SourceCol(expr.name))
+    changes = {}
+    for field in dataclasses.fields(expr):
+        value = getattr(expr, field.name)
+        if isinstance(value, Expr):
+            changes[field.name] = _substitute(value, defs)
+    return dataclasses.replace(expr, **changes) if changes else expr

@@ -1,0 +1,264 @@
+"""``PrivateFrame``: a pandas-like view of private data that answers only with releases.
+
+Selecting, filtering and deriving columns build an immutable plan and are
+free; aggregations hand the plan to the session, which charges the budget
+and returns a :class:`~dpframe.release.Release`.  Nothing here yields a raw
+value: ``repr`` shows the public schema, and ``len``, iteration, ``head``,
+``values``, ``to_numpy``, ``np.asarray``, pickling and unknown attributes raise.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.guard import RowGuard, UnknownAttributeError
+from dpframe.plan.expressions import Col, Expr
+from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan, lineage
+from dpframe.plan.schema import ColumnInfo, Schema, check_bounds, infer_column
+
+if TYPE_CHECKING:
+    from dpframe.accounting.budget import Number
+    from dpframe.groupby import PrivateGroupBy
+    from dpframe.release import Release
+    from dpframe.series import PrivateSeries
+    from dpframe.session import Session
+
+__all__ = ["PrivateFrame", "describe_plan"]
+
+
+def describe_plan(plan: Plan) -> str:
+    """A readable summary of a plan's filters, for labels in the ledger."""
+    _, steps = lineage(plan)
+    parts = []
+    for step in steps:
+        if isinstance(step, Filter):
+            parts.append(f"where {step.predicate}")
+        else:
+            parts.append(f"with {step.name} = {step.expr}")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+class PrivateFrame(RowGuard):
+    """A private table: public schema, private rows, answers only through releases.
+
+    Create one with :meth:`Session.private_frame` or :meth:`Session.read_csv`.
+
+    Example:
+        >>> pf[pf["education"] >= 12]["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+    """
+
+    __slots__ = ("_plan", "_schema", "_session")
+
+    _session: Session
+    _plan: Plan
+    _schema: Schema
+
+    @classmethod
+    def _create(cls, session: Session, plan: Plan, schema: Schema) -> PrivateFrame:
+        frame = object.__new__(cls)
+        object.__setattr__(frame, "_session", session)
+        object.__setattr__(frame, "_plan", plan)
+        object.__setattr__(frame, "_schema", schema)
+        return frame
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise SchemaError("Create a PrivateFrame with session.private_frame(df, bounds=..., ...).")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise SchemaError("A PrivateFrame is immutable; use assign() or with_bounds().")
+
+    def _derive(self, plan: Plan, schema: Schema) -> PrivateFrame:
+        return PrivateFrame._create(self._session, plan, schema)
+
+    # -- public schema -------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The session that charges this frame's releases."""
+        return self._session
+
+    @property
+    def plan(self) -> Plan:
+        """The immutable query plan behind this frame."""
+        return self._plan
+
+    @property
+    def columns(self) -> pd.Index:
+        """Column names (public)."""
+        return pd.Index(self._schema.names)
+
+    @property
+    def dtypes(self) -> pd.Series:
+        """Column dtypes (public)."""
+        return pd.Series({c.name: c.dtype for c in self._schema.columns}, dtype=object)
+
+    @property
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        """Declared or derived clamping bounds per column."""
+        return {c.name: c.bounds for c in self._schema.columns if c.bounds is not None}
+
+    @property
+    def categories(self) -> dict[str, tuple[Hashable, ...]]:
+        """Declared public keys per column."""
+        return {c.name: c.categories for c in self._schema.columns if c.categories is not None}
+
+    @property
+    def schema(self) -> pd.DataFrame:
+        """The public schema as a table: kind, dtype, bounds and categories per column."""
+        return self._schema.to_frame()
+
+    def column_info(self, name: str) -> ColumnInfo:
+        """Public facts about one column."""
+        return self._schema.get(name)
+
+    def __repr__(self) -> str:
+        lines = [f"PrivateFrame: {len(self._schema.columns)} columns, rows private"]
+        for info in self._schema.columns:
+            extra = ""
+            if info.bounds is not None:
+                extra += f" bounds={info.bounds}"
+            if info.categories is not None and info.kind != "boolean":
+                extra += f" categories={list(info.categories)}"
+            lines.append(f"  {info.name}: {info.dtype}{extra}")
+        filters = describe_plan(self._plan)
+        if filters:
+            lines.append(f"  plan:{filters}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+                html.escape(c.name),
+                html.escape(c.dtype),
+                "" if c.bounds is None else html.escape(str(c.bounds)),
+                "" if c.categories is None else html.escape(", ".join(map(str, c.categories))),
+            )
+            for c in self._schema.columns
+        )
+        return (
+            "<div class='dpframe-schema'><b>PrivateFrame</b> "
+            "<span style='color:#666'>(rows private; answers only with releases)</span>"
+            "<table><thead><tr><th>column</th><th>dtype</th><th>bounds</th>"
+            f"<th>categories</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("_") and name in self._schema:
+            return self[name]
+        raise UnknownAttributeError(
+            f"PrivateFrame has no attribute {name!r} (dpframe does not forward to pandas). "
+            f"Columns: {', '.join(self._schema.names)}."
+        )
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self._schema.names))
+
+    # -- building plans (free) -----------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        from dpframe.series import PrivateSeries
+
+        if isinstance(key, str):
+            return PrivateSeries._create(self, Col(key), self._schema.get(key))
+        if isinstance(key, (PrivateSeries, Expr)):
+            return self.filter(key)
+        if isinstance(key, (list, tuple)) and all(isinstance(k, str) for k in key):
+            return self.select(list(key))
+        raise SchemaError(
+            "Index a PrivateFrame with a column name, a list of names, or a condition."
+        )
+
+    def select(self, columns: Sequence[str]) -> PrivateFrame:
+        """Keep only ``columns`` (free)."""
+        return self._derive(self._plan, self._schema.select(list(columns)))
+
+    def filter(self, condition: PrivateSeries | Expr) -> PrivateFrame:
+        """Keep the rows where ``condition`` holds (free; missing counts as false)."""
+        expr = _to_expr(condition)
+        info = infer_column("_condition", expr, self._schema)
+        if info.kind != "boolean":
+            raise SchemaError("A filter needs a condition (a comparison, isin, &, |, ~).")
+        return self._derive(Filter(self._plan, expr), self._schema)
+
+    def assign(self, **columns: PrivateSeries | Expr | float | int | bool) -> PrivateFrame:
+        """Add derived columns; bounds follow by interval arithmetic (see ``with_bounds``)."""
+        plan, schema = self._plan, self._schema
+        for name, value in columns.items():
+            expr = _to_expr(value)
+            info = infer_column(name, expr, schema)
+            plan = Assign(plan, name, expr)
+            schema = schema.with_column(info)
+        return self._derive(plan, schema)
+
+    def with_bounds(self, **bounds: tuple[float, float]) -> PrivateFrame:
+        """Declare (public) clamping bounds for numeric columns, e.g. ``with_bounds(x=(0, 1))``."""
+        schema = self._schema
+        for name, pair in bounds.items():
+            info = schema.get(name)
+            if not info.summable:
+                raise SchemaError(f"{name!r} is not numeric; bounds apply to numeric columns.")
+            schema = schema.with_column(
+                ColumnInfo(info.name, info.kind, info.dtype, check_bounds(name, pair), info.categories)
+            )
+        return self._derive(self._plan, schema)
+
+    def with_categories(self, **categories: Sequence[Hashable]) -> PrivateFrame:
+        """Declare (public) group keys for columns, e.g. ``with_categories(region=[...])``."""
+        schema = self._schema
+        for name, cats in categories.items():
+            info = schema.get(name)
+            values = tuple(cats)
+            if not values or len(set(values)) != len(values):
+                raise SchemaError(f"categories for {name!r} must be distinct and not empty.")
+            kind = "categorical" if info.kind == "text" else info.kind
+            schema = schema.with_column(
+                ColumnInfo(info.name, kind, info.dtype, info.bounds, values)
+            )
+        return self._derive(self._plan, schema)
+
+    def groupby(self, by: str | Sequence[str]) -> PrivateGroupBy:
+        """Group by columns with declared categories (every declared key is returned)."""
+        from dpframe.groupby import PrivateGroupBy
+
+        names = [by] if isinstance(by, str) else list(by)
+        return PrivateGroupBy._create(self, tuple(names), None)
+
+    # -- releases ------------------------------------------------------------
+
+    def count(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The number of rows (after filters), released with noise.
+
+        Privacy: sensitivity 1 (one row added or removed); ε-DP with discrete
+        Laplace noise of scale 1/ε, or ρ-zCDP with discrete Gaussian σ² = 1/(2ρ).
+
+        Accuracy: unbiased; ``release.ci(level)`` gives the exact interval.
+        """
+        agg = Aggregate(self._plan, "count", None, None, (), f"count(){describe_plan(self._plan)}")
+        result = self._session._release(agg, epsilon, delta, rho)
+        assert not isinstance(result, pd.Series)
+        return result
+
+
+def _to_expr(value: Any) -> Expr:
+    from dpframe.series import PrivateSeries
+
+    if isinstance(value, PrivateSeries):
+        return value._expr
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (bool, int, float, str)):
+        from dpframe.plan.expressions import Lit
+
+        return Lit(value)
+    raise SchemaError(f"Cannot use a {type(value).__name__} as a column expression.")

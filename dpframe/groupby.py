@@ -1,0 +1,153 @@
+"""``PrivateGroupBy``: aggregates per group of public keys.
+
+Keys must be declared (``categories=``); the result has one row per declared
+key (or key combination), in declaration order, including empty groups.
+Rows whose key is not declared are dropped, never revealed.  Groups are
+disjoint, so one charge of ε covers every group (parallel composition).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.frame import PrivateFrame, describe_plan
+from dpframe.guard import UnknownAttributeError
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
+from dpframe.series import require_bounds
+
+if TYPE_CHECKING:
+    from dpframe.accounting.budget import Number
+
+__all__ = ["PrivateGroupBy"]
+
+
+class PrivateGroupBy:
+    """A private frame split by public keys; aggregates return pandas Series."""
+
+    __slots__ = ("_column", "_frame", "_keys")
+
+    _frame: PrivateFrame
+    _keys: tuple[GroupKey, ...]
+    _column: str | None
+
+    @classmethod
+    def _create(
+        cls, frame: PrivateFrame, names: tuple[str, ...], column: str | None
+    ) -> PrivateGroupBy:
+        if not names:
+            raise SchemaError("groupby() needs at least one column.")
+        keys = []
+        for name in names:
+            info = frame._schema.get(name)
+            if info.categories is None:
+                raise SchemaError(
+                    f"groupby({name!r}) needs the public keys of {name!r}: pass "
+                    f"categories={{{name!r}: [...]}} when loading, or call "
+                    f"pf.with_categories({name}=[...])."
+                )
+            keys.append(GroupKey(name, Col(name), info.categories))
+        if column is not None:
+            frame._schema.get(column)
+        group = object.__new__(cls)
+        object.__setattr__(group, "_frame", frame)
+        object.__setattr__(group, "_keys", tuple(keys))
+        object.__setattr__(group, "_column", column)
+        return group
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise SchemaError("A PrivateGroupBy is immutable.")
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnknownAttributeError(
+            f"PrivateGroupBy has no attribute {name!r} (dpframe does not forward to pandas)."
+        )
+
+    def __getitem__(self, column: str) -> PrivateGroupBy:
+        if not isinstance(column, str):
+            raise SchemaError("Select one column: grouped[column].")
+        names = tuple(k.name for k in self._keys)
+        return PrivateGroupBy._create(self._frame, names, column)
+
+    def __repr__(self) -> str:
+        keys = ", ".join(f"{k.name} ({len(k.categories)} keys)" for k in self._keys)
+        col = f"[{self._column!r}]" if self._column else ""
+        return f"PrivateGroupBy(by {keys}){col}"
+
+    def __len__(self) -> int:
+        size = 1
+        for key in self._keys:
+            size *= len(key.categories)
+        return size
+
+    def _aggregate(
+        self,
+        statistic: Statistic,
+        epsilon: Number | None,
+        delta: Number | None,
+        rho: Number | None,
+    ) -> pd.Series:
+        frame = self._frame
+        if self._column is None:
+            if statistic != "count":
+                raise SchemaError(f"Select a column first: grouped['column'].{statistic}(...).")
+            expr, bounds = None, None
+            what = "count()"
+        else:
+            info = frame._schema.get(self._column)
+            expr = Col(self._column)
+            bounds = None if statistic == "count" else require_bounds(info, statistic)
+            what = f"{statistic}({self._column})"
+        by = ", ".join(k.name for k in self._keys)
+        label = f"{what} by {by}{describe_plan(frame._plan)}"
+        agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label)
+        result = frame._session._release(agg, epsilon, delta, rho)
+        assert isinstance(result, pd.Series)
+        return result
+
+    def count(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Rows per group (or non-missing values of the selected column); sensitivity 1."""
+        return self._aggregate("count", epsilon, delta, rho)
+
+    def size(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Rows per group (pandas' ``size``); sensitivity 1."""
+        return PrivateGroupBy._create(
+            self._frame, tuple(k.name for k in self._keys), None
+        )._aggregate("count", epsilon, delta, rho)
+
+    def sum(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
+        return self._aggregate("sum", epsilon, delta, rho)
+
+    def mean(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Clamped mean per group (inside the bounds, midpoint for empty groups)."""
+        return self._aggregate("mean", epsilon, delta, rho)
+
+    def var(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Clamped variance per group."""
+        return self._aggregate("var", epsilon, delta, rho)
+
+    def std(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Clamped standard deviation per group."""
+        return self._aggregate("std", epsilon, delta, rho)

@@ -1,0 +1,200 @@
+"""Counts, sums, means, variances and standard deviations, per group or overall.
+
+Each statistic is a fixed set of *measures* (exact integer-valued sums
+computed by the backend), each released with :func:`release_integer_sums`,
+then combined by post-processing.  Neighbouring datasets differ by adding
+or removing one row.
+
+Privacy:
+    A row count and a non-null count have sensitivity 1.  A clamped sum over
+    bounds [L, U] has sensitivity max(|L|, |U|); a centred sum (values minus
+    the midpoint c) has (U − L)/2; a centred sum of squares ((U − L)/2)².
+    Missing values (NaN, None) add nothing and are not counted; ±inf is
+    clamped like any other value, so one row of any kind moves each measure
+    by at most its sensitivity.  Values are quantized to a public power-of-two
+    quantum before summing (sensitivity computed on the quantized bounds), so
+    sums are exact integers, never wrapped or rounded by float addition.
+    A statistic with k measures splits its budget k ways (ε or ρ adds up), and
+    disjoint groups compose in parallel, so one charge covers all groups.
+
+Accuracy:
+    count and sum: the noise of one measure (see ``NoiseSpec``).  mean:
+    c + S/max(N, 1) clamped to [L, U]; var: Q/N − (S/N)² clamped to
+    [0, ((U − L)/2)²]; std: its square root.  Intervals for the derived
+    statistics are conservative: each measure's interval at level
+    1 − (1 − level)/k (Bonferroni) pushed through the formula by interval
+    arithmetic, so coverage is at least ``level``.  Quantizing adds at most
+    2⁻²³·max(|L|, |U|) per row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dpframe.accounting.accountants import NoiseAllocation
+from dpframe.backends.base import Measure
+from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.noise import SecureRandom
+from dpframe.plan.nodes import Aggregate
+
+__all__ = ["AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
+
+_QUANTUM_BITS = 22
+FloatArray = npt.NDArray[np.float64]
+
+
+def _transform(values: FloatArray, measure: Measure) -> FloatArray:
+    """The per-value transform of a sum measure, exactly as the backend applies it."""
+    terms = np.clip(values, measure.lower, measure.upper) - measure.center
+    if measure.power == 2:
+        terms = terms * terms
+    return np.asarray(np.rint(terms * (1.0 / measure.quantum)), dtype=np.float64)
+
+
+def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, int]:
+    assert agg.bounds is not None and agg.expr is not None
+    low, high = agg.bounds
+    ends = np.array([low, high]) - center
+    if power == 2:
+        ends = ends * ends
+    magnitude = float(np.max(np.abs(ends)))
+    quantum = 1.0 if magnitude == 0 else 2.0 ** (math.ceil(math.log2(magnitude)) - _QUANTUM_BITS)
+    measure = Measure(
+        "sum", agg.expr, low, high, center, 2 if power == 2 else 1, quantum
+    )
+    # The transform is monotone in |value - center|, so the extremes are at the bounds.
+    sensitivity = int(np.max(np.abs(_transform(np.array([low, high]), measure))))
+    return measure, max(sensitivity, 1)
+
+
+def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
+    """The measures of a statistic and their sensitivities (in quanta)."""
+    if agg.statistic == "count":
+        if agg.expr is None:
+            return (Measure("rows"),), (1,)
+        return (Measure("nonnull", agg.expr),), (1,)
+    if agg.statistic == "sum":
+        measure, sens = _sum_measure(agg, 0.0, 1)
+        return (measure,), (sens,)
+    assert agg.bounds is not None
+    center = (agg.bounds[0] + agg.bounds[1]) / 2
+    count = Measure("nonnull", agg.expr)
+    first, sens1 = _sum_measure(agg, center, 1)
+    if agg.statistic == "mean":
+        return (count, first), (1, sens1)
+    second, sens2 = _sum_measure(agg, center, 2)
+    return (count, first, second), (1, sens1, sens2)
+
+
+@dataclass(frozen=True)
+class IntervalModel:
+    """Everything needed to compute confidence intervals of a release, free of privacy cost."""
+
+    statistic: str
+    noisy: tuple[FloatArray, ...]
+    noise: tuple[NoiseSpec, ...]
+    bounds: tuple[float, float] | None
+
+    def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
+        """Lower and upper ends per cell; coverage at least ``level``."""
+        if not 0 < level < 1:
+            raise ValueError("level must be between 0 and 1.")
+        k = len(self.noise)
+        per = 1 - (1 - level) / k
+        half = [spec.abs_quantile(per) for spec in self.noise]
+        if self.statistic in ("count", "sum"):
+            return self.noisy[0] - half[0], self.noisy[0] + half[0]
+        assert self.bounds is not None
+        low, high = self.bounds
+        center = (low + high) / 2
+        n_lo = np.maximum(self.noisy[0] - half[0], 1.0)
+        n_hi = np.maximum(self.noisy[0] + half[0], 1.0)
+        s_lo, s_hi = self.noisy[1] - half[1], self.noisy[1] + half[1]
+        ratios = [s_lo / n_lo, s_lo / n_hi, s_hi / n_lo, s_hi / n_hi]
+        m_lo = np.minimum.reduce(ratios)
+        m_hi = np.maximum.reduce(ratios)
+        if self.statistic == "mean":
+            return np.clip(center + m_lo, low, high), np.clip(center + m_hi, low, high)
+        q_lo, q_hi = self.noisy[2] - half[2], self.noisy[2] + half[2]
+        q_ratios = [q_lo / n_lo, q_lo / n_hi, q_hi / n_lo, q_hi / n_hi]
+        sq_hi = np.maximum(m_lo**2, m_hi**2)
+        sq_lo = np.where((m_lo <= 0) & (m_hi >= 0), 0.0, np.minimum(m_lo**2, m_hi**2))
+        top = ((high - low) / 2) ** 2
+        var_lo = np.clip(np.minimum.reduce(q_ratios) - sq_hi, 0.0, top)
+        var_hi = np.clip(np.maximum.reduce(q_ratios) - sq_lo, 0.0, top)
+        if self.statistic == "var":
+            return var_lo, var_hi
+        return np.sqrt(var_lo), np.sqrt(var_hi)
+
+
+@dataclass(frozen=True)
+class AggregateResult:
+    """Noisy values per cell, the noise used, and approximate error scales."""
+
+    values: FloatArray
+    scales: FloatArray
+    noise: tuple[NoiseSpec, ...]
+    intervals: IntervalModel
+
+    @property
+    def mechanism(self) -> str:
+        """Name of the noise distribution."""
+        return self.noise[0].name
+
+
+def _combine(
+    agg: Aggregate, noisy: list[FloatArray], noise: list[NoiseSpec]
+) -> tuple[FloatArray, FloatArray]:
+    if agg.statistic in ("count", "sum"):
+        return noisy[0], np.full(len(noisy[0]), noise[0].scale)
+    assert agg.bounds is not None
+    low, high = agg.bounds
+    center = (low + high) / 2
+    n = np.maximum(noisy[0], 1.0)
+    mean_c = noisy[1] / n
+    scales = noise[1].scale / n
+    if agg.statistic == "mean":
+        return np.clip(center + mean_c, low, high), scales
+    top = ((high - low) / 2) ** 2
+    var = np.clip(noisy[2] / n - mean_c**2, 0.0, top)
+    var_scales = noise[2].scale / n
+    if agg.statistic == "var":
+        return var, var_scales
+    std = np.sqrt(var)
+    # Delta method: d sqrt(v) = dv / (2 sqrt(v)); at v = 0 use sqrt(scale).
+    safe = np.where(std > 0, std, 1.0)
+    return std, np.where(std > 0, var_scales / (2 * safe), np.sqrt(var_scales))
+
+
+def release_aggregate(
+    agg: Aggregate,
+    exact: list[FloatArray],
+    allocation: NoiseAllocation,
+    rng: SecureRandom,
+) -> AggregateResult:
+    """Add noise to the exact measures of ``agg`` and post-process them.
+
+    Args:
+        agg: the aggregate query (its statistic fixes the measures).
+        exact: the backend's exact measures, in the order of :func:`measures_for`.
+        allocation: the query's whole noise allocation, split evenly over measures.
+        rng: the secure random source.
+
+    Returns:
+        The released values per cell with their intervals.
+    """
+    measures, sensitivities = measures_for(agg)
+    parts = allocation.split(tuple(1 for _ in measures))
+    noisy: list[FloatArray] = []
+    noise: list[NoiseSpec] = []
+    for measure, sens, part, values in zip(measures, sensitivities, parts, exact):
+        released, spec = release_integer_sums(values, sens, measure.quantum, part, rng)
+        noisy.append(released)
+        noise.append(spec)
+    values, scales = _combine(agg, noisy, noise)
+    model = IntervalModel(agg.statistic, tuple(noisy), tuple(noise), agg.bounds)
+    return AggregateResult(values, scales, tuple(noise), model)

@@ -1,0 +1,111 @@
+"""Query plans: immutable trees of frozen dataclasses.
+
+A plan is the non-private part of a query: a source, then filters and
+derived columns.  An :class:`Aggregate` puts a statistic on top, with the
+public clamping bounds and group keys it needs, so the whole query can be
+validated, costed and serialized before any data is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from dpframe.plan.expressions import Expr
+
+__all__ = ["Aggregate", "Assign", "Filter", "GroupKey", "Plan", "Source", "Statistic", "lineage"]
+
+Statistic = Literal["count", "sum", "mean", "var", "std"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """The rows of one registered dataset, identified by its fingerprint."""
+
+    dataset: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"node": "source", "dataset": self.dataset}
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Keep the rows where ``predicate`` is true (missing counts as false)."""
+
+    child: Plan
+    predicate: Expr
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"node": "filter", "child": self.child.to_dict(), "predicate": self.predicate.to_dict()}
+
+
+@dataclass(frozen=True)
+class Assign:
+    """Add (or replace) the column ``name`` computed row by row from ``expr``."""
+
+    child: Plan
+    name: str
+    expr: Expr
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "node": "assign",
+            "child": self.child.to_dict(),
+            "name": self.name,
+            "expr": self.expr.to_dict(),
+        }
+
+
+Plan = Union[Source, Filter, Assign]
+
+
+def lineage(plan: Plan) -> tuple[Source, tuple[Filter | Assign, ...]]:
+    """The source and the steps applied to it, in order."""
+    steps: list[Filter | Assign] = []
+    node: Plan = plan
+    while not isinstance(node, Source):
+        steps.append(node)
+        node = node.child
+    return node, tuple(reversed(steps))
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    """A group-by key: an expression and its declared (public) categories."""
+
+    name: str
+    expr: Expr
+    categories: tuple[Hashable, ...]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A statistic of a plan, optionally per group of public keys.
+
+    Attributes:
+        plan: the rows to aggregate.
+        statistic: count, sum, mean, var or std.
+        expr: the value expression (None for a row count).
+        bounds: the public clamping bounds of ``expr`` (None for a row count).
+        by: group keys; empty for a scalar release.
+        label: a human-readable description for the ledger.
+    """
+
+    plan: Plan
+    statistic: Statistic
+    expr: Expr | None
+    bounds: tuple[float, float] | None
+    by: tuple[GroupKey, ...]
+    label: str
+
+    @property
+    def n_groups(self) -> int:
+        """Number of cells released (product of key cardinalities)."""
+        size = 1
+        for key in self.by:
+            size *= len(key.categories)
+        return size

@@ -1,0 +1,260 @@
+"""The public schema of a private frame: column names, kinds, bounds and categories.
+
+Everything here is public by declaration: bounds and categories come from the
+data owner or analyst, never from the data.  Derived columns get bounds by
+interval arithmetic over the declared bounds (:func:`infer_column`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import (
+    Abs,
+    Arith,
+    Clip,
+    Col,
+    Compare,
+    Expr,
+    IsIn,
+    IsNull,
+    Lit,
+    Logical,
+    Neg,
+    Not,
+)
+
+__all__ = ["ColumnInfo", "Kind", "Schema", "infer_column", "schema_from_frame"]
+
+Kind = Literal["numeric", "boolean", "categorical", "text", "other"]
+Bounds = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """Public facts about one column.
+
+    Attributes:
+        name: the column name.
+        kind: numeric, boolean, categorical, text or other.
+        dtype: the pandas dtype's name.
+        bounds: declared (or derived) clamping bounds, or None.
+        categories: declared public keys, or None.
+    """
+
+    name: str
+    kind: Kind
+    dtype: str
+    bounds: Bounds | None = None
+    categories: tuple[Hashable, ...] | None = None
+
+    @property
+    def summable(self) -> bool:
+        """Numeric or boolean: can be summed and averaged."""
+        return self.kind in ("numeric", "boolean")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An ordered collection of :class:`ColumnInfo`."""
+
+    columns: tuple[ColumnInfo, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Column names in order."""
+        return tuple(c.name for c in self.columns)
+
+    def __contains__(self, name: object) -> bool:
+        return any(c.name == name for c in self.columns)
+
+    def get(self, name: str) -> ColumnInfo:
+        """The column ``name``, or a :class:`SchemaError` listing the known columns."""
+        for info in self.columns:
+            if info.name == name:
+                return info
+        raise SchemaError(f"Unknown column {name!r}. Columns: {', '.join(self.names)}.")
+
+    def with_column(self, info: ColumnInfo) -> Schema:
+        """This schema with ``info`` added or replacing the column of the same name."""
+        cols = [c for c in self.columns if c.name != info.name]
+        if info.name in self.names:
+            index = self.names.index(info.name)
+            cols.insert(index, info)
+        else:
+            cols.append(info)
+        return Schema(tuple(cols))
+
+    def select(self, names: Sequence[str]) -> Schema:
+        """Only the columns ``names``, in that order."""
+        return Schema(tuple(self.get(n) for n in names))
+
+    def to_frame(self) -> pd.DataFrame:
+        """The schema as a small public table."""
+        return pd.DataFrame(
+            {
+                "kind": [c.kind for c in self.columns],
+                "dtype": [c.dtype for c in self.columns],
+                "bounds": [c.bounds for c in self.columns],
+                "categories": [
+                    None if c.categories is None else list(c.categories) for c in self.columns
+                ],
+            },
+            index=pd.Index(self.names, name="column"),
+        )
+
+
+def check_bounds(name: str, bounds: object) -> Bounds:
+    """Validate a ``(low, high)`` pair: finite numbers with low <= high."""
+    try:
+        low, high = bounds  # type: ignore[misc]
+        low_f, high_f = float(low), float(high)
+    except (TypeError, ValueError):
+        raise SchemaError(f"bounds for {name!r} must be a (low, high) pair of numbers.") from None
+    if not (math.isfinite(low_f) and math.isfinite(high_f)):
+        raise SchemaError(f"bounds for {name!r} must be finite numbers.")
+    if low_f > high_f:
+        raise SchemaError(f"bounds for {name!r} need low <= high; got low > high.")
+    return (low_f, high_f)
+
+
+def _kind_of(series: pd.Series) -> Kind:
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numeric"
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(dtype):
+        return "text"
+    if pd.api.types.is_object_dtype(dtype):
+        return "text"
+    return "other"
+
+
+def schema_from_frame(
+    df: pd.DataFrame,
+    bounds: Mapping[str, object] | None,
+    categories: Mapping[str, Sequence[Hashable]] | None,
+) -> Schema:
+    """Build and validate the public schema of a DataFrame.
+
+    Raises:
+        SchemaError: for unknown columns in ``bounds``/``categories``, bounds
+            that are not finite or have low > high, bounds on a non-numeric
+            column, empty or duplicate categories, or non-string column names.
+    """
+    bounds = dict(bounds or {})
+    categories = dict(categories or {})
+    names = list(df.columns)
+    if len(set(names)) != len(names):
+        raise SchemaError("Column names must be unique.")
+    for name in names:
+        if not isinstance(name, str):
+            raise SchemaError("Column names must be strings; rename the columns first.")
+    for key in [*bounds, *categories]:
+        if key not in names:
+            raise SchemaError(f"Unknown column {key!r}. Columns: {', '.join(map(str, names))}.")
+    infos = []
+    for name in names:
+        series = df[name]
+        kind = _kind_of(series)
+        info = ColumnInfo(name=name, kind=kind, dtype=str(series.dtype))
+        if kind == "boolean":
+            info = replace(info, bounds=(0.0, 1.0), categories=(False, True))
+        if name in bounds:
+            if kind not in ("numeric", "boolean"):
+                raise SchemaError(
+                    f"bounds given for {name!r}, which is not numeric; declare its "
+                    "categories= instead."
+                )
+            info = replace(info, bounds=check_bounds(name, bounds[name]))
+        if name in categories:
+            cats = categories[name]
+            if isinstance(cats, (str, bytes)) or not isinstance(cats, Sequence):
+                raise SchemaError(f"categories for {name!r} must be a list of public keys.")
+            cats_t = tuple(cats)
+            if not cats_t:
+                raise SchemaError(f"categories for {name!r} must not be empty.")
+            if len(set(cats_t)) != len(cats_t):
+                raise SchemaError(f"categories for {name!r} must be distinct.")
+            info = replace(info, categories=cats_t, kind="categorical" if kind == "text" else kind)
+        infos.append(info)
+    return Schema(tuple(infos))
+
+
+def _arith_bounds(op: str, a: Bounds, b: Bounds) -> Bounds | None:
+    if op == "+":
+        return (a[0] + b[0], a[1] + b[1])
+    if op == "-":
+        return (a[0] - b[1], a[1] - b[0])
+    if op == "*":
+        products = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+        return (min(products), max(products))
+    if b[0] <= 0 <= b[1]:
+        return None
+    quotients = [a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1]]
+    return (min(quotients), max(quotients))
+
+
+def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
+    if isinstance(expr, Col):
+        return schema.get(expr.name).bounds
+    if isinstance(expr, Lit):
+        if isinstance(expr.value, (int, float)) and not isinstance(expr.value, str):
+            value = float(expr.value)
+            return (value, value) if math.isfinite(value) else None
+        return None
+    if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
+        return (0.0, 1.0)
+    if isinstance(expr, Neg):
+        inner = _expr_bounds(expr.operand, schema)
+        return None if inner is None else (-inner[1], -inner[0])
+    if isinstance(expr, Abs):
+        inner = _expr_bounds(expr.operand, schema)
+        if inner is None:
+            return None
+        low = 0.0 if inner[0] <= 0 <= inner[1] else min(abs(inner[0]), abs(inner[1]))
+        return (low, max(abs(inner[0]), abs(inner[1])))
+    if isinstance(expr, Clip):
+        inner = _expr_bounds(expr.operand, schema)
+        if inner is None:
+            return (expr.lower, expr.upper)
+        return (max(inner[0], expr.lower), min(max(inner[1], expr.lower), expr.upper))
+    if isinstance(expr, Arith):
+        left = _expr_bounds(expr.left, schema)
+        right = _expr_bounds(expr.right, schema)
+        if left is None or right is None:
+            return None
+        result = _arith_bounds(expr.op, left, right)
+        if result is None or not all(math.isfinite(v) for v in result):
+            return None
+        return result
+    return None
+
+
+def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
+    """The public facts of a derived column ``name = expr``.
+
+    Every referenced column must exist.  Comparisons and logical operators
+    give boolean columns; arithmetic needs numeric inputs and gets bounds by
+    interval arithmetic (None when an input is unbounded or a divisor's
+    bounds contain zero); a bare column reference keeps its facts.
+    """
+    for ref in sorted(expr.columns()):
+        schema.get(ref)
+    if isinstance(expr, Col):
+        return replace(schema.get(expr.name), name=name)
+    if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
+        return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
+    for ref in expr.columns():
+        if not schema.get(ref).summable and not isinstance(expr, Lit):
+            raise SchemaError(
+                f"Column {ref!r} is not numeric, so it cannot be used in arithmetic."
+            )
+    return ColumnInfo(name, "numeric", "float64", _expr_bounds(expr, schema))

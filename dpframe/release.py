@@ -1,0 +1,180 @@
+"""Releases: the differentially private answers dpframe returns.
+
+A :class:`Release` behaves as a number and carries its cost, mechanism,
+noise scale and a confidence interval computed from the known noise
+distribution (post-processing: free of privacy cost).  Grouped results are
+pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.accounting.budget import Budget
+from dpframe.errors import DPError
+from dpframe.mechanisms.aggregates import IntervalModel
+
+__all__ = ["GroupedRelease", "Release", "ci"]
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """One differentially private number.
+
+    Attributes:
+        value: the released value (a float on a public power-of-two grid, or
+            post-processed from such floats).
+        cost: the privacy budget this release was charged.
+        mechanism: the noise distribution used.
+        scale: the noise scale (Laplace b or Gaussian σ) of the value; for a
+            mean, variance or standard deviation, an approximate error scale.
+        query: a description of what was asked.
+        rho: the zCDP ρ charged, in zCDP sessions (else None).
+    """
+
+    value: float
+    cost: Budget
+    mechanism: str
+    scale: float
+    query: str
+    intervals: IntervalModel
+    rho: Fraction | None = None
+
+    def ci(self, level: float = 0.95) -> tuple[float, float]:
+        """A (low, high) interval that contains the exact answer with probability ≥ ``level``.
+
+        Computed from the noise distribution that was actually used; costs no
+        privacy (it is a function of the released values and public facts).
+        """
+        low, high = self.intervals.interval(level)
+        return float(low[0]), float(high[0])
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __round__(self, ndigits: int | None = None) -> float:
+        return round(self.value, ndigits)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __add__(self, other: Any) -> float:
+        return self.value + float(other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> float:
+        return self.value - float(other)
+
+    def __rsub__(self, other: Any) -> float:
+        return float(other) - self.value
+
+    def __mul__(self, other: Any) -> float:
+        return self.value * float(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> float:
+        return self.value / float(other)
+
+    def __rtruediv__(self, other: Any) -> float:
+        return float(other) / self.value
+
+    def __neg__(self) -> float:
+        return -self.value
+
+    def __abs__(self) -> float:
+        return abs(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.value == float(other)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __lt__(self, other: Any) -> bool:
+        return self.value < float(other)
+
+    def __le__(self, other: Any) -> bool:
+        return self.value <= float(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return self.value > float(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return self.value >= float(other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        low, high = self.ci()
+        return (
+            f"Release({self.value:.6g}, 95% CI [{low:.6g}, {high:.6g}], "
+            f"cost {self.cost}, {self.mechanism})"
+        )
+
+    def _repr_html_(self) -> str:
+        low, high = self.ci()
+        return (
+            "<div class='dpframe-release'>"
+            f"<b>{self.value:.6g}</b> "
+            f"<span style='color:#666'>95% CI [{low:.6g}, {high:.6g}] · cost "
+            f"{html.escape(str(self.cost))} · {html.escape(self.mechanism)}</span></div>"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class GroupedRelease:
+    """Metadata of a grouped result (stored in the Series' ``attrs["dpframe"]``)."""
+
+    index: pd.Index
+    cost: Budget
+    mechanism: str
+    scales: np.ndarray
+    query: str
+    intervals: IntervalModel
+    rho: Fraction | None = None
+
+    def ci(self, level: float = 0.95) -> pd.DataFrame:
+        """Per-group (low, high) intervals with coverage ≥ ``level`` each."""
+        low, high = self.intervals.interval(level)
+        return pd.DataFrame({"low": low, "high": high}, index=self.index)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> GroupedRelease:
+        return self
+
+
+def ci(result: Release | pd.Series, level: float = 0.95) -> Any:
+    """The confidence interval of a release, or per group of a grouped result."""
+    if isinstance(result, Release):
+        return result.ci(level)
+    if isinstance(result, pd.Series):
+        meta = result.attrs.get("dpframe")
+        if isinstance(meta, GroupedRelease):
+            return meta.ci(level)
+    raise DPError("ci() needs a dpframe release or a grouped result returned by dpframe.")
+
+
+def grouped_series(
+    values: np.ndarray, meta: GroupedRelease, name: str
+) -> pd.Series:
+    """Build the public Series of a grouped release."""
+    series = pd.Series(values, index=meta.index, name=name)
+    series.attrs["dpframe"] = meta
+    return series
+
+
+def is_finite(value: float) -> bool:
+    """True for a finite float (helper for display code)."""
+    return math.isfinite(value)

@@ -1,0 +1,297 @@
+"""``PrivateSeries``: one column (or column expression) of a private frame.
+
+Operators build expressions (free); ``count``, ``sum``, ``mean``, ``var`` and
+``std`` release noisy aggregates, charged to the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.frame import PrivateFrame, _to_expr, describe_plan
+from dpframe.guard import RowGuard, UnknownAttributeError
+from dpframe.plan.expressions import Clip, Expr
+from dpframe.plan.nodes import Aggregate, Statistic
+from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
+
+if TYPE_CHECKING:
+    from dpframe.accounting.budget import Number
+    from dpframe.release import Release
+
+__all__ = ["PrivateSeries", "require_bounds"]
+
+
+def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
+    """The clamping bounds of a column, or an error that says which bounds to add."""
+    if not info.summable:
+        raise SchemaError(
+            f"{statistic}() needs a numeric column; {info.name!r} is {info.kind}. "
+            "Use count(), value counts by groupby(), or derive a number first."
+        )
+    if info.bounds is None:
+        raise SchemaError(
+            f"{statistic}() of {info.name!r} needs public clamping bounds: pass "
+            f"bounds={{{info.name!r}: (low, high)}} when loading, or call "
+            f"pf.with_bounds({info.name}=(low, high)), or clip(low, high) the expression."
+        )
+    return info.bounds
+
+
+class PrivateSeries(RowGuard):
+    """A column expression over a private frame; never yields raw values."""
+
+    __slots__ = ("_expr", "_frame", "_info")
+
+    _frame: PrivateFrame
+    _expr: Expr
+    _info: ColumnInfo
+
+    @classmethod
+    def _create(cls, frame: PrivateFrame, expr: Expr, info: ColumnInfo) -> PrivateSeries:
+        series = object.__new__(cls)
+        object.__setattr__(series, "_frame", frame)
+        object.__setattr__(series, "_expr", expr)
+        object.__setattr__(series, "_info", info)
+        return series
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise SchemaError("Get a PrivateSeries by indexing a PrivateFrame: pf['column'].")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise SchemaError("A PrivateSeries is immutable.")
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnknownAttributeError(
+            f"PrivateSeries has no attribute {name!r} (dpframe does not forward to pandas)."
+        )
+
+    def _to_expr(self) -> Expr:
+        return self._expr
+
+    # -- public facts --------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The column name (or the expression, for derived series)."""
+        return self._info.name
+
+    @property
+    def dtype(self) -> str:
+        """The dtype name (public)."""
+        return self._info.dtype
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """Declared or derived clamping bounds."""
+        return self._info.bounds
+
+    @property
+    def categories(self) -> tuple[Any, ...] | None:
+        """Declared public keys."""
+        return self._info.categories
+
+    @property
+    def expr(self) -> Expr:
+        """The expression tree of this series."""
+        return self._expr
+
+    def __repr__(self) -> str:
+        extra = f", bounds={self.bounds}" if self.bounds is not None else ""
+        return f"PrivateSeries({self._expr}, dtype={self.dtype}{extra}; values private)"
+
+    # -- expression building (free) ------------------------------------------
+
+    def _wrap(self, expr: Expr) -> PrivateSeries:
+        info = infer_column(str(expr), expr, self._frame._schema)
+        return PrivateSeries._create(self._frame, expr, info)
+
+    def _binary(self, other: Any, op: str, reverse: bool = False) -> PrivateSeries:
+        left, right = self._expr, _to_expr(other)
+        if reverse:
+            left, right = right, left
+        method = {
+            "+": Expr.__add__,
+            "-": Expr.__sub__,
+            "*": Expr.__mul__,
+            "/": Expr.__truediv__,
+            "==": Expr.__eq__,
+            "!=": Expr.__ne__,
+            "<": Expr.__lt__,
+            "<=": Expr.__le__,
+            ">": Expr.__gt__,
+            ">=": Expr.__ge__,
+            "&": Expr.__and__,
+            "|": Expr.__or__,
+        }[op]
+        return self._wrap(method(left, right))
+
+    def __add__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "+")
+
+    def __radd__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "+", reverse=True)
+
+    def __sub__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "-")
+
+    def __rsub__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "-", reverse=True)
+
+    def __mul__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "*")
+
+    def __rmul__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "*", reverse=True)
+
+    def __truediv__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "/")
+
+    def __rtruediv__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "/", reverse=True)
+
+    def __eq__(self, other: object) -> PrivateSeries:  # type: ignore[override]
+        return self._binary(other, "==")
+
+    def __ne__(self, other: object) -> PrivateSeries:  # type: ignore[override]
+        return self._binary(other, "!=")
+
+    def __lt__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "<")
+
+    def __le__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "<=")
+
+    def __gt__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, ">")
+
+    def __ge__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, ">=")
+
+    def __and__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "&")
+
+    def __rand__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "&", reverse=True)
+
+    def __or__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "|")
+
+    def __ror__(self, other: Any) -> PrivateSeries:
+        return self._binary(other, "|", reverse=True)
+
+    def __invert__(self) -> PrivateSeries:
+        return self._wrap(~self._expr)
+
+    def __neg__(self) -> PrivateSeries:
+        return self._wrap(-self._expr)
+
+    def __abs__(self) -> PrivateSeries:
+        return self._wrap(abs(self._expr))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def abs(self) -> PrivateSeries:
+        """Absolute value (free)."""
+        return self._wrap(abs(self._expr))
+
+    def isin(self, values: Iterable[Any]) -> PrivateSeries:
+        """True where the value is one of the public ``values`` (free)."""
+        return self._wrap(self._expr.isin(values))
+
+    def between(self, left: Any, right: Any) -> PrivateSeries:
+        """``left <= x <= right`` (free)."""
+        return self._wrap(self._expr.between(_to_expr(left), _to_expr(right)))
+
+    def isna(self) -> PrivateSeries:
+        """True where missing (free)."""
+        return self._wrap(self._expr.isna())
+
+    def notna(self) -> PrivateSeries:
+        """True where present (free)."""
+        return self._wrap(self._expr.notna())
+
+    def clip(self, lower: float, upper: float) -> PrivateSeries:
+        """Clamp to public ``[lower, upper]``; the result has these bounds (free)."""
+        low, high = check_bounds(self.name, (lower, upper))
+        return self._wrap(Clip(self._expr, low, high))
+
+    # -- releases ------------------------------------------------------------
+
+    def _aggregate(
+        self,
+        statistic: Statistic,
+        epsilon: Number | None,
+        delta: Number | None,
+        rho: Number | None,
+    ) -> Release:
+        bounds = None if statistic == "count" else require_bounds(self._info, statistic)
+        label = f"{statistic}({self._expr}){describe_plan(self._frame._plan)}"
+        agg = Aggregate(self._frame._plan, statistic, self._expr, bounds, (), label)
+        result = self._frame._session._release(agg, epsilon, delta, rho)
+        assert not isinstance(result, pd.Series)
+        return result
+
+    def count(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The number of non-missing values.
+
+        Privacy: sensitivity 1; discrete Laplace (ε) or discrete Gaussian (ρ).
+
+        Accuracy: unbiased, noise scale 1/ε (Laplace) or 1/sqrt(2ρ) (Gaussian σ).
+        """
+        return self._aggregate("count", epsilon, delta, rho)
+
+    def sum(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The sum of values clamped to the column's bounds [L, U].
+
+        Privacy: sensitivity max(|L|, |U|) (missing values add nothing, ±inf
+        is clamped); discrete Laplace (ε) or discrete Gaussian (ρ) on a
+        power-of-two grid.
+
+        Accuracy: unbiased up to clamping; noise scale max(|L|, |U|)/ε
+        (+0.1% grid widening).
+        """
+        return self._aggregate("sum", epsilon, delta, rho)
+
+    def mean(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
+
+        Privacy: half the budget to the non-missing count (sensitivity 1),
+        half to the sum of values minus the midpoint (sensitivity (U − L)/2).
+
+        Accuracy: error about (U − L)/(ε·n) for n values; ``ci()`` is a
+        conservative (Bonferroni, interval-arithmetic) interval.
+        """
+        return self._aggregate("mean", epsilon, delta, rho)
+
+    def var(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The (population) variance of values clamped to [L, U], within [0, ((U − L)/2)²].
+
+        Privacy: thirds of the budget to the count (sensitivity 1), the centred
+        sum ((U − L)/2) and the centred sum of squares (((U − L)/2)²).
+
+        Accuracy: error about 3·((U − L)/2)²/(ε·n); ``ci()`` is conservative.
+        """
+        return self._aggregate("var", epsilon, delta, rho)
+
+    def std(
+        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The square root of :meth:`var` (same privacy cost and guarantee)."""
+        return self._aggregate("std", epsilon, delta, rho)

@@ -1,0 +1,282 @@
+"""The session: owns data sources, the accountant, the ledger and the random source.
+
+Order of work for every release (never changed):
+
+1. validate the query (columns, bounds, keys, privacy parameters);
+2. compute its cost and ask the accountant to charge it, in one ledger
+   transaction (refused here if over budget: nothing has touched the data);
+3. evaluate the plan on the backend (exact, non-private);
+4. add noise and post-process;
+5. record the released value in the ledger and notify listeners (the meter);
+6. return the release.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dpframe.accounting.accountants import Accountant, Charge, make_accountant
+from dpframe.accounting.budget import Budget, Number, PrivacyRequest
+from dpframe.accounting.ledger import Ledger
+from dpframe.backends.base import Backend
+from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.errors import DPError, InvalidBudgetError, SchemaError
+from dpframe.mechanisms.aggregates import measures_for, release_aggregate
+from dpframe.noise import SecureRandom
+from dpframe.plan.nodes import Aggregate, Source, lineage
+from dpframe.plan.schema import schema_from_frame
+from dpframe.release import GroupedRelease, Release, grouped_series
+
+if TYPE_CHECKING:
+    from dpframe.frame import PrivateFrame
+
+__all__ = ["ReleaseEvent", "Session"]
+
+
+@dataclass(frozen=True)
+class ReleaseEvent:
+    """Sent to listeners after every release (one-way: listeners cannot change the budget)."""
+
+    query: str
+    cost: Budget
+    spent: Budget
+    remaining: Budget
+    total: Budget
+
+
+class Session:
+    """A privacy budget and the private data it protects.
+
+    Args:
+        epsilon: the total ε of the session (> 0).
+        delta: the total δ (0 ≤ δ < 1); default 0.
+        name: the session's name in the ledger.  A session with the same
+            name, ledger and data resumes its spend, also from another process.
+        ledger: the SQLite ledger file; None for the default location
+            (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
+            for one that is forgotten when the session ends, or a
+            :class:`~dpframe.accounting.Ledger`.
+        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"``; default ``"pure"``
+            when ``delta == 0``, else ``"zcdp"``.
+
+    Example:
+        >>> import dpframe as dp
+        >>> session = dp.Session(epsilon=1.0, ledger=":memory:")
+        >>> session.remaining
+        Budget(epsilon=1, delta=0)
+    """
+
+    def __init__(
+        self,
+        epsilon: Number,
+        delta: Number = 0,
+        *,
+        name: str = "default",
+        ledger: str | os.PathLike[str] | Ledger | None = None,
+        accounting: str | None = None,
+    ) -> None:
+        total = Budget(epsilon, delta)
+        if total.epsilon <= 0:
+            raise InvalidBudgetError("The session's epsilon must be > 0.")
+        if not isinstance(name, str) or not name:
+            raise InvalidBudgetError("name must be a non-empty string.")
+        self._accountant: Accountant = make_accountant(total, accounting)
+        self._name = name
+        self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+        self._backends: dict[str, Backend] = {}
+        self._rng = SecureRandom()
+        self._listeners: list[Callable[[ReleaseEvent], None]] = []
+
+    # -- public state --------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The session's name in the ledger."""
+        return self._name
+
+    @property
+    def total(self) -> Budget:
+        """The session's total budget."""
+        return self._accountant.total
+
+    @property
+    def accounting(self) -> str:
+        """``pure``, ``approx`` or ``zcdp``."""
+        return self._accountant.kind
+
+    @property
+    def ledger_path(self) -> str:
+        """Where the ledger file is."""
+        return self._ledger.path
+
+    def _charges(self) -> Charge:
+        return self._ledger.spent(self._name, list(self._backends))
+
+    @property
+    def spent(self) -> Budget:
+        """The (ε, δ) guarantee of everything released so far (read from the ledger)."""
+        return self._accountant.spent(self._charges())
+
+    @property
+    def remaining(self) -> Budget:
+        """The largest (ε, δ) that a next query may request."""
+        return self._accountant.remaining(self._charges())
+
+    @property
+    def ledger(self) -> pd.DataFrame:
+        """One row per release of this session on its datasets, oldest first."""
+        return self._ledger.releases(self._name, list(self._backends))
+
+    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
+        """Call ``listener`` after every release; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def __repr__(self) -> str:
+        return (
+            f"Session(name={self._name!r}, {self.accounting} accounting, total {self.total}, "
+            f"spent {self.spent}, remaining {self.remaining})"
+        )
+
+    def __reduce__(self) -> Any:
+        raise DPError("A session holds private data and cannot be pickled.")
+
+    # -- loading data --------------------------------------------------------
+
+    def private_frame(
+        self,
+        df: pd.DataFrame,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+    ) -> PrivateFrame:
+        """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
+
+        Args:
+            df: the private data.  Neighbouring datasets differ by one row.
+            bounds: public clamping bounds ``{column: (low, high)}`` for
+                numeric columns to be summed or averaged.
+            categories: public keys ``{column: [key, ...]}`` for group-bys;
+                rows with other values are dropped from grouped results.
+
+        Raises:
+            SchemaError: for an empty frame, unknown columns, or invalid
+                bounds or categories.
+            LedgerError: if the ledger holds this session and data with a
+                different budget or accounting.
+        """
+        from dpframe.frame import PrivateFrame
+
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError("private_frame() needs a pandas DataFrame.")
+        if df.shape[0] == 0 or df.shape[1] == 0:
+            raise SchemaError("The DataFrame is empty; there is nothing to protect or query.")
+        schema = schema_from_frame(df, bounds, categories)
+        backend = PandasBackend(df)
+        dataset = backend.fingerprint()
+        self._ledger.register(self._name, dataset, self.accounting, self.total)
+        self._backends.setdefault(dataset, backend)
+        return PrivateFrame._create(self, Source(dataset), schema)
+
+    def read_csv(
+        self,
+        path: str | os.PathLike[str],
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+        **read_csv_kwargs: Any,
+    ) -> PrivateFrame:
+        """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
+        try:
+            df = pd.read_csv(path, **read_csv_kwargs)
+        except (OSError, ValueError) as exc:
+            raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
+        return self.private_frame(df, bounds=bounds, categories=categories)
+
+    # -- releasing -----------------------------------------------------------
+
+    def _release(
+        self,
+        agg: Aggregate,
+        epsilon: Number | None,
+        delta: Number | None,
+        rho: Number | None,
+    ) -> Release | pd.Series:
+        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+        charge, allocation = self._accountant.allocate(request)
+        measures, _ = measures_for(agg)
+        source = _source_of(agg)
+        backend = self._backends.get(source)
+        if backend is None:
+            raise DPError("This frame belongs to another session.")
+        mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
+        release_id = self._ledger.charge(
+            self._name,
+            list(self._backends),
+            source,
+            charge,
+            lambda spent: self._accountant.check(spent, charge, request),
+            agg.label,
+            mechanism,
+        )
+        try:
+            exact = backend.compute(agg.plan, measures, agg.by)
+            result = release_aggregate(agg, exact, allocation, self._rng)
+        except BaseException:
+            self._ledger.complete(release_id, "", status="failed")
+            raise
+        cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+        rho = charge.rho if self.accounting == "zcdp" else None
+        released: Release | pd.Series
+        if agg.by:
+            meta = GroupedRelease(
+                _group_index(agg), cost, result.mechanism, result.scales, agg.label,
+                result.intervals, rho,
+            )
+            released = grouped_series(result.values, meta, agg.statistic)
+            shown = f"{len(result.values)} groups"
+        else:
+            released = Release(
+                float(result.values[0]), cost, result.mechanism, float(result.scales[0]),
+                agg.label, result.intervals, rho,
+            )
+            shown = repr(float(result.values[0]))
+        self._ledger.complete(release_id, shown)
+        self._notify(agg.label, cost)
+        return released
+
+    def _notify(self, query: str, cost: Budget) -> None:
+        if not self._listeners:
+            return
+        charges = self._charges()
+        event = ReleaseEvent(
+            query,
+            cost,
+            self._accountant.spent(charges),
+            self._accountant.remaining(charges),
+            self.total,
+        )
+        for listener in list(self._listeners):
+            listener(event)
+
+
+def _source_of(agg: Aggregate) -> str:
+    return lineage(agg.plan)[0].dataset
+
+
+def _group_index(agg: Aggregate) -> pd.Index:
+    if len(agg.by) == 1:
+        key = agg.by[0]
+        return pd.Index(list(key.categories), name=key.name, dtype=object)
+    return pd.MultiIndex.from_product(
+        [list(k.categories) for k in agg.by], names=[k.name for k in agg.by]
+    )
+
