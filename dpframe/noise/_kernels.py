@@ -1,0 +1,181 @@
+"""Vectorized exact Bernoulli kernels used by :mod:`dpframe.noise.vectorized`.
+
+Two families, with the same contracts:
+
+* ``*_int`` work on int64 arrays whose values are at most ``2**62``; every
+  product is bound-checked before it is formed, so nothing can overflow.
+* ``*_obj`` work on numpy object arrays of Python ints (arbitrary size).  They
+  draw one 62-bit word per Bernoulli trial and compare it with
+  ``floor(p * 2**62)``; only on an exact tie (probability ``2**-62``) do they
+  finish the trial with the scalar exact sampler, so they stay exact.
+
+Loops run over *rounds* of rejection (the active set shrinks geometrically),
+never over elements, except in the ``2**-62`` tie case.
+
+Reference: C. Canonne, G. Kamath, T. Steinke, "The Discrete Gaussian for
+Differential Privacy", NeurIPS 2020, Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpframe.noise import exact
+from dpframe.noise._checks import INT64_SAFE
+from dpframe.noise.random_source import SecureRandom
+
+IntArray = npt.NDArray[np.int64]
+ObjArray = npt.NDArray[np.object_]
+BoolArray = npt.NDArray[np.bool_]
+
+_WORD_BITS = 62
+
+
+def _take(den: int | IntArray, idx: npt.NDArray[np.intp]) -> int | IntArray:
+    """Index ``den`` when it is an array; pass a scalar through."""
+    return den if isinstance(den, int) else den[idx]
+
+
+def bern_ratio_int(num: IntArray, den: int | IntArray, k: int, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(num_i / (den_i * k)) for ``0 <= num_i <= den_i <= 2**62`` and ``k >= 1``."""
+    n = num.size
+    den_max = den if isinstance(den, int) else (int(den.max()) if n else 1)
+    if den_max <= INT64_SAFE // k:
+        return rng.uniform_below(den * k, n) < num
+    # U uniform on {0..den*k-1} written as (w, u) with w uniform on {0..k-1}, u on
+    # {0..den-1}: U < num <= den iff w == 0 and u < num.
+    return (rng.uniform_below(den, n) < num) & (rng.uniform_below(k, n) == 0)
+
+
+def bexp_le1_int(num: IntArray, den: int | IntArray, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(exp(-num_i/den_i)) for ``0 <= num_i <= den_i <= 2**62`` (CKS Algorithm 1)."""
+    result = np.empty(num.size, dtype=np.bool_)
+    active = np.arange(num.size)
+    k = 1
+    while active.size:
+        cont = bern_ratio_int(num[active], _take(den, active), k, rng)
+        result[active[~cont]] = k % 2 == 1
+        active = active[cont]
+        k += 1
+    return result
+
+
+_RADIX_TOP = 19
+_RADIX_SPAN = math.factorial(_RADIX_TOP)  # 19! < 2**57
+
+
+def bexp_one(n: int, rng: SecureRandom) -> BoolArray:
+    """``n`` draws of Bernoulli(exp(-1)) (CKS Algorithm 1 with gamma = 1).
+
+    Algorithm 1 returns whether ``K`` is odd, where ``K`` is the first ``j``
+    with ``U_j != 0`` for independent ``U_j`` uniform on ``{0..j-1}``
+    (``U_1 = 0``).  The digits ``U_2..U_19`` are read off one uniform ``W`` on
+    ``{0..19!-1}`` in mixed radix (``W = sum U_j (j-1)!``); if they are all 0
+    (probability ``1/19!``) the loop continues with fresh draws from ``j = 20``.
+    """
+    result = np.empty(n, dtype=np.bool_)
+    active = np.arange(n)
+    rest = rng.uniform_below(_RADIX_SPAN, n)
+    for j in range(2, _RADIX_TOP + 1):
+        stop = rest % j != 0
+        result[active[stop]] = j % 2 == 1
+        active = active[~stop]
+        rest = rest[~stop] // j
+        if not active.size:
+            return result
+    k = _RADIX_TOP + 1
+    while active.size:
+        cont = rng.uniform_below(k, active.size) == 0
+        result[active[~cont]] = k % 2 == 1
+        active = active[cont]
+        k += 1
+    return result
+
+
+def count_exp1_successes(n: int, rng: SecureRandom) -> IntArray:
+    """Number of successes of Bernoulli(exp(-1)) before the first failure, ``n`` times."""
+    v = np.zeros(n, dtype=np.int64)
+    active = np.arange(n)
+    while active.size:
+        active = active[bexp_one(active.size, rng)]
+        v[active] += 1
+    return v
+
+
+def _integer_part(q: IntArray | ObjArray, rng: SecureRandom) -> BoolArray:
+    """AND of ``q_i`` draws of Bernoulli(exp(-1)), i.e. Bernoulli(exp(-q_i)).
+
+    Stops each element at its first failure, so the number of rounds is about
+    ``log(n)`` however large the ``q_i`` are.
+    """
+    alive = np.ones(q.shape[0], dtype=np.bool_)
+    idx = np.flatnonzero(np.asarray(q > 0, dtype=np.bool_))
+    j = 0
+    while idx.size:
+        ok = bexp_one(idx.size, rng)
+        alive[idx[~ok]] = False
+        idx = idx[ok]
+        j += 1
+        idx = idx[np.asarray(q[idx] > j, dtype=np.bool_)]
+    return alive
+
+
+def bexp_int(num: IntArray, den: int | IntArray, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(exp(-num_i/den_i)) for ``0 <= num_i <= 2**62`` and ``1 <= den_i <= 2**62``."""
+    q, r = np.divmod(num, den)
+    alive = _integer_part(q, rng)
+    live = np.flatnonzero(alive)
+    alive[live] = bexp_le1_int(r[live], _take(den, live), rng)
+    return alive
+
+
+def bern_ratio_obj(num: ObjArray, den: ObjArray, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(num_i / den_i) for Python ints ``0 <= num_i <= den_i``, ``den_i >= 1``."""
+    n = num.shape[0]
+    scaled: Any = np.left_shift(num, _WORD_BITS)
+    p0 = (scaled // den).astype(np.int64)  # floor(p * 2**62), in [0, 2**62]
+    word = rng.uniform_below(1 << _WORD_BITS, n)
+    out: BoolArray = word < p0
+    for i in np.flatnonzero(word == p0):  # a tie: probability 2**-62 per element
+        d_i = int(den[i])
+        out[i] = exact.bernoulli(Fraction((int(num[i]) << _WORD_BITS) % d_i, d_i), rng)
+    return out
+
+
+def bexp_le1_obj(num: ObjArray, den: ObjArray, rng: SecureRandom) -> BoolArray:
+    """Object-array version of :func:`bexp_le1_int` (``0 <= num_i <= den_i``)."""
+    result = np.empty(num.shape[0], dtype=np.bool_)
+    active = np.arange(num.shape[0])
+    k = 1
+    while active.size:
+        cont = bern_ratio_obj(num[active], den[active] * k, rng)
+        result[active[~cont]] = k % 2 == 1
+        active = active[cont]
+        k += 1
+    return result
+
+
+def bexp_obj(num: ObjArray, den: ObjArray, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(exp(-num_i/den_i)) for Python ints ``num_i >= 0``, ``den_i >= 1``."""
+    q: ObjArray = num // den
+    r: ObjArray = num - q * den
+    alive = _integer_part(q, rng)
+    live = np.flatnonzero(alive)
+    alive[live] = bexp_le1_obj(r[live], den[live], rng)
+    return alive
+
+
+def bexp_mixed(num: ObjArray, den: ObjArray, rng: SecureRandom) -> BoolArray:
+    """Bernoulli(exp(-num_i/den_i)) for object arrays, using int64 where values fit."""
+    small = np.asarray((num <= INT64_SAFE) & (den <= INT64_SAFE), dtype=np.bool_)
+    out = np.empty(num.shape[0], dtype=np.bool_)
+    si = np.flatnonzero(small)
+    bi = np.flatnonzero(~small)
+    out[si] = bexp_int(num[si].astype(np.int64), den[si].astype(np.int64), rng)
+    out[bi] = bexp_obj(num[bi], den[bi], rng)
+    return out

@@ -1,0 +1,39 @@
+"""Shared fixtures: every test gets its own ledger file; data comes from the package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dpframe as dp
+from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+
+
+@pytest.fixture(autouse=True)
+def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test ever writes the user's real ledger."""
+    monkeypatch.setenv("DPFRAME_LEDGER", str(tmp_path / "default-ledger.sqlite"))
+    yield
+
+
+@pytest.fixture(scope="session")
+def cps() -> pd.DataFrame:
+    return load_cps1988()
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.sqlite"
+
+
+@pytest.fixture
+def session(ledger_path: Path) -> dp.Session:
+    return dp.Session(epsilon=10.0, ledger=ledger_path)
+
+
+@pytest.fixture
+def pf(session: dp.Session, cps: pd.DataFrame) -> dp.PrivateFrame:
+    return session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)

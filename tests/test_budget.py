@@ -1,0 +1,74 @@
+"""Budget arithmetic: exact, immutable, validated (unit and Hypothesis property tests)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpframe as dp
+from dpframe.accounting import PrivacyRequest, to_fraction
+
+small_floats = st.floats(min_value=1e-6, max_value=10.0, allow_nan=False, allow_infinity=False)
+fractions = st.fractions(min_value=0, max_value=100, max_denominator=10**6)
+
+
+def test_decimal_reading_of_floats() -> None:
+    assert to_fraction(0.1, "epsilon") == Fraction(1, 10)
+    total = sum((dp.Budget(0.1) for _ in range(10)), dp.Budget(0))
+    assert total == dp.Budget(1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), -0.5, "abc", None, True])
+def test_request_rejects_bad_epsilon(bad: object) -> None:
+    with pytest.raises(dp.InvalidBudgetError):
+        PrivacyRequest(epsilon=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1e-9, 1, 1.5, float("nan"), float("inf")])
+def test_budget_rejects_bad_delta(bad: float) -> None:
+    with pytest.raises(dp.InvalidBudgetError):
+        dp.Budget(1, bad)
+
+
+def test_budget_is_immutable() -> None:
+    budget = dp.Budget(1)
+    with pytest.raises(AttributeError):
+        budget.epsilon = Fraction(2)  # type: ignore[misc]
+
+
+def test_repr_and_str() -> None:
+    assert repr(dp.Budget(0.5, 1e-6)) == "Budget(epsilon=0.5, delta=1e-06)"
+    assert str(dp.Budget(2)) == "ε=2"
+
+
+@given(st.lists(fractions, min_size=1, max_size=30))
+def test_addition_is_exact_and_associative(values: list[Fraction]) -> None:
+    budgets = [dp.Budget(v) for v in values]
+    left = sum(budgets, dp.Budget(0))
+    right = sum(reversed(budgets), dp.Budget(0))
+    assert left == right
+    assert left.epsilon == sum(values)
+
+
+@given(fractions, fractions)
+def test_subtraction_never_negative(a: Fraction, b: Fraction) -> None:
+    diff = dp.Budget(a) - dp.Budget(b)
+    assert diff.epsilon == max(a - b, 0)
+    assert diff.epsilon >= 0
+
+
+@given(small_floats)
+def test_float_roundtrip_is_shortest_decimal(x: float) -> None:
+    frac = to_fraction(x, "epsilon")
+    assert float(frac) == x
+    assert frac == Fraction(repr(x))
+
+
+@given(fractions, fractions)
+def test_ordering_is_componentwise(a: Fraction, b: Fraction) -> None:
+    assert (dp.Budget(a) <= dp.Budget(b)) == (a <= b)
+    assert not math.isnan(float(a))

@@ -1,0 +1,103 @@
+"""The SQLite ledger: persistence across sessions and no overspend across processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dpframe as dp
+from dpframe.accounting import Charge, Ledger, default_ledger_path
+
+
+def test_default_location_honours_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DPFRAME_LEDGER", str(tmp_path / "x.sqlite"))
+    assert default_ledger_path() == tmp_path / "x.sqlite"
+    monkeypatch.delenv("DPFRAME_LEDGER")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert str(default_ledger_path()).startswith(str(tmp_path))
+
+
+def test_spend_survives_a_restart(ledger_path: Path, cps: pd.DataFrame) -> None:
+    first = dp.Session(epsilon=1, ledger=ledger_path, name="study")
+    pf = first.private_frame(cps)
+    pf.count(epsilon=0.25)
+    pf.count(epsilon=0.25)
+    del first, pf
+    second = dp.Session(epsilon=1, ledger=ledger_path, name="study")
+    assert second.spent == dp.Budget(0)  # no data loaded yet: nothing to resume
+    second.private_frame(cps)
+    assert second.spent == dp.Budget(0.5)
+    assert second.remaining == dp.Budget(0.5)
+    assert len(second.ledger) == 2
+
+
+def test_other_name_or_other_data_is_separate(ledger_path: Path, cps: pd.DataFrame) -> None:
+    dp.Session(epsilon=1, ledger=ledger_path, name="a").private_frame(cps).count(epsilon=0.5)
+    other = dp.Session(epsilon=1, ledger=ledger_path, name="b")
+    other.private_frame(cps)
+    assert other.spent == dp.Budget(0)
+    same_name = dp.Session(epsilon=1, ledger=ledger_path, name="a")
+    same_name.private_frame(cps.iloc[:100])
+    assert same_name.spent == dp.Budget(0)
+
+
+def test_rewrapping_with_new_bounds_does_not_reset(ledger_path: Path, cps: pd.DataFrame) -> None:
+    session = dp.Session(epsilon=1, ledger=ledger_path)
+    session.private_frame(cps).count(epsilon=0.4)
+    session.private_frame(cps, bounds={"wage": (0, 10)}).count(epsilon=0.4)
+    assert session.spent == dp.Budget(0.8)
+
+
+def test_changed_budget_for_same_session_is_refused(ledger_path: Path, cps: pd.DataFrame) -> None:
+    dp.Session(epsilon=1, ledger=ledger_path).private_frame(cps)
+    with pytest.raises(dp.LedgerError, match="fixed at first use"):
+        dp.Session(epsilon=2, ledger=ledger_path).private_frame(cps)
+
+
+def test_refused_charge_writes_nothing(ledger_path: Path) -> None:
+    ledger = Ledger(ledger_path)
+
+    def refuse(spent: Charge) -> None:
+        raise dp.BudgetExceededError("no")
+
+    with pytest.raises(dp.BudgetExceededError):
+        ledger.charge("s", ["d"], "d", Charge(epsilon=Fraction(1)), refuse, "q", "m")
+    assert ledger.spent("s", ["d"]) == Charge()
+    assert ledger.releases("s", ["d"]).empty
+
+
+def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue) -> None:
+    ledger = Ledger(path)
+    total = Fraction(1)
+    admitted = 0
+    for _ in range(200):
+        def check(spent: Charge) -> None:
+            if spent.epsilon + Fraction(epsilon) > total:
+                raise dp.BudgetExceededError("full")
+
+        try:
+            ledger.charge("shared", ["d"], "d", Charge(epsilon=Fraction(epsilon)), check, "q", "m")
+            admitted += 1
+        except dp.BudgetExceededError:
+            break
+    results.put(admitted)
+
+
+def test_two_processes_never_overspend(ledger_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_spend_until_refused, args=(str(ledger_path), "1/100", results))
+        for _ in range(3)
+    ]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    admitted = sum(results.get(timeout=10) for _ in procs)
+    assert admitted == 100
+    assert Ledger(ledger_path).spent("shared", ["d"]).epsilon == Fraction(1)
