@@ -173,8 +173,8 @@ class PandasBackend:
         values = self._eval(key.expr, defs)
         if not isinstance(values, pd.Series):
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
-        categorical = pd.Categorical(values, categories=list(key.categories))
-        codes = np.asarray(categorical.codes, dtype=np.intp)
+        index = pd.Index(list(key.categories), dtype=object)
+        codes = np.asarray(index.get_indexer(values.astype(object)), dtype=np.intp)
         if is_source and cache_key is not None:
             self._codes[cache_key] = codes
         return codes

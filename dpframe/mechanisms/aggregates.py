@@ -38,12 +38,14 @@ import numpy.typing as npt
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import Measure
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate
 
 __all__ = ["AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
 
 _QUANTUM_BITS = 22
+_MIN_QUANTUM_EXPONENT = -1000
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -62,7 +64,12 @@ def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, in
     if power == 2:
         ends = ends * ends
     magnitude = float(np.max(np.abs(ends)))
-    quantum = 1.0 if magnitude == 0 else 2.0 ** (math.ceil(math.log2(magnitude)) - _QUANTUM_BITS)
+    if not math.isfinite(magnitude):
+        raise SchemaError(
+            f"The bounds {agg.bounds} are too wide for {agg.statistic}(); use narrower bounds."
+        )
+    exponent = math.ceil(math.log2(magnitude)) - _QUANTUM_BITS if magnitude > 0 else 0
+    quantum = 2.0 ** max(exponent, _MIN_QUANTUM_EXPONENT)
     measure = Measure(
         "sum", agg.expr, low, high, center, 2 if power == 2 else 1, quantum
     )

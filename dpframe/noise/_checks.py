@@ -50,6 +50,7 @@ def to_fraction(value: object, name: str) -> Fraction:
 
     Raises:
         NoiseParameterError: If ``value`` is a float, a bool or not a number.
+
     """
     if isinstance(value, bool | np.bool_):
         raise NoiseParameterError(f"{name} must be an int or a Fraction, not a bool")
@@ -80,6 +81,7 @@ def to_int(value: object, name: str) -> int:
 
     Raises:
         NoiseParameterError: If ``value`` is not an integer.
+
     """
     if isinstance(value, bool | np.bool_):
         raise NoiseParameterError(f"{name} must be an integer, not a bool")
@@ -102,6 +104,7 @@ def check_size(size: object) -> int:
 
     Raises:
         NoiseParameterError: If ``size`` is not an integer or is negative.
+
     """
     n = to_int(size, "size")
     if n < 0:
@@ -123,6 +126,7 @@ def as_int_array(values: Any, name: str, size: int) -> npt.NDArray[np.int64]:
     Raises:
         NoiseParameterError: If the dtype is not integral, the shape is wrong, or
             a value does not fit in int64.
+
     """
     arr = np.asarray(values)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):

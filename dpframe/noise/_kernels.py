@@ -46,10 +46,12 @@ def bern_ratio_int(num: IntArray, den: int | IntArray, k: int, rng: SecureRandom
     n = num.size
     den_max = den if isinstance(den, int) else (int(den.max()) if n else 1)
     if den_max <= INT64_SAFE // k:
-        return rng.uniform_below(den * k, n) < num
+        single: BoolArray = rng.uniform_below(den * k, n) < num
+        return single
     # U uniform on {0..den*k-1} written as (w, u) with w uniform on {0..k-1}, u on
     # {0..den-1}: U < num <= den iff w == 0 and u < num.
-    return (rng.uniform_below(den, n) < num) & (rng.uniform_below(k, n) == 0)
+    split: BoolArray = (rng.uniform_below(den, n) < num) & (rng.uniform_below(k, n) == 0)
+    return split
 
 
 def bexp_le1_int(num: IntArray, den: int | IntArray, rng: SecureRandom) -> BoolArray:
@@ -98,7 +100,7 @@ def bexp_one(n: int, rng: SecureRandom) -> BoolArray:
 
 
 def count_exp1_successes(n: int, rng: SecureRandom) -> IntArray:
-    """Number of successes of Bernoulli(exp(-1)) before the first failure, ``n`` times."""
+    """Count the successes of Bernoulli(exp(-1)) before the first failure, ``n`` times."""
     v = np.zeros(n, dtype=np.int64)
     active = np.arange(n)
     while active.size:

@@ -102,6 +102,7 @@ def discrete_laplace_pmf(scale: float, k: npt.ArrayLike) -> FloatArray:
 
     Returns:
         A float array with the shape of ``k``.
+
     """
     s = _positive(scale, "scale")
     kf = _ks(k)
@@ -118,6 +119,7 @@ def discrete_laplace_cdf(scale: float, k: npt.ArrayLike) -> FloatArray:
 
     Returns:
         A float array with the shape of ``k``.
+
     """
     s = _positive(scale, "scale")
     kf = np.floor(_ks(k))
@@ -146,6 +148,7 @@ def discrete_laplace_abs_quantile(scale: float, level: float) -> int:
 
     Returns:
         The half-width ``a``.
+
     """
     s = _positive(scale, "scale")
     target = 1.0 - _level(level)
@@ -162,6 +165,7 @@ def discrete_laplace_variance(scale: float) -> float:
 
     Returns:
         The variance.
+
     """
     s = _positive(scale, "scale")
     return 2.0 * math.exp(-1.0 / s) / math.expm1(-1.0 / s) ** 2
@@ -197,7 +201,9 @@ def _gauss_lower(sigma2: float, kf: FloatArray) -> FloatArray:
     u = kf + 0.5
     z = u / sigma
     corr = u / (24.0 * sigma2) + 7.0 / 5760.0 * (3.0 * u / sigma2**2 - u**3 / sigma2**3)
-    return np.asarray(special.ndtr(z) + corr * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi)))
+    return np.asarray(
+        special.ndtr(z) + corr * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
+    )
 
 
 def discrete_gaussian_pmf(sigma2: float, k: npt.ArrayLike) -> FloatArray:
@@ -209,6 +215,7 @@ def discrete_gaussian_pmf(sigma2: float, k: npt.ArrayLike) -> FloatArray:
 
     Returns:
         A float array with the shape of ``k``.
+
     """
     v = _positive(sigma2, "sigma2")
     kf = _ks(k)
@@ -231,6 +238,7 @@ def discrete_gaussian_cdf(sigma2: float, k: npt.ArrayLike) -> FloatArray:
 
     Returns:
         A float array with the shape of ``k``.
+
     """
     v = _positive(sigma2, "sigma2")
     kf = np.floor(_ks(k))
@@ -248,6 +256,7 @@ def discrete_gaussian_abs_quantile(sigma2: float, level: float) -> int:
 
     Returns:
         The half-width ``a`` of the shortest symmetric interval with that coverage.
+
     """
     v = _positive(sigma2, "sigma2")
     target = 1.0 - _level(level)
@@ -269,6 +278,7 @@ def discrete_gaussian_variance(sigma2: float) -> float:
     Returns:
         The variance, summed exactly for ``sigma <= 1000`` and equal to
         ``sigma2`` beyond (the difference is below ``sigma2 * exp(-2 pi^2 10^6)``).
+
     """
     v = _positive(sigma2, "sigma2")
     if math.sqrt(v) <= _SIGMA_TABLE_MAX:

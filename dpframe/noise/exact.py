@@ -54,6 +54,7 @@ def bernoulli(p: Fraction | int, rng: SecureRandom) -> bool:
 
     Raises:
         NoiseParameterError: If ``p`` is a float or outside ``[0, 1]``.
+
     """
     p = to_fraction(p, "p")
     if not 0 <= p <= 1:
@@ -97,6 +98,7 @@ def bernoulli_exp(gamma: Fraction | int, rng: SecureRandom) -> bool:
 
     Raises:
         NoiseParameterError: If ``gamma`` is a float or negative.
+
     """
     gamma = to_fraction(gamma, "gamma")
     if gamma < 0:
@@ -135,6 +137,7 @@ def geometric_exp(x: Fraction | int, rng: SecureRandom) -> int:
 
     Raises:
         NoiseParameterError: If ``x`` is a float or not positive.
+
     """
     x = to_fraction(x, "x")
     if x <= 0:
@@ -178,6 +181,7 @@ def discrete_laplace(scale: Fraction | int, rng: SecureRandom) -> int:
 
     Raises:
         NoiseParameterError: If ``scale`` is a float or not positive.
+
     """
     scale = to_fraction(scale, "scale")
     if scale <= 0:
@@ -199,6 +203,7 @@ def floor_sqrt(q: Fraction) -> int:
 
     Returns:
         The integer part of the square root of ``q``.
+
     """
     n, d = q.numerator, q.denominator
     return math.isqrt(n * d) // d
@@ -231,6 +236,7 @@ def discrete_gaussian(sigma2: Fraction | int, rng: SecureRandom) -> int:
 
     Raises:
         NoiseParameterError: If ``sigma2`` is a float or not positive.
+
     """
     sigma2 = to_fraction(sigma2, "sigma2")
     if sigma2 <= 0:

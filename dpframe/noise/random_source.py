@@ -29,7 +29,12 @@ from dpframe.noise._checks import (
 __all__ = ["SecureRandom"]
 
 # Little-endian words, so that the same bytes give the same numbers on every platform.
-_WORD_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_WORD_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {
+    1: np.dtype("<u1"),
+    2: np.dtype("<u2"),
+    4: np.dtype("<u4"),
+    8: np.dtype("<u8"),
+}
 
 
 def _width(max_mask: int) -> int:
@@ -42,10 +47,17 @@ def _width(max_mask: int) -> int:
 
 def _low_mask(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """Return, elementwise, the smallest ``2**b - 1`` that is ``>= x``."""
-    m = x.copy()
+    m: npt.NDArray[np.uint64] = x.copy()
     for shift in (1, 2, 4, 8, 16, 32):
         m |= m >> np.uint64(shift)
     return m
+
+
+def _pick(
+    a: npt.NDArray[np.uint64] | np.uint64, idx: npt.NDArray[np.intp]
+) -> npt.NDArray[np.uint64] | np.uint64:
+    """Index ``a`` when it is an array; pass a scalar through."""
+    return a[idx] if isinstance(a, np.ndarray) else a
 
 
 class SecureRandom:
@@ -54,8 +66,9 @@ class SecureRandom:
     Privacy:
         The samplers in :mod:`dpframe.noise` are only as private as their
         randomness.  The default source, :func:`os.urandom`, is the operating
-        system's CSPRNG; ``random`` and ``numpy.random`` are never used, since
-        their state can be recovered from their outputs.  All derived
+        system's CSPRNG; general-purpose generators (Mersenne Twister, PCG) are
+        never used, since their state can be recovered from their outputs.
+        All derived
         distributions are exact (rejection sampling, never modulo reduction),
         as required by the exact samplers of Canonne, Kamath and Steinke (2020),
         "The Discrete Gaussian for Differential Privacy".
@@ -69,6 +82,7 @@ class SecureRandom:
         read_bytes: Function returning ``n`` random bytes when called with
             ``n``.  Defaults to :func:`os.urandom`; inject a deterministic
             source only in tests.
+
     """
 
     def __init__(self, read_bytes: Callable[[int], bytes] = os.urandom) -> None:
@@ -78,9 +92,7 @@ class SecureRandom:
         """Read exactly ``n`` bytes from the source, checking the length."""
         data = self._read_bytes(n)
         if len(data) != n:
-            raise RuntimeError(
-                f"the random byte source returned {len(data)} bytes instead of {n}"
-            )
+            raise RuntimeError(f"the random byte source returned {len(data)} bytes instead of {n}")
         return bytes(data)
 
     def _words(self, n: int, width: int = 8) -> npt.NDArray[np.uint64]:
@@ -99,6 +111,7 @@ class SecureRandom:
 
         Raises:
             NoiseParameterError: If ``k`` is negative or not an integer.
+
         """
         k = to_int(k, "k")
         if k < 0:
@@ -123,6 +136,7 @@ class SecureRandom:
 
         Raises:
             NoiseParameterError: If ``m`` is not an integer ``>= 1``.
+
         """
         m = to_int(m, "m")
         if m < 1:
@@ -133,7 +147,9 @@ class SecureRandom:
             if r < m:
                 return r
 
-    def uniform_below(self, m: int | npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.int64]:
+    def uniform_below(
+        self, m: int | npt.NDArray[np.integer[Any]], size: int
+    ) -> npt.NDArray[np.int64]:
         """Return ``size`` exactly uniform integers, element ``i`` on ``{0, ..., m_i - 1}``.
 
         Vectorized rejection sampling: each round reads one block of words
@@ -154,6 +170,7 @@ class SecureRandom:
         Raises:
             NoiseParameterError: If a bound is outside ``[1, 2**62]`` or the
                 shapes disagree.
+
         """
         size = check_size(size)
         if isinstance(m, np.ndarray):
@@ -176,14 +193,9 @@ class SecureRandom:
         out = self._words(size, width) & mask
         todo = np.flatnonzero(out >= m_u)
         while todo.size:
-            if isinstance(m_u, np.ndarray):
-                m_t: npt.NDArray[np.uint64] | np.uint64 = m_u[todo]
-                mask_t: npt.NDArray[np.uint64] | np.uint64 = mask[todo]
-            else:
-                m_t, mask_t = m_u, mask
-            redraw = self._words(todo.size, width) & mask_t
+            redraw = self._words(todo.size, width) & _pick(mask, todo)
             out[todo] = redraw
-            todo = todo[redraw >= m_t]
+            todo = todo[redraw >= _pick(m_u, todo)]
         return out.view(np.int64)  # every value is below 2**62
 
     def fair_bits(self, size: int) -> npt.NDArray[np.bool_]:
@@ -194,6 +206,7 @@ class SecureRandom:
 
         Returns:
             A bool array of shape ``(size,)``; each entry is True with probability 1/2.
+
         """
         size = check_size(size)
         raw = np.frombuffer(self._read((size + 7) // 8), dtype=np.uint8)
@@ -221,6 +234,7 @@ class SecureRandom:
         Raises:
             NoiseParameterError: If a probability is outside ``[0, 1]`` or a
                 denominator is outside ``[1, 2**62]``.
+
         """
         size = check_size(size)
         if isinstance(num, np.ndarray):

@@ -76,6 +76,7 @@ def coarsen_up(x: Fraction | int | float, bits: int = 20) -> Fraction:
     Raises:
         NoiseParameterError: If ``x`` is not a positive finite number or
             ``bits < 1``.
+
     """
     bits = to_int(bits, "bits")
     if bits < 1:
@@ -144,6 +145,7 @@ def bernoulli_exp_array(
     Raises:
         NoiseParameterError: If a numerator is negative, a denominator is not
             positive, or the shapes disagree.
+
     """
     num_o = _as_object_ints(num, "num")
     if isinstance(den, np.ndarray):
@@ -161,7 +163,9 @@ def bernoulli_exp_array(
 
 
 def _geometric_int(t: int, s: int, n: int, rng: SecureRandom) -> kern.IntArray:
-    """``n`` draws of ``X // s`` where ``P(X = x)`` is proportional to ``exp(-x/t)`` (t, s <= 2**62).
+    """Draw ``X // s`` ``n`` times, where ``P(X = x)`` is proportional to ``exp(-x/t)``.
+
+    Needs ``t, s <= 2**62``.
 
     CKS 2020 Algorithm 2, steps 1-4: ``X = U + t V`` with ``U`` uniform on
     ``{0..t-1}`` accepted with probability ``exp(-U/t)`` and ``V`` the number
@@ -191,7 +195,7 @@ def _fit_int64(value: int) -> int:
 
 
 def _dlap_int(t: int, s: int, n: int, rng: SecureRandom) -> kern.IntArray:
-    """``n`` discrete Laplace draws with scale ``t/s`` (t, s <= 2**62), CKS 2020 Algorithm 2."""
+    """Draw ``n`` discrete Laplace values with scale ``t/s`` (t, s <= 2**62), CKS Algorithm 2."""
     out = np.empty(n, dtype=np.int64)
     todo = np.arange(n)
     while todo.size:
@@ -234,6 +238,7 @@ def discrete_laplace_array(
 
     Raises:
         NoiseParameterError: If ``scale`` is a float, not positive, or above ``2**52``.
+
     """
     scale = to_fraction(scale, "scale")
     size = check_size(size)
@@ -307,6 +312,7 @@ def discrete_gaussian_array(
 
     Raises:
         NoiseParameterError: If ``sigma2`` is a float, not positive, or too large.
+
     """
     sigma2 = to_fraction(sigma2, "sigma2")
     size = check_size(size)

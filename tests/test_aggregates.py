@@ -1,0 +1,181 @@
+"""Aggregates: correct answers (at a huge epsilon), grouping rules, NaN/inf handling, releases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpframe as dp
+from dpframe.backends import PandasBackend
+from dpframe.mechanisms.aggregates import measures_for
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import Aggregate, Source
+
+BIG = 1e6  # epsilon so large that the noise is far below the tolerances used
+
+
+@pytest.fixture
+def rich(tmp_path: object) -> dp.Session:
+    return dp.Session(epsilon=1e9, ledger=":memory:")
+
+
+def test_scalar_aggregates_match_pandas(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(cps, bounds={"wage": (0, 2000), "education": (0, 20)})
+    clipped = cps["wage"].clip(0, 2000)
+    assert float(pf.count(epsilon=BIG)) == pytest.approx(len(cps), abs=1)
+    assert float(pf["wage"].count(epsilon=BIG)) == pytest.approx(len(cps), abs=1)
+    assert float(pf["wage"].sum(epsilon=BIG)) == pytest.approx(clipped.sum(), rel=1e-6)
+    assert float(pf["wage"].mean(epsilon=BIG)) == pytest.approx(clipped.mean(), rel=1e-6)
+    assert float(pf["wage"].var(epsilon=BIG)) == pytest.approx(clipped.var(ddof=0), rel=1e-5)
+    assert float(pf["wage"].std(epsilon=BIG)) == pytest.approx(clipped.std(ddof=0), rel=1e-5)
+    high = pf[pf["education"] >= 16]
+    expected = clipped[cps["education"] >= 16].mean()
+    assert float(high["wage"].mean(epsilon=BIG)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_derived_columns_and_interval_bounds(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(cps, bounds={"wage": (0, 2000), "education": (0, 20)})
+    derived = pf.assign(weekly_k=pf["wage"] / 1000, years=pf["education"] + 1)
+    assert derived.bounds["weekly_k"] == (0.0, 2.0)
+    assert derived.bounds["years"] == (1.0, 21.0)
+    got = float(derived["weekly_k"].mean(epsilon=BIG))
+    assert got == pytest.approx(cps["wage"].clip(0, 2000).mean() / 1000, rel=1e-5)
+    redefined = pf.assign(wage=pf["wage"] * 2)
+    assert redefined.bounds["wage"] == (0.0, 4000.0)
+    assert float(redefined["wage"].sum(epsilon=BIG)) == pytest.approx(
+        (cps["wage"] * 2).clip(0, 4000).sum(), rel=1e-6
+    )
+    flag = pf.assign(college=pf["education"] >= 16)
+    assert flag.column_info("college").kind == "boolean"
+    share = float(flag["college"].mean(epsilon=BIG))
+    assert share == pytest.approx((cps["education"] >= 16).mean(), abs=1e-4)
+    by_flag = flag.groupby("college")["wage"].mean(epsilon=BIG)
+    assert list(by_flag.index) == [False, True]
+
+
+def test_expression_operators(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(cps, bounds={"wage": (0, 2000)})
+    cond = (pf["region"] == "south") & ~(pf["smsa"] == "no") | pf["wage"].between(100, 110)
+    expected = ((cps["region"] == "south") & ~(cps["smsa"] == "no")) | cps["wage"].between(
+        100, 110
+    )
+    assert float(pf[cond].count(epsilon=BIG)) == pytest.approx(expected.sum(), abs=1)
+    isin = pf[pf["region"].isin(["west", "south"])].count(epsilon=BIG)
+    assert float(isin) == pytest.approx(cps["region"].isin(["west", "south"]).sum(), abs=1)
+    via_col = pf[dp.col("wage") > 1000].count(epsilon=BIG)
+    assert float(via_col) == pytest.approx((cps["wage"] > 1000).sum(), abs=1)
+    clipped = (pf["wage"] - 500).abs().clip(0, 300)
+    assert clipped.bounds == (0.0, 300.0)
+    assert float(clipped.sum(epsilon=BIG)) == pytest.approx(
+        (cps["wage"] - 500).abs().clip(0, 300).sum(), rel=1e-6
+    )
+
+
+def test_groupby_returns_every_declared_key_in_order(rich: dp.Session) -> None:
+    df = pd.DataFrame({"k": ["b", "b", "zzz", "a"], "x": [1.0, 3.0, 100.0, 5.0]})
+    pf = rich.private_frame(df, bounds={"x": (0, 10)}, categories={"k": ["c", "b", "a"]})
+    counts = pf.groupby("k").count(epsilon=BIG)
+    assert list(counts.index) == ["c", "b", "a"]
+    assert counts.round().tolist() == [0.0, 2.0, 1.0]
+    means = pf.groupby("k")["x"].mean(epsilon=BIG)
+    assert means["b"] == pytest.approx(2.0, abs=1e-4)
+    assert means["a"] == pytest.approx(5.0, abs=1e-4)
+    assert 0 <= means["c"] <= 10  # empty group: a valid value, no error
+    variances = pf.groupby("k")["x"].var(epsilon=BIG)
+    assert variances["b"] == pytest.approx(1.0, abs=1e-3)
+    assert 0 <= variances["c"] <= 25
+    intervals = dp.ci(means)
+    assert list(intervals.columns) == ["low", "high"]
+    assert (intervals["low"] <= means).all() and (means <= intervals["high"]).all()
+
+
+def test_groupby_several_keys(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(
+        cps, categories={"region": ["south", "west"], "smsa": ["yes", "no"]}
+    )
+    result = pf.groupby(["region", "smsa"]).size(epsilon=BIG)
+    assert isinstance(result.index, pd.MultiIndex)
+    expected = cps.groupby(["region", "smsa"]).size()
+    for key in result.index:
+        assert result[key] == pytest.approx(expected[key], abs=1)
+
+
+def test_nan_and_inf_rows(rich: dp.Session) -> None:
+    df = pd.DataFrame({"x": [1.0, np.nan, np.inf, -np.inf, 2.0]})
+    pf = rich.private_frame(df, bounds={"x": (0, 10)})
+    assert float(pf["x"].count(epsilon=BIG)) == pytest.approx(4, abs=0.01)
+    assert float(pf["x"].sum(epsilon=BIG)) == pytest.approx(13, abs=0.01)
+    assert float(pf.count(epsilon=BIG)) == pytest.approx(5, abs=0.01)
+
+
+def _exact(df: pd.DataFrame, statistic: str, bounds: tuple[float, float]) -> list[float]:
+    backend = PandasBackend(df)
+    agg = Aggregate(Source("d"), statistic, Col("x"), bounds, (), "")  # type: ignore[arg-type]
+    measures, _ = measures_for(agg)
+    return [float(v[0]) for v in backend.compute(agg.plan, measures, ())]
+
+
+extreme = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([np.nan, np.inf, -np.inf, 1e308, -1e308, 0.0]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=20),
+    extreme,
+    st.floats(-1e4, 1e4),
+    st.floats(0, 1e4),
+    st.sampled_from(["sum", "mean", "var"]),
+)
+def test_one_row_moves_each_measure_by_at_most_its_sensitivity(
+    values: list[float], extra: float, low: float, width: float, statistic: str
+) -> None:
+    """Clamping property: adding any one row (NaN, ±inf, huge) respects the sensitivity."""
+    bounds = (low, low + width)
+    base = pd.DataFrame({"x": values + [0.5]})
+    plus = pd.DataFrame({"x": [*values, 0.5, extra]})
+    agg = Aggregate(Source("d"), statistic, Col("x"), bounds, (), "")  # type: ignore[arg-type]
+    _, sensitivities = measures_for(agg)
+    for a, b, sens in zip(_exact(base, statistic, bounds), _exact(plus, statistic, bounds),
+                          sensitivities):
+        assert math.isfinite(a) and math.isfinite(b)
+        assert abs(a - b) <= sens
+        assert a == int(a) and b == int(b)
+
+
+def test_release_behaves_as_a_number(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(cps)
+    release = pf.count(epsilon=BIG)
+    value = release.value
+    assert float(release) == value
+    assert release + 1 == value + 1
+    assert 2 * release == 2 * value
+    assert release / 2 == value / 2
+    assert f"{release:.1f}" == f"{value:.1f}"
+    assert release > 0 and release >= value and release == value
+    assert release.cost == dp.Budget(BIG)
+    assert release.mechanism == "discrete Laplace"
+    low, high = release.ci(0.95)
+    assert low <= value <= high
+    assert release.ci(0.5)[1] - release.ci(0.5)[0] <= high - low
+    assert "95% CI" in repr(release) and "<b>" in release._repr_html_()
+    with pytest.raises(ValueError):
+        release.ci(1.5)
+
+
+def test_outputs_lie_on_a_power_of_two_grid(cps: pd.DataFrame) -> None:
+    session = dp.Session(epsilon=100, ledger=":memory:")
+    pf = session.private_frame(cps, bounds={"wage": (0, 5000)})
+    for _ in range(5):
+        value = float(pf["wage"].sum(epsilon=0.3))
+        mantissa, exponent = math.frexp(value)
+        grid = 2.0 ** math.floor(math.log2(5000 / 0.3) - 10)
+        assert value / grid == int(value / grid)
+        assert exponent < 60 and mantissa != 0

@@ -1,0 +1,138 @@
+"""Bad input: a clear DPError subclass, nothing charged, no ledger row, no private value shown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+
+SENTINEL = 987654.321
+SENTINEL_TEXT = "sentinel-region-xyz"
+
+
+@pytest.fixture
+def frame(session: dp.Session) -> dp.PrivateFrame:
+    df = pd.DataFrame(
+        {
+            "wage": [SENTINEL, 10.0, 20.0],
+            "region": [SENTINEL_TEXT, "south", "west"],
+            "name": ["a", "b", "c"],
+        }
+    )
+    return session.private_frame(
+        df, bounds={"wage": (0, 100)}, categories={"region": ["south", "west"]}
+    )
+
+
+BAD_QUERIES: list[tuple[str, Callable[[dp.PrivateFrame], Any]]] = [
+    ("epsilon zero", lambda f: f.count(epsilon=0)),
+    ("epsilon negative", lambda f: f.count(epsilon=-1)),
+    ("epsilon nan", lambda f: f.count(epsilon=float("nan"))),
+    ("epsilon inf", lambda f: f.count(epsilon=float("inf"))),
+    ("epsilon missing", lambda f: f.count()),
+    ("epsilon string", lambda f: f.count(epsilon="lots")),
+    ("delta negative", lambda f: f.count(epsilon=0.1, delta=-0.1)),
+    ("delta one", lambda f: f.count(epsilon=0.1, delta=1)),
+    ("delta under pure DP", lambda f: f.count(epsilon=0.1, delta=1e-6)),
+    ("rho under pure DP", lambda f: f.count(rho=0.1)),
+    ("unknown column", lambda f: f["salary"]),
+    ("sum of text", lambda f: f["name"].sum(epsilon=0.1)),
+    ("mean of text", lambda f: f["region"].mean(epsilon=0.1)),
+    ("groupby undeclared", lambda f: f.groupby("name").count(epsilon=0.1)),
+    ("groupby sum without column", lambda f: f.groupby("region").sum(epsilon=0.1)),
+    ("filter not boolean", lambda f: f[f["wage"] + 1]),
+    ("arithmetic on text", lambda f: f["name"] * 2),
+    ("bad bounds", lambda f: f.with_bounds(wage=(5, 1))),
+    ("infinite bounds", lambda f: f.with_bounds(wage=(0, float("inf")))),
+    ("bounds on text", lambda f: f.with_bounds(name=(0, 1))),
+    ("budget exceeded", lambda f: f.count(epsilon=11)),
+]
+
+
+@pytest.mark.parametrize(("what", "query"), BAD_QUERIES, ids=[q[0] for q in BAD_QUERIES])
+def test_bad_query_charges_nothing(
+    frame: dp.PrivateFrame, session: dp.Session, what: str, query: Callable[..., Any]
+) -> None:
+    before = session.ledger
+    with pytest.raises(dp.DPError) as info:
+        query(frame)
+    message = str(info.value)
+    assert str(SENTINEL) not in message
+    assert SENTINEL_TEXT not in message
+    assert session.spent == dp.Budget(0)
+    assert len(session.ledger) == len(before) == 0
+
+
+def test_missing_bounds_says_which_bounds_to_add(session: dp.Session) -> None:
+    pf = session.private_frame(pd.DataFrame({"income": [1.0, 2.0]}))
+    with pytest.raises(dp.SchemaError, match=r"bounds=\{'income': \(low, high\)\}"):
+        pf["income"].mean(epsilon=0.1)
+    with pytest.raises(dp.SchemaError, match="bounds"):
+        (pf["income"] / pf["income"]).sum(epsilon=0.1)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "categories"),
+    [
+        ({"wage": (3, 1)}, None),
+        ({"wage": (0, float("nan"))}, None),
+        ({"wage": "0-5"}, None),
+        ({"nope": (0, 1)}, None),
+        ({"region": (0, 1)}, None),
+        (None, {"region": []}),
+        (None, {"region": ["a", "a"]}),
+        (None, {"region": "south"}),
+        (None, {"nope": ["a"]}),
+    ],
+)
+def test_bad_declarations(session: dp.Session, bounds: Any, categories: Any) -> None:
+    df = pd.DataFrame({"wage": [1.0], "region": ["a"]})
+    with pytest.raises(dp.SchemaError):
+        session.private_frame(df, bounds=bounds, categories=categories)
+
+
+@pytest.mark.parametrize(
+    "df",
+    [pd.DataFrame(), pd.DataFrame({"a": []}), pd.DataFrame(index=[1, 2])],
+    ids=["no-columns", "no-rows", "index-only"],
+)
+def test_empty_frame_is_refused(session: dp.Session, df: pd.DataFrame) -> None:
+    with pytest.raises(dp.SchemaError, match="empty"):
+        session.private_frame(df)
+
+
+def test_not_a_dataframe(session: dp.Session) -> None:
+    with pytest.raises(dp.SchemaError):
+        session.private_frame(np.zeros((3, 2)))  # type: ignore[arg-type]
+
+
+def test_bad_session_arguments(tmp_path: Path) -> None:
+    for kwargs in (
+        {"epsilon": 0},
+        {"epsilon": -1},
+        {"epsilon": float("nan")},
+        {"epsilon": 1, "delta": 1},
+        {"epsilon": 1, "delta": -1e-9},
+        {"epsilon": 1, "accounting": "pure", "delta": 1e-6},
+        {"epsilon": 1, "accounting": "zcdp"},
+        {"epsilon": 1, "name": ""},
+    ):
+        with pytest.raises(dp.DPError):
+            dp.Session(ledger=tmp_path / "l.sqlite", **kwargs)
+
+
+def test_read_csv_errors_are_dperrors(session: dp.Session, tmp_path: Path) -> None:
+    with pytest.raises(dp.SchemaError):
+        session.read_csv(tmp_path / "missing.csv")
+
+
+def test_undeclared_keys_are_dropped_not_revealed(frame: dp.PrivateFrame) -> None:
+    result = frame.groupby("region").count(epsilon=1)
+    assert list(result.index) == ["south", "west"]
+    assert SENTINEL_TEXT not in repr(result)

@@ -1,0 +1,116 @@
+"""A PrivateFrame never yields raw values: every path raises or shows only the schema."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+
+SENTINEL_WAGE = 4242.4242
+SENTINEL_KEY = "zz-sentinel-key-77"
+
+
+@pytest.fixture
+def secret_frame(session: dp.Session) -> dp.PrivateFrame:
+    df = pd.DataFrame(
+        {
+            "wage": [SENTINEL_WAGE, 17.5, float("nan"), 3.0],
+            "region": [SENTINEL_KEY, "south", "west", "south"],
+        }
+    )
+    return session.private_frame(
+        df, bounds={"wage": (0, 5000)}, categories={"region": ["south", "west"]}
+    )
+
+
+ACCESSORS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("len", len),
+    ("iter", lambda f: list(iter(f))),
+    ("head", lambda f: f.head()),
+    ("tail", lambda f: f.tail()),
+    ("sample", lambda f: f.sample(1)),
+    ("iloc", lambda f: f.iloc[0]),
+    ("loc", lambda f: f.loc[0]),
+    ("values", lambda f: f.values),
+    ("to_numpy", lambda f: f.to_numpy()),
+    ("np.asarray", np.asarray),
+    ("pickle", pickle.dumps),
+    ("shape", lambda f: f.shape),
+    ("size", lambda f: f.size),
+    ("bool", bool),
+    ("tolist", lambda f: f.tolist()),
+]
+
+
+@pytest.mark.parametrize(("what", "access"), ACCESSORS, ids=[a[0] for a in ACCESSORS])
+def test_frame_refuses_raw_access(
+    secret_frame: dp.PrivateFrame, what: str, access: Callable[[Any], Any]
+) -> None:
+    with pytest.raises(dp.DPError) as info:
+        access(secret_frame)
+    assert str(SENTINEL_WAGE) not in str(info.value)
+    assert SENTINEL_KEY not in str(info.value)
+
+
+@pytest.mark.parametrize(("what", "access"), ACCESSORS, ids=[a[0] for a in ACCESSORS])
+def test_series_refuses_raw_access(
+    secret_frame: dp.PrivateFrame, what: str, access: Callable[[Any], Any]
+) -> None:
+    with pytest.raises(dp.DPError):
+        access(secret_frame["wage"])
+
+
+def test_unknown_attribute_is_not_forwarded(secret_frame: dp.PrivateFrame) -> None:
+    with pytest.raises(dp.DPError, match="does not forward"):
+        secret_frame.to_csv("x.csv")
+    with pytest.raises(AttributeError):
+        secret_frame._df  # noqa: B018
+    with pytest.raises(dp.DPError):
+        secret_frame["wage"].apply(print)
+    with pytest.raises(AttributeError):
+        secret_frame.groupby("region").apply  # noqa: B018
+
+
+def test_repr_shows_schema_only(secret_frame: dp.PrivateFrame) -> None:
+    shown = repr(secret_frame) + secret_frame._repr_html_() + repr(secret_frame["wage"])
+    shown += repr(secret_frame.schema) + repr(secret_frame.dtypes)
+    assert "wage" in shown and "(0.0, 5000.0)" in shown
+    assert str(SENTINEL_WAGE) not in shown
+    assert SENTINEL_KEY not in shown
+    assert "17.5" not in shown
+
+
+def test_frames_are_immutable(secret_frame: dp.PrivateFrame) -> None:
+    with pytest.raises(dp.DPError):
+        secret_frame.wage = 3  # type: ignore[misc]
+    with pytest.raises(dp.DPError):
+        dp.PrivateFrame()
+    assert copy.deepcopy(secret_frame) is secret_frame
+
+
+def test_session_cannot_be_pickled(session: dp.Session) -> None:
+    with pytest.raises(dp.DPError):
+        pickle.dumps(session)
+
+
+def test_expression_truth_value_is_refused(secret_frame: dp.PrivateFrame) -> None:
+    with pytest.raises(dp.DPError):
+        if secret_frame["wage"] > 3:
+            pass
+    with pytest.raises(dp.DPError):
+        bool(dp.col("wage") > 3)
+
+
+def test_public_facts_are_available(secret_frame: dp.PrivateFrame) -> None:
+    assert list(secret_frame.columns) == ["wage", "region"]
+    assert secret_frame.bounds == {"wage": (0.0, 5000.0)}
+    assert secret_frame.categories == {"region": ("south", "west")}
+    assert "wage" in dir(secret_frame)
+    assert secret_frame.wage.bounds == (0.0, 5000.0)
