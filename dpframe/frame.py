@@ -90,12 +90,14 @@ class PrivateFrame(RowGuard):
     @property
     def columns(self) -> pd.Index:
         """Column names (public)."""
-        return pd.Index(self._schema.names)
+        names: pd.Index = pd.Index(self._schema.names)
+        return names
 
     @property
     def dtypes(self) -> pd.Series:
         """Column dtypes (public)."""
-        return pd.Series({c.name: c.dtype for c in self._schema.columns}, dtype=object)
+        dtypes: pd.Series = pd.Series({c.name: c.dtype for c in self._schema.columns}, dtype=object)
+        return dtypes
 
     @property
     def bounds(self) -> dict[str, tuple[float, float]]:
@@ -203,7 +205,9 @@ class PrivateFrame(RowGuard):
             if not info.summable:
                 raise SchemaError(f"{name!r} is not numeric; bounds apply to numeric columns.")
             schema = schema.with_column(
-                ColumnInfo(info.name, info.kind, info.dtype, check_bounds(name, pair), info.categories)
+                ColumnInfo(
+                    info.name, info.kind, info.dtype, check_bounds(name, pair), info.categories
+                )
             )
         return self._derive(self._plan, schema)
 

@@ -109,14 +109,20 @@ class PrivateGroupBy:
         return result
 
     def count(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Rows per group (or non-missing values of the selected column); sensitivity 1."""
         return self._aggregate("count", epsilon, delta, rho)
 
     def size(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Rows per group (pandas' ``size``); sensitivity 1."""
@@ -125,28 +131,40 @@ class PrivateGroupBy:
         )._aggregate("count", epsilon, delta, rho)
 
     def sum(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
         return self._aggregate("sum", epsilon, delta, rho)
 
     def mean(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Clamped mean per group (inside the bounds, midpoint for empty groups)."""
         return self._aggregate("mean", epsilon, delta, rho)
 
     def var(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Clamped variance per group."""
         return self._aggregate("var", epsilon, delta, rho)
 
     def std(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
         """Clamped standard deviation per group."""

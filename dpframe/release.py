@@ -9,7 +9,6 @@ pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`.
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -149,7 +148,8 @@ class GroupedRelease:
     def ci(self, level: float = 0.95) -> pd.DataFrame:
         """Per-group (low, high) intervals with coverage ≥ ``level`` each."""
         low, high = self.intervals.interval(level)
-        return pd.DataFrame({"low": low, "high": high}, index=self.index)
+        table: pd.DataFrame = pd.DataFrame({"low": low, "high": high}, index=self.index)
+        return table
 
     def __deepcopy__(self, memo: dict[int, Any]) -> GroupedRelease:
         return self
@@ -166,15 +166,8 @@ def ci(result: Release | pd.Series, level: float = 0.95) -> Any:
     raise DPError("ci() needs a dpframe release or a grouped result returned by dpframe.")
 
 
-def grouped_series(
-    values: np.ndarray, meta: GroupedRelease, name: str
-) -> pd.Series:
+def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:
     """Build the public Series of a grouped release."""
-    series = pd.Series(values, index=meta.index, name=name)
+    series: pd.Series = pd.Series(values, index=meta.index, name=name)
     series.attrs["dpframe"] = meta
     return series
-
-
-def is_finite(value: float) -> bool:
-    """True for a finite float (helper for display code)."""
-    return math.isfinite(value)

@@ -236,7 +236,10 @@ class PrivateSeries(RowGuard):
         return result
 
     def count(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> Release:
         """The number of non-missing values.
@@ -248,7 +251,10 @@ class PrivateSeries(RowGuard):
         return self._aggregate("count", epsilon, delta, rho)
 
     def sum(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> Release:
         """The sum of values clamped to the column's bounds [L, U].
@@ -263,7 +269,10 @@ class PrivateSeries(RowGuard):
         return self._aggregate("sum", epsilon, delta, rho)
 
     def mean(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> Release:
         """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
@@ -277,7 +286,10 @@ class PrivateSeries(RowGuard):
         return self._aggregate("mean", epsilon, delta, rho)
 
     def var(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> Release:
         """The (population) variance of values clamped to [L, U], within [0, ((U − L)/2)²].
@@ -290,7 +302,10 @@ class PrivateSeries(RowGuard):
         return self._aggregate("var", epsilon, delta, rho)
 
     def std(
-        self, *, epsilon: Number | None = None, delta: Number | None = None,
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
         rho: Number | None = None,
     ) -> Release:
         """The square root of :meth:`var` (same privacy cost and guarantee)."""

@@ -238,15 +238,25 @@ class Session:
         released: Release | pd.Series
         if agg.by:
             meta = GroupedRelease(
-                _group_index(agg), cost, result.mechanism, result.scales, agg.label,
-                result.intervals, rho,
+                _group_index(agg),
+                cost,
+                result.mechanism,
+                result.scales,
+                agg.label,
+                result.intervals,
+                rho,
             )
             released = grouped_series(result.values, meta, agg.statistic)
             shown = f"{len(result.values)} groups"
         else:
             released = Release(
-                float(result.values[0]), cost, result.mechanism, float(result.scales[0]),
-                agg.label, result.intervals, rho,
+                float(result.values[0]),
+                cost,
+                result.mechanism,
+                float(result.scales[0]),
+                agg.label,
+                result.intervals,
+                rho,
             )
             shown = repr(float(result.values[0]))
         self._ledger.complete(release_id, shown)
@@ -275,8 +285,9 @@ def _source_of(agg: Aggregate) -> str:
 def _group_index(agg: Aggregate) -> pd.Index:
     if len(agg.by) == 1:
         key = agg.by[0]
-        return pd.Index(list(key.categories), name=key.name, dtype=object)
-    return pd.MultiIndex.from_product(
+        single: pd.Index = pd.Index(list(key.categories), name=key.name, dtype=object)
+        return single
+    product: pd.Index = pd.MultiIndex.from_product(
         [list(k.categories) for k in agg.by], names=[k.name for k in agg.by]
     )
-
+    return product

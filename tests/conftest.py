@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -13,10 +12,9 @@ from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 
 @pytest.fixture(autouse=True)
-def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test ever writes the user's real ledger."""
     monkeypatch.setenv("DPFRAME_LEDGER", str(tmp_path / "default-ledger.sqlite"))
-    yield
 
 
 @pytest.fixture(scope="session")

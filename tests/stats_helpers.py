@@ -13,7 +13,9 @@ from scipy import stats
 ALPHA = 1e-7
 
 
-def chi2_pvalue(samples: npt.NDArray[np.int64], pmf: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]) -> float:
+def chi2_pvalue(
+    samples: npt.NDArray[np.int64], pmf: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]
+) -> float:
     """Chi-square goodness of fit of integer samples, pooling tails to expected counts >= 5."""
     n = len(samples)
     low, high = int(samples.min()), int(samples.max())

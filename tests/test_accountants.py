@@ -96,9 +96,12 @@ def test_approx_uses_gaussian_only_with_delta() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(eps_strategy, min_size=1, max_size=40), st.sampled_from(["pure", "approx", "zcdp"]))
+@given(
+    st.lists(eps_strategy, min_size=1, max_size=40),
+    st.sampled_from(["pure", "approx", "zcdp"]),
+)
 def test_filter_properties(requests: list[Fraction], kind: str) -> None:
-    """Spent never decreases, never exceeds the total, and equals the exact sum of admitted charges."""
+    """Spent never decreases, never exceeds the total, equals the sum of admitted charges."""
     total = dp.Budget(3, 0 if kind == "pure" else Fraction(1, 10**6))
     acc = make_accountant(total, kind)
     spent = Charge()

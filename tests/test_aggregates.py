@@ -61,9 +61,7 @@ def test_derived_columns_and_interval_bounds(rich: dp.Session, cps: pd.DataFrame
 def test_expression_operators(rich: dp.Session, cps: pd.DataFrame) -> None:
     pf = rich.private_frame(cps, bounds={"wage": (0, 2000)})
     cond = (pf["region"] == "south") & ~(pf["smsa"] == "no") | pf["wage"].between(100, 110)
-    expected = ((cps["region"] == "south") & ~(cps["smsa"] == "no")) | cps["wage"].between(
-        100, 110
-    )
+    expected = ((cps["region"] == "south") & ~(cps["smsa"] == "no")) | cps["wage"].between(100, 110)
     assert float(pf[cond].count(epsilon=BIG)) == pytest.approx(expected.sum(), abs=1)
     isin = pf[pf["region"].isin(["west", "south"])].count(epsilon=BIG)
     assert float(isin) == pytest.approx(cps["region"].isin(["west", "south"]).sum(), abs=1)
@@ -95,9 +93,7 @@ def test_groupby_returns_every_declared_key_in_order(rich: dp.Session) -> None:
 
 
 def test_groupby_several_keys(rich: dp.Session, cps: pd.DataFrame) -> None:
-    pf = rich.private_frame(
-        cps, categories={"region": ["south", "west"], "smsa": ["yes", "no"]}
-    )
+    pf = rich.private_frame(cps, categories={"region": ["south", "west"], "smsa": ["yes", "no"]})
     result = pf.groupby(["region", "smsa"]).size(epsilon=BIG)
     assert isinstance(result.index, pd.MultiIndex)
     expected = cps.groupby(["region", "smsa"]).size()
@@ -139,12 +135,13 @@ def test_one_row_moves_each_measure_by_at_most_its_sensitivity(
 ) -> None:
     """Clamping property: adding any one row (NaN, ±inf, huge) respects the sensitivity."""
     bounds = (low, low + width)
-    base = pd.DataFrame({"x": values + [0.5]})
+    base = pd.DataFrame({"x": [*values, 0.5]})
     plus = pd.DataFrame({"x": [*values, 0.5, extra]})
     agg = Aggregate(Source("d"), statistic, Col("x"), bounds, (), "")  # type: ignore[arg-type]
     _, sensitivities = measures_for(agg)
-    for a, b, sens in zip(_exact(base, statistic, bounds), _exact(plus, statistic, bounds),
-                          sensitivities):
+    for a, b, sens in zip(
+        _exact(base, statistic, bounds), _exact(plus, statistic, bounds), sensitivities, strict=True
+    ):
         assert math.isfinite(a) and math.isfinite(b)
         assert abs(a - b) <= sens
         assert a == int(a) and b == int(b)
@@ -166,7 +163,7 @@ def test_release_behaves_as_a_number(rich: dp.Session, cps: pd.DataFrame) -> Non
     assert low <= value <= high
     assert release.ci(0.5)[1] - release.ci(0.5)[0] <= high - low
     assert "95% CI" in repr(release) and "<b>" in release._repr_html_()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="level"):
         release.ci(1.5)
 
 

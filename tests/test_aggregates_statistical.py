@@ -27,7 +27,8 @@ ROWS = 20  # rows per group: ten 3.0s and ten 7.0s, bounds (0, 10)
 def groups_df() -> pd.DataFrame:
     keys = np.repeat(np.arange(K), ROWS)
     values = np.tile(np.array([3.0] * 10 + [7.0] * 10), K)
-    return pd.DataFrame({"g": keys, "x": values})
+    frame: pd.DataFrame = pd.DataFrame({"g": keys, "x": values})
+    return frame
 
 
 def _frame(df: pd.DataFrame, **session_kwargs: object) -> dp.PrivateFrame:
@@ -71,9 +72,7 @@ def test_sum_is_laplace_at_bound_over_epsilon(groups_df: pd.DataFrame, epsilon: 
     sums = _frame(groups_df, epsilon=epsilon).groupby("g")["x"].sum(epsilon=epsilon)
     noise = sums.to_numpy() - 100.0
     scale = 10 / epsilon  # sensitivity max(|0|, |10|) = 10
-    _assert_fits(
-        {f: ks_pvalue(noise, stats.laplace(scale=scale * f).cdf) for f in (0.7, 1.0, 1.3)}
-    )
+    _assert_fits({f: ks_pvalue(noise, stats.laplace(scale=scale * f).cdf) for f in (0.7, 1.0, 1.3)})
 
 
 def test_sum_is_gaussian_under_approx_with_delta(groups_df: pd.DataFrame) -> None:
@@ -95,10 +94,10 @@ def _simulate(statistic: str, epsilon: float, factor: float, size: int) -> np.nd
     s = 0.0 + gen.laplace(scale=factor * 5 / eps, size=size)  # centred sum: (±2) x 10 = 0
     n_safe = np.maximum(n, 1)
     if statistic == "mean":
-        return np.clip(5 + s / n_safe, 0, 10)
+        return np.asarray(np.clip(5 + s / n_safe, 0, 10), dtype=float)
     q = 80.0 + gen.laplace(scale=factor * 25 / eps, size=size)  # centred squares: 20 x 4
     var = np.clip(q / n_safe - (s / n_safe) ** 2, 0, 25)
-    return var if statistic == "var" else np.sqrt(var)
+    return np.asarray(var if statistic == "var" else np.sqrt(var), dtype=float)
 
 
 @pytest.mark.parametrize("statistic", ["mean", "var", "std"])

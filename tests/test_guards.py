@@ -89,7 +89,7 @@ def test_repr_shows_schema_only(secret_frame: dp.PrivateFrame) -> None:
 
 def test_frames_are_immutable(secret_frame: dp.PrivateFrame) -> None:
     with pytest.raises(dp.DPError):
-        secret_frame.wage = 3  # type: ignore[misc]
+        secret_frame.wage = 3
     with pytest.raises(dp.DPError):
         dp.PrivateFrame()
     assert copy.deepcopy(secret_frame) is secret_frame

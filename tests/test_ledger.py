@@ -70,11 +70,12 @@ def test_refused_charge_writes_nothing(ledger_path: Path) -> None:
     assert ledger.releases("s", ["d"]).empty
 
 
-def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue) -> None:
+def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue[int]) -> None:
     ledger = Ledger(path)
     total = Fraction(1)
     admitted = 0
     for _ in range(200):
+
         def check(spent: Charge) -> None:
             if spent.epsilon + Fraction(epsilon) > total:
                 raise dp.BudgetExceededError("full")
@@ -89,7 +90,7 @@ def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue
 
 def test_two_processes_never_overspend(ledger_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
-    results: multiprocessing.Queue = ctx.Queue()
+    results: multiprocessing.Queue[int] = ctx.Queue()
     procs = [
         ctx.Process(target=_spend_until_refused, args=(str(ledger_path), "1/100", results))
         for _ in range(3)

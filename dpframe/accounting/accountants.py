@@ -76,7 +76,10 @@ class NoiseAllocation:
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε such that ρ-zCDP implies (ε, δ)-DP: ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3)."""
+    """ε such that ρ-zCDP implies (ε, δ)-DP.
+
+    ε = ρ + 2·sqrt(ρ·ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3).
+    """
     if rho <= 0:
         return 0.0
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
@@ -306,6 +309,4 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
         return ApproxDPAccountant(total)
     if kind == "zcdp":
         return ZCDPAccountant(total)
-    raise InvalidBudgetError(
-        f"accounting must be 'pure', 'approx' or 'zcdp', got {accounting!r}."
-    )
+    raise InvalidBudgetError(f"accounting must be 'pure', 'approx' or 'zcdp', got {accounting!r}.")

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational
-from typing import Union
 
 from dpframe.errors import InvalidBudgetError
 
 __all__ = ["Budget", "Number", "PrivacyRequest", "to_fraction"]
 
-Number = Union[int, float, Fraction, Decimal, str]
+Number = int | float | Fraction | Decimal | str
 
 
-def to_fraction(value: Number | None, name: str) -> Fraction:
+def to_fraction(value: object, name: str) -> Fraction:
     """Convert a user-supplied number to an exact fraction.
 
     Args:
@@ -45,8 +44,6 @@ def to_fraction(value: Number | None, name: str) -> Fraction:
         if not math.isfinite(value):
             raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
         return Fraction(repr(value))
-    if isinstance(value, Rational):
-        return Fraction(value.numerator, value.denominator)
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
@@ -56,8 +53,10 @@ def to_fraction(value: Number | None, name: str) -> Fraction:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
             raise InvalidBudgetError(f"{name} must be a number, got {value!r}.") from None
+    if isinstance(value, Rational):
+        return Fraction(int(value.numerator), int(value.denominator))
     try:
-        as_float = float(value)
+        as_float = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise InvalidBudgetError(f"{name} must be a number, got {type(value).__name__}.") from None
     return to_fraction(as_float, name)

@@ -55,7 +55,7 @@ CREATE INDEX IF NOT EXISTS releases_by_session ON releases (session, dataset);
 
 
 def default_ledger_path() -> Path:
-    """Where the ledger lives when none is given.
+    r"""Where the ledger lives when none is given.
 
     ``$DPFRAME_LEDGER`` if set; else the user's data directory:
     ``$XDG_DATA_HOME/dpframe`` (default ``~/.local/share/dpframe``) on Linux,
@@ -92,7 +92,9 @@ class Ledger:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise LedgerError(f"Cannot create the ledger folder for {self.path}: {exc}") from None
+                raise LedgerError(
+                    f"Cannot create the ledger folder for {self.path}: {exc}"
+                ) from None
         try:
             self._conn = sqlite3.connect(
                 self.path, timeout=60.0, isolation_level=None, check_same_thread=False
@@ -128,7 +130,14 @@ class Ledger:
             if row is None:
                 conn.execute(
                     "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)",
-                    (session, dataset, accounting, str(total.epsilon), str(total.delta), time.time()),
+                    (
+                        session,
+                        dataset,
+                        accounting,
+                        str(total.epsilon),
+                        str(total.delta),
+                        time.time(),
+                    ),
                 )
                 return
             recorded = Budget(Fraction(row[1]), Fraction(row[2]))
@@ -214,15 +223,24 @@ class Ledger:
         frame = pd.DataFrame(
             rows,
             columns=[
-                "id", "time", "dataset", "query", "mechanism",
-                "epsilon", "delta", "rho", "status", "value",
+                "id",
+                "time",
+                "dataset",
+                "query",
+                "mechanism",
+                "epsilon",
+                "delta",
+                "rho",
+                "status",
+                "value",
             ],
         )
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
         frame["dataset"] = frame["dataset"].str.slice(0, 12)
-        return frame.set_index("id")
+        indexed: pd.DataFrame = frame.set_index("id")
+        return indexed
 
     def close(self) -> None:
         """Close the database connection."""

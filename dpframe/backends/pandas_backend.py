@@ -163,9 +163,7 @@ class PandasBackend:
                 codes[invalid] = -1
         return codes
 
-    def _key_codes(
-        self, key: GroupKey, defs: dict[str, Expr]
-    ) -> npt.NDArray[np.intp]:
+    def _key_codes(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
         is_source = isinstance(key.expr, Col) and key.expr.name not in defs
         cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
         if is_source and cache_key is not None and cache_key in self._codes:
@@ -235,8 +233,8 @@ def _bincount(
     codes: npt.NDArray[np.intp] | None, weights: npt.NDArray[np.float64] | None, size: int
 ) -> npt.NDArray[np.float64]:
     if codes is None:
-        total = float(len(weights)) if weights is None else float(weights.sum())
-        return np.array([total])
+        assert weights is not None
+        return np.array([float(weights.sum())])
     shifted = codes + 1
     counts = np.bincount(shifted, weights=weights, minlength=size + 1)
     return np.asarray(counts[1:], dtype=np.float64)

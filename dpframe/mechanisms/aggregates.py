@@ -37,8 +37,8 @@ import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import Measure
-from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate
 
@@ -58,7 +58,8 @@ def _transform(values: FloatArray, measure: Measure) -> FloatArray:
 
 
 def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, int]:
-    assert agg.bounds is not None and agg.expr is not None
+    assert agg.bounds is not None
+    assert agg.expr is not None
     low, high = agg.bounds
     ends = np.array([low, high]) - center
     if power == 2:
@@ -70,9 +71,7 @@ def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, in
         )
     exponent = math.ceil(math.log2(magnitude)) - _QUANTUM_BITS if magnitude > 0 else 0
     quantum = 2.0 ** max(exponent, _MIN_QUANTUM_EXPONENT)
-    measure = Measure(
-        "sum", agg.expr, low, high, center, 2 if power == 2 else 1, quantum
-    )
+    measure = Measure("sum", agg.expr, low, high, center, 2 if power == 2 else 1, quantum)
     # The transform is monotone in |value - center|, so the extremes are at the bounds.
     sensitivity = int(np.max(np.abs(_transform(np.array([low, high]), measure))))
     return measure, max(sensitivity, 1)
@@ -198,7 +197,7 @@ def release_aggregate(
     parts = allocation.split(tuple(1 for _ in measures))
     noisy: list[FloatArray] = []
     noise: list[NoiseSpec] = []
-    for measure, sens, part, values in zip(measures, sensitivities, parts, exact):
+    for measure, sens, part, values in zip(measures, sensitivities, parts, exact, strict=False):
         released, spec = release_integer_sums(values, sens, measure.quantum, part, rng)
         noisy.append(released)
         noise.append(spec)

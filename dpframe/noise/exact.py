@@ -28,8 +28,6 @@ from dpframe.noise.random_source import SecureRandom
 
 __all__ = ["bernoulli", "bernoulli_exp", "discrete_gaussian", "discrete_laplace", "geometric_exp"]
 
-_ONE = Fraction(1)
-
 
 def bernoulli(p: Fraction | int, rng: SecureRandom) -> bool:
     """Return True with probability exactly ``p``.
@@ -62,12 +60,21 @@ def bernoulli(p: Fraction | int, rng: SecureRandom) -> bool:
     return rng.randbelow(p.denominator) < p.numerator
 
 
-def _bernoulli_exp_le1(gamma: Fraction, rng: SecureRandom) -> bool:
-    """CKS 2020 Algorithm 1 for ``0 <= gamma <= 1``: True with probability ``exp(-gamma)``."""
+def _bexp_le1(num: int, den: int, rng: SecureRandom) -> bool:
+    """CKS 2020 Algorithm 1 for ``0 <= num/den <= 1``: True with probability ``exp(-num/den)``."""
     k = 1
-    while bernoulli(gamma / k, rng):
+    while rng.randbelow(den * k) < num:  # Bernoulli(gamma / k)
         k += 1
     return k % 2 == 1
+
+
+def _bexp(num: int, den: int, rng: SecureRandom) -> bool:
+    """Return True with probability ``exp(-num/den)`` (integers ``num >= 0``, ``den >= 1``)."""
+    whole, rest = divmod(num, den)
+    for _ in range(whole):
+        if not _bexp_le1(1, 1, rng):
+            return False
+    return _bexp_le1(rest, den, rng)
 
 
 def bernoulli_exp(gamma: Fraction | int, rng: SecureRandom) -> bool:
@@ -103,11 +110,7 @@ def bernoulli_exp(gamma: Fraction | int, rng: SecureRandom) -> bool:
     gamma = to_fraction(gamma, "gamma")
     if gamma < 0:
         raise NoiseParameterError(f"gamma must be >= 0, got {gamma}")
-    whole = math.floor(gamma)
-    for _ in range(whole):
-        if not _bernoulli_exp_le1(_ONE, rng):
-            return False
-    return _bernoulli_exp_le1(gamma - whole, rng)
+    return _bexp(gamma.numerator, gamma.denominator, rng)
 
 
 def geometric_exp(x: Fraction | int, rng: SecureRandom) -> int:
@@ -142,13 +145,17 @@ def geometric_exp(x: Fraction | int, rng: SecureRandom) -> int:
     x = to_fraction(x, "x")
     if x <= 0:
         raise NoiseParameterError(f"x must be > 0, got {x}")
-    s, t = x.numerator, x.denominator
+    return _geometric(x.denominator, x.numerator, rng)
+
+
+def _geometric(t: int, s: int, rng: SecureRandom) -> int:
+    """Return ``X // s``, ``P(X = x)`` proportional to ``exp(-x/t)`` (CKS Alg. 2, steps 1-4)."""
     while True:
         u = rng.randbelow(t)
-        if bernoulli_exp(Fraction(u, t), rng):
+        if _bexp_le1(u, t, rng):
             break
     v = 0
-    while _bernoulli_exp_le1(_ONE, rng):
+    while _bexp_le1(1, 1, rng):
         v += 1
     return (u + t * v) // s
 
@@ -186,9 +193,13 @@ def discrete_laplace(scale: Fraction | int, rng: SecureRandom) -> int:
     scale = to_fraction(scale, "scale")
     if scale <= 0:
         raise NoiseParameterError(f"scale must be > 0, got {scale}")
-    rate = 1 / scale
+    return _dlap(scale.numerator, scale.denominator, rng)
+
+
+def _dlap(t: int, s: int, rng: SecureRandom) -> int:
+    """Discrete Laplace with scale ``t/s`` (CKS Algorithm 2)."""
     while True:
-        y = geometric_exp(rate, rng)
+        y = _geometric(t, s, rng)
         negative = rng.randbits(1) == 1
         if negative and y == 0:
             continue
@@ -242,9 +253,11 @@ def discrete_gaussian(sigma2: Fraction | int, rng: SecureRandom) -> int:
     if sigma2 <= 0:
         raise NoiseParameterError(f"sigma2 must be > 0, got {sigma2}")
     t = floor_sqrt(sigma2) + 1
-    shift = sigma2 / t
-    two_sigma2 = 2 * sigma2
+    n, d = sigma2.numerator, sigma2.denominator
+    # (|y| - sigma2/t)^2 / (2 sigma2) = (|y| d t - n)^2 / (2 n d t^2)
+    dt = d * t
+    den = 2 * n * d * t * t
     while True:
-        y = discrete_laplace(t, rng)
-        if bernoulli_exp((abs(y) - shift) ** 2 / two_sigma2, rng):
+        y = _dlap(t, 1, rng)
+        if _bexp((abs(y) * dt - n) ** 2, den, rng):
             return y

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 from dpframe.errors import SchemaError
 
@@ -32,11 +32,11 @@ __all__ = [
     "lit",
 ]
 
-Scalar = Union[bool, int, float, str]
+Scalar: TypeAlias = bool | int | float | str
 ArithOp = Literal["+", "-", "*", "/"]
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 LogicalOp = Literal["&", "|"]
-ExprLike = Union["Expr", bool, int, float, str]
+ExprLike: TypeAlias = "Expr | bool | int | float | str"
 
 
 def _wrap(value: Any) -> Expr:
@@ -283,13 +283,13 @@ class Logical(Expr):
 class _Unary(Expr):
     operand: Expr
 
-    def children(self) -> tuple[Expr, ...]:  # noqa: D102
+    def children(self) -> tuple[Expr, ...]:
         return (self.operand,)
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
+    def key(self) -> tuple[Any, ...]:
         return (type(self).__name__.lower(), self.operand.key())
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+    def to_dict(self) -> dict[str, Any]:
         return {"op": type(self).__name__.lower(), "operand": self.operand.to_dict()}
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeAlias
 
 from dpframe.plan.expressions import Expr
 
@@ -39,7 +39,11 @@ class Filter:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"node": "filter", "child": self.child.to_dict(), "predicate": self.predicate.to_dict()}
+        return {
+            "node": "filter",
+            "child": self.child.to_dict(),
+            "predicate": self.predicate.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class Assign:
         }
 
 
-Plan = Union[Source, Filter, Assign]
+Plan: TypeAlias = Source | Filter | Assign
 
 
 def lineage(plan: Plan) -> tuple[Source, tuple[Filter | Assign, ...]]:

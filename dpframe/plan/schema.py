@@ -97,7 +97,7 @@ class Schema:
 
     def to_frame(self) -> pd.DataFrame:
         """The schema as a small public table."""
-        return pd.DataFrame(
+        table: pd.DataFrame = pd.DataFrame(
             {
                 "kind": [c.kind for c in self.columns],
                 "dtype": [c.dtype for c in self.columns],
@@ -108,13 +108,16 @@ class Schema:
             },
             index=pd.Index(self.names, name="column"),
         )
+        return table
 
 
 def check_bounds(name: str, bounds: object) -> Bounds:
     """Validate a ``(low, high)`` pair: finite numbers with low <= high."""
     try:
-        low, high = bounds  # type: ignore[misc]
-        low_f, high_f = float(low), float(high)
+        pair: tuple[object, ...] = tuple(bounds)  # type: ignore[arg-type]
+        if len(pair) != 2:
+            raise ValueError
+        low_f, high_f = float(pair[0]), float(pair[1])  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise SchemaError(f"bounds for {name!r} must be a (low, high) pair of numbers.") from None
     if not (math.isfinite(low_f) and math.isfinite(high_f)):
@@ -206,7 +209,7 @@ def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
     if isinstance(expr, Col):
         return schema.get(expr.name).bounds
     if isinstance(expr, Lit):
-        if isinstance(expr.value, (int, float)) and not isinstance(expr.value, str):
+        if isinstance(expr.value, (int, float)):
             value = float(expr.value)
             return (value, value) if math.isfinite(value) else None
         return None
@@ -254,7 +257,5 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
     for ref in expr.columns():
         if not schema.get(ref).summable and not isinstance(expr, Lit):
-            raise SchemaError(
-                f"Column {ref!r} is not numeric, so it cannot be used in arithmetic."
-            )
+            raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
     return ColumnInfo(name, "numeric", "float64", _expr_bounds(expr, schema))

@@ -161,17 +161,37 @@ def chi2_pvalue(samples: npt.ArrayLike, bins: Bins) -> float:
     return float(stats.chi2.sf(stat, bins.probs.size - 1))
 
 
+def power_from_probs(n: int, alt: Bins, true_probs: FloatArray) -> float:
+    """Predicted power (noncentral chi-square) of rejecting `alt` when the bins have `true_probs`."""
+    df = alt.probs.size - 1
+    if df == 0:
+        return 0.0
+    lam = n * float(np.sum((true_probs - alt.probs) ** 2 / alt.probs))
+    crit = float(stats.chi2.isf(ALPHA, df))
+    return float(stats.ncx2.sf(crit, df, lam))
+
+
 def predicted_power(n: int, true: tuple[IntArray, FloatArray], alt: tuple[IntArray, FloatArray]) -> float:
-    """Noncentral chi-square approximation of the power to reject `alt` with n draws of `true`."""
+    """Predicted power of rejecting the pmf `alt` with n draws from the pmf `true`."""
     bins = make_bins(alt[0], alt[1], n)
     idx = np.searchsorted(bins.edges, true[0], side="left")
     true_probs = np.bincount(idx, weights=true[1], minlength=bins.probs.size)
-    lam = n * float(np.sum((true_probs - bins.probs) ** 2 / bins.probs))
-    df = bins.probs.size - 1
-    if df == 0:
-        return 0.0
-    crit = float(stats.chi2.isf(ALPHA, df))
-    return float(stats.ncx2.sf(crit, df, lam))
+    return power_from_probs(n, bins, true_probs)
+
+
+def normal_bins(sigma: float, true_sigma: float) -> tuple[Bins, FloatArray]:
+    """Equiprobable bins for a discrete Gaussian with huge sigma, and the bin probabilities
+    under `true_sigma`, from the continuity-corrected normal cdf Phi((k + 1/2)/sigma)
+    (for sigma > 1e3 its error is below 1e-10 of a bin's probability).
+    """
+    qs = stats.norm.ppf(np.arange(1, MAX_BINS) / MAX_BINS)
+    edges = np.unique(np.floor(sigma * qs).astype(np.int64))
+
+    def probs(sd: float) -> FloatArray:
+        cdf = stats.norm.cdf((edges + 0.5) / sd)
+        return np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+
+    return Bins(edges, probs(sigma)), probs(true_sigma)
 
 
 @dataclass(frozen=True)
