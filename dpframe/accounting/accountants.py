@@ -144,7 +144,7 @@ class Accountant(ABC):
             "Privacy budget exceeded; nothing was charged and no data was read.\n"
             f"  Requested:  {asked}\n"
             f"  Remaining:  {remaining}\n"
-            f"  Difference: ε={_fmt(diff_eps)}, δ={_fmt(diff_delta)}\n"
+            f"  Difference: {Budget(diff_eps, diff_delta)}\n"
             "Ask for a smaller epsilon, or start a new session (with a new name) "
             "only if a fresh budget is justified."
         )

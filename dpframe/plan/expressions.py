@@ -197,7 +197,7 @@ class Col(Expr):
         return {"op": "col", "name": self.name}
 
     def __str__(self) -> str:
-        return f"col({self.name!r})"
+        return self.name
 
 
 @dataclass(frozen=True, eq=False, repr=False)
