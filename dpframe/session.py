@@ -26,6 +26,7 @@ from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.errors import DPError, InvalidBudgetError, SchemaError
+from dpframe.explain import explain_aggregate
 from dpframe.mechanisms.aggregates import measures_for, release_aggregate
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, Source, lineage
@@ -91,6 +92,7 @@ class Session:
         self._backends: dict[str, Backend] = {}
         self._rng = SecureRandom()
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
+        self._explaining = False
 
     # -- public state --------------------------------------------------------
 
@@ -141,6 +143,18 @@ class Session:
                 self._listeners.remove(listener)
 
         return unsubscribe
+
+    def explain(self, query: Callable[[], Any]) -> Any:
+        """Run ``query`` without spending: each release inside returns an :class:`Explanation`.
+
+        Example:
+            >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
+        """
+        self._explaining = True
+        try:
+            return query()
+        finally:
+            self._explaining = False
 
     def __repr__(self) -> str:
         return (
@@ -217,6 +231,10 @@ class Session:
         backend = self._backends.get(source)
         if backend is None:
             raise DPError("This frame belongs to another session.")
+        if self._explaining:
+            return explain_aggregate(  # type: ignore[return-value]
+                agg, request, charge, allocation, self._accountant, self._charges()
+            )
         mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
         release_id = self._ledger.charge(
             self._name,

@@ -30,10 +30,10 @@ from dpframe.noise import (
     discrete_laplace_variance,
 )
 
-__all__ = ["GRID_BITS", "NoiseSpec", "release_integer_sums"]
+__all__ = ["GRID_BITS", "NoiseSpec", "noise_for", "release_integer_sums"]
 
-#: The grid is the largest power of two at most ``scale / 2**GRID_BITS``, so
-#: rounding to it widens the sensitivity by at most one part in 1024.
+#: The grid is the largest power of two at most ``min(scale, sensitivity) / 2**GRID_BITS``,
+#: so rounding to it widens the sensitivity (and the noise) by at most one part in 1024.
 GRID_BITS = 10
 
 
@@ -46,11 +46,14 @@ class NoiseSpec:
             (P(k) ∝ exp(−k²/(2·parameter))), over integers k in grid units.
         parameter: the discrete Laplace scale, or the discrete Gaussian σ², in grid units.
         grid: the value of one grid unit (a power of two).
+        rounding: the largest change rounding the exact answer to the grid
+            can make (half a grid unit, or 0 when no rounding is needed).
     """
 
     kind: Literal["laplace", "gaussian"]
     parameter: Fraction
     grid: float
+    rounding: float = 0.0
 
     @property
     def scale(self) -> float:
@@ -69,7 +72,10 @@ class NoiseSpec:
         return math.sqrt(variance) * self.grid
 
     def abs_quantile(self, level: float) -> float:
-        """The smallest a on the grid with P(|noise| <= a) >= level, in value units."""
+        """The smallest a on the grid with P(|noise| <= a) >= level, in value units.
+
+        Add :attr:`rounding` for an interval around the exact (unrounded) answer.
+        """
         if self.kind == "laplace":
             units = discrete_laplace_abs_quantile(float(self.parameter), level)
         else:
@@ -82,11 +88,35 @@ class NoiseSpec:
         return "discrete Laplace" if self.kind == "laplace" else "discrete Gaussian"
 
 
-def _grid_quanta(scale_quanta: float) -> int:
-    """The grid in quanta: a power of two ≥ 1, about scale / 2**GRID_BITS."""
-    if scale_quanta <= 2**GRID_BITS:
+def _grid_quanta(scale_quanta: float, sensitivity: int) -> int:
+    """The grid in quanta: a power of two ≥ 1, about min(scale, Δ) / 2**GRID_BITS."""
+    reference = min(scale_quanta, float(sensitivity))
+    if reference < 2 ** (GRID_BITS + 1):
         return 1
-    return 1 << (math.floor(math.log2(scale_quanta)) - GRID_BITS)
+    return 1 << (math.floor(math.log2(reference)) - GRID_BITS)
+
+
+def noise_for(
+    sensitivity: int, quantum: float, allocation: NoiseAllocation
+) -> tuple[int, int, NoiseSpec]:
+    """The grid (in quanta), the sensitivity in grid units, and the noise, from public inputs only.
+
+    Used both to release and to explain a query before it runs.
+    """
+    sensitivity = max(int(sensitivity), 1)
+    if allocation.kind == "laplace":
+        scale_quanta = sensitivity / float(allocation.parameter)
+    else:
+        scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
+    grid_q = _grid_quanta(scale_quanta, sensitivity)
+    sensitivity_units = sensitivity if grid_q == 1 else sensitivity // grid_q + 1
+    if allocation.kind == "laplace":
+        parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
+    else:
+        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
+    grid = float(grid_q) * quantum
+    rounding = 0.0 if grid_q == 1 else grid / 2
+    return grid_q, sensitivity_units, NoiseSpec(allocation.kind, parameter, grid, rounding)
 
 
 def release_integer_sums(
@@ -114,8 +144,9 @@ def release_integer_sums(
         Multiplying by the public grid value is post-processing.
 
     Accuracy:
-        Each cell's error is the rounding (at most half a grid unit, ≤ scale/2048)
-        plus the noise: variance 2·a/(1−a)² with a = exp(−1/t) for Laplace
+        Each cell's error is the rounding (at most half a grid unit) plus the
+        noise, whose scale is at most (1 + 2⁻¹⁰)·Δ/ε (or σ ≤ (1 + 2⁻¹⁰)·Δ/sqrt(2ρ)):
+        variance 2·a/(1−a)² with a = exp(−1/t) for Laplace
         (≈ 2t²), and at most σ² for the Gaussian, times the grid squared;
         ``NoiseSpec.abs_quantile`` gives exact two-sided intervals.
 
@@ -129,25 +160,11 @@ def release_integer_sums(
     Returns:
         The noisy values (exact floats on the public grid) and the noise used.
     """
-    sensitivity = max(int(sensitivity), 1)
-    if allocation.kind == "laplace":
-        scale_quanta = sensitivity / float(allocation.parameter)
+    grid_q, _, spec = noise_for(sensitivity, quantum, allocation)
+    units = exact.astype(np.int64) if grid_q == 1 else np.rint(exact / grid_q).astype(np.int64)
+    if spec.kind == "laplace":
+        noise = discrete_laplace_array(spec.parameter, len(units), rng)
     else:
-        scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
-    grid_q = _grid_quanta(scale_quanta)
-    if grid_q == 1:
-        units = exact.astype(np.int64)
-        sensitivity_units = sensitivity
-    else:
-        units = np.rint(exact / grid_q).astype(np.int64)
-        sensitivity_units = sensitivity // grid_q + 1
-    size = len(units)
-    if allocation.kind == "laplace":
-        parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
-        noise = discrete_laplace_array(parameter, size, rng)
-    else:
-        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
-        noise = discrete_gaussian_array(parameter, size, rng)
-    grid = float(grid_q) * quantum
-    values = (units + noise).astype(np.float64) * grid
-    return values, NoiseSpec(allocation.kind, parameter, grid)
+        noise = discrete_gaussian_array(spec.parameter, len(units), rng)
+    values = (units + noise).astype(np.float64) * spec.grid
+    return values, spec

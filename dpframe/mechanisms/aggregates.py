@@ -111,7 +111,7 @@ class IntervalModel:
             raise ValueError("level must be between 0 and 1.")
         k = len(self.noise)
         per = 1 - (1 - level) / k
-        half = [spec.abs_quantile(per) for spec in self.noise]
+        half = [spec.abs_quantile(per) + spec.rounding for spec in self.noise]
         if self.statistic in ("count", "sum"):
             return self.noisy[0] - half[0], self.noisy[0] + half[0]
         assert self.bounds is not None

@@ -23,6 +23,7 @@ Differential Privacy", NeurIPS 2020.
 from __future__ import annotations
 
 import math
+import numbers
 from functools import lru_cache
 from typing import Any
 
@@ -51,12 +52,9 @@ _SIGMA_TABLE_MAX = 1000.0
 
 def _positive(value: Any, name: str) -> float:
     """Return ``value`` as a positive finite float or raise."""
-    if isinstance(value, bool | np.bool_):
-        raise NoiseParameterError(f"{name} must be a positive number, not a bool")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise NoiseParameterError(f"{name} must be a positive number") from None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise NoiseParameterError(f"{name} must be a positive real number")
+    out = float(value)
     if not (math.isfinite(out) and out > 0):
         raise NoiseParameterError(f"{name} must be positive and finite, got {value!r}")
     return out
@@ -64,12 +62,9 @@ def _positive(value: Any, name: str) -> float:
 
 def _level(level: Any) -> float:
     """Return ``level`` as a float in the open interval (0, 1) or raise."""
-    if isinstance(level, bool | np.bool_):
-        raise NoiseParameterError("level must be a number in (0, 1), not a bool")
-    try:
-        out = float(level)
-    except (TypeError, ValueError):
-        raise NoiseParameterError("level must be a number in (0, 1)") from None
+    if isinstance(level, bool | np.bool_) or not isinstance(level, numbers.Real):
+        raise NoiseParameterError("level must be a real number in (0, 1)")
+    out = float(level)
     if not 0 < out < 1:
         raise NoiseParameterError(f"level must satisfy 0 < level < 1, got {level!r}")
     return out
@@ -126,7 +121,7 @@ def discrete_laplace_cdf(scale: float, k: npt.ArrayLike) -> FloatArray:
     one_plus_a = 1.0 + math.exp(-1.0 / s)
     with np.errstate(invalid="ignore"):
         lower = np.exp(-np.abs(kf) / s) / one_plus_a  # P(Y <= k) for k < 0
-        upper = np.exp(-(kf + 1.0) / s) / one_plus_a  # P(Y > k) for k >= 0
+        upper = np.exp(-np.maximum(kf + 1.0, 0.0) / s) / one_plus_a  # P(Y > k) for k >= 0
     return np.where(kf < 0, lower, 1.0 - upper)
 
 

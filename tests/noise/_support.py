@@ -118,38 +118,27 @@ def make_bins(ks: IntArray, pmf: FloatArray, n: int) -> Bins:
 
     Every bin has expected count >= 5 under the null; interior bins also have
     probability >= 1/MAX_BINS (so there are at most about MAX_BINS + 2 bins).
+    Greedy from the left, one ``searchsorted`` per bin.
     """
     tail_target = MIN_EXPECTED / n
     mid_target = max(tail_target, 1.0 / MAX_BINS)
-    p = pmf.tolist()
-    i, left = 0, 0.0
-    while i < len(p) and left < tail_target:
-        left += p[i]
-        i += 1
-    j, right = len(p) - 1, 0.0
-    while j >= i and right < tail_target:
-        right += p[j]
-        j -= 1
-    if right < tail_target:  # the tails meet: not enough draws for two bins
+    c = np.cumsum(pmf)
+    total = float(c[-1])
+    i = int(np.searchsorted(c, tail_target, side="left"))  # left tail: ks[0..i]
+    j = int(np.searchsorted(c, total - tail_target, side="right"))  # right tail: ks[j..]
+    if not i < j < c.size:
         raise AssertionError(f"sample size {n} too small to form two bins")
-    edges = [int(ks[i - 1])]
-    probs = [left]
-    acc = 0.0
-    for k in range(i, j + 1):
-        acc += p[k]
-        if acc >= mid_target:
-            edges.append(int(ks[k]))
-            probs.append(acc)
-            acc = 0.0
-    if acc > 0:
-        if len(probs) > 1:
-            probs[-1] += acc
-            edges[-1] = int(ks[j])
-        else:
-            right += acc
-    probs.append(right)
-    total = sum(probs)
-    return Bins(np.array(edges, dtype=np.int64), np.array(probs) / total)
+    cuts = [i]
+    while True:
+        nxt = int(np.searchsorted(c, c[cuts[-1]] + mid_target, side="left"))
+        if nxt >= j:
+            break
+        cuts.append(nxt)
+    if len(cuts) > 1:
+        cuts[-1] = j - 1  # the leftover interior mass joins the last interior bin
+    idx = np.array(cuts)
+    probs = np.diff(np.concatenate([[0.0], c[idx], [total]]))
+    return Bins(ks[idx].astype(np.int64), probs / total)
 
 
 def chi2_pvalue(samples: npt.ArrayLike, bins: Bins) -> float:

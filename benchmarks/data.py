@@ -1,0 +1,102 @@
+"""Reproducible synthetic census-like data for the benchmarks.
+
+The generator is a seeded :class:`numpy.random.Generator`: this is test data,
+not privacy noise (dpframe's own noise never uses numpy's generators).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+__all__ = [
+    "BOUNDS",
+    "COUNTIES",
+    "DEFAULT_SEED",
+    "STATES",
+    "KeyDtype",
+    "categories",
+    "census_frame",
+    "key_dtypes",
+]
+
+#: The fixed seed of every benchmark data set.
+DEFAULT_SEED = 20240917
+
+#: The 50 US postal codes: the public keys of ``state``.
+STATES: tuple[str, ...] = tuple(
+    "AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO "
+    "MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY".split()
+)
+_COUNTIES_PER_STATE = 20
+
+#: 1,000 county keys, 20 per state ("CA-007"): the public keys of ``county``.
+COUNTIES: tuple[str, ...] = tuple(
+    f"{state}-{i:03d}" for state in STATES for i in range(1, _COUNTIES_PER_STATE + 1)
+)
+
+#: Public clamping bounds of the synthetic table.
+BOUNDS: dict[str, tuple[float, float]] = {"income": (0.0, 1e6), "age": (0.0, 99.0)}
+
+#: How the key columns are stored.  ``str`` is what pandas 3 ``read_csv`` gives
+#: (the default string dtype, Arrow-backed when pyarrow is installed);
+#: ``object`` is the pre-3.0 default; ``category`` is a pandas Categorical.
+KeyDtype = Literal["str", "object", "category"]
+
+
+def key_dtypes() -> tuple[str, ...]:
+    """The valid values of :data:`KeyDtype`."""
+    return get_args(KeyDtype)
+
+
+def categories() -> dict[str, list[str]]:
+    """The declared public keys of the synthetic table."""
+    return {"state": list(STATES), "county": list(COUNTIES)}
+
+
+def _key_column(
+    codes: npt.NDArray[np.intp], keys: tuple[str, ...], dtype: KeyDtype
+) -> pd.Series | pd.Categorical:
+    if dtype == "category":
+        return pd.Categorical.from_codes(codes, categories=list(keys))
+    values = np.array(keys, dtype=object)[codes]
+    if dtype == "object":
+        return pd.Series(values, dtype=object, copy=False)
+    return pd.Series(values, dtype="str")
+
+
+def census_frame(n: int, *, seed: int = DEFAULT_SEED, key_dtype: KeyDtype = "str") -> pd.DataFrame:
+    """A census-shaped table of ``n`` rows, identical for the same ``n`` and ``seed``.
+
+    Columns:
+        age: int64, uniform on 0..99.
+        income: float64, lognormal (median about 36,000, long right tail; a
+            few rows exceed the public bound 1e6 and are clamped by dpframe).
+        state: one of 50 keys; county: one of 1,000 keys nested in the
+            states ("CA-007"), with skewed (lognormal) county populations.
+        employed: bool, true for about 60% of rows.
+
+    Args:
+        n: number of rows.
+        seed: the generator seed.
+        key_dtype: how ``state`` and ``county`` are stored (see :data:`KeyDtype`).
+    """
+    if key_dtype not in key_dtypes():
+        raise ValueError(f"key_dtype must be one of {key_dtypes()}, got {key_dtype!r}")
+    rng = np.random.default_rng(seed)
+    weights = rng.lognormal(0.0, 1.0, len(COUNTIES))
+    county = rng.choice(len(COUNTIES), size=n, p=weights / weights.sum())
+    state = county // _COUNTIES_PER_STATE
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(0, 100, size=n, dtype=np.int64),
+            "income": rng.lognormal(10.5, 1.0, size=n),
+            "state": _key_column(state, STATES, key_dtype),
+            "county": _key_column(county, COUNTIES, key_dtype),
+            "employed": rng.random(n) < 0.6,
+        }
+    )
+    return frame

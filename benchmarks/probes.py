@@ -1,0 +1,230 @@
+"""Measurements that need a fresh process: import time and memory at load.
+
+Import time: ``import pandas`` and ``import dpframe`` each timed with
+``time.perf_counter`` inside ``python -c`` in a fresh interpreter, one
+discarded warm-up (page cache), then the median of ``repeats`` runs.
+
+Memory (``python -m benchmarks.probes memory --rows N``, prints JSON), Linux only
+for the RSS part.  The child builds the table, collects garbage and returns
+freed heap to the OS (``malloc_trim``), then for each step (``private_frame``,
+the first group-by count over ``state``, the first group-by sum over
+``county``):
+
+* resets the kernel's peak-RSS mark (``echo 5 > /proc/self/clear_refs``),
+  runs the step, and reads ``VmHWM - VmRSS(before)``: the peak extra resident
+  memory of the step, whatever allocated it (numpy, Python objects, Arrow);
+* separately, the ``tracemalloc`` peak of the step (Python and numpy
+  allocations only; Arrow's memory pool is invisible to it), measured in a
+  second fresh session so tracemalloc's bookkeeping does not inflate the RSS.
+
+Both are compared with ``df.memory_usage(deep=True).sum()``.  For ``object``
+columns, ``deep=True`` counts each cell's string even though the cells share
+1,050 string objects, so it overstates the real size; the RSS growth while
+building the table is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["import_times", "memory_at_load", "slowest_imports"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_TIMER = "import time; t0 = time.perf_counter(); import {mod}; print(time.perf_counter() - t0)"
+
+
+def _python(args: list[str], timeout: float = 3600.0) -> str:
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=timeout,
+    )
+    return done.stdout
+
+
+def import_times(repeats: int = 5) -> dict[str, Any]:
+    """Median wall time of ``import pandas`` and ``import dpframe`` in fresh interpreters."""
+    runs: dict[str, list[float]] = {"pandas": [], "dpframe": []}
+    for mod in runs:  # warm-up: page cache and .pyc files
+        _python(["-c", _TIMER.format(mod=mod)])
+    for _ in range(repeats):
+        for mod, times in runs.items():
+            times.append(float(_python(["-c", _TIMER.format(mod=mod)]).strip()))
+    pandas_s = statistics.median(runs["pandas"])
+    dpframe_s = statistics.median(runs["dpframe"])
+    return {
+        "pandas_s": pandas_s,
+        "dpframe_s": dpframe_s,
+        "delta_s": dpframe_s - pandas_s,
+        "runs": runs,
+    }
+
+
+def slowest_imports(top: int = 8) -> list[tuple[str, float]]:
+    """Top-level packages that ``import dpframe`` loads after pandas, by self time (s).
+
+    From ``python -X importtime -c "import pandas; import dpframe"``: the
+    modules listed after pandas' own line were imported on behalf of dpframe.
+    """
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import pandas; import dpframe"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("import time:")]
+    rows = [ln.split("|") for ln in lines[1:]]  # the first line is the header
+    names = [r[2].strip() for r in rows]
+    start = names.index("pandas") + 1 if "pandas" in names else 0
+    totals: dict[str, float] = {}
+    for row in rows[start:]:
+        package = row[2].strip().split(".")[0]
+        self_us = float(row[0].split(":")[1])
+        totals[package] = totals.get(package, 0.0) + self_us / 1e6
+    return sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+
+
+# -- memory (child side) ----------------------------------------------------------
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return None
+
+
+def _settle() -> None:
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _reset_peak() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _rss_step(step: Callable[[], Any]) -> dict[str, Any]:
+    """Peak and retained RSS growth of ``step`` (bytes); None where /proc is missing."""
+    _settle()
+    before = _status_kb("VmRSS")
+    can_reset = _reset_peak()
+    start = time.perf_counter()
+    kept = step()
+    seconds = time.perf_counter() - start
+    peak = _status_kb("VmHWM")
+    _settle()
+    after = _status_kb("VmRSS")
+    del kept
+    ok = before is not None and peak is not None and after is not None and can_reset
+    return {
+        "seconds": seconds,
+        "rss_peak_increase": (peak - before) * 1024 if ok else None,  # type: ignore[operator]
+        "rss_retained": (after - before) * 1024 if ok else None,  # type: ignore[operator]
+    }
+
+
+def _traced_step(step: Callable[[], Any]) -> int:
+    _settle()
+    tracemalloc.start()
+    try:
+        step()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _memory_child(rows: int, key_dtype: str) -> dict[str, Any]:
+    import dpframe as dp
+    from benchmarks.data import BOUNDS, categories, census_frame
+
+    # Warm-up on a tiny table, so lazy imports are not charged to the steps.
+    tiny = census_frame(1000, key_dtype=key_dtype)  # type: ignore[arg-type]
+    warm = dp.Session(epsilon=1e9, ledger=":memory:")
+    warm_pf = warm.private_frame(tiny, bounds=BOUNDS, categories=categories())
+    warm_pf.groupby("state").count(epsilon=1.0)
+    del tiny, warm, warm_pf
+    _settle()
+    rss0 = _status_kb("VmRSS")
+    df = census_frame(rows, key_dtype=key_dtype)  # type: ignore[arg-type]
+    _settle()
+    rss1 = _status_kb("VmRSS")
+    df_bytes = int(df.memory_usage(deep=True).sum())
+    result: dict[str, Any] = {
+        "rows": rows,
+        "key_dtype": key_dtype,
+        "df_memory_usage_deep": df_bytes,
+        "df_rss_growth": None if rss0 is None or rss1 is None else (rss1 - rss0) * 1024,
+    }
+    for phase in ("rss", "tracemalloc"):
+        session = dp.Session(epsilon=1e9, ledger=":memory:")
+        holder: dict[str, dp.PrivateFrame] = {}
+
+        def load(session: dp.Session = session, holder: dict[str, Any] = holder) -> Any:
+            holder["pf"] = session.private_frame(df, bounds=BOUNDS, categories=categories())
+            return None
+
+        def gb_state(holder: dict[str, Any] = holder) -> Any:
+            return holder["pf"].groupby("state").count(epsilon=1.0)
+
+        def gb_county(holder: dict[str, Any] = holder) -> Any:
+            return holder["pf"].groupby("county")["income"].sum(epsilon=1.0)
+
+        steps = {"private_frame": load, "first groupby state": gb_state}
+        steps["first groupby county"] = gb_county
+        for name, step in steps.items():
+            entry = result.setdefault(name, {})
+            if phase == "rss":
+                entry.update(_rss_step(step))
+            else:
+                entry["tracemalloc_peak"] = _traced_step(step)
+        del session, holder
+        _settle()
+    return result
+
+
+def memory_at_load(rows: int, key_dtype: str = "str") -> dict[str, Any]:
+    """Run the memory probe in a fresh interpreter and return its JSON result."""
+    out = _python(["-m", "benchmarks.probes", "memory", "--rows", str(rows), "--key-dtype", key_dtype])
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line of the child probes."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="probe", required=True)
+    mem = sub.add_parser("memory", help="memory at load (prints JSON)")
+    mem.add_argument("--rows", type=int, required=True)
+    mem.add_argument("--key-dtype", default="str")
+    args = parser.parse_args(argv)
+    print(json.dumps(_memory_child(args.rows, args.key_dtype)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Explanations: what a release would cost and how accurate it would be, computed without data.
+
+Everything here depends only on the query and public facts (bounds, keys,
+the budget), so explaining is free and never reads a row.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
+from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.mechanisms.additive import noise_for
+from dpframe.mechanisms.aggregates import measures_for
+from dpframe.plan.nodes import Aggregate
+
+__all__ = ["Explanation", "MeasureExplanation", "explain_aggregate"]
+
+_MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
+
+
+@dataclass(frozen=True)
+class MeasureExplanation:
+    """One noisy measure of a release: its sensitivity, noise scale and 95% half-width."""
+
+    name: str
+    sensitivity: float
+    mechanism: str
+    scale: float
+    half_width_95: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a query would cost and release; nothing was spent and no data was read."""
+
+    query: str
+    cost: Budget
+    rho: float | None
+    measures: tuple[MeasureExplanation, ...]
+    cells: int
+    remaining_before: Budget
+    remaining_after: Budget | None
+
+    @property
+    def allowed(self) -> bool:
+        """False when the budget would refuse the query."""
+        return self.remaining_after is not None
+
+    def __str__(self) -> str:
+        lines = [f"{self.query}: cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else "")]
+        if self.cells > 1:
+            lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
+        for m in self.measures:
+            lines.append(
+                f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
+                f"{m.scale:.4g}, 95% of errors within ±{m.half_width_95:.4g}"
+            )
+        if self.remaining_after is None:
+            lines.append(f"  would be REFUSED: remaining {self.remaining_before}")
+        else:
+            lines.append(f"  remaining {self.remaining_before} -> {self.remaining_after}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return "<pre class='dpframe-explain'>" + html.escape(str(self)) + "</pre>"
+
+
+def explain_aggregate(
+    agg: Aggregate,
+    request: PrivacyRequest,
+    charge: Charge,
+    allocation: NoiseAllocation,
+    accountant: Accountant,
+    spent: Charge,
+) -> Explanation:
+    """Describe the release of ``agg`` under ``request`` from public facts only."""
+    measures, sensitivities = measures_for(agg)
+    parts = allocation.split(tuple(1 for _ in measures))
+    explained = []
+    for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
+        _, _, spec = noise_for(sens, measure.quantum, part)
+        if measure.kind == "sum":
+            name = "sum of squares" if measure.power == 2 else "sum"
+            if measure.center:
+                name = f"centred {name}"
+        else:
+            name = _MEASURE_NAMES[measure.kind]
+        explained.append(
+            MeasureExplanation(
+                name,
+                sens * measure.quantum,
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
+        )
+    cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+    before = accountant.remaining(spent)
+    after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
+    rho = float(charge.rho) if charge.rho else None
+    return Explanation(agg.label, cost, rho, tuple(explained), agg.n_groups, before, after)
