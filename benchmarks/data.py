@@ -6,7 +6,7 @@ not privacy noise (dpframe's own noise never uses numpy's generators).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_SEED",
     "STATES",
     "KeyDtype",
+    "as_key_dtype",
     "categories",
     "census_frame",
     "key_dtypes",
@@ -27,9 +28,11 @@ __all__ = [
 DEFAULT_SEED = 20240917
 
 #: The 50 US postal codes: the public keys of ``state``.
-STATES: tuple[str, ...] = tuple(
-    "AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO "
-    "MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY".split()
+STATES: tuple[str, ...] = (
+    *("AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL"),
+    *("IN", "IA", "KS", "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT"),
+    *("NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI"),
+    *("SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"),
 )
 _COUNTIES_PER_STATE = 20
 
@@ -52,16 +55,21 @@ def key_dtypes() -> tuple[str, ...]:
     return get_args(KeyDtype)
 
 
+def as_key_dtype(name: str) -> KeyDtype:
+    """Check a key dtype name given on the command line."""
+    if name not in key_dtypes():
+        raise ValueError(f"key_dtype must be one of {key_dtypes()}, got {name!r}")
+    return name  # type: ignore[return-value]
+
+
 def categories() -> dict[str, list[str]]:
     """The declared public keys of the synthetic table."""
     return {"state": list(STATES), "county": list(COUNTIES)}
 
 
-def _key_column(
-    codes: npt.NDArray[np.intp], keys: tuple[str, ...], dtype: KeyDtype
-) -> pd.Series | pd.Categorical:
+def _key_column(codes: npt.NDArray[np.intp], keys: tuple[str, ...], dtype: KeyDtype) -> Any:
     if dtype == "category":
-        return pd.Categorical.from_codes(codes, categories=list(keys))
+        return pd.Categorical.from_codes(codes, categories=pd.Index(list(keys)))
     values = np.array(keys, dtype=object)[codes]
     if dtype == "object":
         return pd.Series(values, dtype=object, copy=False)
@@ -84,13 +92,12 @@ def census_frame(n: int, *, seed: int = DEFAULT_SEED, key_dtype: KeyDtype = "str
         seed: the generator seed.
         key_dtype: how ``state`` and ``county`` are stored (see :data:`KeyDtype`).
     """
-    if key_dtype not in key_dtypes():
-        raise ValueError(f"key_dtype must be one of {key_dtypes()}, got {key_dtype!r}")
+    key_dtype = as_key_dtype(key_dtype)
     rng = np.random.default_rng(seed)
     weights = rng.lognormal(0.0, 1.0, len(COUNTIES))
     county = rng.choice(len(COUNTIES), size=n, p=weights / weights.sum())
     state = county // _COUNTIES_PER_STATE
-    frame = pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "age": rng.integers(0, 100, size=n, dtype=np.int64),
             "income": rng.lognormal(10.5, 1.0, size=n),

@@ -26,6 +26,7 @@ building the table is reported too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import json
@@ -115,10 +116,8 @@ def _status_kb(field: str) -> int | None:
 
 def _settle() -> None:
     gc.collect()
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _reset_peak() -> bool:
@@ -161,17 +160,17 @@ def _traced_step(step: Callable[[], Any]) -> int:
 
 def _memory_child(rows: int, key_dtype: str) -> dict[str, Any]:
     import dpframe as dp
-    from benchmarks.data import BOUNDS, categories, census_frame
+    from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame
 
     # Warm-up on a tiny table, so lazy imports are not charged to the steps.
-    tiny = census_frame(1000, key_dtype=key_dtype)  # type: ignore[arg-type]
+    tiny = census_frame(1000, key_dtype=as_key_dtype(key_dtype))
     warm = dp.Session(epsilon=1e9, ledger=":memory:")
     warm_pf = warm.private_frame(tiny, bounds=BOUNDS, categories=categories())
     warm_pf.groupby("state").count(epsilon=1.0)
     del tiny, warm, warm_pf
     _settle()
     rss0 = _status_kb("VmRSS")
-    df = census_frame(rows, key_dtype=key_dtype)  # type: ignore[arg-type]
+    df = census_frame(rows, key_dtype=as_key_dtype(key_dtype))
     _settle()
     rss1 = _status_kb("VmRSS")
     df_bytes = int(df.memory_usage(deep=True).sum())
@@ -195,8 +194,11 @@ def _memory_child(rows: int, key_dtype: str) -> dict[str, Any]:
         def gb_county(holder: dict[str, Any] = holder) -> Any:
             return holder["pf"].groupby("county")["income"].sum(epsilon=1.0)
 
-        steps = {"private_frame": load, "first groupby state": gb_state}
-        steps["first groupby county"] = gb_county
+        steps: dict[str, Callable[[], Any]] = {
+            "private_frame": load,
+            "first groupby state": gb_state,
+            "first groupby county": gb_county,
+        }
         for name, step in steps.items():
             entry = result.setdefault(name, {})
             if phase == "rss":
@@ -210,7 +212,9 @@ def _memory_child(rows: int, key_dtype: str) -> dict[str, Any]:
 
 def memory_at_load(rows: int, key_dtype: str = "str") -> dict[str, Any]:
     """Run the memory probe in a fresh interpreter and return its JSON result."""
-    out = _python(["-m", "benchmarks.probes", "memory", "--rows", str(rows), "--key-dtype", key_dtype])
+    out = _python(
+        ["-m", "benchmarks.probes", "memory", "--rows", str(rows), "--key-dtype", key_dtype]
+    )
     result: dict[str, Any] = json.loads(out)
     return result
 

@@ -162,8 +162,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         imp = results["import"]
         lines += [
             "",
-            "## Import time (fresh interpreter, median of "
-            f"{len(imp['runs']['pandas'])})",
+            f"## Import time (fresh interpreter, median of {len(imp['runs']['pandas'])})",
             "",
             f"`import pandas` {imp['pandas_s']:.3f} s; `import dpframe` {imp['dpframe_s']:.3f} s;"
             f" **dpframe adds {imp['delta_s']:.3f} s**.",

@@ -100,7 +100,7 @@ def build_queries(
     def gb_sum_clipped() -> Any:
         return col.clip(low, high).groupby(df[large_key], observed=True, sort=False).sum()
 
-    gb = f'groupby("{{}}", observed=True, sort=False)'
+    gb = 'groupby("{{}}", observed=True, sort=False)'
     return [
         Query("count (rows)", "len(df)", lambda: len(df), lambda: pf.count(epsilon=epsilon)),
         Query(

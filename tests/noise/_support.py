@@ -151,7 +151,7 @@ def chi2_pvalue(samples: npt.ArrayLike, bins: Bins) -> float:
 
 
 def power_from_probs(n: int, alt: Bins, true_probs: FloatArray) -> float:
-    """Predicted power (noncentral chi-square) of rejecting `alt` when the bins have `true_probs`."""
+    """Predicted power (noncentral chi-square) of rejecting `alt` given the true bin probs."""
     df = alt.probs.size - 1
     if df == 0:
         return 0.0
@@ -160,11 +160,13 @@ def power_from_probs(n: int, alt: Bins, true_probs: FloatArray) -> float:
     return float(stats.ncx2.sf(crit, df, lam))
 
 
-def predicted_power(n: int, true: tuple[IntArray, FloatArray], alt: tuple[IntArray, FloatArray]) -> float:
+def predicted_power(
+    n: int, true: tuple[IntArray, FloatArray], alt: tuple[IntArray, FloatArray]
+) -> float:
     """Predicted power of rejecting the pmf `alt` with n draws from the pmf `true`."""
     bins = make_bins(alt[0], alt[1], n)
     idx = np.searchsorted(bins.edges, true[0], side="left")
-    true_probs = np.bincount(idx, weights=true[1], minlength=bins.probs.size)
+    true_probs = np.bincount(idx, weights=true[1], minlength=bins.probs.size).astype(np.float64)
     return power_from_probs(n, bins, true_probs)
 
 

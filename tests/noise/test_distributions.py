@@ -73,7 +73,9 @@ def test_laplace_pmf_cdf_match_brute_force(scale: float) -> None:
 def test_laplace_cdf_edges() -> None:
     assert discrete_laplace_cdf(3.0, [-np.inf])[0] == 0.0
     assert discrete_laplace_cdf(3.0, [np.inf])[0] == 1.0
-    np.testing.assert_allclose(discrete_laplace_cdf(3.0, [0.5, -0.5]), discrete_laplace_cdf(3.0, [0, -1]))
+    np.testing.assert_allclose(
+        discrete_laplace_cdf(3.0, [0.5, -0.5]), discrete_laplace_cdf(3.0, [0, -1])
+    )
     assert discrete_laplace_pmf(3.0, [0.5])[0] == 0.0
     # tiny scale: everything at 0, no warnings or NaN
     assert discrete_laplace_pmf(0.01, [0, 1])[0] == 1.0

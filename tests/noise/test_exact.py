@@ -80,8 +80,8 @@ def test_float_error_explains_the_fix() -> None:
 
 
 def test_numpy_integers_are_accepted(rng: SecureRandom) -> None:
-    assert isinstance(discrete_laplace(np.int64(3), rng), int)  # type: ignore[arg-type]
-    assert isinstance(discrete_gaussian(np.int32(4), rng), int)  # type: ignore[arg-type]
+    assert isinstance(discrete_laplace(np.int64(3), rng), int)
+    assert isinstance(discrete_gaussian(np.int32(4), rng), int)
 
 
 def test_extreme_probabilities(rng: SecureRandom) -> None:

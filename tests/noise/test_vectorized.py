@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
@@ -147,6 +148,10 @@ def test_bernoulli_exp_array_fits(rng: SecureRandom, num: int, den: int) -> None
     )
 
 
+def head(values: np.ndarray, n: int) -> np.ndarray:
+    return values[:n]
+
+
 def test_bernoulli_exp_array_mixed_parameters(rng: SecureRandom) -> None:
     # Each cell has its own gamma; the int64 and object paths share one call.
     gammas = [(3, 10), (27, 10), (10**30 + 1, 10**30)]
@@ -155,8 +160,9 @@ def test_bernoulli_exp_array_mixed_parameters(rng: SecureRandom) -> None:
     out = bernoulli_exp_array(num, den, rng)
     for i, (a, b) in enumerate(gammas):
         g = a / b
+        group = out[i :: len(gammas)].astype(np.int64)
         check_sampler(
-            lambda n, i=i: out[i :: len(gammas)][:n].astype(np.int64),
+            partial(head, group),
             FAST_N,
             bernoulli_ref(math.exp(-g)),
             [bernoulli_ref(math.exp(-0.7 * g)), bernoulli_ref(math.exp(-1.3 * g))],
