@@ -20,6 +20,7 @@ from dpframe.errors import (
 from dpframe.frame import PrivateFrame
 from dpframe.groupby import PrivateGroupBy
 from dpframe.plan.expressions import col, lit
+from dpframe.plotting import plot
 from dpframe.release import GroupedRelease, Release, ci
 from dpframe.series import PrivateSeries
 from dpframe.session import ReleaseEvent, Session
@@ -42,6 +43,21 @@ __all__ = [
     "ci",
     "col",
     "lit",
+    "plot",
 ]
 
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext dpframe``: register the magics and the live budget meter."""
+    from dpframe.jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    """``%unload_ext dpframe``: remove the magics and close the meters."""
+    from dpframe.jupyter import unload_ipython_extension as unload
+
+    unload(ipython)

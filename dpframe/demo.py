@@ -14,9 +14,8 @@ from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 def _show(label: str, release: dp.Release) -> None:
     low, high = release.ci(0.95)
-    print(
-        f"{label:<44} {release.value:>12,.1f}   95% CI [{low:,.1f}, {high:,.1f}]  cost {release.cost}"
-    )
+    interval = f"95% CI [{low:,.1f}, {high:,.1f}]"
+    print(f"{label:<44} {release.value:>12,.1f}   {interval}  cost {release.cost}")
 
 
 def main(argv: list[str] | None = None) -> None:

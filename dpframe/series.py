@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-import pandas as pd
-
 from dpframe.errors import SchemaError
 from dpframe.frame import PrivateFrame, _to_expr, describe_plan
 from dpframe.guard import RowGuard, UnknownAttributeError

@@ -215,6 +215,22 @@ class Session:
             raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
         return self.private_frame(df, bounds=bounds, categories=categories)
 
+    def read_parquet(
+        self,
+        path: str | os.PathLike[str],
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+        **read_parquet_kwargs: Any,
+    ) -> PrivateFrame:
+        """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
+        try:
+            df = pd.read_parquet(path, **read_parquet_kwargs)
+        except ImportError:
+            raise SchemaError("Reading Parquet needs pyarrow: pip install pyarrow.") from None
+        except (OSError, ValueError) as exc:
+            raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
+        return self.private_frame(df, bounds=bounds, categories=categories)
+
     # -- releasing -----------------------------------------------------------
 
     def _release(

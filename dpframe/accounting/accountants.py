@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from dpframe.accounting.budget import Budget, PrivacyRequest, _fmt
+from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
 
 __all__ = [

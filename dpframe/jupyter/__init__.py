@@ -1,0 +1,37 @@
+"""The Jupyter layer: ``%load_ext dpframe``, magics and the live budget meter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpframe.jupyter.magics import DPMagics
+from dpframe.jupyter.meter import BudgetMeter
+
+__all__ = ["BudgetMeter", "DPMagics", "load_ipython_extension", "unload_ipython_extension"]
+
+_MAGIC_NAMES = ("dp_session", "dp_load", "dp_budget", "dp_ledger", "dp_explain")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics; show a live meter if the namespace already holds a session."""
+    from dpframe.session import Session
+
+    magics = DPMagics(ipython, parent=ipython)
+    ipython.register_magics(magics)
+    if any(isinstance(value, Session) for value in ipython.user_ns.values()):
+        from IPython.display import display
+
+        session = magics._require_session("load_ext")
+        if session is not None:
+            display(magics.meter(session))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Close the meters and remove the magics: nothing of dpframe's stays registered."""
+    registry = ipython.magics_manager.registry
+    magics = registry.pop("DPMagics", None)
+    if isinstance(magics, DPMagics):
+        magics.close()
+    line_magics = ipython.magics_manager.magics["line"]
+    for name in _MAGIC_NAMES:
+        line_magics.pop(name, None)

@@ -1,0 +1,215 @@
+"""IPython magics: start sessions, load private data, watch the budget, explain queries.
+
+Every magic uses ``magic_arguments``, so ``%dp_load?`` shows its help.  Errors
+in the arguments print one line that says how to fix them; nothing is charged.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from traitlets import Float, Unicode
+
+import dpframe as dp
+from dpframe.jupyter.meter import BudgetMeter
+
+__all__ = ["DPMagics", "parse_bounds", "parse_categories"]
+
+
+class MagicInputError(dp.DPError, ValueError):
+    """A magic's arguments do not parse."""
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise MagicInputError(f"{what}: {text!r} is not a number.") from None
+
+
+def parse_bounds(items: list[str]) -> dict[str, tuple[float, float]]:
+    """``["wage=0:5000", "age=18:70"]`` → ``{"wage": (0.0, 5000.0), "age": (18.0, 70.0)}``."""
+    bounds: dict[str, tuple[float, float]] = {}
+    for item in items:
+        name, sep, rest = item.partition("=")
+        low, colon, high = rest.partition(":")
+        if not sep or not colon or not name:
+            raise MagicInputError(
+                f"--bounds {item!r}: write COLUMN=LOW:HIGH, e.g. --bounds wage=0:5000."
+            )
+        bounds[name] = (_number(low, f"--bounds {name}"), _number(high, f"--bounds {name}"))
+    return bounds
+
+
+def parse_categories(items: list[str]) -> dict[str, list[str]]:
+    """``["region=south,west"]`` → ``{"region": ["south", "west"]}``."""
+    categories: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, rest = item.partition("=")
+        keys = [k for k in rest.split(",") if k]
+        if not sep or not name or not keys:
+            raise MagicInputError(
+                f"--categories {item!r}: write COLUMN=KEY1,KEY2,..., "
+                "e.g. --categories region=northeast,south."
+            )
+        categories[name] = keys
+    return categories
+
+
+@magics_class
+class DPMagics(Magics):
+    """The dpframe magics: %dp_session, %dp_load, %dp_budget, %dp_ledger, %dp_explain.
+
+    Configure them with traitlets, e.g. ``c.DPMagics.ledger = "/path/ledger.sqlite"``.
+    """
+
+    ledger = Unicode(
+        None, allow_none=True, help="SQLite ledger path for %dp_session (None: the default)."
+    ).tag(config=True)
+    default_epsilon = Float(
+        1.0, help="Total epsilon of %dp_session when --epsilon is not given."
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.session: dp.Session | None = None
+        self.meters: list[BudgetMeter] = []
+
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        assert self.shell is not None
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
+
+    def _fail(self, magic: str, error: Exception) -> None:
+        print(f"%{magic}: {error}")
+
+    def _require_session(self, magic: str) -> dp.Session | None:
+        if self.session is None:
+            found = [v for v in self._user_ns.values() if isinstance(v, dp.Session)]
+            if found:
+                self.session = found[-1]
+        if self.session is None:
+            print(f"%{magic}: no session yet; start one with %dp_session --epsilon 1.")
+        return self.session
+
+    def meter(self, session: dp.Session) -> BudgetMeter:
+        """A new live meter for ``session`` (closed when the extension unloads)."""
+        meter = BudgetMeter(session)
+        self.meters.append(meter)
+        return meter
+
+    def close(self) -> None:
+        """Close every meter this instance opened."""
+        for meter in self.meters:
+            meter.close()
+        self.meters.clear()
+        self.session = None
+
+    @magic_arguments()
+    @argument("--epsilon", type=float, default=None, help="Total epsilon of the session.")
+    @argument("--delta", type=float, default=0.0, help="Total delta (default 0).")
+    @argument(
+        "--accounting",
+        choices=["pure", "approx", "zcdp"],
+        default=None,
+        help="Accounting (default: pure if delta is 0, else zcdp).",
+    )
+    @argument("--name", default="default", help="Session name in the ledger (resumes its spend).")
+    @argument("--ledger", default=None, help="Ledger file (default: configured or user data dir).")
+    @line_magic
+    def dp_session(self, line: str) -> None:
+        """Start, or resume from the ledger, a privacy session; binds it to ``dp_session``."""
+        args = parse_argstring(self.dp_session, line)
+        epsilon = self.default_epsilon if args.epsilon is None else args.epsilon
+        try:
+            session = dp.Session(
+                epsilon=epsilon,
+                delta=args.delta,
+                name=args.name,
+                ledger=args.ledger or self.ledger,
+                accounting=args.accounting,
+            )
+        except dp.DPError as error:
+            self._fail("dp_session", error)
+            return
+        self.session = session
+        self._user_ns["dp_session"] = session
+        display(self.meter(session))
+
+    @magic_arguments()
+    @argument("name", help="Variable to bind the private frame to.")
+    @argument("path", help="CSV or Parquet file.")
+    @argument("--bounds", nargs="*", default=[], help="COLUMN=LOW:HIGH ...")
+    @argument("--categories", nargs="*", default=[], help="COLUMN=KEY1,KEY2,... ...")
+    @line_magic
+    def dp_load(self, line: str) -> None:
+        """Load a CSV or Parquet file as a private frame bound to NAME."""
+        args = parse_argstring(self.dp_load, line)
+        session = self._require_session("dp_load")
+        if session is None:
+            return
+        if not args.name.isidentifier():
+            self._fail("dp_load", MagicInputError(f"{args.name!r} is not a valid variable name."))
+            return
+        try:
+            bounds = parse_bounds(args.bounds)
+            categories = parse_categories(args.categories)
+            path = Path(args.path).expanduser()
+            if not path.is_file():
+                raise MagicInputError(f"no file at {str(path)!r}.")
+            if path.suffix.lower() in (".parquet", ".pq"):
+                frame = session.read_parquet(path, bounds=bounds, categories=categories)
+            else:
+                frame = session.read_csv(path, bounds=bounds, categories=categories)
+        except dp.DPError as error:
+            self._fail("dp_load", error)
+            return
+        self._user_ns[args.name] = frame
+        print(f"{args.name} = private frame of {path.name}: {', '.join(frame.columns)}")
+
+    @magic_arguments()
+    @line_magic
+    def dp_budget(self, line: str) -> None:
+        """Show a live budget meter of the current session."""
+        parse_argstring(self.dp_budget, line)
+        session = self._require_session("dp_budget")
+        if session is not None:
+            display(self.meter(session))
+
+    @magic_arguments()
+    @line_magic
+    def dp_ledger(self, line: str) -> Any:
+        """The releases of the current session so far, as a table."""
+        parse_argstring(self.dp_ledger, line)
+        session = self._require_session("dp_ledger")
+        return None if session is None else session.ledger
+
+    @magic_arguments()
+    @argument("expression", nargs="+", help="A release, e.g. pf['wage'].mean(epsilon=0.1)")
+    @line_magic
+    def dp_explain(self, line: str) -> Any:
+        """What a release would cost and how accurate it would be, without spending anything."""
+        args = parse_argstring(self.dp_explain, line)
+        session = self._require_session("dp_explain")
+        if session is None:
+            return None
+        source = " ".join(args.expression)
+        try:
+            code = compile(source, "<dp_explain>", "eval")
+            return session.explain(lambda: eval(code, self._user_ns))
+        except dp.DPError as error:
+            self._fail("dp_explain", error)
+        except SyntaxError:
+            self._fail("dp_explain", MagicInputError("give one Python expression."))
+        return None
+
+
+def split_line(line: str) -> list[str]:
+    """Shell-like splitting, used by tests to build magic lines."""
+    return shlex.split(line)

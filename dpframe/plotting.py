@@ -1,0 +1,47 @@
+"""Plots of releases with their confidence intervals (needs matplotlib)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dpframe.errors import DPError
+from dpframe.release import GroupedRelease, Release
+
+__all__ = ["plot"]
+
+
+def plot(result: pd.Series | Release, level: float = 0.95, ax: Any = None, **kwargs: Any) -> Any:
+    """A bar chart of a grouped release (or one bar for a single release) with error bars.
+
+    The bars are the released values; the error bars are the ``level``
+    confidence intervals from :func:`dpframe.ci` (free of privacy cost).
+
+    Returns:
+        The matplotlib ``Axes``.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DPError("Plotting needs matplotlib: pip install matplotlib.") from None
+    if isinstance(result, Release):
+        title = result.query
+        low, high = result.ci(level)
+        values = pd.Series([result.value], index=[result.query])
+        lows, highs = pd.Series([low], index=values.index), pd.Series([high], index=values.index)
+    else:
+        meta = result.attrs.get("dpframe")
+        if not isinstance(meta, GroupedRelease):
+            raise DPError("plot() needs a release or a grouped result returned by dpframe.")
+        title = meta.query
+        intervals = meta.ci(level)
+        values, lows, highs = result, intervals["low"], intervals["high"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=kwargs.pop("figsize", (6, 3.5)))
+    labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in values.index]
+    errors = [(values - lows).clip(lower=0).to_numpy(), (highs - values).clip(lower=0).to_numpy()]
+    ax.bar(labels, values.to_numpy(), yerr=errors, capsize=4, color="#4c72b0", **kwargs)
+    ax.set_ylabel(f"{values.name or 'value'} ({level:.0%} CI)")
+    ax.set_title(title, fontsize=10)
+    return ax
