@@ -201,8 +201,8 @@ def test_plot_grouped_release_with_error_bars(session: dp.Session, cps: pd.DataF
     result = pf.groupby("region")["wage"].mean(epsilon=1)
     ax = dp.plot(result)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["south", "west"]
-    assert len(ax.containers[0].patches) == 2
+    assert len(ax.patches) == 2
     single = dp.plot(pf.count(epsilon=1))
-    assert len(single.containers[0].patches) == 1
+    assert len(single.patches) == 1
     with pytest.raises(dp.DPError):
         dp.plot(pd.Series([1.0]))

@@ -89,7 +89,9 @@ def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue
 
 
 def test_two_processes_never_overspend(ledger_path: Path) -> None:
-    ctx = multiprocessing.get_context("spawn")
+    # fork: an IPython shell made by other tests replaces __main__, which spawn needs.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     results: multiprocessing.Queue[int] = ctx.Queue()
     procs = [
         ctx.Process(target=_spend_until_refused, args=(str(ledger_path), "1/100", results))

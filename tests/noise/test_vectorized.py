@@ -133,6 +133,16 @@ def test_bern_ratio_obj_tie_is_finished_exactly() -> None:
     assert kern.bern_ratio_obj(num, den, zero).tolist() == [True, False]
 
 
+def test_bexp_one_continues_after_the_mixed_radix_digits() -> None:
+    # A zero word means U_2 = ... = U_19 = 0; Algorithm 1 then continues with
+    # K = 20, 21, ... drawing one byte each.
+    def source(chunks: list[bytes]) -> SecureRandom:
+        return SecureRandom(lambda n: chunks.pop(0))
+
+    assert kern.bexp_one(1, source([bytes(8), b"\x01"])).tolist() == [False]  # K = 20
+    assert kern.bexp_one(1, source([bytes(8), b"\x00", b"\x01"])).tolist() == [True]  # K = 21
+
+
 @pytest.mark.parametrize(
     ("num", "den"),
     [(3, 10), (1, 1), (27, 10), (27 * 10**30 + 1, 10**31), (3 * 2**61, 2**62)],
@@ -213,6 +223,19 @@ def test_discrete_laplace_array_big_integer_fallback(rng: SecureRandom) -> None:
     )
 
 
+def test_discrete_laplace_array_near_int64_limit(rng: SecureRandom) -> None:
+    # t = 2**62 - 1: X = U + t V overflows the int64 bound for V >= 2, so those
+    # elements take the Python-int path.
+    scale = Fraction(2**62 - 1, 2**61 + 1)
+    s = float(scale)
+    check_sampler(
+        lambda n: discrete_laplace_array(scale, n, rng),
+        FAST_N,
+        laplace_ref(s),
+        [laplace_ref(0.7 * s), laplace_ref(1.3 * s)],
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scale", LAPLACE_SCALES)
 def test_discrete_laplace_array_fits_large_sample(rng: SecureRandom, scale: Fraction) -> None:
@@ -242,8 +265,16 @@ def test_discrete_gaussian_array_basics(rng: SecureRandom) -> None:
     assert (discrete_gaussian_array(Fraction(1, 10_000), 1000, rng) == 0).all()
 
 
-# 1e10 (coarsened) exercises the object-array acceptance path (2 n d T^2 > 2**62).
-GAUSS_SIGMA2 = [Fraction(1, 4), Fraction(4), Fraction(10**6), Fraction(7, 3), coarsen_up(10**10)]
+# 1e9 mixes the int64 and object acceptance paths (|Y| T - n > 2**31 beyond ~3 sigma);
+# 1e10 (coarsened) takes the object-array path everywhere (2 n d T^2 > 2**62).
+GAUSS_SIGMA2 = [
+    Fraction(1, 4),
+    Fraction(4),
+    Fraction(10**6),
+    Fraction(7, 3),
+    Fraction(10**9),
+    coarsen_up(10**10),
+]
 
 
 @pytest.mark.parametrize("sigma2", GAUSS_SIGMA2)
