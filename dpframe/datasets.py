@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["CPS1988_BOUNDS", "CPS1988_CATEGORIES", "load_cps1988"]
+__all__ = ["CPS1988_BOUNDS", "CPS1988_CATEGORIES", "cps1988_path", "load_cps1988"]
 
 #: Public bounds for the CPS 1988 columns (chosen from the survey design, not the data).
 CPS1988_BOUNDS: dict[str, tuple[float, float]] = {
@@ -22,6 +23,11 @@ CPS1988_CATEGORIES: dict[str, list[str]] = {
     "region": ["northeast", "midwest", "south", "west"],
     "parttime": ["yes", "no"],
 }
+
+
+def cps1988_path() -> Path:
+    """Where the bundled CPS 1988 CSV file is (for ``%dp_load`` and ``read_csv``)."""
+    return Path(str(resources.files("dpframe") / "data" / "cps1988.csv"))
 
 
 def load_cps1988() -> pd.DataFrame:

@@ -239,7 +239,8 @@ class Ledger:
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
         frame["dataset"] = frame["dataset"].str.slice(0, 12)
-        indexed: pd.DataFrame = frame.set_index("id")
+        order = ["query", "mechanism", "epsilon", "delta", "rho", "value", "status", "time"]
+        indexed: pd.DataFrame = frame.set_index("id")[[*order, "dataset"]]
         return indexed
 
     def close(self) -> None:

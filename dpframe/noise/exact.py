@@ -230,8 +230,8 @@ def discrete_gaussian(sigma2: Fraction | int, rng: SecureRandom) -> int:
     Privacy:
         Added to an integer-valued query of sensitivity ``Δ`` (integer), it
         gives ``Δ^2 / (2 sigma2)``-zCDP (Canonne, Kamath and Steinke 2020,
-        "The Discrete Gaussian for Differential Privacy", Theorem 14), hence
-        also ``(ε, δ)``-DP for the conversion given there.
+        "The Discrete Gaussian for Differential Privacy", Section 2), hence
+        also ``(ε, δ)``-DP by the zCDP-to-approximate-DP conversion given there.
 
     Accuracy:
         Mean 0, variance strictly below ``sigma2`` (equal to it up to

@@ -159,6 +159,14 @@ class SecureRandom:
         only the rejected elements are redrawn in the next round.  Each element
         is accepted with probability > 1/2 per round.
 
+        Privacy:
+            A building block, not a mechanism: exact uniformity (no modulo
+            bias) is what the exact samplers of Canonne, Kamath and Steinke
+            (2020), "The Discrete Gaussian for Differential Privacy", assume.
+
+        Accuracy:
+            Exactly uniform; about ``log2(size)`` rounds in the worst case.
+
         Args:
             m: The bounds: an int, or an integer array of shape ``(size,)``; every
                 bound must satisfy ``1 <= m_i <= 2**62``.
@@ -221,6 +229,15 @@ class SecureRandom:
         """Return ``size`` independent Bernoulli draws with ``P(True) = num_i / den_i`` exactly.
 
         Computed as ``uniform_below(den) < num``.
+
+        Privacy:
+            A building block (the Bernoulli step of Canonne, Kamath and
+            Steinke 2020, "The Discrete Gaussian for Differential Privacy",
+            Algorithm 1); used as randomized response with
+            ``num/den = e^ε/(1+e^ε)`` it is ε-DP.
+
+        Accuracy:
+            Exact: mean ``num_i/den_i``, variance ``p_i (1 - p_i)``.
 
         Args:
             num: Numerators (int or integer array of shape ``(size,)``), ``0 <= num_i <= den_i``.

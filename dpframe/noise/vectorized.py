@@ -114,6 +114,29 @@ def _as_object_ints(values: Any, name: str) -> npt.NDArray[np.object_]:
     return arr.astype(object)
 
 
+def _int64_fast_path(num: Any, den: Any) -> tuple[kern.IntArray, int | kern.IntArray] | None:
+    """Return ``(num, den)`` flattened for the int64 kernel if they are valid and fit, else None."""
+    if not (isinstance(num, np.ndarray) and num.dtype.kind in "iu" and num.size):
+        return None
+    if isinstance(den, np.ndarray):
+        if den.dtype.kind not in "iu" or den.shape != num.shape:
+            return None
+        den_flat: int | kern.IntArray = den.reshape(-1)
+        den_lo, den_hi = int(den.min()), int(den.max())
+    elif isinstance(den, int | np.integer) and not isinstance(den, bool | np.bool_):
+        den_flat = den_lo = den_hi = int(den)
+    else:
+        return None
+    if not (int(num.min()) >= 0 and int(num.max()) <= INT64_SAFE and 1 <= den_lo):
+        return None
+    if den_hi > INT64_SAFE:
+        return None
+    num_flat = num.reshape(-1).astype(np.int64)
+    if isinstance(den_flat, np.ndarray):
+        den_flat = den_flat.astype(np.int64)
+    return num_flat, den_flat
+
+
 def bernoulli_exp_array(
     num: npt.NDArray[Any], den: int | npt.NDArray[Any], rng: SecureRandom
 ) -> npt.NDArray[np.bool_]:
@@ -147,6 +170,9 @@ def bernoulli_exp_array(
             positive, or the shapes disagree.
 
     """
+    fast = _int64_fast_path(num, den)
+    if fast is not None:
+        return kern.bexp_int(fast[0], fast[1], rng).reshape(np.shape(num))
     num_o = _as_object_ints(num, "num")
     if isinstance(den, np.ndarray):
         den_o = _as_object_ints(den, "den")
@@ -295,7 +321,7 @@ def discrete_gaussian_array(
         draw gives ``Δ^2/(2 sigma2)``-zCDP; for a vector query with L2
         sensitivity ``Δ``, one draw per cell gives ``Δ^2/(2 sigma2)``-zCDP.
         Canonne, Kamath and Steinke (2020), "The Discrete Gaussian for
-        Differential Privacy", Theorems 14-15.
+        Differential Privacy", Section 2 (univariate and multivariate cases).
 
     Accuracy:
         Mean 0, variance below ``sigma2`` (equal to it up to relative terms of
