@@ -127,10 +127,8 @@ def _int64_fast_path(num: Any, den: Any) -> tuple[kern.IntArray, int | kern.IntA
         den_flat = den_lo = den_hi = int(den)
     else:
         return None
-    if not (int(num.min()) >= 0 and int(num.max()) <= INT64_SAFE and 1 <= den_lo):
-        return None
-    if den_hi > INT64_SAFE:
-        return None
+    if int(num.min()) < 0 or int(num.max()) > INT64_SAFE or den_lo < 1 or den_hi > INT64_SAFE:
+        return None  # invalid (reported by the general path) or too large for int64
     num_flat = num.reshape(-1).astype(np.int64)
     if isinstance(den_flat, np.ndarray):
         den_flat = den_flat.astype(np.int64)
