@@ -15,7 +15,7 @@ from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.nodes import Aggregate
 
-__all__ = ["Explanation", "MeasureExplanation", "explain_aggregate"]
+__all__ = ["Explanation", "MeasureExplanation", "explain_aggregate", "explain_cost"]
 
 _MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
 
@@ -103,3 +103,18 @@ def explain_aggregate(
     after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
     rho = float(charge.rho) if charge.rho else None
     return Explanation(agg.label, cost, rho, tuple(explained), agg.n_groups, before, after)
+
+
+def explain_cost(
+    label: str,
+    request: PrivacyRequest,
+    charge: Charge,
+    accountant: Accountant,
+    spent: Charge,
+) -> Explanation:
+    """Describe the cost of a selection query (its accuracy is in the method's docstring)."""
+    cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+    before = accountant.remaining(spent)
+    after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
+    rho = float(charge.rho) if charge.rho else None
+    return Explanation(label, cost, rho, (), 1, before, after)

@@ -234,6 +234,27 @@ class PrivateFrame(RowGuard):
 
     # -- releases ------------------------------------------------------------
 
+    def describe(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.DataFrame:
+        """A private summary (count, mean, std, quartiles) of the bounded numeric columns.
+
+        Privacy: the request is split evenly over the columns, and within a
+        column half to the moments (one ``var`` release) and half to the
+        quartiles (one ``quantile`` release); the parts add up to the request.
+        The whole request is checked against the budget before the first part.
+
+        Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
+        at their shares of the budget.
+        """
+        from dpframe.selection_queries import describe
+
+        return describe(self, epsilon, delta, rho)
+
     def count(
         self,
         *,

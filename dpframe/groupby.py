@@ -168,3 +168,32 @@ class PrivateGroupBy:
     ) -> pd.Series:
         """Clamped standard deviation per group."""
         return self._aggregate("std", epsilon, delta, rho)
+
+    def argmax(
+        self,
+        agg: str = "count",
+        column: str | None = None,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Any:
+        """The key whose count, sum or mean is largest; only the key is released.
+
+        Privacy: ε-DP by permute-and-flip (report noisy max with exponential
+        noise) over the declared keys, one charge for all keys.  Utility
+        sensitivity: 1 for counts, max(|L|, |U|) for sums, U − L for means.
+
+        Accuracy: with probability 1 − β the chosen key's utility is within
+        (2Δ/ε)·ln(k/β) of the best of k keys.
+
+        Args:
+            agg: ``"count"``, ``"sum"`` or ``"mean"``.
+            column: the column summed or averaged (default: the selected one).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+        """
+        from dpframe.selection_queries import argmax
+
+        return argmax(self._frame, self._keys, agg, column or self._column, (epsilon, delta, rho))

@@ -11,16 +11,34 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from dpframe.accounting.budget import Budget
 from dpframe.errors import DPError
-from dpframe.mechanisms.aggregates import IntervalModel
 
-__all__ = ["GroupedRelease", "Release", "ci"]
+__all__ = ["GroupedRelease", "Intervals", "NoInterval", "Release", "ci"]
+
+
+class Intervals(Protocol):
+    """Anything that computes per-cell confidence intervals from released values."""
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper ends per cell, coverage at least ``level``."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoInterval:
+    """For mechanisms whose error is not additive noise (selection): ``ci()`` explains why."""
+
+    reason: str
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """Raise a :class:`DPError` with the reason."""
+        raise DPError(self.reason)
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +61,7 @@ class Release:
     mechanism: str
     scale: float
     query: str
-    intervals: IntervalModel
+    intervals: Intervals
     rho: Fraction | None = None
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
@@ -116,19 +134,23 @@ class Release:
     def __hash__(self) -> int:
         return hash(self.value)
 
-    def __repr__(self) -> str:
+    def _accuracy_text(self) -> str:
+        if isinstance(self.intervals, NoInterval):
+            return f"95% rank error ±{self.scale:.3g}"
         low, high = self.ci()
+        return f"95% CI [{low:.6g}, {high:.6g}]"
+
+    def __repr__(self) -> str:
         return (
-            f"Release({self.value:.6g}, 95% CI [{low:.6g}, {high:.6g}], "
+            f"Release({self.value:.6g}, {self._accuracy_text()}, "
             f"cost {self.cost}, {self.mechanism})"
         )
 
     def _repr_html_(self) -> str:
-        low, high = self.ci()
         return (
             "<div class='dpframe-release'>"
             f"<b>{self.value:.6g}</b> "
-            f"<span style='color:#666'>95% CI [{low:.6g}, {high:.6g}] · cost "
+            f"<span style='color:#666'>{html.escape(self._accuracy_text())} · cost "
             f"{html.escape(str(self.cost))} · {html.escape(self.mechanism)}</span></div>"
         )
 
@@ -142,7 +164,7 @@ class GroupedRelease:
     mechanism: str
     scales: np.ndarray
     query: str
-    intervals: IntervalModel
+    intervals: Intervals
     rho: Fraction | None = None
 
     def ci(self, level: float = 0.95) -> pd.DataFrame:

@@ -6,8 +6,11 @@ Operators build expressions (free); ``count``, ``sum``, ``mean``, ``var`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pandas as pd
 
 from dpframe.errors import SchemaError
 from dpframe.frame import PrivateFrame, _to_expr, describe_plan
@@ -298,6 +301,113 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("var", epsilon, delta, rho)
 
+    def quantile(
+        self,
+        q: float | Sequence[float] = 0.5,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Any:
+        """The q-quantile(s) over the declared bounds, by the exponential mechanism.
+
+        Privacy: ε-DP (permute-and-flip over 4,097 public candidate values,
+        utility sensitivity 1); a list of q splits ε evenly.
+
+        Accuracy: with probability 1 − β the rank error is at most
+        (2/ε_q)·ln(4097/β) (``release.scale`` holds the 95% figure), plus one
+        bin width (U − L)/4096.  ``ci()`` is not available for this mechanism.
+
+        Returns:
+            A :class:`Release` for a scalar q, a Series indexed by q for a list.
+        """
+        from dpframe.selection_queries import quantiles
+
+        return quantiles(self, q, epsilon, delta, rho)
+
+    def median(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Release:
+        """The 0.5-quantile (see :meth:`quantile`)."""
+        return cast("Release", self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho))
+
+    def mode(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> Any:
+        """The most frequent declared category (report noisy max); only the key is released.
+
+        Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
+        distribution as report-noisy-max with exponential noise; one charge for
+        all categories.
+
+        Accuracy: with probability 1 − β the returned key's count is within
+        (2/ε)·ln(k/β) of the largest count, for k categories.
+        """
+        from dpframe.selection_queries import mode
+
+        return mode(self, epsilon, delta, rho)
+
+    def value_counts(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        sort: bool = True,
+    ) -> pd.Series:
+        """Noisy counts per declared category (one charge: categories are disjoint).
+
+        Privacy: sensitivity 1 per disjoint cell; discrete Laplace (ε) or Gaussian (ρ).
+
+        Accuracy: each count has noise scale 1/ε; ``dp.ci(result)`` gives intervals.
+        Sorting by the released counts (as pandas does) is post-processing.
+        """
+        info = self._info
+        if info.categories is None:
+            raise SchemaError(
+                f"value_counts() needs the public categories of {info.name!r}: declare "
+                f"categories={{{info.name!r}: [...]}}."
+            )
+        counts = self._frame.groupby(info.name).size(epsilon=epsilon, delta=delta, rho=rho)
+        if not isinstance(counts, pd.Series) or not sort:
+            return counts
+        order = np.argsort(-counts.to_numpy(), kind="stable")
+        sorted_counts: pd.Series = counts.iloc[order]
+        sorted_counts.attrs = {}
+        meta = counts.attrs["dpframe"]
+        sorted_counts.attrs["dpframe"] = _reorder(meta, order)
+        return sorted_counts
+
+    def hist(
+        self,
+        bins: int | Sequence[float] = 10,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> pd.Series:
+        """Noisy counts per public bin; ``dp.plot(result)`` draws bars with error bars.
+
+        ``bins=k`` cuts the declared bounds into k equal bins and clamps values
+        beyond them into the end bins; explicit increasing ``bins`` edges count
+        only values inside them (as ``pandas.cut``).
+
+        Privacy: bins are disjoint, so one charge of ε covers all (sensitivity 1).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
+        """
+        from dpframe.selection_queries import histogram
+
+        return histogram(self, bins, epsilon, delta, rho)
+
     def std(
         self,
         *,
@@ -307,3 +417,17 @@ class PrivateSeries(RowGuard):
     ) -> Release:
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", epsilon, delta, rho)
+
+
+def _reorder(meta: Any, order: np.ndarray) -> Any:
+    """A grouped release's metadata with its cells in a new order (post-processing)."""
+    import dataclasses
+
+    from dpframe.mechanisms.aggregates import IntervalModel
+
+    model = meta.intervals
+    if isinstance(model, IntervalModel):
+        model = dataclasses.replace(model, noisy=tuple(a[order] for a in model.noisy))
+    return dataclasses.replace(
+        meta, index=meta.index[order], scales=meta.scales[order], intervals=model
+    )

@@ -16,17 +16,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pandas as pd
 
-from dpframe.accounting.accountants import Accountant, Charge, make_accountant
+from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation, make_accountant
 from dpframe.accounting.budget import Budget, Number, PrivacyRequest
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.errors import DPError, InvalidBudgetError, SchemaError
-from dpframe.explain import explain_aggregate
+from dpframe.explain import explain_aggregate, explain_cost
 from dpframe.mechanisms.aggregates import measures_for, release_aggregate
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, Source, lineage
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from dpframe.frame import PrivateFrame
 
 __all__ = ["ReleaseEvent", "Session"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -240,51 +243,35 @@ class Session:
         delta: Number | None,
         rho: Number | None,
     ) -> Release | pd.Series:
-        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, allocation = self._accountant.allocate(request)
+        """Release an additive-noise aggregate (count, sum, mean, var, std)."""
         measures, _ = measures_for(agg)
-        source = _source_of(agg)
-        backend = self._backends.get(source)
-        if backend is None:
-            raise DPError("This frame belongs to another session.")
-        if self._explaining:
-            return explain_aggregate(  # type: ignore[return-value]
+
+        def explain(request: PrivacyRequest, charge: Charge, allocation: NoiseAllocation) -> Any:
+            return explain_aggregate(
                 agg, request, charge, allocation, self._accountant, self._charges()
             )
-        mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
-        release_id = self._ledger.charge(
-            self._name,
-            list(self._backends),
-            source,
-            charge,
-            lambda spent: self._accountant.check(spent, charge, request),
-            agg.label,
-            mechanism,
-        )
-        try:
+
+        def work(
+            backend: Backend, allocation: NoiseAllocation, cost: Budget, rho: Fraction | None
+        ) -> tuple[Release | pd.Series, str]:
             exact = backend.compute(agg.plan, measures, agg.by)
             result = release_aggregate(agg, exact, allocation, self._rng)
-        except BaseException:
-            self._ledger.complete(release_id, "", status="failed")
-            raise
-        cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
-        rho = charge.rho if self.accounting == "zcdp" else None
-        released: Release | pd.Series
-        if agg.by:
-            meta = GroupedRelease(
-                _group_index(agg),
-                cost,
-                result.mechanism,
-                result.scales,
-                agg.label,
-                result.intervals,
-                rho,
-            )
-            released = grouped_series(result.values, meta, agg.statistic)
-            shown = f"{len(result.values)} groups"
-        else:
-            released = Release(
-                float(result.values[0]),
+            if agg.by:
+                meta = GroupedRelease(
+                    _group_index(agg),
+                    cost,
+                    result.mechanism,
+                    result.scales,
+                    agg.label,
+                    result.intervals,
+                    rho,
+                )
+                return grouped_series(
+                    result.values, meta, agg.statistic
+                ), f"{len(result.values)} groups"
+            value = float(result.values[0])
+            release = Release(
+                value,
                 cost,
                 result.mechanism,
                 float(result.scales[0]),
@@ -292,9 +279,63 @@ class Session:
                 result.intervals,
                 rho,
             )
-            shown = repr(float(result.values[0]))
+            return release, repr(value)
+
+        return self._run(agg.label, _source_of(agg), (epsilon, delta, rho), None, work, explain)
+
+    def _check_affordable(
+        self, epsilon: Number | None, delta: Number | None, rho: Number | None
+    ) -> None:
+        """Raise :class:`BudgetExceededError` now if a request of this size would be refused."""
+        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+        charge, _ = self._accountant.allocate(request)
+        self._accountant.check(self._charges(), charge, request)
+
+    def _run(
+        self,
+        label: str,
+        dataset: str,
+        budget: tuple[Number | None, Number | None, Number | None],
+        mechanism: str | None,
+        work: Callable[[Backend, NoiseAllocation, Budget, Fraction | None], tuple[T, str]],
+        explain: Callable[[PrivacyRequest, Charge, NoiseAllocation], Any] | None = None,
+    ) -> T:
+        """The one release path: validate, charge (or refuse), compute, release, record.
+
+        ``work`` runs only after the charge is committed; it gets the backend,
+        the noise allocation, the cost and the zCDP ρ, and returns the release
+        and a short public text for the ledger.
+        """
+        epsilon, delta, rho = budget
+        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+        charge, allocation = self._accountant.allocate(request)
+        backend = self._backends.get(dataset)
+        if backend is None:
+            raise DPError("This frame belongs to another session.")
+        if self._explaining:
+            if explain is not None:
+                return cast(T, explain(request, charge, allocation))
+            return cast(T, explain_cost(label, request, charge, self._accountant, self._charges()))
+        if mechanism is None:
+            mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
+        release_id = self._ledger.charge(
+            self._name,
+            list(self._backends),
+            dataset,
+            charge,
+            lambda spent: self._accountant.check(spent, charge, request),
+            label,
+            mechanism,
+        )
+        cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+        zcdp_rho = charge.rho if self.accounting == "zcdp" else None
+        try:
+            released, shown = work(backend, allocation, cost, zcdp_rho)
+        except BaseException:
+            self._ledger.complete(release_id, "", status="failed")
+            raise
         self._ledger.complete(release_id, shown)
-        self._notify(agg.label, cost)
+        self._notify(label, cost)
         return released
 
     def _notify(self, query: str, cost: Budget) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "PureDPAccountant",
     "ZCDPAccountant",
     "make_accountant",
+    "pure_epsilon",
     "rho_from_epsilon_delta",
     "zcdp_epsilon",
 ]
@@ -310,3 +311,21 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
     if kind == "zcdp":
         return ZCDPAccountant(total)
     raise InvalidBudgetError(f"accounting must be 'pure', 'approx' or 'zcdp', got {accounting!r}.")
+
+
+def pure_epsilon(allocation: NoiseAllocation, zcdp_factor: Fraction) -> Fraction:
+    """The ε a pure-DP mechanism may use within ``allocation``.
+
+    A Laplace allocation is already a pure ε.  A Gaussian (ρ) allocation admits
+    any ε-DP mechanism that is c·ε²-zCDP with c·ε² ≤ ρ: c = 1/2 for every ε-DP
+    mechanism (Bun & Steinke 2016, Prop. 1.4), c = 1/8 for the exponential
+    mechanism and permute-and-flip (bounded range; Cesar & Rogers 2021).  The
+    square root is rounded down to a rational, so c·ε² ≤ ρ holds exactly.
+    """
+    if allocation.kind == "laplace":
+        return allocation.parameter
+    ratio = allocation.parameter / zcdp_factor
+    eps = Fraction(math.sqrt(float(ratio))).limit_denominator(2**40)
+    while eps * eps > ratio:
+        eps = eps * Fraction(999_999, 1_000_000)
+    return eps

@@ -24,6 +24,7 @@ from dpframe.errors import DPError, SchemaError
 from dpframe.plan.expressions import (
     Abs,
     Arith,
+    Bucket,
     Clip,
     Col,
     Compare,
@@ -121,6 +122,10 @@ class PandasBackend:
             if isinstance(value, pd.Series):
                 return value.isin(list(expr.values))
             return value in expr.values
+        if isinstance(expr, Bucket):
+            value = self._eval(expr.operand, defs)
+            codes = _bucket_codes(_as_float(value, len(self._frame)), expr)
+            return pd.Series(np.where(codes >= 0, codes, np.nan), index=self._frame.index)
         if isinstance(expr, Clip):
             value = self._eval(expr.operand, defs)
             return np.clip(value, expr.lower, expr.upper)
@@ -164,6 +169,9 @@ class PandasBackend:
         return codes
 
     def _key_codes(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
+        if isinstance(key.expr, Bucket):
+            inner = self._eval(_substitute(key.expr.operand, defs), defs)
+            return _bucket_codes(_as_float(inner, len(self._frame)), key.expr)
         is_source = isinstance(key.expr, Col) and key.expr.name not in defs
         cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
         if is_source and cache_key is not None and cache_key in self._codes:
@@ -227,6 +235,26 @@ class PandasBackend:
         if not present.all():
             terms[~present] = 0.0
         return _bincount(codes, terms, size)
+
+
+def _as_float(value: Any, n: int) -> npt.NDArray[np.float64]:
+    if isinstance(value, pd.Series):
+        return np.asarray(value.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.full(n, float(value))
+
+
+def _bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArray[np.intp]:
+    """Bin index per value (-1: missing, or outside the edges without ``clamp``)."""
+    edges = np.asarray(bucket.edges, dtype=np.float64)
+    last = len(edges) - 2
+    codes = np.searchsorted(edges, values, side="right").astype(np.intp) - 1
+    codes[values == edges[-1]] = last
+    if bucket.clamp:
+        np.clip(codes, 0, last, out=codes)
+    else:
+        codes[(values < edges[0]) | (values > edges[-1])] = -1
+    codes[np.isnan(values)] = -1
+    return codes
 
 
 def _bincount(

@@ -169,7 +169,7 @@ def discrete_laplace_variance(scale: float) -> float:
 # -- discrete Gaussian -----------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _gauss_table(sigma2: float) -> tuple[int, FloatArray, FloatArray, float]:
     """Exact sums for ``sigma <= 1000``: (M, pmf on [-M, M], cdf on [-M, M], variance)."""
     big_m = int(40.0 * math.sqrt(sigma2) + 10.0)

@@ -17,6 +17,7 @@ from dpframe.errors import SchemaError
 __all__ = [
     "Abs",
     "Arith",
+    "Bucket",
     "Clip",
     "Col",
     "Compare",
@@ -358,6 +359,36 @@ class Clip(Expr):
         return f"{self.operand}.clip({self.lower}, {self.upper})"
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class Bucket(Expr):
+    """The index of the bin ``[edges[i], edges[i+1])`` holding ``operand`` (last bin closed).
+
+    With ``clamp`` values beyond the edges go to the end bins; otherwise they
+    (and missing values) belong to no bin.
+    """
+
+    operand: Expr
+    edges: tuple[float, ...]
+    clamp: bool = False
+
+    def children(self) -> tuple[Expr, ...]:  # noqa: D102
+        return (self.operand,)
+
+    def key(self) -> tuple[Any, ...]:  # noqa: D102
+        return ("bucket", self.operand.key(), self.edges, self.clamp)
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {
+            "op": "bucket",
+            "operand": self.operand.to_dict(),
+            "edges": list(self.edges),
+            "clamp": self.clamp,
+        }
+
+    def __str__(self) -> str:
+        return f"bucket({self.operand}, {len(self.edges) - 1} bins)"
+
+
 def col(name: str) -> Col:
     """A reference to the column ``name``, for building expressions."""
     if not isinstance(name, str):
@@ -395,6 +426,9 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
         if not all(isinstance(v, (bool, int, float, str)) for v in values):
             raise SchemaError("isin values must be numbers, strings or booleans.")
         return IsIn(expr_from_dict(data["operand"]), values)
+    if op == "bucket" and isinstance(data.get("edges"), list):
+        edges = tuple(float(e) for e in data["edges"])
+        return Bucket(expr_from_dict(data["operand"]), edges, bool(data.get("clamp", False)))
     if op == "clip":
         return Clip(expr_from_dict(data["operand"]), float(data["lower"]), float(data["upper"]))
     raise SchemaError(f"Unknown or malformed expression node {op!r}.")

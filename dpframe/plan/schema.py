@@ -18,6 +18,7 @@ from dpframe.errors import SchemaError
 from dpframe.plan.expressions import (
     Abs,
     Arith,
+    Bucket,
     Clip,
     Col,
     Compare,
@@ -253,6 +254,9 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
         schema.get(ref)
     if isinstance(expr, Col):
         return replace(schema.get(expr.name), name=name)
+    if isinstance(expr, Bucket):
+        bins = tuple(range(len(expr.edges) - 1))
+        return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
     for ref in expr.columns():

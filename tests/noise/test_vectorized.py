@@ -134,13 +134,13 @@ def test_bern_ratio_obj_tie_is_finished_exactly() -> None:
 
 
 def test_bexp_one_continues_after_the_mixed_radix_digits() -> None:
-    # A zero word means U_2 = ... = U_19 = 0; Algorithm 1 then continues with
-    # K = 20, 21, ... drawing one byte each.
+    # A zero word means U_2 = ... = U_12 = 0; Algorithm 1 then continues with
+    # K = 13, 14, ... drawing one byte each.
     def source(chunks: list[bytes]) -> SecureRandom:
         return SecureRandom(lambda n: chunks.pop(0))
 
-    assert kern.bexp_one(1, source([bytes(8), b"\x01"])).tolist() == [False]  # K = 20
-    assert kern.bexp_one(1, source([bytes(8), b"\x00", b"\x01"])).tolist() == [True]  # K = 21
+    assert kern.bexp_one(1, source([bytes(4), b"\x01"])).tolist() == [True]  # K = 13
+    assert kern.bexp_one(1, source([bytes(4), b"\x00", b"\x01"])).tolist() == [False]  # K = 14
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,1 @@
+"""Real-browser end-to-end tests: JupyterLab driven by headless Chromium."""

@@ -1,0 +1,228 @@
+"""The quickstart notebook, run by hand in JupyterLab: the live budget meter in a real browser.
+
+JupyterLab runs as a subprocess on a free port of 127.0.0.1 (see ``lab_server``)
+and Debian's Chromium drives it through Playwright.  The test opens the
+notebook, waits for its "Python 3 (dpframe)" kernel, runs every cell through
+the Run menu, as a person would, and then reads the page: the ipywidgets budget
+meters are drawn, the first one (shown before any release) has been updated
+live to the spend that the ``%dp_ledger`` table adds up to, and no cell failed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Locator, Page, expect
+
+from dpframe.jupyter.meter import COLOURS, colour_for
+from tests.browser.lab_server import NOTEBOOKS, LabServer
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "quickstart.ipynb"
+SCREENSHOT = "quickstart-lab.png"
+
+# Bounded waits, in milliseconds (Playwright's unit).  Measured on a 2-core
+# machine: the page opens in ~5 s, the kernel is idle ~2 s later and the
+# notebook runs in ~5 s; the bounds leave generous room without letting a
+# hang run past the test's 3-minute budget.
+PAGE_TIMEOUT = 60_000
+KERNEL_TIMEOUT = 60_000
+RUN_TIMEOUT = 90_000
+SETTLE_TIMEOUT = 15_000
+
+NUMBERS = re.compile(
+    r"spent ε=(?P<spent>[0-9.e+-]+) · remaining ε=(?P<remaining>[0-9.e+-]+) "
+    r"of ε=(?P<total>[0-9.e+-]+) \((?P<percent>\d+)% used\)"
+)
+ERROR_TEXT = re.compile(r"Traceback|\b\w*(Error|Exception)\b")
+
+# Done = the kernel is idle, no cell is queued or running ("[*]:"), and at
+# least one cell has run.  A failing cell stops "Run All" (the kernel aborts
+# the queue), so this also ends early on an error instead of timing out.
+RUN_FINISHED_JS = """
+() => {
+  const panel = document.querySelector('.jp-NotebookPanel');
+  if (!panel) return false;
+  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .map(e => e.textContent.trim());
+  const status = panel.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status;
+  return status === 'idle'
+    && prompts.some(p => /^\\[\\d+\\]:$/.test(p))
+    && !prompts.includes('[*]:');
+}
+"""
+
+# The DataFrame that %dp_ledger displays: its header row and body rows as text.
+LEDGER_TABLE_JS = """
+() => {
+  for (const table of document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output table')) {
+    const head = [...table.querySelectorAll('thead tr:first-child th')]
+      .map(e => e.textContent.trim());
+    if (head.includes('epsilon') && head.includes('status')) {
+      const rows = [...table.querySelectorAll('tbody tr')]
+        .map(r => [...r.children].map(c => c.textContent.trim()));
+      return {head, rows};
+    }
+  }
+  return null;
+}
+"""
+
+
+@dataclass(frozen=True)
+class StoredNotebook:
+    """What the stored notebook says the page should show."""
+
+    kernel_name: str
+    kernel_display_name: str
+    code_cells: int
+    meters: int
+
+
+def read_notebook(path: Path) -> StoredNotebook:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    spec = notebook["metadata"]["kernelspec"]
+    sources = [
+        "".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"
+    ]
+    meters = sum(
+        1
+        for source in sources
+        for line in source.splitlines()
+        if re.match(r"%dp_(session|budget)\b", line.strip())
+    )
+    return StoredNotebook(spec["name"], spec["display_name"], len(sources), meters)
+
+
+def ledger_spent(page: Page) -> tuple[float, list[str]]:
+    """Total ε of the released rows of the %dp_ledger table, and their queries."""
+    table: dict[str, Any] | None = page.evaluate(LEDGER_TABLE_JS)
+    assert table is not None, "no %dp_ledger table (with epsilon and status columns) on the page"
+    head: list[str] = table["head"]
+    eps, status, query = head.index("epsilon"), head.index("status"), head.index("query")
+    released = [row for row in table["rows"] if row[status] == "released"]
+    assert released, f"the ledger table lists no released query: {table}"
+    return sum(float(row[eps]) for row in released), [row[query] for row in released]
+
+
+def meter_numbers(meter: Locator) -> re.Match[str]:
+    text = meter.locator(".widget-html-content").filter(has_text="spent").inner_text()
+    match = NUMBERS.search(" ".join(text.split()))
+    assert match, f"unexpected meter text: {text!r}"
+    return match
+
+
+def css_rgb(hex_colour: str) -> str:
+    red, green, blue = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({red}, {green}, {blue})"
+
+
+def run_all_cells(page: Page) -> None:
+    """Run → Run All Cells, through the menu bar.
+
+    The menu is what a person uses, and Playwright's role locators wait for
+    each menu to open and for the item to be there; ``exact`` matters because
+    "Restart Kernel and Run All Cells…" also contains "Run All Cells".
+    """
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
+def test_quickstart_meter_updates_live_in_jupyterlab(
+    lab: LabServer, page: Page, screenshot_dir: Path
+) -> None:
+    stored = read_notebook(NOTEBOOKS / NOTEBOOK)
+    assert stored.meters >= 1, "the quickstart notebook no longer shows a budget meter"
+    kernelspecs = lab.get_json("api/kernelspecs")["kernelspecs"]
+    assert stored.kernel_name in kernelspecs, (
+        f"kernel spec {stored.kernel_name!r} is not installed (pip install -e .): "
+        f"only {sorted(kernelspecs)}"
+    )
+
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    screenshot = screenshot_dir / SCREENSHOT
+    try:
+        page.goto(lab.url(f"lab/tree/{NOTEBOOK}"), timeout=PAGE_TIMEOUT)
+        panel = page.locator(".jp-NotebookPanel")
+        expect(panel.locator(".jp-CodeCell")).to_have_count(
+            stored.code_cells, timeout=PAGE_TIMEOUT
+        )
+        expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text(
+            stored.kernel_display_name, timeout=KERNEL_TIMEOUT
+        )
+        expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+            "data-status", "idle", timeout=KERNEL_TIMEOUT
+        )
+
+        run_all_cells(page)
+        page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_TIMEOUT)
+        prompts = [p.strip() for p in panel.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+        assert prompts == [f"[{n}]:" for n in range(1, stored.code_cells + 1)], (
+            f"not every cell ran, once and in order: {prompts}"
+        )
+
+        # (a) the meters are drawn as widgets (not their text/plain fallback).
+        meters = panel.locator(".jp-OutputArea-output .jupyter-widgets.widget-vbox").filter(
+            has_text="Privacy budget"
+        )
+        expect(meters).to_have_count(stored.meters, timeout=SETTLE_TIMEOUT)
+        first = meters.first
+        expect(first.locator(".widget-hprogress .progress-bar")).to_have_count(1)
+
+        # (b) the first meter, shown before any release, followed the spending.
+        expect(first).to_contain_text(
+            re.compile(r"spent ε=(?!0 )[0-9.e+-]+ · remaining"), timeout=SETTLE_TIMEOUT
+        )
+        if stored.meters > 1:
+            expect(meters.last).to_contain_text(meter_numbers(first).group(0))
+        first.locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]").evaluate(
+            "cell => cell.scrollIntoView({block: 'start'})"
+        )
+        page.screenshot(path=screenshot, full_page=True)
+
+        numbers = meter_numbers(first)
+        spent, remaining, total = (float(numbers[k]) for k in ("spent", "remaining", "total"))
+        expected_spent, released = ledger_spent(page)
+        assert spent > 0
+        assert math.isclose(spent, expected_spent, rel_tol=1e-9), (
+            f"meter says spent ε={spent}, the ledger adds up to ε={expected_spent}"
+        )
+        assert math.isclose(spent + remaining, total, rel_tol=1e-9)
+        assert int(numbers["percent"]) == round(100 * spent / total)
+
+        bar = first.locator(".widget-hprogress .progress-bar")
+        width = bar.evaluate("bar => parseFloat(bar.style.width)")
+        assert math.isclose(width, 100 * spent / total, abs_tol=0.5), f"bar width {width}%"
+        box = bar.bounding_box()
+        assert box is not None and box["width"] > 0, "the progress bar is not drawn"
+        colour = bar.evaluate("bar => getComputedStyle(bar).backgroundColor")
+        assert colour == css_rgb(COLOURS[colour_for(spent / total)])
+        history = first.locator("li").all_inner_texts()
+        assert history and released[-1] in history[0], (history, released)
+
+        # (c) no cell shows an error.
+        stderr = panel.locator(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+        ).all_inner_texts()
+        errors = [text for text in stderr if ERROR_TEXT.search(text)]
+        assert not errors, f"error output in the notebook: {errors}"
+        expect(
+            panel.locator(".jp-OutputArea-output", has_text="Error displaying widget")
+        ).to_have_count(0)
+    finally:
+        if not screenshot.exists():
+            try:
+                page.screenshot(path=screenshot, full_page=True)
+            except PlaywrightError:
+                pass
+        if page_errors:
+            print("JavaScript errors on the page:", *page_errors, sep="\n  ")
