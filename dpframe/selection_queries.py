@@ -7,6 +7,7 @@ the session's release path (charge before any data is read).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -227,7 +228,7 @@ def histogram(
         if (
             len(edges) < 2
             or not all(np.isfinite(edges))
-            or any(b <= a for a, b in zip(edges, edges[1:], strict=False))
+            or any(b <= a for a, b in itertools.pairwise(edges))
         ):
             raise SchemaError("hist(bins=...) edges must be finite and strictly increasing.")
     frame = series._frame
@@ -277,7 +278,7 @@ def describe(
         mean = float(np.clip((low + high) / 2 + noisy[1][0] / max(count, 1.0), low, high))
         quarts = series.quantile([0.25, 0.5, 0.75], epsilon=parts[0], delta=dparts, rho=parts[1])
         table[name] = [count, mean, float(var) ** 0.5, *quarts.tolist()]
-    result = pd.DataFrame(table, index=["count", "mean", "std", "25%", "50%", "75%"])
+    result: pd.DataFrame = pd.DataFrame(table, index=["count", "mean", "std", "25%", "50%", "75%"])
     result.attrs["dpframe_budget_split"] = (
         f"{len(names)} columns x (1/2 moments + 1/2 quartiles), each 1/{2 * len(names)} "
         "of the request"

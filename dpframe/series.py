@@ -314,9 +314,10 @@ class PrivateSeries(RowGuard):
         Privacy: ε-DP (permute-and-flip over 4,097 public candidate values,
         utility sensitivity 1); a list of q splits ε evenly.
 
-        Accuracy: with probability 1 − β the rank error is at most
-        (2/ε_q)·ln(4097/β) (``release.scale`` holds the 95% figure), plus one
-        bin width (U − L)/4096.  ``ci()`` is not available for this mechanism.
+        Accuracy: with probability 1 − β the rank error exceeds the best
+        candidate's by at most (2/ε_q)·ln(4097/β) (``release.scale`` holds the
+        95% figure); candidates are (U − L)/4096 apart.  ``ci()`` is not
+        available for this mechanism.
 
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.

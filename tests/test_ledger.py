@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -91,7 +92,7 @@ def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue
 def test_two_processes_never_overspend(ledger_path: Path) -> None:
     # fork: an IPython shell made by other tests replaces __main__, which spawn needs.
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     results: multiprocessing.Queue[int] = ctx.Queue()
     procs = [
         ctx.Process(target=_spend_until_refused, args=(str(ledger_path), "1/100", results))

@@ -13,13 +13,15 @@ Privacy:
     counted; ±inf is clamped to the bounds like any value.
 
 Accuracy:
-    With probability at least 1 − β, the released edge's rank is within
-    (2/ε)·ln((B + 1)/β) of q·n, and the value is within one bin width
-    (U − L)/B of a point of that rank.
+    With probability at least 1 − β, the released edge's rank misses q·n by
+    at most (2/ε)·ln((B + 1)/β) more than the best candidate edge does (ties
+    in the data can make every edge miss), and candidates are one bin width
+    (U − L)/B apart.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -39,6 +41,8 @@ def check_quantile(q: object) -> Fraction:
     """Validate a quantile level in [0, 1] and read it exactly (shortest decimal)."""
     if isinstance(q, bool) or not isinstance(q, (int, float, Fraction)):
         raise SchemaError(f"A quantile must be a number in [0, 1], got {q!r}.")
+    if isinstance(q, float) and not math.isfinite(q):
+        raise SchemaError(f"A quantile must be in [0, 1], got {q!r}.")
     value = Fraction(repr(q)) if isinstance(q, float) else Fraction(q)
     if not 0 <= value <= 1:
         raise SchemaError(f"A quantile must be in [0, 1], got {q!r}.")

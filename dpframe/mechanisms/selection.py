@@ -1,4 +1,4 @@
-"""Private selection: permute-and-flip (the exponential mechanism's better twin) and report noisy max.
+"""Private selection: permute-and-flip, the exponential mechanism's better twin (report noisy max).
 
 Utilities are integers (counts, or sums and ranks on a public integer grid),
 so every acceptance probability exp(−ε·gap/(2Δ)) is sampled exactly with

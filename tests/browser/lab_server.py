@@ -8,6 +8,7 @@ IPython profile and the dpframe ledger.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -234,7 +235,5 @@ def stop_lab(server: LabServer, timeout: float = 20.0) -> None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
     for pid in _wait_gone(kernels + kernel_pids(server.runtime_dir), timeout=10):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

@@ -10,6 +10,7 @@ live to the spend that the ``%dp_ledger`` table adds up to, and no cell failed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -90,9 +91,7 @@ class StoredNotebook:
 def read_notebook(path: Path) -> StoredNotebook:
     notebook = json.loads(path.read_text(encoding="utf-8"))
     spec = notebook["metadata"]["kernelspec"]
-    sources = [
-        "".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"
-    ]
+    sources = ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
     meters = sum(
         1
         for source in sources
@@ -153,9 +152,7 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
     try:
         page.goto(lab.url(f"lab/tree/{NOTEBOOK}"), timeout=PAGE_TIMEOUT)
         panel = page.locator(".jp-NotebookPanel")
-        expect(panel.locator(".jp-CodeCell")).to_have_count(
-            stored.code_cells, timeout=PAGE_TIMEOUT
-        )
+        expect(panel.locator(".jp-CodeCell")).to_have_count(stored.code_cells, timeout=PAGE_TIMEOUT)
         expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text(
             stored.kernel_display_name, timeout=KERNEL_TIMEOUT
         )
@@ -165,7 +162,16 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
 
         run_all_cells(page)
         page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_TIMEOUT)
-        prompts = [p.strip() for p in panel.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+
+        # (c) no cell shows an error (an error output is drawn as stderr text).
+        stderr = panel.locator(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+        ).all_inner_texts()
+        errors = [text for text in stderr if ERROR_TEXT.search(text)]
+        assert not errors, "error output in the notebook:\n" + "\n".join(errors)
+        prompts = [
+            p.strip() for p in panel.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        ]
         assert prompts == [f"[{n}]:" for n in range(1, stored.code_cells + 1)], (
             f"not every cell ran, once and in order: {prompts}"
         )
@@ -208,21 +214,12 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
         assert colour == css_rgb(COLOURS[colour_for(spent / total)])
         history = first.locator("li").all_inner_texts()
         assert history and released[-1] in history[0], (history, released)
-
-        # (c) no cell shows an error.
-        stderr = panel.locator(
-            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-        ).all_inner_texts()
-        errors = [text for text in stderr if ERROR_TEXT.search(text)]
-        assert not errors, f"error output in the notebook: {errors}"
         expect(
             panel.locator(".jp-OutputArea-output", has_text="Error displaying widget")
         ).to_have_count(0)
     finally:
         if not screenshot.exists():
-            try:
+            with contextlib.suppress(PlaywrightError):
                 page.screenshot(path=screenshot, full_page=True)
-            except PlaywrightError:
-                pass
         if page_errors:
             print("JavaScript errors on the page:", *page_errors, sep="\n  ")
