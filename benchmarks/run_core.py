@@ -88,7 +88,16 @@ def _environment() -> dict[str, str]:
         "pyarrow": arrow,
         "cpus": str(os.cpu_count()),
         "machine": f"{platform.system()} {platform.machine()}",
+        "load average at start": _load_average(),
     }
+
+
+def _load_average() -> str:
+    """The 1-minute load average: other processes on the machine skew the timings."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
 
 
 def _workload_entry(
@@ -225,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
     }
     results["wall_s"] = time.perf_counter() - started
+    results["environment"]["load average at end"] = _load_average()
     text = render_markdown(results)
     print("\n" + text)
     if not args.no_save:

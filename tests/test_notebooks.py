@@ -20,7 +20,8 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 #: Text each notebook's outputs must contain after a fresh run.
 EXPECTED = {
-    "cps_exploration.ipynb": ["PrivacyViolationError", "Requested:", "Remaining:", "95% CI"],
+    "exploration.ipynb": ["PrivacyViolationError", "Requested:", "Remaining:", "95% CI"],
+    "budgets.ipynb": ["11th refused", "dpframe budget", "queries"],
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
 }
 
