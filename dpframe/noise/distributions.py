@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from dpframe.noise._checks import NoiseParameterError
 
@@ -49,6 +48,13 @@ FloatArray = npt.NDArray[np.float64]
 #: Above this standard deviation the discrete Gaussian uses asymptotic formulas.
 _SIGMA_TABLE_MAX = 1000.0
 
+
+
+def _special() -> Any:
+    """scipy.special, imported on first use (it costs ~0.3 s at import time)."""
+    from scipy import special
+
+    return special
 
 def _positive(value: Any, name: str) -> float:
     """Return ``value`` as a positive finite float or raise."""
@@ -197,7 +203,7 @@ def _gauss_lower(sigma2: float, kf: FloatArray) -> FloatArray:
     z = u / sigma
     corr = u / (24.0 * sigma2) + 7.0 / 5760.0 * (3.0 * u / sigma2**2 - u**3 / sigma2**3)
     return np.asarray(
-        special.ndtr(z) + corr * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
+        _special().ndtr(z) + corr * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
     )
 
 
@@ -255,7 +261,7 @@ def discrete_gaussian_abs_quantile(sigma2: float, level: float) -> int:
     """
     v = _positive(sigma2, "sigma2")
     target = 1.0 - _level(level)
-    z = -float(special.ndtri(target / 2.0))
+    z = -float(_special().ndtri(target / 2.0))
     guess = math.floor(math.sqrt(v) * z) - 1
 
     def tail(a: int) -> float:

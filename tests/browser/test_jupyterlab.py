@@ -129,7 +129,7 @@ def run_all_cells(page: Page) -> None:
 
     The menu is what a person uses, and Playwright's role locators wait for
     each menu to open and for the item to be there; ``exact`` matters because
-    "Restart Kernel and Run All Cells…" also contains "Run All Cells".
+    without it "Run All Cells" also matches the "Restart Kernel and Run All" item.
     """
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
