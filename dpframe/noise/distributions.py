@@ -49,12 +49,12 @@ FloatArray = npt.NDArray[np.float64]
 _SIGMA_TABLE_MAX = 1000.0
 
 
-
 def _special() -> Any:
     """scipy.special, imported on first use (it costs ~0.3 s at import time)."""
     from scipy import special
 
     return special
+
 
 def _positive(value: Any, name: str) -> float:
     """Return ``value`` as a positive finite float or raise."""
