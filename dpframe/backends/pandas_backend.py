@@ -179,8 +179,7 @@ class PandasBackend:
         values = self._eval(key.expr, defs)
         if not isinstance(values, pd.Series):
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
-        index = pd.Index(list(key.categories), dtype=object)
-        codes = np.asarray(index.get_indexer(values.astype(object)), dtype=np.intp)
+        codes = _category_codes(values, key.categories)
         if is_source and cache_key is not None:
             self._codes[cache_key] = codes
         return codes
@@ -235,6 +234,19 @@ class PandasBackend:
         if not present.all():
             terms[~present] = 0.0
         return _bincount(codes, terms, size)
+
+
+def _category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
+    """Position of each value among ``categories`` (-1: missing or not declared).
+
+    Factorizes the column once (fast for strings) and maps only the distinct
+    values to the declared keys.
+    """
+    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    declared = pd.Index(list(categories), dtype=object)
+    mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
+    mapping = np.append(mapping, -1)  # row code -1 (missing) maps to the last slot
+    return np.asarray(mapping[row_codes], dtype=np.intp)
 
 
 def _as_float(value: Any, n: int) -> npt.NDArray[np.float64]:
