@@ -15,7 +15,7 @@ For continuous Laplace noise E|X| equals the scale.  dpframe adds *discrete*
 Laplace noise on a power-of-two grid, for which E|X| = 2a/(1 − a²) grid units
 with a = exp(−1/t) (t the scale in grid units): 0.851 for a count at ε = 1,
 about 1 for large t.  The column ``expected`` is therefore the model's MAE /
-scale, simulated (numpy, 200,000 draws) from the noise each release reports
+scale, simulated (numpy, 1,000,000 draws) from the noise each release reports
 it used (``release.intervals.noise``) and the exact answer; the measured
 ratio should agree with it within a few standard errors.
 """
@@ -34,7 +34,7 @@ from dpframe.mechanisms.aggregates import IntervalModel
 
 __all__ = ["accuracy_ratios", "expected_mae"]
 
-_SIM_DRAWS = 200_000
+_SIM_DRAWS = 1_000_000
 
 
 def _discrete_laplace(spec: Any, rng: np.random.Generator) -> npt.NDArray[np.float64]:

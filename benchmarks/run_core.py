@@ -73,7 +73,7 @@ def _environment() -> dict[str, str]:
             text=True,
             check=True,
         ).stdout.strip()
-        rev += " (dpframe/ modified)" if dirty else ""
+        rev += " + uncommitted changes in dpframe/" if dirty else ""
     except (OSError, subprocess.CalledProcessError):
         rev = "unknown"
     try:

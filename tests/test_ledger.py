@@ -105,3 +105,17 @@ def test_two_processes_never_overspend(ledger_path: Path) -> None:
     admitted = sum(results.get(timeout=10) for _ in procs)
     assert admitted == 100
     assert Ledger(ledger_path).spent("shared", ["d"]).epsilon == Fraction(1)
+
+
+def test_cached_totals_include_rows_from_other_connections(ledger_path: Path) -> None:
+    first, second = Ledger(ledger_path), Ledger(ledger_path)
+
+    def accept(spent: Charge) -> None:
+        return None
+
+    for i in range(6):
+        writer = first if i % 2 == 0 else second
+        writer.charge("s", ["d"], "d", Charge(epsilon=Fraction(1, 10)), accept, "q", "m")
+        assert first.spent("s", ["d"]).epsilon == Fraction(i + 1, 10)
+        assert second.spent("s", ["d"]).epsilon == Fraction(i + 1, 10)
+    assert first.spent("s", ["d", "other"]).epsilon == Fraction(6, 10)

@@ -103,6 +103,7 @@ class Ledger:
         except sqlite3.Error as exc:
             raise LedgerError(f"Cannot open the ledger {self.path}: {exc}") from None
         self._lock = threading.Lock()
+        self._totals: dict[tuple[str, tuple[str, ...]], tuple[int, Charge]] = {}
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -154,18 +155,28 @@ class Ledger:
         with self._lock:
             return self._sum(self._conn, session, datasets)
 
-    @staticmethod
-    def _sum(conn: sqlite3.Connection, session: str, datasets: Sequence[str]) -> Charge:
+    def _sum(self, conn: sqlite3.Connection, session: str, datasets: Sequence[str]) -> Charge:
+        """The exact total, reading only rows newer than the last total read.
+
+        Release rows are only ever appended (and their costs never change), so
+        a cached (last id, total) plus the newer rows is the exact sum; the
+        newer rows are read inside the caller's transaction, so rows written by
+        other processes are always included.
+        """
         if not datasets:
             return Charge()
+        key = (session, tuple(sorted(datasets)))
+        last_id, total = self._totals.get(key, (0, Charge()))
         marks = ",".join("?" * len(datasets))
         rows = conn.execute(
-            f"SELECT epsilon, delta, rho FROM releases WHERE session=? AND dataset IN ({marks})",
-            (session, *datasets),
+            "SELECT id, epsilon, delta, rho FROM releases WHERE session=? AND id > ? "
+            f"AND dataset IN ({marks}) ORDER BY id",
+            (session, last_id, *datasets),
         ).fetchall()
-        total = Charge()
-        for eps, dlt, rho in rows:
+        for row_id, eps, dlt, rho in rows:
             total = total + Charge(Fraction(eps), Fraction(dlt), Fraction(rho))
+            last_id = row_id
+        self._totals[key] = (last_id, total)
         return total
 
     def charge(

@@ -54,7 +54,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "&": operator.and_,
     "|": operator.or_,
 }
-_CHUNK_ROWS = 1 << 20
+_CHUNK_ROWS = 1 << 18
 
 
 class PandasBackend:
@@ -66,7 +66,7 @@ class PandasBackend:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
-        self._codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[np.intp]] = {}
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[np.intp]] = {}  # slots
         self._fingerprint: str | None = None
 
     def __repr__(self) -> str:
@@ -81,7 +81,7 @@ class PandasBackend:
         return len(self._frame)
 
     def fingerprint(self) -> str:
-        """BLAKE2b over column names, dtypes and row hashes, in 2**20-row chunks."""
+        """BLAKE2b over column names, dtypes and row hashes, in 2**18-row chunks."""
         if self._fingerprint is None:
             digest = hashlib.blake2b(digest_size=20)
             for name, dtype in self._frame.dtypes.items():
@@ -153,25 +153,25 @@ class PandasBackend:
             return value.to_numpy(dtype=np.float64, na_value=np.nan)
         return np.full(len(self._frame), float(value))
 
-    def _group_codes(
+    def _group_slots(
         self, by: tuple[GroupKey, ...], defs: dict[str, Expr]
     ) -> npt.NDArray[np.intp] | None:
-        codes: npt.NDArray[np.intp] | None = None
+        """Cell slot per row: 1 + the cell's index, or 0 for rows in no cell."""
+        slots: npt.NDArray[np.intp] | None = None
         for key in by:
-            key_codes = self._key_codes(key, defs)
-            if codes is None:
-                codes = key_codes.copy()
+            key_slots = self._key_slots(key, defs)
+            if slots is None:
+                slots = key_slots  # read-only from here on: never modified in place
             else:
-                size = len(key.categories)
-                invalid = (codes < 0) | (key_codes < 0)
-                codes = codes * size + key_codes
-                codes[invalid] = -1
-        return codes
+                invalid = (slots == 0) | (key_slots == 0)
+                slots = (slots - 1) * len(key.categories) + key_slots
+                slots[invalid] = 0
+        return slots
 
-    def _key_codes(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
+    def _key_slots(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
         if isinstance(key.expr, Bucket):
             inner = self._eval(_substitute(key.expr.operand, defs), defs)
-            return _bucket_codes(_as_float(inner, len(self._frame)), key.expr)
+            return _bucket_codes(_as_float(inner, len(self._frame)), key.expr) + 1
         is_source = isinstance(key.expr, Col) and key.expr.name not in defs
         cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
         if is_source and cache_key is not None and cache_key in self._codes:
@@ -179,10 +179,11 @@ class PandasBackend:
         values = self._eval(key.expr, defs)
         if not isinstance(values, pd.Series):
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
-        codes = _category_codes(values, key.categories)
+        slots = _category_codes(values, key.categories) + 1
         if is_source and cache_key is not None:
-            self._codes[cache_key] = codes
-        return codes
+            slots.flags.writeable = False
+            self._codes[cache_key] = slots
+        return slots
 
     # -- measures ------------------------------------------------------------
 
@@ -194,36 +195,36 @@ class PandasBackend:
         if n > MAX_ROWS:
             raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
         defs, mask = self._prepare(plan)
-        codes = self._group_codes(by, defs)
+        slots = self._group_slots(by, defs)
         size = 1
         for key in by:
             size *= len(key.categories)
-        if codes is not None and mask is not None:
-            codes = np.where(mask, codes, -1)
-        if codes is None and mask is not None:
-            codes = mask.astype(np.intp) - 1
+        if slots is not None and mask is not None:
+            slots = np.where(mask, slots, 0)
+        if slots is None and mask is not None:
+            slots = mask.astype(np.intp)
         results = []
         for measure in measures:
-            results.append(self._measure(measure, defs, codes, size, n))
+            results.append(self._measure(measure, defs, slots, size, n))
         return results
 
     def _measure(
         self,
         measure: Measure,
         defs: dict[str, Expr],
-        codes: npt.NDArray[np.intp] | None,
+        slots: npt.NDArray[np.intp] | None,
         size: int,
         n: int,
     ) -> npt.NDArray[np.float64]:
         if measure.kind == "rows":
-            if codes is None:
+            if slots is None:
                 return np.array([float(n)])
-            return _bincount(codes, None, size)
+            return _bincount(slots, None, size)
         assert measure.expr is not None
         values = self._values(measure.expr, defs)
         present = ~np.isnan(values)
         if measure.kind == "nonnull":
-            return _bincount(codes, present.astype(np.float64), size)
+            return _bincount(slots, present.astype(np.float64), size)
         terms = np.clip(values, measure.lower, measure.upper)
         if measure.center != 0.0:
             terms -= measure.center
@@ -233,7 +234,7 @@ class PandasBackend:
         np.rint(terms, out=terms)
         if not present.all():
             terms[~present] = 0.0
-        return _bincount(codes, terms, size)
+        return _bincount(slots, terms, size)
 
 
 def _category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
@@ -270,13 +271,13 @@ def _bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArra
 
 
 def _bincount(
-    codes: npt.NDArray[np.intp] | None, weights: npt.NDArray[np.float64] | None, size: int
+    slots: npt.NDArray[np.intp] | None, weights: npt.NDArray[np.float64] | None, size: int
 ) -> npt.NDArray[np.float64]:
-    if codes is None:
+    """Per-cell totals; slot 0 (rows in no cell) is dropped."""
+    if slots is None:
         assert weights is not None
         return np.array([float(weights.sum())])
-    shifted = codes + 1
-    counts = np.bincount(shifted, weights=weights, minlength=size + 1)
+    counts = np.bincount(slots, weights=weights, minlength=size + 1)
     return np.asarray(counts[1:], dtype=np.float64)
 
 

@@ -161,7 +161,7 @@ def select_partitions(
         and when hidden, the output has exactly the distribution it has on the
         neighbour D', so P[M(D) ∈ S] ≤ P[M(D') ∈ S] + δ and
         P[M(D') ∈ S] ≤ P[M(D) ∈ S] + δ.  This is the argument of Korolova et
-        al. (2009) and Desfontaines et al. (2022), Section 3; it also gives
+        al. (2009) and Desfontaines et al. (2022); it also gives
         δ-approximate ε²/2-zCDP.  The scale is rounded *up* (never less noise)
         and τ is computed for the scale actually used, with a relative safety
         margin of 1e-9 on δ against floating-point error.

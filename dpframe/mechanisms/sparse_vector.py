@@ -224,15 +224,16 @@ def sparse_vector(
 
     Privacy:
         ε-DP under adding or removing one row, for any number of queries and
-        any real threshold (Lyu et al. 2017, Thm 2; Dwork and Roth 2014,
-        Thm 3.23 and 3.25): for an output with hits H, shift ρ by Δ and ν_i by
-        2Δ for i in H (|H| ≤ c); the comparisons of the neighbour then have the
-        same outcome, and the pmf ratio is at most e^(Δ/b_ρ) · e^(c·2Δ/b_ν) =
-        e^(ε1 + ε2).  The shifts are integers, so the argument holds for the
-        discrete Laplace (its pmf ratio under a shift s is e^(|s|/b)).  The
-        answers of the numeric variant are c Laplace releases of sensitivity Δ,
-        ε3/c each, so ε3 in total (sequential composition).  Hence ε-DP, and
-        ε²/2-zCDP (Bun and Steinke 2016, Prop. 1.4).  The threshold, the number
+        any real threshold (Lyu et al. 2017, the proof for Alg. 1; Dwork and
+        Roth 2014, AboveThreshold and Sparse): for an output with hits H, shift
+        ρ by Δ and ν_i by 2Δ for i in H (|H| ≤ c); the comparisons of the
+        neighbour then have the same outcome, and the pmf ratio is at most
+        e^(Δ/b_ρ) · e^(c·2Δ/b_ν) = e^(ε1 + ε2).  The shifts are integers, so
+        the argument holds for the discrete Laplace (its pmf ratio under a
+        shift s is e^(|s|/b)).  The answers of the numeric variant are c
+        Laplace releases of sensitivity Δ, ε3/c each, so ε3 in total
+        (sequential composition).  Hence ε-DP, and ε²/2-zCDP (Bun and Steinke
+        2016, Prop. 1.4).  The threshold, the number
         of queries and ``max_hits`` are public.
 
     Accuracy:
@@ -240,10 +241,11 @@ def sparse_vector(
         true count ≥ T − α and every query examined but not reported has true
         count < T + α, where α = 2·b_ν·(ln k + ln(4c/β)) with b_ν the query
         scale: α = 8c(ln k + ln(4c/β))/ε (numeric: 12c(...)/ε); see
-        :func:`sparse_vector_accuracy`.  Derivation (the union bound of Dwork
-        and Roth 2014, Thm 3.24/3.26): if |ρ| ≤ α/2 and |ν_i| ≤ α/2 for every
-        i, both claims follow from the comparison.  The discrete Laplace has
-        P(|Y| > t) = 2a^(⌊t⌋+1)/(1+a) ≤ 2e^(−t/b) (a = e^(−1/b)), so
+        :func:`sparse_vector_accuracy`.  Derivation (the union bound Dwork and
+        Roth 2014 use for AboveThreshold and Sparse): if |ρ| ≤ α/2 and
+        |ν_i| ≤ α/2 for every i, both claims follow from the comparison.  The
+        discrete Laplace has P(|Y| > t) = 2a^(⌊t⌋+1)/(1+a) ≤ 2e^(−t/b)
+        (a = e^(−1/b)), so
         k·2e^(−α/(2b_ν)) = β/(2c) ≤ β/2 for the queries and
         2e^(−α/(2b_ρ)) ≤ 2(β/(4ck))^(b_ν/b_ρ) ≤ β/2 for the threshold
         (b_ν ≥ b_ρ).  (The continuous-Laplace form with ln(2c/β) uses
