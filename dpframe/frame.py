@@ -234,6 +234,63 @@ class PrivateFrame(RowGuard):
 
     # -- releases ------------------------------------------------------------
 
+    def above_threshold(
+        self,
+        queries: Any,
+        threshold: float,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        max_hits: int = 1,
+        numeric: bool = False,
+    ) -> Any:
+        """Which row conditions hold for more than ``threshold`` rows (the sparse vector technique).
+
+        ``queries`` is a dict ``{name: condition}`` or a list of conditions; the
+        conditions are examined in order and the names of those found above the
+        threshold are returned, stopping after ``max_hits``.
+
+        Privacy: ε-DP in total however many queries are asked (Lyu, Su, Li 2017,
+        Alg. 1): ε/2 for the noisy threshold (scale 2/ε), ε/2 for the queries
+        (scale 4c/ε, c = ``max_hits``).  ``numeric=True`` splits ε in thirds and
+        also releases a noisy count of each hit (scale 3c/ε).
+
+        Accuracy: with probability 1 − β every reported query has a count above
+        threshold − α and every passed-over one below threshold + α, with
+        α = 8c·(ln k + ln(4c/β))/ε for k queries (12c·... for ``numeric``).
+
+        Returns:
+            The list of names found above the threshold; with ``numeric=True`` a
+            Series of their noisy counts.
+        """
+        from dpframe.discovery_queries import above_threshold
+
+        return above_threshold(self, queries, threshold, max_hits, numeric, (epsilon, delta, rho))
+
+    def discover_keys(
+        self,
+        column: str,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+    ) -> list[Any]:
+        """The keys of ``column`` that a private threshold lets through, sorted.
+
+        Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
+        per key, released only above the smallest threshold τ with
+        P(1 + noise ≥ τ) ≤ δ (Korolova et al. 2009; Desfontaines et al. 2022).
+
+        Accuracy: a key with true count c is shown with probability
+        P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
+        keys with a handful of rows are usually hidden.
+        """
+        from dpframe.discovery_queries import discover_keys
+
+        self._schema.get(column)
+        return discover_keys(self, column, (epsilon, delta, rho))
+
     def describe(
         self,
         *,

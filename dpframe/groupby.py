@@ -43,13 +43,14 @@ class PrivateGroupBy:
         keys = []
         for name in names:
             info = frame._schema.get(name)
-            if info.categories is None:
+            if info.categories is None and len(names) > 1:
                 raise SchemaError(
-                    f"groupby({name!r}) needs the public keys of {name!r}: pass "
-                    f"categories={{{name!r}: [...]}} when loading, or call "
-                    f"pf.with_categories({name}=[...])."
+                    f"groupby({name!r}) needs the public keys of {name!r} when grouping by "
+                    f"several columns: pass categories={{{name!r}: [...]}} when loading, or "
+                    f"call pf.with_categories({name}=[...]), or pf.discover_keys({name!r}, ...)."
                 )
-            keys.append(GroupKey(name, Col(name), info.categories))
+            # Undeclared keys (one column): found privately at release time.
+            keys.append(GroupKey(name, Col(name), info.categories or ()))
         if column is not None:
             frame._schema.get(column)
         group = object.__new__(cls)
@@ -101,6 +102,12 @@ class PrivateGroupBy:
             expr = Col(self._column)
             bounds = None if statistic == "count" else require_bounds(info, statistic)
             what = f"{statistic}({self._column})"
+        if not self._keys[0].categories:
+            from dpframe.discovery_queries import grouped_with_discovery
+
+            return grouped_with_discovery(
+                frame, self._keys[0].name, statistic, self._column, (epsilon, delta, rho)
+            )
         by = ", ".join(k.name for k in self._keys)
         label = f"{what} by {by}{describe_plan(frame._plan)}"
         agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label)
@@ -196,4 +203,9 @@ class PrivateGroupBy:
         """
         from dpframe.selection_queries import argmax
 
+        if not self._keys[0].categories:
+            raise SchemaError(
+                f"argmax needs declared keys for {self._keys[0].name!r}; find them first with "
+                f"pf.discover_keys({self._keys[0].name!r}, ...)."
+            )
         return argmax(self._frame, self._keys, agg, column or self._column, (epsilon, delta, rho))

@@ -284,11 +284,15 @@ class Session:
         return self._run(agg.label, _source_of(agg), (epsilon, delta, rho), None, work, explain)
 
     def _check_affordable(
-        self, epsilon: Number | None, delta: Number | None, rho: Number | None
+        self,
+        epsilon: Number | None,
+        delta: Number | None,
+        rho: Number | None,
+        mechanism_delta: bool = False,
     ) -> None:
         """Raise :class:`BudgetExceededError` now if a request of this size would be refused."""
         request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, _ = self._accountant.allocate(request)
+        charge, _ = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
         self._accountant.check(self._charges(), charge, request)
 
     def _run(
@@ -299,6 +303,7 @@ class Session:
         mechanism: str | None,
         work: Callable[[Backend, NoiseAllocation, Budget, Fraction | None], tuple[T, str]],
         explain: Callable[[PrivacyRequest, Charge, NoiseAllocation], Any] | None = None,
+        mechanism_delta: bool = False,
     ) -> T:
         """The one release path: validate, charge (or refuse), compute, release, record.
 
@@ -308,7 +313,7 @@ class Session:
         """
         epsilon, delta, rho = budget
         request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, allocation = self._accountant.allocate(request)
+        charge, allocation = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
         backend = self._backends.get(dataset)
         if backend is None:
             raise DPError("This frame belongs to another session.")

@@ -115,8 +115,14 @@ class Accountant(ABC):
         self.total = total
 
     @abstractmethod
-    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
-        """Validate a request against this accounting and return its charge and noise."""
+    def allocate(
+        self, request: PrivacyRequest, *, mechanism_delta: bool = False
+    ) -> tuple[Charge, NoiseAllocation]:
+        """Validate a request against this accounting and return its charge and noise.
+
+        ``mechanism_delta``: the mechanism has a δ of its own (private key
+        discovery): the request must carry δ > 0, which is charged as is.
+        """
 
     @abstractmethod
     def admits(self, spent: Charge, charge: Charge) -> bool:
@@ -172,10 +178,18 @@ class PureDPAccountant(Accountant):
             raise InvalidBudgetError("Pure-DP accounting needs delta=0; use accounting='zcdp'.")
         super().__init__(total)
 
-    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+    def allocate(
+        self, request: PrivacyRequest, *, mechanism_delta: bool = False
+    ) -> tuple[Charge, NoiseAllocation]:
         """Laplace noise with the requested ε; δ must be 0."""
         if request.rho is not None or request.epsilon is None:
             raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
+        if mechanism_delta:
+            raise InvalidBudgetError(
+                "Discovering keys privately needs delta > 0, and this session is pure DP "
+                "(delta=0). Declare the keys with categories=..., or use a session with "
+                "delta > 0 and pass delta= to the query."
+            )
         if request.delta != 0:
             raise InvalidBudgetError(
                 "This session uses pure DP (delta=0), so a query cannot spend delta. "
@@ -207,11 +221,16 @@ class ApproxDPAccountant(Accountant):
 
     kind: AccountingKind = "approx"
 
-    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+    def allocate(
+        self, request: PrivacyRequest, *, mechanism_delta: bool = False
+    ) -> tuple[Charge, NoiseAllocation]:
         """Laplace for δ = 0, otherwise a zCDP-calibrated Gaussian."""
         if request.rho is not None or request.epsilon is None:
             raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
         charge = Charge(epsilon=request.epsilon, delta=request.delta)
+        if mechanism_delta:
+            _require_delta(request)
+            return charge, NoiseAllocation("laplace", request.epsilon)
         if request.delta == 0:
             return charge, NoiseAllocation("laplace", request.epsilon)
         rho = rho_from_epsilon_delta(request.epsilon, request.delta)
@@ -257,13 +276,18 @@ class ZCDPAccountant(Accountant):
         super().__init__(total)
         self.rho_total = rho_from_epsilon_delta(total.epsilon, total.delta)
 
-    def allocate(self, request: PrivacyRequest) -> tuple[Charge, NoiseAllocation]:
+    def allocate(
+        self, request: PrivacyRequest, *, mechanism_delta: bool = False
+    ) -> tuple[Charge, NoiseAllocation]:
         """Gaussian noise with ρ from ``rho=`` or from the ε share."""
         if request.rho is not None:
             rho = request.rho
         else:
             assert request.epsilon is not None
             rho = self.rho_total * request.epsilon / self.total.epsilon
+        if mechanism_delta:
+            _require_delta(request)
+            return Charge(rho=rho, delta=request.delta), NoiseAllocation("gaussian", rho)
         if request.delta != 0:
             raise InvalidBudgetError(
                 "This aggregate has no delta of its own in a zCDP session (its Gaussian "
@@ -299,6 +323,14 @@ class ZCDPAccountant(Accountant):
 
     def _epsilon_of_rho(self, rho: Fraction) -> Fraction:
         return self.total.epsilon * rho / self.rho_total
+
+
+def _require_delta(request: PrivacyRequest) -> None:
+    if request.delta == 0:
+        raise InvalidBudgetError(
+            "Discovering keys privately needs a delta of its own: pass delta=... (e.g. 1e-7, "
+            "well below 1/n), or declare the keys with categories=..."
+        )
 
 
 def make_accountant(total: Budget, accounting: str | None) -> Accountant:

@@ -8,6 +8,7 @@ arrays holding integers below 2**53), one entry per group.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -51,6 +52,10 @@ class Backend(Protocol):
         self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
     ) -> list[npt.NDArray[np.float64]]:
         """Exact values of ``measures`` per group (length = product of key sizes)."""
+        ...
+
+    def key_counts(self, plan: Plan, expr: Expr) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+        """Exact row count per distinct present value of ``expr`` (private key discovery)."""
         ...
 
     def fingerprint(self) -> str:

@@ -185,6 +185,21 @@ class PandasBackend:
             self._codes[cache_key] = slots
         return slots
 
+    def key_counts(self, plan: Plan, expr: Expr) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+        """Exact row count per distinct non-missing value of ``expr`` (for key discovery only).
+
+        The keys never leave the session unless partition selection releases them.
+        """
+        defs, mask = self._prepare(plan)
+        values = self._eval(_substitute(expr, defs), defs)
+        if not isinstance(values, pd.Series):
+            values = pd.Series(np.full(len(self._frame), values, dtype=object))
+        row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        keep = row_codes >= 0 if mask is None else (row_codes >= 0) & mask
+        counts = np.bincount(row_codes[keep], minlength=len(uniques)).astype(np.int64)
+        present = np.flatnonzero(counts > 0)  # keys whose rows were all filtered out are absent
+        return [uniques[i] for i in present], counts[present]
+
     # -- measures ------------------------------------------------------------
 
     def compute(

@@ -1,0 +1,97 @@
+"""The sparse vector technique and private key discovery, through the frame API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+from dpframe.datasets import CPS1988_BOUNDS
+
+
+@pytest.fixture
+def zcdp_frame(cps: pd.DataFrame) -> dp.PrivateFrame:
+    session = dp.Session(epsilon=50, delta=1e-5, ledger=":memory:")
+    return session.private_frame(cps, bounds=CPS1988_BOUNDS)
+
+
+def test_above_threshold_finds_the_big_groups(zcdp_frame: dp.PrivateFrame) -> None:
+    pf = zcdp_frame
+    queries = {
+        "phd": pf["education"] >= 19,  # no rows
+        "south": pf["region"] == "south",  # 8,760 rows
+        "tiny": pf["experience"] > 62,  # a handful
+        "west": pf["region"] == "west",  # 6,091 rows
+        "midwest": pf["region"] == "midwest",
+    }
+    hits = pf.above_threshold(queries, 5_000, epsilon=10, max_hits=2)
+    assert hits == ["south", "west"]  # stops after two hits, in query order
+    numeric = pf.above_threshold(queries, 5_000, epsilon=10, max_hits=1, numeric=True)
+    assert list(numeric.index) == ["south"]
+    assert abs(numeric["south"] - 8_760) < 200
+    listed = pf.above_threshold([pf["region"] == "south"], 100, epsilon=5)
+    assert listed == ["(region == 'south')"]
+    ledger = pf.session.ledger
+    assert list(ledger["mechanism"]) == [
+        "sparse vector",
+        "sparse vector (numeric)",
+        "sparse vector",
+    ]
+
+
+def test_discovery_needs_delta(cps: pd.DataFrame) -> None:
+    pure = dp.Session(epsilon=1, ledger=":memory:").private_frame(cps)
+    with pytest.raises(dp.DPError, match="delta"):
+        pure.groupby("region").count(epsilon=0.5)
+    with pytest.raises(dp.DPError, match="delta"):
+        pure.discover_keys("region", epsilon=0.5)
+    zcdp = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:").private_frame(cps)
+    with pytest.raises(dp.DPError, match="delta"):
+        zcdp.discover_keys("region", epsilon=0.5)
+    assert pure.session.ledger.empty and zcdp.session.ledger.empty
+
+
+def test_discovery_hides_rare_keys_and_charges_delta() -> None:
+    rare = "sentinel-one-row-key"
+    df = pd.DataFrame({"k": ["a"] * 500 + ["b"] * 300 + [rare], "x": np.ones(801)})
+    session = dp.Session(epsilon=100, delta=1e-3, ledger=":memory:", accounting="approx")
+    pf = session.private_frame(df, bounds={"x": (0, 1)})
+    shown = set()
+    for _ in range(50):
+        shown |= set(pf.discover_keys("k", epsilon=1, delta=1e-6))
+    assert shown == {"a", "b"}  # the one-row key shows with probability <= 1e-6 per run
+    assert session.spent == dp.Budget(50, 50e-6)
+    counts = pf.groupby("k").count(epsilon=1, delta=1e-6)
+    assert list(counts.index) == ["a", "b"] and abs(counts["a"] - 500) < 30
+    with pytest.raises(dp.DPError, match="threshold"):
+        dp.ci(counts)
+    means = pf.groupby("k")["x"].mean(epsilon=2, delta=1e-6)
+    assert list(means.index) == ["a", "b"]
+    assert np.allclose(means.to_numpy(), 1.0, atol=0.1)
+
+
+BAD: list[tuple[str, Callable[[dp.PrivateFrame], Any]]] = [
+    ("nan threshold", lambda pf: pf.above_threshold([pf["wage"] > 1], float("nan"), epsilon=1)),
+    ("inf threshold", lambda pf: pf.above_threshold([pf["wage"] > 1], float("inf"), epsilon=1)),
+    ("max_hits 0", lambda pf: pf.above_threshold([pf["wage"] > 1], 5, epsilon=1, max_hits=0)),
+    ("empty dict", lambda pf: pf.above_threshold({}, 5, epsilon=1)),
+    ("not a condition", lambda pf: pf.above_threshold({"w": pf["wage"] * 2}, 5, epsilon=1)),
+    ("not queries", lambda pf: pf.above_threshold("wage > 1", 5, epsilon=1)),
+    ("unknown column", lambda pf: pf.discover_keys("nope", epsilon=1, delta=1e-7)),
+    ("two undeclared keys", lambda pf: pf.groupby(["region", "smsa"]).count(epsilon=1)),
+    ("argmax undeclared", lambda pf: pf.groupby("region").argmax(epsilon=1)),
+]
+
+
+@pytest.mark.parametrize(("what", "call"), BAD, ids=[b[0] for b in BAD])
+def test_bad_input_charges_nothing(
+    zcdp_frame: dp.PrivateFrame, what: str, call: Callable[[dp.PrivateFrame], Any]
+) -> None:
+    with pytest.raises(dp.DPError):
+        call(zcdp_frame)
+    assert zcdp_frame.session.ledger.empty
+    assert zcdp_frame.session.spent == dp.Budget(0)
