@@ -22,7 +22,7 @@ from dpframe.frame import _to_expr, describe_plan
 from dpframe.mechanisms.partition_selection import select_partitions
 from dpframe.mechanisms.sparse_vector import sparse_vector
 from dpframe.plan.expressions import Col, Expr
-from dpframe.plan.nodes import Filter, lineage
+from dpframe.plan.nodes import Filter, lineage, unit_rows
 from dpframe.plan.schema import infer_column
 from dpframe.release import GroupedRelease, NoInterval, grouped_series
 
@@ -87,7 +87,9 @@ def above_threshold(
             ],
             dtype=np.int64,
         )
-        epsilon = pure_epsilon(allocation, _PURE_ZCDP)
+        # Counts move by up to k for a unit of k rows: running the Δ=1 mechanism at
+        # ε/k is ε-DP for them (its noise scales are all proportional to 1/ε).
+        epsilon = pure_epsilon(allocation, _PURE_ZCDP) / unit_rows(frame._plan)
         result = sparse_vector(
             counts, float(threshold), epsilon, max_hits, frame._session._rng, numeric=numeric
         )
@@ -98,12 +100,17 @@ def above_threshold(
         answers = pd.Series(list(result.answers), index=pd.Index(names, dtype=object), name="count")
         return answers, repr(names)
 
-    return frame._session._run(label, lineage(frame._plan)[0].dataset, budget, mechanism, work)
+    return frame._session._run(label, lineage(frame._plan)[0], budget, mechanism, work)
 
 
 def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Series:
     """Noisy counts of the keys of ``name`` that clear the partition-selection threshold."""
     info = frame._schema.get(name)
+    if unit_rows(frame._plan) > 1:
+        raise SchemaError(
+            "Discovering keys privately is not yet available for frames with a privacy unit "
+            "of several rows; declare the keys with categories=..."
+        )
     expr = Col(name)
     label = f"discover keys of {name}{describe_plan(frame._plan)}"
     reason = (
@@ -135,7 +142,7 @@ def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Ser
 
     return frame._session._run(
         label,
-        lineage(frame._plan)[0].dataset,
+        lineage(frame._plan)[0],
         budget,
         "partition selection",
         work,

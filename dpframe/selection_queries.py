@@ -30,7 +30,7 @@ from dpframe.mechanisms.quantiles import (
 )
 from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.plan.expressions import Bucket, Col, Expr
-from dpframe.plan.nodes import Aggregate, GroupKey, Plan, lineage
+from dpframe.plan.nodes import Aggregate, GroupKey, lineage, unit_rows
 from dpframe.release import GroupedRelease, NoInterval, Release, grouped_series
 
 if TYPE_CHECKING:
@@ -42,10 +42,6 @@ __all__ = ["argmax", "describe", "histogram", "mode", "quantiles"]
 _EM = "exponential mechanism (permute-and-flip)"
 _EM_ZCDP = Fraction(1, 8)  # permute-and-flip is ε²/8-zCDP (bounded range)
 _MEAN_GRID_BITS = 20
-
-
-def _dataset(plan: Plan) -> str:
-    return lineage(plan)[0].dataset
 
 
 def _budget(
@@ -93,8 +89,9 @@ def quantiles(
         counts = backend.compute(frame._plan, (Measure("nonnull", expr),), (key,))[0]
         below = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         total = int(below[-1])
+        rows = unit_rows(frame._plan)
         picked = [
-            float(edges[select_quantile(below, total, q, eps_each, frame._session._rng)])
+            float(edges[select_quantile(below, total, q, eps_each, frame._session._rng, rows)])
             for q in levels
         ]
         error = rank_error(float(eps_each), 0.95)
@@ -108,7 +105,7 @@ def quantiles(
         return grouped_series(np.array(picked), meta, str(expr)), str(picked)
 
     return frame._session._run(
-        label, _dataset(frame._plan), _budget(epsilon, delta, rho), _EM, work
+        label, lineage(frame._plan)[0], _budget(epsilon, delta, rho), _EM, work
     )
 
 
@@ -133,7 +130,7 @@ def _select_key(
         chosen = index[permute_and_flip(utilities, eps, sensitivity, frame._session._rng)]
         return chosen, repr(chosen)
 
-    return frame._session._run(label, _dataset(frame._plan), budget, _EM, work)
+    return frame._session._run(label, lineage(frame._plan)[0], budget, _EM, work)
 
 
 def mode(
@@ -152,7 +149,7 @@ def mode(
 
     def utilities(backend: Backend) -> tuple[np.ndarray, int]:
         counts = backend.compute(frame._plan, (Measure("rows"),), (key,))[0]
-        return counts.astype(np.int64), 1
+        return counts.astype(np.int64), unit_rows(frame._plan)
 
     return _select_key(frame, label, (key,), utilities, _budget(epsilon, delta, rho))
 
@@ -182,7 +179,8 @@ def argmax(
     def utilities(backend: Backend) -> tuple[np.ndarray, int]:
         if agg == "count":
             measure = Measure("rows") if expr is None else Measure("nonnull", expr)
-            return backend.compute(frame._plan, (measure,), keys)[0].astype(np.int64), 1
+            counts = backend.compute(frame._plan, (measure,), keys)[0].astype(np.int64)
+            return counts, unit_rows(frame._plan)
         statistic = "sum" if agg == "sum" else "mean"
         query = Aggregate(frame._plan, statistic, expr, bounds, keys, label)  # type: ignore[arg-type]
         measures, sensitivities = measures_for(query)

@@ -25,7 +25,7 @@ from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation, 
 from dpframe.accounting.budget import Budget, Number, PrivacyRequest
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend
-from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
 from dpframe.errors import DPError, InvalidBudgetError, SchemaError
 from dpframe.explain import explain_aggregate, explain_cost
 from dpframe.mechanisms.aggregates import measures_for, release_aggregate
@@ -92,7 +92,7 @@ class Session:
         self._accountant: Accountant = make_accountant(total, accounting)
         self._name = name
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-        self._backends: dict[str, Backend] = {}
+        self._backends: dict[tuple[str, str], Backend] = {}
         self._rng = SecureRandom()
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._explaining = False
@@ -119,8 +119,12 @@ class Session:
         """Where the ledger file is."""
         return self._ledger.path
 
+    def _datasets(self) -> list[str]:
+        """Fingerprints of the datasets loaded in this session (the ledger keys)."""
+        return sorted({dataset for dataset, _ in self._backends})
+
     def _charges(self) -> Charge:
-        return self._ledger.spent(self._name, list(self._backends))
+        return self._ledger.spent(self._name, self._datasets())
 
     @property
     def spent(self) -> Budget:
@@ -135,7 +139,7 @@ class Session:
     @property
     def ledger(self) -> pd.DataFrame:
         """One row per release of this session on its datasets, oldest first."""
-        return self._ledger.releases(self._name, list(self._backends))
+        return self._ledger.releases(self._name, self._datasets())
 
     def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
         """Call ``listener`` after every release; returns a function that unsubscribes."""
@@ -175,15 +179,26 @@ class Session:
         df: pd.DataFrame,
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
     ) -> PrivateFrame:
         """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
 
         Args:
-            df: the private data.  Neighbouring datasets differ by one row.
+            df: the private data.  Neighbouring datasets differ by one row, or,
+                with ``privacy_unit``, by all the rows of one unit.
             bounds: public clamping bounds ``{column: (low, high)}`` for
                 numeric columns to be summed or averaged.
             categories: public keys ``{column: [key, ...]}`` for group-bys;
                 rows with other values are dropped from grouped results.
+            privacy_unit: the column identifying a person (or household...)
+                when one unit can have several rows.
+            max_rows_per_unit: with ``privacy_unit``: keep at most this many
+                rows per unit (a uniformly random subset from the secure
+                source; this makes a bounded copy) and multiply every
+                sensitivity by it.  Rows with a missing unit id count as units
+                of their own.
 
         Raises:
             SchemaError: for an empty frame, unknown columns, or invalid
@@ -198,11 +213,18 @@ class Session:
         if df.shape[0] == 0 or df.shape[1] == 0:
             raise SchemaError("The DataFrame is empty; there is nothing to protect or query.")
         schema = schema_from_frame(df, bounds, categories)
+        unit = _check_unit(df, privacy_unit, max_rows_per_unit)
         backend = PandasBackend(df)
         dataset = backend.fingerprint()
         self._ledger.register(self._name, dataset, self.accounting, self.total)
-        self._backends.setdefault(dataset, backend)
-        return PrivateFrame._create(self, Source(dataset), schema)
+        if unit is None:
+            self._backends.setdefault((dataset, ""), backend)
+            return PrivateFrame._create(self, Source(dataset), schema)
+        column, k = unit
+        bounded = bound_contributions(df, column, k, self._rng)
+        view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
+        self._backends[(dataset, view)] = PandasBackend(bounded)
+        return PrivateFrame._create(self, Source(dataset, unit_rows=k, view=view), schema)
 
     def read_csv(
         self,
@@ -298,7 +320,7 @@ class Session:
     def _run(
         self,
         label: str,
-        dataset: str,
+        source: Source,
         budget: tuple[Number | None, Number | None, Number | None],
         mechanism: str | None,
         work: Callable[[Backend, NoiseAllocation, Budget, Fraction | None], tuple[T, str]],
@@ -314,7 +336,7 @@ class Session:
         epsilon, delta, rho = budget
         request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
         charge, allocation = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
-        backend = self._backends.get(dataset)
+        backend = self._backends.get((source.dataset, source.view))
         if backend is None:
             raise DPError("This frame belongs to another session.")
         if self._explaining:
@@ -325,8 +347,8 @@ class Session:
             mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
         release_id = self._ledger.charge(
             self._name,
-            list(self._backends),
-            dataset,
+            self._datasets(),
+            source.dataset,
             charge,
             lambda spent: self._accountant.check(spent, charge, request),
             label,
@@ -358,8 +380,29 @@ class Session:
             listener(event)
 
 
-def _source_of(agg: Aggregate) -> str:
-    return lineage(agg.plan)[0].dataset
+def _source_of(agg: Aggregate) -> Source:
+    return lineage(agg.plan)[0]
+
+
+def _check_unit(
+    df: pd.DataFrame, privacy_unit: str | None, max_rows_per_unit: int | None
+) -> tuple[str, int] | None:
+    if privacy_unit is None and max_rows_per_unit is None:
+        return None
+    if privacy_unit is None or max_rows_per_unit is None:
+        raise SchemaError("Give privacy_unit= and max_rows_per_unit= together.")
+    if privacy_unit not in df.columns:
+        raise SchemaError(
+            f"privacy_unit {privacy_unit!r} is not a column. Columns: "
+            f"{', '.join(map(str, df.columns))}."
+        )
+    if (
+        isinstance(max_rows_per_unit, bool)
+        or not isinstance(max_rows_per_unit, int)
+        or max_rows_per_unit < 1
+    ):
+        raise SchemaError("max_rows_per_unit must be an integer >= 1.")
+    return privacy_unit, max_rows_per_unit
 
 
 def _group_index(agg: Aggregate) -> pd.Index:

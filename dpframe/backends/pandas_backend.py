@@ -21,6 +21,7 @@ import pandas as pd
 
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.errors import DPError, SchemaError
+from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import (
     Abs,
     Arith,
@@ -250,6 +251,31 @@ class PandasBackend:
         if not present.all():
             terms[~present] = 0.0
         return _bincount(slots, terms, size)
+
+
+def bound_contributions(
+    frame: pd.DataFrame, unit: str, max_rows: int, rng: SecureRandom
+) -> pd.DataFrame:
+    """Keep at most ``max_rows`` rows per value of ``unit``, a uniformly random subset.
+
+    Each row gets an independent 62-bit key from the secure source; within a
+    unit the rows with the smallest keys are kept.  Rows with a missing unit
+    id are units of their own.  Returns a new (smaller) DataFrame.
+    """
+    codes, _ = pd.factorize(frame[unit], use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    missing = codes < 0
+    codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
+    n = len(codes)
+    keys = rng.uniform_below(2**62, n)
+    order = np.lexsort((keys, codes))
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    rank = np.arange(n) - group_start
+    keep = np.sort(order[rank < max_rows])
+    bounded: pd.DataFrame = frame.iloc[keep]
+    return bounded
 
 
 def _category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:

@@ -40,7 +40,7 @@ from dpframe.backends.base import Measure
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
-from dpframe.plan.nodes import Aggregate
+from dpframe.plan.nodes import Aggregate, unit_rows
 
 __all__ = ["AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
 
@@ -77,8 +77,8 @@ def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, in
     return measure, max(sensitivity, 1)
 
 
-def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
-    """The measures of a statistic and their sensitivities (in quanta)."""
+def _row_measures(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
+    """The measures of a statistic and their per-row sensitivities (in quanta)."""
     if agg.statistic == "count":
         if agg.expr is None:
             return (Measure("rows"),), (1,)
@@ -94,6 +94,18 @@ def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
         return (count, first), (1, sens1)
     second, sens2 = _sum_measure(agg, center, 2)
     return (count, first, second), (1, sens1, sens2)
+
+
+def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
+    """The measures of a statistic and their sensitivities (in quanta).
+
+    A privacy unit contributing up to k rows moves each measure by at most k
+    times a row's sensitivity (and, over disjoint groups, the L1 and L2 norms
+    of the change by at most k times it), so sensitivities are scaled by k.
+    """
+    measures, sensitivities = _row_measures(agg)
+    k = unit_rows(agg.plan)
+    return measures, tuple(s * k for s in sensitivities)
 
 
 @dataclass(frozen=True)

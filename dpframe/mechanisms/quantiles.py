@@ -60,6 +60,7 @@ def select_quantile(
     q: Fraction,
     epsilon: Fraction,
     rng: SecureRandom,
+    unit_rows: int = 1,
 ) -> int:
     """Pick a candidate edge index for quantile ``q`` (see the module docstring).
 
@@ -69,6 +70,7 @@ def select_quantile(
         q: the quantile level.
         epsilon: the privacy parameter of this selection.
         rng: the secure random source.
+        unit_rows: the most rows one privacy unit contributes (scales Δ).
 
     Returns:
         The index of the released edge.
@@ -77,7 +79,7 @@ def select_quantile(
     utilities = -np.abs(below.astype(object) * q.denominator - scaled_target)
     if all(abs(int(u)) < 2**62 for u in (utilities.min(), utilities.max())):
         utilities = utilities.astype(np.int64)
-    return permute_and_flip(utilities, epsilon, q.denominator, rng)
+    return permute_and_flip(utilities, epsilon, q.denominator * unit_rows, rng)
 
 
 def rank_error(epsilon: float, level: float) -> float:

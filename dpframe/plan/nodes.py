@@ -14,20 +14,43 @@ from typing import Any, Literal, TypeAlias
 
 from dpframe.plan.expressions import Expr
 
-__all__ = ["Aggregate", "Assign", "Filter", "GroupKey", "Plan", "Source", "Statistic", "lineage"]
+__all__ = [
+    "Aggregate",
+    "Assign",
+    "Filter",
+    "GroupKey",
+    "Plan",
+    "Source",
+    "Statistic",
+    "lineage",
+    "unit_rows",
+]
 
 Statistic = Literal["count", "sum", "mean", "var", "std"]
 
 
 @dataclass(frozen=True)
 class Source:
-    """The rows of one registered dataset, identified by its fingerprint."""
+    """The rows of one registered dataset, identified by its fingerprint.
+
+    ``unit_rows`` is the most rows one privacy unit can contribute (1 when
+    each row is a person); every sensitivity is multiplied by it.  ``view``
+    names a contribution-bounded copy of the dataset (empty: the data as
+    loaded); the budget is always charged to ``dataset``.
+    """
 
     dataset: str
+    unit_rows: int = 1
+    view: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"node": "source", "dataset": self.dataset}
+        return {
+            "node": "source",
+            "dataset": self.dataset,
+            "unit_rows": self.unit_rows,
+            "view": self.view,
+        }
 
 
 @dataclass(frozen=True)
@@ -65,6 +88,11 @@ class Assign:
 
 
 Plan: TypeAlias = Source | Filter | Assign
+
+
+def unit_rows(plan: Plan) -> int:
+    """The most rows one privacy unit contributes to ``plan`` (the sensitivity multiplier)."""
+    return lineage(plan)[0].unit_rows
 
 
 def lineage(plan: Plan) -> tuple[Source, tuple[Filter | Assign, ...]]:
