@@ -45,3 +45,26 @@ def plot(result: pd.Series | Release, level: float = 0.95, ax: Any = None, **kwa
     ax.set_ylabel(f"{values.name or 'value'} ({level:.0%} CI)")
     ax.set_title(title, fontsize=10)
     return ax
+
+
+@pd.api.extensions.register_series_accessor("dp")
+class ReleaseAccessor:
+    """``result.dp.ci()`` and ``result.dp.plot()`` on grouped results and histograms.
+
+    Registered with pandas' public accessor API when dpframe is imported; on a
+    Series that dpframe did not release, every method raises :class:`DPError`.
+    """
+
+    def __init__(self, series: pd.Series) -> None:
+        self._series = series
+
+    def ci(self, level: float = 0.95) -> pd.DataFrame:
+        """Per-group intervals (see :func:`dpframe.ci`)."""
+        from dpframe.release import ci
+
+        table: pd.DataFrame = ci(self._series, level)
+        return table
+
+    def plot(self, level: float = 0.95, ax: Any = None, **kwargs: Any) -> Any:
+        """Bars with error bars (see :func:`dpframe.plot`)."""
+        return plot(self._series, level=level, ax=ax, **kwargs)

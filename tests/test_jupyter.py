@@ -206,3 +206,15 @@ def test_plot_grouped_release_with_error_bars(session: dp.Session, cps: pd.DataF
     assert len(single.patches) == 1
     with pytest.raises(dp.DPError):
         dp.plot(pd.Series([1.0]))
+
+
+def test_series_accessor(session: dp.Session, cps: pd.DataFrame) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    pf = session.private_frame(cps, bounds={"wage": (0, 5000)})
+    hist = pf["wage"].hist(bins=4, epsilon=1)
+    assert list(hist.dp.ci().columns) == ["low", "high"]
+    assert len(hist.dp.plot().patches) == 4
+    with pytest.raises(dp.DPError):
+        pd.Series([1.0]).dp.ci()
