@@ -60,11 +60,7 @@ class PrivateFrame(RowGuard):
 
     @classmethod
     def _create(cls, session: Session, plan: Plan, schema: Schema) -> PrivateFrame:
-        frame = object.__new__(cls)
-        object.__setattr__(frame, "_session", session)
-        object.__setattr__(frame, "_plan", plan)
-        object.__setattr__(frame, "_schema", schema)
-        return frame
+        return cls._build(_session=session, _plan=plan, _schema=schema)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise SchemaError("Create a PrivateFrame with session.private_frame(df, bounds=..., ...).")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from dpframe.errors import DPError, PrivacyViolationError
 
 __all__ = ["RowGuard", "UnknownAttributeError"]
+
+_G = TypeVar("_G", bound="RowGuard")
 
 
 class UnknownAttributeError(DPError, AttributeError):
@@ -25,6 +27,14 @@ class RowGuard:
     """Mixin: every pandas path that yields raw values raises :class:`PrivacyViolationError`."""
 
     __slots__ = ()
+
+    @classmethod
+    def _build(cls: type[_G], **fields: Any) -> _G:
+        """A new instance with its slots set, bypassing ``__init__`` and ``__setattr__``."""
+        instance = object.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(instance, name, value)
+        return instance
 
     def __len__(self) -> int:
         refuse("len() (the exact row count is private)")

@@ -53,11 +53,7 @@ class PrivateSeries(RowGuard):
 
     @classmethod
     def _create(cls, frame: PrivateFrame, expr: Expr, info: ColumnInfo) -> PrivateSeries:
-        series = object.__new__(cls)
-        object.__setattr__(series, "_frame", frame)
-        object.__setattr__(series, "_expr", expr)
-        object.__setattr__(series, "_info", info)
-        return series
+        return cls._build(_frame=frame, _expr=expr, _info=info)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise SchemaError("Get a PrivateSeries by indexing a PrivateFrame: pf['column'].")

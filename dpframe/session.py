@@ -231,30 +231,32 @@ class Session:
         path: str | os.PathLike[str],
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
         **read_csv_kwargs: Any,
     ) -> PrivateFrame:
         """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
-        try:
-            df = pd.read_csv(path, **read_csv_kwargs)
-        except (OSError, ValueError) as exc:
-            raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
-        return self.private_frame(df, bounds=bounds, categories=categories)
+        df = _read(pd.read_csv, path, read_csv_kwargs)
+        return self.private_frame(
+            df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
+        )
 
     def read_parquet(
         self,
         path: str | os.PathLike[str],
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
         **read_parquet_kwargs: Any,
     ) -> PrivateFrame:
         """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
-        try:
-            df = pd.read_parquet(path, **read_parquet_kwargs)
-        except ImportError:
-            raise SchemaError("Reading Parquet needs pyarrow: pip install pyarrow.") from None
-        except (OSError, ValueError) as exc:
-            raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
-        return self.private_frame(df, bounds=bounds, categories=categories)
+        df = _read(pd.read_parquet, path, read_parquet_kwargs)
+        return self.private_frame(
+            df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
+        )
 
     # -- releasing -----------------------------------------------------------
 
@@ -378,6 +380,18 @@ class Session:
         )
         for listener in list(self._listeners):
             listener(event)
+
+
+def _read(
+    reader: Callable[..., pd.DataFrame], path: str | os.PathLike[str], kwargs: dict[str, Any]
+) -> pd.DataFrame:
+    """Read a file with a pandas reader; failures become a :class:`SchemaError` without data."""
+    try:
+        return reader(path, **kwargs)
+    except ImportError:
+        raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
 
 
 def _source_of(agg: Aggregate) -> Source:
