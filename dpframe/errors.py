@@ -9,9 +9,11 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "DPError",
+    "InvalidArgumentError",
     "InvalidBudgetError",
     "LedgerError",
     "PrivacyViolationError",
+    "QueryFailedError",
     "SchemaError",
 ]
 
@@ -38,3 +40,11 @@ class PrivacyViolationError(DPError, TypeError):
 
 class LedgerError(DPError):
     """The ledger cannot be opened, or holds a conflicting session."""
+
+
+class InvalidArgumentError(DPError, ValueError):
+    """An argument that is not a privacy parameter is out of range or of the wrong type."""
+
+
+class QueryFailedError(DPError):
+    """Evaluating a query on the data failed; no detail is shown (it could hold private values)."""

@@ -14,6 +14,7 @@ Order of work for every release (never changed):
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -26,8 +27,9 @@ from dpframe.accounting.budget import Budget, Number, PrivacyRequest
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
-from dpframe.errors import DPError, InvalidBudgetError, SchemaError
+from dpframe.errors import DPError, InvalidBudgetError, LedgerError, QueryFailedError, SchemaError
 from dpframe.explain import explain_aggregate, explain_cost
+from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for, release_aggregate
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, Source, lineage
@@ -91,6 +93,8 @@ class Session:
             raise InvalidBudgetError("name must be a non-empty string.")
         self._accountant: Accountant = make_accountant(total, accounting)
         self._name = name
+        if not (ledger is None or isinstance(ledger, (str, os.PathLike, Ledger))):
+            raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
         self._backends: dict[tuple[str, str], Backend] = {}
         self._rng = SecureRandom()
@@ -157,6 +161,8 @@ class Session:
         Example:
             >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
         """
+        if not callable(query):
+            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
         self._explaining = True
         try:
             return query()
@@ -305,7 +311,21 @@ class Session:
             )
             return release, repr(value)
 
-        return self._run(agg.label, _source_of(agg), (epsilon, delta, rho), None, work, explain)
+        def precheck(allocation: NoiseAllocation) -> None:
+            _, sensitivities = measures_for(agg)
+            parts = allocation.split(tuple(1 for _ in measures))
+            for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
+                noise_for(sens, measure.quantum, part)  # raises for unusable parameters
+
+        return self._run(
+            agg.label,
+            _source_of(agg),
+            (epsilon, delta, rho),
+            None,
+            work,
+            explain,
+            precheck=precheck,
+        )
 
     def _check_affordable(
         self,
@@ -328,6 +348,7 @@ class Session:
         work: Callable[[Backend, NoiseAllocation, Budget, Fraction | None], tuple[T, str]],
         explain: Callable[[PrivacyRequest, Charge, NoiseAllocation], Any] | None = None,
         mechanism_delta: bool = False,
+        precheck: Callable[[NoiseAllocation], None] | None = None,
     ) -> T:
         """The one release path: validate, charge (or refuse), compute, release, record.
 
@@ -345,6 +366,8 @@ class Session:
             if explain is not None:
                 return cast(T, explain(request, charge, allocation))
             return cast(T, explain_cost(label, request, charge, self._accountant, self._charges()))
+        if precheck is not None:
+            precheck(allocation)
         if mechanism is None:
             mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
         release_id = self._ledger.charge(
@@ -360,9 +383,16 @@ class Session:
         zcdp_rho = charge.rho if self.accounting == "zcdp" else None
         try:
             released, shown = work(backend, allocation, cost, zcdp_rho)
-        except BaseException:
+        except DPError:
             self._ledger.complete(release_id, "", status="failed")
             raise
+        except Exception as exc:
+            self._ledger.complete(release_id, "", status="failed")
+            raise QueryFailedError(
+                f"The query failed while reading the data ({type(exc).__name__}); its charge "
+                "stands. No detail is shown because it could hold private values: check the "
+                "column types used in the query's conditions and expressions."
+            ) from None
         self._ledger.complete(release_id, shown)
         self._notify(label, cost)
         return released
@@ -379,7 +409,14 @@ class Session:
             self.total,
         )
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception as exc:  # a broken meter must not lose the release
+                warnings.warn(
+                    f"A release listener failed ({type(exc).__name__}); the release stands.",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
 
 
 def _read(

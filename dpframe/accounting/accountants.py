@@ -349,10 +349,10 @@ def pure_epsilon(allocation: NoiseAllocation, zcdp_factor: Fraction) -> Fraction
     """The ε a pure-DP mechanism may use within ``allocation``.
 
     A Laplace allocation is already a pure ε.  A Gaussian (ρ) allocation admits
-    any ε-DP mechanism that is c·ε²-zCDP with c·ε² ≤ ρ: c = 1/2 for every ε-DP
-    mechanism (Bun & Steinke 2016, Prop. 1.4), c = 1/8 for the exponential
-    mechanism and permute-and-flip (bounded range; Cesar & Rogers 2021).  The
-    square root is rounded down to a rational, so c·ε² ≤ ρ holds exactly.
+    any ε-DP mechanism that is c·ε²-zCDP with c·ε² ≤ ρ: c = 1/2 holds for every
+    ε-DP mechanism (Bun & Steinke 2016, Prop. 1.4); dpframe uses it for all
+    selection mechanisms.  The square root is rounded down to a rational, so
+    c·ε² ≤ ρ holds exactly.
     """
     if allocation.kind == "laplace":
         return allocation.parameter

@@ -43,7 +43,7 @@ def to_fraction(value: object, name: str) -> Fraction:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
-        return Fraction(repr(value))
+        return Fraction(repr(float(value)))  # float(): numpy scalars repr as np.float64(...)
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")

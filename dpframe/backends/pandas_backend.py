@@ -76,11 +76,6 @@ class PandasBackend:
     def __reduce__(self) -> Any:
         raise DPError("A backend holding private data cannot be pickled.")
 
-    @property
-    def n_rows(self) -> int:
-        """Row count, for internal checks only (never released)."""
-        return len(self._frame)
-
     def fingerprint(self) -> str:
         """BLAKE2b over column names, dtypes and row hashes, in 2**18-row chunks."""
         if self._fingerprint is None:
@@ -237,10 +232,11 @@ class PandasBackend:
                 return np.array([float(n)])
             return _bincount(slots, None, size)
         assert measure.expr is not None
+        if measure.kind == "nonnull":
+            present = self._present(measure.expr, defs)
+            return _bincount(slots, present.astype(np.float64), size)
         values = self._values(measure.expr, defs)
         present = ~np.isnan(values)
-        if measure.kind == "nonnull":
-            return _bincount(slots, present.astype(np.float64), size)
         terms = np.clip(values, measure.lower, measure.upper)
         if measure.center != 0.0:
             terms -= measure.center
@@ -251,6 +247,13 @@ class PandasBackend:
         if not present.all():
             terms[~present] = 0.0
         return _bincount(slots, terms, size)
+
+    def _present(self, expr: Expr, defs: dict[str, Expr]) -> npt.NDArray[np.bool_]:
+        """True where ``expr`` has a value (any dtype: text, dates, numbers)."""
+        value = self._eval(expr, defs)
+        if isinstance(value, pd.Series):
+            return np.asarray(value.notna().to_numpy(dtype=bool))
+        return np.full(len(self._frame), not pd.isna(value))
 
 
 def bound_contributions(

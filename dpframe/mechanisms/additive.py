@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
+from dpframe.errors import InvalidBudgetError
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,
@@ -35,6 +36,7 @@ __all__ = ["GRID_BITS", "NoiseSpec", "noise_for", "release_integer_sums"]
 #: The grid is the largest power of two at most ``min(scale, sensitivity) / 2**GRID_BITS``,
 #: so rounding to it widens the sensitivity (and the noise) by at most one part in 1024.
 GRID_BITS = 10
+_MAX_SCALE = 2**52  # the samplers' limit (int64 outputs)
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,12 @@ def noise_for(
         parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
     else:
         parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
+    too_wide = parameter > _MAX_SCALE if allocation.kind == "laplace" else parameter > _MAX_SCALE**2
+    if too_wide:
+        raise InvalidBudgetError(
+            "The privacy parameter is so small that the noise would exceed 2**52 grid units; "
+            "ask for a larger epsilon (or rho)."
+        )
     grid = float(grid_q) * quantum
     rounding = 0.0 if grid_q == 1 else grid / 2
     return grid_q, sensitivity_units, NoiseSpec(allocation.kind, parameter, grid, rounding)

@@ -43,7 +43,7 @@ def check_quantile(q: object) -> Fraction:
         raise SchemaError(f"A quantile must be a number in [0, 1], got {q!r}.")
     if isinstance(q, float) and not math.isfinite(q):
         raise SchemaError(f"A quantile must be in [0, 1], got {q!r}.")
-    value = Fraction(repr(q)) if isinstance(q, float) else Fraction(q)
+    value = Fraction(repr(float(q))) if isinstance(q, float) else Fraction(q)
     if not 0 <= value <= 1:
         raise SchemaError(f"A quantile must be in [0, 1], got {q!r}.")
     return value

@@ -50,8 +50,10 @@ def permute_and_flip(
         ε-DP when every utility changes by at most Δ (``sensitivity``) between
         neighbouring datasets (McKenna & Sheldon 2020, Thm. 1).  It is the
         same distribution as report-noisy-max with exponential noise
-        (Ding, Kifer, et al. 2021), and satisfies ε²/8-zCDP (bounded range,
-        Cesar & Rogers 2021).
+        (Ding, Kifer, et al. 2021).  Under zCDP dpframe counts it as
+        ε²/2-zCDP, which holds for every ε-DP mechanism (Bun & Steinke 2016);
+        the tighter ε²/8 of bounded-range mechanisms (Cesar & Rogers 2021)
+        needs every utility to move in the same direction by at most Δ.
 
     Accuracy:
         Never worse than the exponential mechanism: with probability at least

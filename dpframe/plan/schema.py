@@ -229,7 +229,11 @@ def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
         inner = _expr_bounds(expr.operand, schema)
         if inner is None:
             return (expr.lower, expr.upper)
-        return (max(inner[0], expr.lower), min(max(inner[1], expr.lower), expr.upper))
+
+        def clamp(value: float) -> float:
+            return min(max(value, expr.lower), expr.upper)
+
+        return (clamp(inner[0]), clamp(inner[1]))
     if isinstance(expr, Arith):
         left = _expr_bounds(expr.left, schema)
         right = _expr_bounds(expr.right, schema)
@@ -242,6 +246,30 @@ def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
     return None
 
 
+def _value_kind(expr: Expr, schema: Schema) -> str:
+    """``number``, ``text`` or ``other``, checking operand types on the way (public facts only)."""
+    if isinstance(expr, Col):
+        kind = schema.get(expr.name).kind
+        return {
+            "numeric": "number",
+            "boolean": "number",
+            "text": "text",
+            "categorical": "text",
+        }.get(kind, "other")
+    if isinstance(expr, Lit):
+        return "text" if isinstance(expr.value, str) else "number"
+    kinds = [_value_kind(child, schema) for child in expr.children()]
+    if isinstance(expr, (Arith, Neg, Abs, Clip)):
+        if "text" in kinds:
+            raise SchemaError(f"Arithmetic needs numbers; {expr} involves text.")
+        return "number"
+    if isinstance(expr, Compare) and expr.op in ("<", "<=", ">", ">="):
+        left, right = kinds
+        if {left, right} == {"number", "text"}:
+            raise SchemaError(f"{expr} compares a number with text; compare like with like.")
+    return "number"
+
+
 def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     """The public facts of a derived column ``name = expr``.
 
@@ -252,6 +280,7 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     """
     for ref in sorted(expr.columns()):
         schema.get(ref)
+    _value_kind(expr, schema)
     if isinstance(expr, Col):
         return replace(schema.get(expr.name), name=name)
     if isinstance(expr, Bucket):
