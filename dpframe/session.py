@@ -62,7 +62,9 @@ class Session:
         epsilon: the total ε of the session (> 0).
         delta: the total δ (0 ≤ δ < 1); default 0.
         name: the session's name in the ledger.  A session with the same
-            name, ledger and data resumes its spend, also from another process.
+            name and ledger resumes its spend, also from another process; the
+            budget covers every dataset the session loads (use a new name for
+            unrelated data), and is fixed at first use.
         ledger: the SQLite ledger file; None for the default location
             (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
             for one that is forgotten when the session ends, or a
@@ -100,6 +102,8 @@ class Session:
         self._rng = SecureRandom()
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._explaining = False
+        self._units: dict[str, tuple[str, int] | None] = {}
+        self._ledger.register(self._name, self._accountant.kind, total)
 
     # -- public state --------------------------------------------------------
 
@@ -123,12 +127,8 @@ class Session:
         """Where the ledger file is."""
         return self._ledger.path
 
-    def _datasets(self) -> list[str]:
-        """Fingerprints of the datasets loaded in this session (the ledger keys)."""
-        return sorted({dataset for dataset, _ in self._backends})
-
     def _charges(self) -> Charge:
-        return self._ledger.spent(self._name, self._datasets())
+        return self._ledger.spent(self._name)
 
     @property
     def spent(self) -> Budget:
@@ -142,8 +142,8 @@ class Session:
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """One row per release of this session on its datasets, oldest first."""
-        return self._ledger.releases(self._name, self._datasets())
+        """One row per release of this session (on any dataset), oldest first."""
+        return self._ledger.releases(self._name)
 
     def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
         """Call ``listener`` after every release; returns a function that unsubscribes."""
@@ -222,7 +222,13 @@ class Session:
         unit = _check_unit(df, privacy_unit, max_rows_per_unit)
         backend = PandasBackend(df)
         dataset = backend.fingerprint()
-        self._ledger.register(self._name, dataset, self.accounting, self.total)
+        previous_unit = self._units.setdefault(dataset, unit)
+        if previous_unit != unit:
+            raise SchemaError(
+                "This session already holds this data with another privacy unit setting; "
+                "mixing row-level and unit-level releases of the same data would weaken the "
+                "unit-level guarantee. Use one setting per session."
+            )
         if unit is None:
             self._backends.setdefault((dataset, ""), backend)
             return PrivateFrame._create(self, Source(dataset), schema)
@@ -372,7 +378,6 @@ class Session:
             mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
         release_id = self._ledger.charge(
             self._name,
-            self._datasets(),
             source.dataset,
             charge,
             lambda spent: self._accountant.check(spent, charge, request),

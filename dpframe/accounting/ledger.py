@@ -1,6 +1,9 @@
 """The SQLite ledger: every release, persisted, so a kernel restart keeps the spend.
 
-Rows are keyed by session name and dataset fingerprint.  A charge runs in one
+A session's budget is keyed by its name and covers every dataset it touches
+(each row also records the dataset's fingerprint).  Keying by name rather
+than by data means that re-loading the same people in another order, as a
+column subset or with another dtype can never start a fresh budget.  A charge runs in one
 ``BEGIN IMMEDIATE`` transaction (read the spend, run the accountant's filter,
 insert the row), so two processes sharing a ledger file can never overspend:
 SQLite serializes the writers, and the spend is always re-read inside the
@@ -14,7 +17,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -103,7 +106,7 @@ class Ledger:
         except sqlite3.Error as exc:
             raise LedgerError(f"Cannot open the ledger {self.path}: {exc}") from None
         self._lock = threading.Lock()
-        self._totals: dict[tuple[str, tuple[str, ...]], tuple[int, Charge]] = {}
+        self._totals: dict[str, tuple[int, Charge]] = {}
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -116,13 +119,14 @@ class Ledger:
                 raise
             self._conn.execute("COMMIT")
 
-    def register(self, session: str, dataset: str, accounting: str, total: Budget) -> None:
-        """Record the budget of (session, dataset), or check it matches the recorded one.
+    def register(self, session: str, accounting: str, total: Budget) -> None:
+        """Record the budget of ``session``, or check it matches the recorded one.
 
         Raises:
-            LedgerError: the ledger already holds this session and dataset with
-                a different budget or accounting (a budget is fixed at first use).
+            LedgerError: the ledger already holds this session with a different
+                budget or accounting (a budget is fixed at first use).
         """
+        dataset = "*"
         with self._transaction() as conn:
             row = conn.execute(
                 "SELECT accounting, epsilon, delta FROM budgets WHERE session=? AND dataset=?",
@@ -144,18 +148,18 @@ class Ledger:
             recorded = Budget(Fraction(row[1]), Fraction(row[2]))
             if row[0] != accounting or recorded != total:
                 raise LedgerError(
-                    f"The ledger {self.path} already holds session {session!r} for this "
-                    f"dataset with {row[0]} accounting and total {recorded}; this session "
+                    f"The ledger {self.path} already holds session {session!r} "
+                    f"with {row[0]} accounting and total {recorded}; this session "
                     f"asks for {accounting} accounting and total {total}. A budget is fixed "
                     "at first use: resume with the same settings, or choose a new name=."
                 )
 
-    def spent(self, session: str, datasets: Sequence[str]) -> Charge:
-        """The exact sum of all charges of ``session`` on any of ``datasets``."""
+    def spent(self, session: str) -> Charge:
+        """The exact sum of all charges of ``session``."""
         with self._lock:
-            return self._sum(self._conn, session, datasets)
+            return self._sum(self._conn, session)
 
-    def _sum(self, conn: sqlite3.Connection, session: str, datasets: Sequence[str]) -> Charge:
+    def _sum(self, conn: sqlite3.Connection, session: str) -> Charge:
         """The exact total, reading only rows newer than the last total read.
 
         Release rows are only ever appended (and their costs never change), so
@@ -163,26 +167,20 @@ class Ledger:
         newer rows are read inside the caller's transaction, so rows written by
         other processes are always included.
         """
-        if not datasets:
-            return Charge()
-        key = (session, tuple(sorted(datasets)))
-        last_id, total = self._totals.get(key, (0, Charge()))
-        marks = ",".join("?" * len(datasets))
+        last_id, total = self._totals.get(session, (0, Charge()))
         rows = conn.execute(
-            "SELECT id, epsilon, delta, rho FROM releases WHERE session=? AND id > ? "
-            f"AND dataset IN ({marks}) ORDER BY id",
-            (session, last_id, *datasets),
+            "SELECT id, epsilon, delta, rho FROM releases WHERE session=? AND id > ? ORDER BY id",
+            (session, last_id),
         ).fetchall()
         for row_id, eps, dlt, rho in rows:
             total = total + Charge(Fraction(eps), Fraction(dlt), Fraction(rho))
             last_id = row_id
-        self._totals[key] = (last_id, total)
+        self._totals[session] = (last_id, total)
         return total
 
     def charge(
         self,
         session: str,
-        datasets: Sequence[str],
         dataset: str,
         charge: Charge,
         check: Callable[[Charge], None],
@@ -195,7 +193,7 @@ class Ledger:
         back, recording nothing) when the charge does not fit.
         """
         with self._transaction() as conn:
-            spent = self._sum(conn, session, datasets)
+            spent = self._sum(conn, session)
             check(spent)
             cursor = conn.execute(
                 "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta,"
@@ -222,14 +220,13 @@ class Ledger:
                 "UPDATE releases SET status=?, value=? WHERE id=?", (status, value, release_id)
             )
 
-    def releases(self, session: str, datasets: Sequence[str]) -> pd.DataFrame:
-        """One row per release of ``session`` on ``datasets``, oldest first."""
-        marks = ",".join("?" * max(len(datasets), 1))
+    def releases(self, session: str) -> pd.DataFrame:
+        """One row per release of ``session``, oldest first."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT id, time, dataset, query, mechanism, epsilon, delta, rho, status, value "
-                f"FROM releases WHERE session=? AND dataset IN ({marks}) ORDER BY id",
-                (session, *(datasets or [""])),
+                "FROM releases WHERE session=? ORDER BY id",
+                (session,),
             ).fetchall()
         frame = pd.DataFrame(
             rows,
