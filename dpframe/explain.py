@@ -98,7 +98,7 @@ def explain_aggregate(
                 spec.abs_quantile(0.95) + spec.rounding,
             )
         )
-    cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+    cost = accountant.cost(request, charge)
     before = accountant.remaining(spent)
     after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
     rho = float(charge.rho) if charge.rho else None
@@ -113,7 +113,7 @@ def explain_cost(
     spent: Charge,
 ) -> Explanation:
     """Describe the cost of a selection query (its accuracy is in the method's docstring)."""
-    cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+    cost = accountant.cost(request, charge)
     before = accountant.remaining(spent)
     after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
     rho = float(charge.rho) if charge.rho else None

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.release import GroupedRelease, Release
+from dpframe.release import GroupedRelease, Release, ci
 
 __all__ = ["plot"]
 
@@ -35,7 +35,7 @@ def plot(result: pd.Series | Release, level: float = 0.95, ax: Any = None, **kwa
         if not isinstance(meta, GroupedRelease):
             raise DPError("plot() needs a release or a grouped result returned by dpframe.")
         title = meta.query
-        intervals = meta.ci(level)
+        intervals = ci(result, level)
         values, lows, highs = result, intervals["low"], intervals["high"]
     if ax is None:
         _, ax = plt.subplots(figsize=kwargs.pop("figsize", (6, 3.5)))
@@ -60,8 +60,6 @@ class ReleaseAccessor:
 
     def ci(self, level: float = 0.95) -> pd.DataFrame:
         """Per-group intervals (see :func:`dpframe.ci`)."""
-        from dpframe.release import ci
-
         table: pd.DataFrame = ci(self._series, level)
         return table
 

@@ -8,6 +8,7 @@ pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from dataclasses import dataclass
 from fractions import Fraction
@@ -166,6 +167,13 @@ class GroupedRelease:
     query: str
     intervals: Intervals
     rho: Fraction | None = None
+    values: np.ndarray | None = None
+
+    def matches(self, series: pd.Series) -> bool:
+        """True when ``series`` still holds exactly the released values and keys."""
+        if self.values is None or not series.index.equals(self.index):
+            return False
+        return bool(np.array_equal(series.to_numpy(dtype=float), self.values, equal_nan=True))
 
     def ci(self, level: float = 0.95) -> pd.DataFrame:
         """Per-group (low, high) intervals with coverage ≥ ``level`` each."""
@@ -184,6 +192,12 @@ def ci(result: Release | pd.Series, level: float = 0.95) -> Any:
     if isinstance(result, pd.Series):
         meta = result.attrs.get("dpframe")
         if isinstance(meta, GroupedRelease):
+            if not meta.matches(result):
+                raise DPError(
+                    "This Series is not the released one (its values or keys changed since), "
+                    "so the release's intervals do not apply to it. Take the intervals of the "
+                    "result as returned, then transform both."
+                )
             return meta.ci(level)
     raise DPError("ci() needs a dpframe release or a grouped result returned by dpframe.")
 
@@ -191,5 +205,5 @@ def ci(result: Release | pd.Series, level: float = 0.95) -> Any:
 def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:
     """Build the public Series of a grouped release."""
     series: pd.Series = pd.Series(values, index=meta.index, name=name)
-    series.attrs["dpframe"] = meta
+    series.attrs["dpframe"] = dataclasses.replace(meta, values=np.asarray(values, dtype=float))
     return series

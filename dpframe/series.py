@@ -425,6 +425,7 @@ def _reorder(meta: Any, order: np.ndarray) -> Any:
     model = meta.intervals
     if isinstance(model, IntervalModel):
         model = dataclasses.replace(model, noisy=tuple(a[order] for a in model.noisy))
+    values = None if meta.values is None else meta.values[order]
     return dataclasses.replace(
-        meta, index=meta.index[order], scales=meta.scales[order], intervals=model
+        meta, index=meta.index[order], scales=meta.scales[order], intervals=model, values=values
     )

@@ -384,7 +384,7 @@ class Session:
             label,
             mechanism,
         )
-        cost = Budget(request.epsilon, request.delta) if request.epsilon is not None else Budget(0)
+        cost = self._accountant.cost(request, charge)
         zcdp_rho = charge.rho if self.accounting == "zcdp" else None
         try:
             released, shown = work(backend, allocation, cost, zcdp_rho)

@@ -176,3 +176,14 @@ def test_outputs_lie_on_a_power_of_two_grid(cps: pd.DataFrame) -> None:
         grid = 2.0 ** (math.floor(math.log2(min(5000 / 0.3, 5000))) - 10)
         assert value / grid == int(value / grid)
         assert exponent < 60 and mantissa != 0
+
+
+def test_intervals_refuse_a_changed_series(rich: dp.Session, cps: pd.DataFrame) -> None:
+    pf = rich.private_frame(
+        cps, bounds={"wage": (0, 5000)}, categories={"region": ["south", "west"]}
+    )
+    result = pf.groupby("region")["wage"].mean(epsilon=BIG)
+    assert len(dp.ci(result)) == 2
+    for changed in (result * 1000 + 7, result.iloc[:1], result * 0):
+        with pytest.raises(dp.DPError, match="not the released one"):
+            dp.ci(changed)

@@ -136,15 +136,18 @@ class Accountant(ABC):
     def remaining(self, spent: Charge) -> Budget:
         """The largest (ε, δ) a next query may still request."""
 
+    def cost(self, request: PrivacyRequest, charge: Charge) -> Budget:
+        """The (ε, δ) a release is said to cost: the request, or under zCDP its ε share."""
+        if request.epsilon is not None:
+            return Budget(request.epsilon, request.delta)
+        return Budget(self._epsilon_of_rho(charge.rho), request.delta)
+
     def check(self, spent: Charge, charge: Charge, request: PrivacyRequest) -> None:
         """Raise :class:`BudgetExceededError` (charging nothing) if the filter refuses."""
         if self.admits(spent, charge):
             return
         remaining = self.remaining(spent)
-        if request.epsilon is not None:
-            asked = Budget(request.epsilon, request.delta)
-        else:
-            asked = Budget(self._epsilon_of_rho(charge.rho), request.delta)
+        asked = self.cost(request, charge)
         diff_eps = max(asked.epsilon - remaining.epsilon, _ZERO)
         diff_delta = max(asked.delta - remaining.delta, _ZERO)
         raise BudgetExceededError(
@@ -285,15 +288,16 @@ class ZCDPAccountant(Accountant):
         else:
             assert request.epsilon is not None
             rho = self.rho_total * request.epsilon / self.total.epsilon
+        share = self._epsilon_of_rho(rho)  # recorded for people; the filter uses rho and delta
         if mechanism_delta:
             _require_delta(request)
-            return Charge(rho=rho, delta=request.delta), NoiseAllocation("gaussian", rho)
+            return Charge(share, request.delta, rho), NoiseAllocation("gaussian", rho)
         if request.delta != 0:
             raise InvalidBudgetError(
                 "This aggregate has no delta of its own in a zCDP session (its Gaussian "
                 "noise is accounted in rho); drop delta=."
             )
-        return Charge(rho=rho), NoiseAllocation("gaussian", rho)
+        return Charge(epsilon=share, rho=rho), NoiseAllocation("gaussian", rho)
 
     def _rho_max(self, delta_spent: Fraction) -> Fraction:
         if delta_spent >= self.total.delta:
