@@ -39,7 +39,7 @@ def _named_conditions(frame: PrivateFrame, queries: object) -> list[tuple[str, E
     if isinstance(queries, Mapping):
         items = [(str(name), cond) for name, cond in queries.items()]
     elif isinstance(queries, Sequence) and not isinstance(queries, (str, bytes)):
-        items = [(str(_to_expr(cond)), cond) for cond in queries]
+        items = [(str(_to_expr(cond, frame)), cond) for cond in queries]
     else:
         raise SchemaError(
             "above_threshold() needs a dict {name: condition} or a list of conditions."
@@ -48,7 +48,7 @@ def _named_conditions(frame: PrivateFrame, queries: object) -> list[tuple[str, E
         raise SchemaError("above_threshold() needs at least one query.")
     named = []
     for name, cond in items:
-        expr = _to_expr(cond)
+        expr = _to_expr(cond, frame)
         if infer_column(name, expr, frame._schema).kind != "boolean":
             raise SchemaError(f"Query {name!r} is not a row condition (comparison, isin, &, |, ~).")
         named.append((name, expr))

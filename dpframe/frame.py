@@ -177,7 +177,7 @@ class PrivateFrame(RowGuard):
 
     def filter(self, condition: PrivateSeries | Expr) -> PrivateFrame:
         """Keep the rows where ``condition`` holds (free; missing counts as false)."""
-        expr = _to_expr(condition)
+        expr = _to_expr(condition, self)
         info = infer_column("_condition", expr, self._schema)
         if info.kind != "boolean":
             raise SchemaError("A filter needs a condition (a comparison, isin, &, |, ~).")
@@ -187,7 +187,7 @@ class PrivateFrame(RowGuard):
         """Add derived columns; bounds follow by interval arithmetic (see ``with_bounds``)."""
         plan, schema = self._plan, self._schema
         for name, value in columns.items():
-            expr = _to_expr(value)
+            expr = _to_expr(value, self)
             info = infer_column(name, expr, schema)
             plan = Assign(plan, name, expr)
             schema = schema.with_column(info)
@@ -327,10 +327,25 @@ class PrivateFrame(RowGuard):
         return cast("Release", result)  # an Explanation inside session.explain()
 
 
-def _to_expr(value: Any) -> Expr:
+def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:
+    """The expression of a series, literal or expression.
+
+    With ``frame``, a series taken from another frame is accepted only if it
+    means the same on ``frame``: same data, and the same definitions of every
+    derived column it reads (otherwise it would silently be re-bound).
+    """
+    from dpframe.plan.inline import resolved_key
     from dpframe.series import PrivateSeries
 
     if isinstance(value, PrivateSeries):
+        if frame is not None and value._frame is not frame:
+            here = resolved_key(frame._plan, value._expr)
+            there = resolved_key(value._frame._plan, value._expr)
+            if here != there:
+                raise SchemaError(
+                    f"{value._expr} comes from another frame where it means something else "
+                    "(other data or other derived columns); build it from this frame."
+                )
         return value._expr
     if isinstance(value, Expr):
         return value

@@ -107,7 +107,7 @@ class PrivateSeries(RowGuard):
         return PrivateSeries._create(self._frame, expr, info)
 
     def _binary(self, other: Any, op: str, reverse: bool = False) -> PrivateSeries:
-        left, right = self._expr, _to_expr(other)
+        left, right = self._expr, _to_expr(other, self._frame)
         if reverse:
             left, right = right, left
         method = {
@@ -201,7 +201,9 @@ class PrivateSeries(RowGuard):
 
     def between(self, left: Any, right: Any) -> PrivateSeries:
         """``left <= x <= right`` (free)."""
-        return self._wrap(self._expr.between(_to_expr(left), _to_expr(right)))
+        return self._wrap(
+            self._expr.between(_to_expr(left, self._frame), _to_expr(right, self._frame))
+        )
 
     def isna(self) -> PrivateSeries:
         """True where missing (free)."""

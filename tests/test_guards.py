@@ -114,3 +114,12 @@ def test_public_facts_are_available(secret_frame: dp.PrivateFrame) -> None:
     assert secret_frame.categories == {"region": ("south", "west")}
     assert "wage" in dir(secret_frame)
     assert secret_frame.wage.bounds == (0.0, 5000.0)
+
+
+def test_series_from_another_frame_is_not_rebound(session: dp.Session) -> None:
+    pf = session.private_frame(pd.DataFrame({"x": [0.1, 0.6, 0.9]}), bounds={"x": (0, 1)})
+    zeroed = pf.assign(x=pf["x"] * 0)
+    with pytest.raises(dp.SchemaError, match="another frame"):
+        pf[zeroed["x"] > 0.5]
+    filtered = pf[pf["x"] > 0.2]
+    assert isinstance(filtered[pf["x"] < 0.8], dp.PrivateFrame)  # same meaning: accepted

@@ -9,7 +9,6 @@ do not re-hash it.  Nothing that depends on a filter or a release is cached.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import operator
 from collections.abc import Callable, Hashable
@@ -37,6 +36,7 @@ from dpframe.plan.expressions import (
     Neg,
     Not,
 )
+from dpframe.plan.inline import SourceCol, inline
 from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, lineage
 
 __all__ = ["PandasBackend"]
@@ -92,10 +92,10 @@ class PandasBackend:
     # -- expressions ---------------------------------------------------------
 
     def _eval(self, expr: Expr, defs: dict[str, Expr]) -> Any:
-        if isinstance(expr, _SourceCol):
+        if isinstance(expr, SourceCol):
             return self._frame[expr.name]
         if isinstance(expr, Col):
-            return self._eval(_substitute(expr, defs), defs)
+            return self._eval(inline(expr, defs), defs)
         if isinstance(expr, Lit):
             return expr.value
         if isinstance(expr, (Arith, Compare, Logical)):
@@ -134,9 +134,9 @@ class PandasBackend:
         mask: Any = None
         for step in steps:
             if isinstance(step, Assign):
-                defs[step.name] = _substitute(step.expr, defs)
+                defs[step.name] = inline(step.expr, defs)
             elif isinstance(step, Filter):
-                keep = _as_mask(self._eval(_substitute(step.predicate, defs), defs))
+                keep = _as_mask(self._eval(inline(step.predicate, defs), defs))
                 keep_np = _full_mask(keep, len(self._frame))
                 mask = keep_np if mask is None else (mask & keep_np)
         return defs, mask
@@ -166,7 +166,7 @@ class PandasBackend:
 
     def _key_slots(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
         if isinstance(key.expr, Bucket):
-            inner = self._eval(_substitute(key.expr.operand, defs), defs)
+            inner = self._eval(inline(key.expr.operand, defs), defs)
             return _bucket_codes(_as_float(inner, len(self._frame)), key.expr) + 1
         is_source = isinstance(key.expr, Col) and key.expr.name not in defs
         cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
@@ -187,7 +187,7 @@ class PandasBackend:
         The keys never leave the session unless partition selection releases them.
         """
         defs, mask = self._prepare(plan)
-        values = self._eval(_substitute(expr, defs), defs)
+        values = self._eval(inline(expr, defs), defs)
         if not isinstance(values, pd.Series):
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
         row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
@@ -337,25 +337,3 @@ def _full_mask(value: Any, n: int) -> npt.NDArray[np.bool_]:
     if isinstance(value, pd.Series):
         return value.to_numpy(dtype=bool)
     return np.full(n, bool(value))
-
-
-@dataclasses.dataclass(frozen=True, eq=False, repr=False)
-class _SourceCol(Expr):
-    """A column read straight from the source frame (after substitution)."""
-
-    name: str
-
-    def key(self) -> tuple[Any, ...]:
-        return ("source", self.name)
-
-
-def _substitute(expr: Expr, defs: dict[str, Expr]) -> Expr:
-    """Inline derived columns so the result reads source columns only."""
-    if isinstance(expr, Col):
-        return defs.get(expr.name, _SourceCol(expr.name))
-    changes = {}
-    for field in dataclasses.fields(expr):
-        value = getattr(expr, field.name)
-        if isinstance(value, Expr):
-            changes[field.name] = _substitute(value, defs)
-    return dataclasses.replace(expr, **changes) if changes else expr
