@@ -19,7 +19,13 @@ from dpframe.errors import SchemaError
 from dpframe.guard import RowGuard, UnknownAttributeError
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan, lineage
-from dpframe.plan.schema import ColumnInfo, Schema, check_bounds, infer_column
+from dpframe.plan.schema import (
+    ColumnInfo,
+    Schema,
+    check_bounds,
+    check_categories,
+    infer_column,
+)
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -212,9 +218,7 @@ class PrivateFrame(RowGuard):
         schema = self._schema
         for name, cats in categories.items():
             info = schema.get(name)
-            values = tuple(cats)
-            if not values or len(set(values)) != len(values):
-                raise SchemaError(f"categories for {name!r} must be distinct and not empty.")
+            values = check_categories(name, cats, info.kind)
             kind = "categorical" if info.kind == "text" else info.kind
             schema = schema.with_column(
                 ColumnInfo(info.name, kind, info.dtype, info.bounds, values)
@@ -225,7 +229,9 @@ class PrivateFrame(RowGuard):
         """Group by columns with declared categories (every declared key is returned)."""
         from dpframe.groupby import PrivateGroupBy
 
-        names = [by] if isinstance(by, str) else list(by)
+        names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
+        if not names or not all(isinstance(n, str) for n in names):
+            raise SchemaError("groupby() takes a column name or a list of column names.")
         return PrivateGroupBy._create(self, tuple(names), None)
 
     # -- releases ------------------------------------------------------------

@@ -249,7 +249,7 @@ class Session:
         **read_csv_kwargs: Any,
     ) -> PrivateFrame:
         """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
-        df = _read(pd.read_csv, path, read_csv_kwargs)
+        df = read_table(pd.read_csv, path, read_csv_kwargs)
         return self.private_frame(
             df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
         )
@@ -265,7 +265,7 @@ class Session:
         **read_parquet_kwargs: Any,
     ) -> PrivateFrame:
         """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
-        df = _read(pd.read_parquet, path, read_parquet_kwargs)
+        df = read_table(pd.read_parquet, path, read_parquet_kwargs)
         return self.private_frame(
             df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
         )
@@ -424,7 +424,7 @@ class Session:
                 )
 
 
-def _read(
+def read_table(
     reader: Callable[..., pd.DataFrame], path: str | os.PathLike[str], kwargs: dict[str, Any]
 ) -> pd.DataFrame:
     """Read a file with a pandas reader; failures become a :class:`SchemaError` without data."""

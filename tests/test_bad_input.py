@@ -52,6 +52,12 @@ BAD_QUERIES: list[tuple[str, Callable[[dp.PrivateFrame], Any]]] = [
     ("infinite bounds", lambda f: f.with_bounds(wage=(0, float("inf")))),
     ("bounds on text", lambda f: f.with_bounds(name=(0, 1))),
     ("budget exceeded", lambda f: f.count(epsilon=11)),
+    ("groupby not a name", lambda f: f.groupby(5)),  # type: ignore[arg-type]
+    ("groupby None", lambda f: f.groupby(None)),  # type: ignore[arg-type]
+    ("categories as a string", lambda f: f.with_categories(region="sw")),
+    ("compare text with number", lambda f: f[f["region"] > 5]),
+    ("arithmetic with text", lambda f: f["wage"] + "x"),
+    ("tiny epsilon", lambda f: f.count(epsilon=1e-300)),
 ]
 
 
@@ -89,6 +95,9 @@ def test_missing_bounds_says_which_bounds_to_add(session: dp.Session) -> None:
         (None, {"region": ["a", "a"]}),
         (None, {"region": "south"}),
         (None, {"nope": ["a"]}),
+        (None, {"wage": ["1", "2"]}),
+        (None, {"region": [1, 2]}),
+        (None, {"region": [["a"], ["b"]]}),
     ],
 )
 def test_bad_declarations(session: dp.Session, bounds: Any, categories: Any) -> None:
@@ -136,3 +145,10 @@ def test_undeclared_keys_are_dropped_not_revealed(frame: dp.PrivateFrame) -> Non
     result = frame.groupby("region").count(epsilon=1)
     assert list(result.index) == ["south", "west"]
     assert SENTINEL_TEXT not in repr(result)
+
+
+@pytest.mark.parametrize("level", [2, 0, 1, -0.5, "a", None, float("nan")])
+def test_bad_interval_level(frame: dp.PrivateFrame, level: object) -> None:
+    release = frame.count(epsilon=0.1)
+    with pytest.raises(dp.DPError, match="level"):
+        release.ci(level)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
@@ -17,6 +18,7 @@ from traitlets import Float, Unicode
 
 import dpframe as dp
 from dpframe.jupyter.meter import BudgetMeter
+from dpframe.session import read_table
 
 __all__ = ["DPMagics", "parse_bounds", "parse_categories"]
 
@@ -44,6 +46,18 @@ def parse_bounds(items: list[str]) -> dict[str, tuple[float, float]]:
             )
         bounds[name] = (_number(low, f"--bounds {name}"), _number(high, f"--bounds {name}"))
     return bounds
+
+
+def _typed(categories: dict[str, list[str]], data: pd.DataFrame) -> dict[str, list[Any]]:
+    """Keys typed like their column: ``--categories age=20,30`` on a number column gives numbers."""
+    typed: dict[str, list[Any]] = {}
+    for name, keys in categories.items():
+        if name in data.columns and pd.api.types.is_numeric_dtype(data[name].dtype):
+            numbers = [_number(k, f"--categories {name}") for k in keys]
+            typed[name] = [int(x) if x.is_integer() else x for x in numbers]
+        else:
+            typed[name] = list(keys)
+    return typed
 
 
 def parse_categories(items: list[str]) -> dict[str, list[str]]:
@@ -163,10 +177,9 @@ class DPMagics(Magics):
             path = Path(args.path).expanduser()
             if not path.is_file():
                 raise MagicInputError(f"no file at {str(path)!r}.")
-            if path.suffix.lower() in (".parquet", ".pq"):
-                frame = session.read_parquet(path, bounds=bounds, categories=categories)
-            else:
-                frame = session.read_csv(path, bounds=bounds, categories=categories)
+            reader = pd.read_parquet if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv
+            data = read_table(reader, path, {})
+            frame = session.private_frame(data, bounds, _typed(categories, data))
         except dp.DPError as error:
             self._fail("dp_load", error)
             return

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import Measure
-from dpframe.errors import SchemaError
+from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, unit_rows
@@ -119,8 +119,8 @@ class IntervalModel:
 
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ends per cell; coverage at least ``level``."""
-        if not 0 < level < 1:
-            raise ValueError("level must be between 0 and 1.")
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise InvalidArgumentError("level must be a number strictly between 0 and 1.")
         k = len(self.noise)
         per = 1 - (1 - level) / k
         half = [spec.abs_quantile(per) + spec.rounding for spec in self.noise]

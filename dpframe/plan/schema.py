@@ -128,6 +128,27 @@ def check_bounds(name: str, bounds: object) -> Bounds:
     return (low_f, high_f)
 
 
+def check_categories(name: str, categories: object, kind: str) -> tuple[Hashable, ...]:
+    """Validate declared keys: non-empty, distinct, hashable, of the column's type."""
+    if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, pd.Index)):
+        raise SchemaError(f"categories for {name!r} must be a list of public keys.")
+    keys = tuple(categories)
+    if not keys:
+        raise SchemaError(f"categories for {name!r} must not be empty.")
+    try:
+        distinct = len(set(keys))
+    except TypeError:
+        raise SchemaError(f"categories for {name!r} must be numbers or strings.") from None
+    if distinct != len(keys):
+        raise SchemaError(f"categories for {name!r} must be distinct.")
+    is_text = [isinstance(k, str) for k in keys]
+    if kind in ("numeric", "boolean") and any(is_text):
+        raise SchemaError(f"categories for {name!r} are text, but the column holds numbers.")
+    if kind in ("text", "categorical") and not all(is_text):
+        raise SchemaError(f"categories for {name!r} must be strings, like the column's values.")
+    return keys
+
+
 def _kind_of(series: pd.Series) -> Kind:
     dtype = series.dtype
     if pd.api.types.is_bool_dtype(dtype):
@@ -179,14 +200,7 @@ def schema_from_frame(
                 )
             info = replace(info, bounds=check_bounds(name, bounds[name]))
         if name in categories:
-            cats = categories[name]
-            if isinstance(cats, (str, bytes)) or not isinstance(cats, Sequence):
-                raise SchemaError(f"categories for {name!r} must be a list of public keys.")
-            cats_t = tuple(cats)
-            if not cats_t:
-                raise SchemaError(f"categories for {name!r} must not be empty.")
-            if len(set(cats_t)) != len(cats_t):
-                raise SchemaError(f"categories for {name!r} must be distinct.")
+            cats_t = check_categories(name, categories[name], kind)
             info = replace(info, categories=cats_t, kind="categorical" if kind == "text" else kind)
         infos.append(info)
     return Schema(tuple(infos))
