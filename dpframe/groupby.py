@@ -153,7 +153,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
-        """Clamped mean per group (inside the bounds, midpoint for empty groups)."""
+        """Clamped mean per group: always inside the bounds, also for empty groups."""
         return self._aggregate("mean", epsilon, delta, rho)
 
     def var(

@@ -108,6 +108,25 @@ class Release:
     def __rtruediv__(self, other: Any) -> float:
         return float(other) / self.value
 
+    def __pow__(self, other: Any) -> float:
+        return float(self.value ** float(other))
+
+    def __rpow__(self, other: Any) -> float:
+        return float(float(other) ** self.value)
+
+    def __floordiv__(self, other: Any) -> float:
+        return self.value // float(other)
+
+    def __mod__(self, other: Any) -> float:
+        return self.value % float(other)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The released value as a 0-d array, so numpy functions (np.sqrt, ...) accept it."""
+        return np.asarray(self.value, dtype=dtype)
+
     def __neg__(self) -> float:
         return -self.value
 

@@ -46,12 +46,6 @@ _EM_ZCDP = Fraction(1, 2)
 _MEAN_GRID_BITS = 20
 
 
-def _budget(
-    epsilon: Number | None, delta: Number | None, rho: Number | None
-) -> tuple[Number | None, Number | None, Number | None]:
-    return (epsilon, delta, rho)
-
-
 def quantiles(
     series: PrivateSeries,
     qs: object,
@@ -106,9 +100,7 @@ def quantiles(
         )
         return grouped_series(np.array(picked), meta, str(expr)), str(picked)
 
-    return frame._session._run(
-        label, lineage(frame._plan)[0], _budget(epsilon, delta, rho), _EM, work
-    )
+    return frame._session._run(label, lineage(frame._plan)[0], (epsilon, delta, rho), _EM, work)
 
 
 def _select_key(
@@ -153,7 +145,7 @@ def mode(
         counts = backend.compute(frame._plan, (Measure("rows"),), (key,))[0]
         return counts.astype(np.int64), unit_rows(frame._plan)
 
-    return _select_key(frame, label, (key,), utilities, _budget(epsilon, delta, rho))
+    return _select_key(frame, label, (key,), utilities, (epsilon, delta, rho))
 
 
 def argmax(
@@ -277,7 +269,8 @@ def describe(
         count = float(noisy[0][0])
         mean = float(np.clip((low + high) / 2 + noisy[1][0] / max(count, 1.0), low, high))
         quarts = series.quantile([0.25, 0.5, 0.75], epsilon=parts[0], delta=dparts, rho=parts[1])
-        table[name] = [count, mean, float(var) ** 0.5, *quarts.tolist()]
+        # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
+        table[name] = [count, mean, float(var) ** 0.5, *sorted(quarts.tolist())]
     result: pd.DataFrame = pd.DataFrame(table, index=["count", "mean", "std", "25%", "50%", "75%"])
     result.attrs["dpframe_budget_split"] = (
         f"{len(names)} columns x (1/2 moments + 1/2 quartiles), each 1/{2 * len(names)} "

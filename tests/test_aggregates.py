@@ -157,6 +157,10 @@ def test_release_behaves_as_a_number(rich: dp.Session, cps: pd.DataFrame) -> Non
     assert release / 2 == value / 2
     assert f"{release:.1f}" == f"{value:.1f}"
     assert release > 0 and release >= value and release == value
+    assert release**2 == value**2 and 1.0001**release == 1.0001**value
+    assert release // 7 == value // 7 and release % 7 == value % 7
+    assert bool(release) == bool(value)
+    assert float(np.sqrt(release)) == pytest.approx(math.sqrt(value))
     assert release.cost == dp.Budget(BIG)
     assert release.mechanism == "discrete Laplace"
     low, high = release.ci(0.95)
