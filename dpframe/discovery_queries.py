@@ -106,11 +106,8 @@ def above_threshold(
 def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Series:
     """Noisy counts of the keys of ``name`` that clear the partition-selection threshold."""
     info = frame._schema.get(name)
-    if unit_rows(frame._plan) > 1:
-        raise SchemaError(
-            "Discovering keys privately is not yet available for frames with a privacy unit "
-            "of several rows; declare the keys with categories=..."
-        )
+    source = lineage(frame._plan)[0]
+    rows, groups = source.unit_rows, max(source.unit_groups, 1)
     expr = Col(name)
     label = f"discover keys of {name}{describe_plan(frame._plan)}"
     reason = (
@@ -121,14 +118,22 @@ def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Ser
     def work(
         backend: Backend, allocation: NoiseAllocation, cost: Budget, rho: Fraction | None
     ) -> tuple[pd.Series, str]:
-        keys, counts = backend.key_counts(frame._plan, expr)
+        rng = frame._session._rng
+        keys, counts = backend.key_counts(
+            frame._plan, expr, source.unit_column, source.unit_groups if rows > 1 else 0, rng
+        )
         epsilon = pure_epsilon(allocation, _PURE_ZCDP)
         delta = to_fraction(budget[1], "delta")
-        selection = select_partitions(counts, epsilon, delta, frame._session._rng)
-        kept = [keys[i] for i in selection.kept]
+        # A unit moves the counts by at most `rows` in total (L1), so noise of scale
+        # rows/ε; it can add at most `groups` new keys, each with a count of at most
+        # `rows`, so each must clear a threshold that such a key passes w.p. δ/groups.
+        selection = select_partitions(counts, epsilon / rows, delta / groups, rng)
+        passed = selection.noisy_counts >= selection.threshold + rows - 1
+        kept = [keys[i] for i in selection.kept[passed]]
+        noisy = np.asarray(selection.noisy_counts, dtype=np.float64)[passed]
         order = sorted(range(len(kept)), key=lambda i: (str(type(kept[i])), kept[i]))
         index = pd.Index([kept[i] for i in order], dtype=object, name=info.name)
-        values = np.asarray(selection.noisy_counts, dtype=np.float64)[order]
+        values = noisy[order]
         meta = GroupedRelease(
             index,
             cost,

@@ -188,6 +188,7 @@ class Session:
         *,
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
     ) -> PrivateFrame:
         """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
 
@@ -205,6 +206,10 @@ class Session:
                 source; this makes a bounded copy) and multiply every
                 sensitivity by it.  Rows with a missing unit id count as units
                 of their own.
+            max_groups_per_unit: with ``privacy_unit``: when a group-by's keys
+                are discovered privately, each unit's rows are limited to at
+                most this many keys (a secure random choice), so one unit can
+                add at most this many new keys (default: ``max_rows_per_unit``).
 
         Raises:
             SchemaError: for an empty frame, unknown columns, or invalid
@@ -220,6 +225,7 @@ class Session:
             raise SchemaError("The DataFrame is empty; there is nothing to protect or query.")
         schema = schema_from_frame(df, bounds, categories)
         unit = _check_unit(df, privacy_unit, max_rows_per_unit)
+        groups = _check_groups(unit, max_groups_per_unit)
         backend = PandasBackend(df)
         dataset = backend.fingerprint()
         previous_unit = self._units.setdefault(dataset, unit)
@@ -236,7 +242,8 @@ class Session:
         bounded = bound_contributions(df, column, k, self._rng)
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
         self._backends[(dataset, view)] = PandasBackend(bounded)
-        return PrivateFrame._create(self, Source(dataset, unit_rows=k, view=view), schema)
+        source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
+        return PrivateFrame._create(self, source, schema)
 
     def read_csv(
         self,
@@ -246,12 +253,18 @@ class Session:
         *,
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
         **read_csv_kwargs: Any,
     ) -> PrivateFrame:
         """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
         df = read_table(pd.read_csv, path, read_csv_kwargs)
         return self.private_frame(
-            df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
+            df,
+            bounds,
+            categories,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
         )
 
     def read_parquet(
@@ -262,12 +275,18 @@ class Session:
         *,
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
         **read_parquet_kwargs: Any,
     ) -> PrivateFrame:
         """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
         df = read_table(pd.read_parquet, path, read_parquet_kwargs)
         return self.private_frame(
-            df, bounds, categories, privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit
+            df,
+            bounds,
+            categories,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
         )
 
     # -- releasing -----------------------------------------------------------
@@ -438,6 +457,16 @@ def read_table(
 
 def _source_of(agg: Aggregate) -> Source:
     return lineage(agg.plan)[0]
+
+
+def _check_groups(unit: tuple[str, int] | None, max_groups: int | None) -> int:
+    if max_groups is None:
+        return 0 if unit is None else unit[1]
+    if unit is None:
+        raise SchemaError("max_groups_per_unit= needs privacy_unit= and max_rows_per_unit=.")
+    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
+        raise SchemaError("max_groups_per_unit must be an integer >= 1.")
+    return min(max_groups, unit[1])  # k rows can never reach more than k keys
 
 
 def _check_unit(

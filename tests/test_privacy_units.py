@@ -83,8 +83,8 @@ def test_unit_frames(cps: pd.DataFrame) -> None:
         "(region == 'south')"
     ]
     assert session.spent == dp.Budget(0.5)
-    with pytest.raises(dp.DPError, match="privacy unit"):
-        units.discover_keys("region", epsilon=0.1, delta=1e-7)
+    with pytest.raises(dp.DPError, match="delta"):
+        units.discover_keys("region", epsilon=0.1, delta=1e-7)  # a pure-DP session
     # Row-level releases of the same data in the same session would weaken the unit guarantee.
     with pytest.raises(dp.SchemaError, match="privacy unit"):
         session.private_frame(df, bounds={"wage": (0, 5000)})
@@ -98,6 +98,8 @@ def test_unit_frames(cps: pd.DataFrame) -> None:
         {"privacy_unit": "person", "max_rows_per_unit": 1.5},
         {"privacy_unit": "person"},
         {"max_rows_per_unit": 3},
+        {"max_groups_per_unit": 2},
+        {"privacy_unit": "person", "max_rows_per_unit": 2, "max_groups_per_unit": 0},
     ],
 )
 def test_bad_unit_arguments(kwargs: dict[str, object]) -> None:
@@ -106,3 +108,36 @@ def test_bad_unit_arguments(kwargs: dict[str, object]) -> None:
     with pytest.raises(dp.SchemaError):
         session.private_frame(df, **kwargs)  # type: ignore[arg-type]
     assert session.ledger.empty
+
+
+def test_key_limit_per_unit_keeps_at_most_g_keys() -> None:
+    from dpframe.backends.pandas_backend import _limit_keys_per_unit
+
+    units = pd.Series([1, 1, 1, 1, 2, 2, None])
+    keys = np.array([0, 1, 2, 2, 0, 0, 1])
+    for _ in range(20):
+        keep = _limit_keys_per_unit(units, keys, 1, SecureRandom())
+        kept = pd.DataFrame({"u": units, "k": keys})[keep]
+        assert kept.groupby("u", dropna=False)["k"].nunique().max() == 1
+        assert keep[4] and keep[5] and keep[6]  # unit 2 has one key; the missing id is its own
+
+
+def test_discovery_with_units_hides_a_person_at_the_limit() -> None:
+    """100,000 people each add 3 rows under a key of their own: each key is shown w.p. <= delta.
+
+    Row-level calibration (scale 1/eps, threshold for a count of 1) would show about e^2
+    times as many; the test counts shown keys against a binomial bound at 1e-7.
+    """
+    people, k, delta = 100_000, 3, 1e-3
+    df = pd.DataFrame(
+        {"person": np.repeat(np.arange(people), k), "key": np.repeat(np.arange(people), k)}
+    )
+    session = dp.Session(epsilon=10, delta=0.5, accounting="approx", ledger=":memory:")
+    pf = session.private_frame(df, privacy_unit="person", max_rows_per_unit=k)
+    shown = len(pf.discover_keys("key", epsilon=1, delta=delta))
+    limit = stats.binom.ppf(1 - ALPHA, people, delta)
+    assert shown <= limit, (shown, limit)
+    from dpframe.mechanisms.partition_selection import release_probability
+
+    row_level = people * float(release_probability(k, 1.0, delta))
+    assert row_level > 3 * limit  # the wrong calibration would be caught

@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import GroupKey, Plan
 
@@ -54,7 +55,14 @@ class Backend(Protocol):
         """Exact values of ``measures`` per group (length = product of key sizes)."""
         ...
 
-    def key_counts(self, plan: Plan, expr: Expr) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+    def key_counts(
+        self,
+        plan: Plan,
+        expr: Expr,
+        unit: str = "",
+        max_keys: int = 0,
+        rng: SecureRandom | None = None,
+    ) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
         """Exact row count per distinct present value of ``expr`` (private key discovery)."""
         ...
 

@@ -181,9 +181,18 @@ class PandasBackend:
             self._codes[cache_key] = slots
         return slots
 
-    def key_counts(self, plan: Plan, expr: Expr) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+    def key_counts(
+        self,
+        plan: Plan,
+        expr: Expr,
+        unit: str = "",
+        max_keys: int = 0,
+        rng: SecureRandom | None = None,
+    ) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
         """Exact row count per distinct non-missing value of ``expr`` (for key discovery only).
 
+        With ``unit`` and ``max_keys``, each unit keeps its rows of at most
+        ``max_keys`` distinct keys (a uniformly random choice from ``rng``).
         The keys never leave the session unless partition selection releases them.
         """
         defs, mask = self._prepare(plan)
@@ -192,6 +201,9 @@ class PandasBackend:
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
         row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
         keep = row_codes >= 0 if mask is None else (row_codes >= 0) & mask
+        if unit and max_keys:
+            assert rng is not None
+            keep &= _limit_keys_per_unit(self._frame[unit], row_codes, max_keys, rng)
         counts = np.bincount(row_codes[keep], minlength=len(uniques)).astype(np.int64)
         present = np.flatnonzero(counts > 0)  # keys whose rows were all filtered out are absent
         return [uniques[i] for i in present], counts[present]
@@ -254,6 +266,23 @@ class PandasBackend:
         if isinstance(value, pd.Series):
             return np.asarray(value.notna().to_numpy(dtype=bool))
         return np.full(len(self._frame), not pd.isna(value))
+
+
+def _limit_keys_per_unit(
+    units: pd.Series, keys: npt.NDArray[np.intp], max_keys: int, rng: SecureRandom
+) -> npt.NDArray[np.bool_]:
+    """Rows to keep so that every unit keeps the rows of at most ``max_keys`` distinct keys."""
+    unit_codes = np.asarray(pd.factorize(units, use_na_sentinel=True)[0], dtype=np.int64)
+    missing = unit_codes < 0
+    unit_codes[missing] = unit_codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
+    pairs = pd.DataFrame({"unit": unit_codes, "key": keys})
+    distinct = pairs.drop_duplicates().to_numpy()
+    order = np.lexsort((rng.uniform_below(2**62, len(distinct)), distinct[:, 0]))
+    ordered = distinct[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:, 0] != ordered[:-1, 0]])
+    rank = np.arange(len(ordered)) - np.repeat(starts, np.diff(np.r_[starts, len(ordered)]))
+    chosen = pd.MultiIndex.from_arrays([ordered[rank < max_keys, 0], ordered[rank < max_keys, 1]])
+    return np.asarray(pd.MultiIndex.from_arrays([unit_codes, keys]).isin(chosen), dtype=bool)
 
 
 def bound_contributions(

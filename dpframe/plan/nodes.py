@@ -36,12 +36,16 @@ class Source:
     ``unit_rows`` is the most rows one privacy unit can contribute (1 when
     each row is a person); every sensitivity is multiplied by it.  ``view``
     names a contribution-bounded copy of the dataset (empty: the data as
-    loaded); the budget is always charged to ``dataset``.
+    loaded); the budget is always charged to ``dataset``.  ``unit_column``
+    and ``unit_groups`` (0: no limit beyond ``unit_rows``) bound how many
+    keys one unit may add when keys are discovered privately.
     """
 
     dataset: str
     unit_rows: int = 1
     view: str = ""
+    unit_column: str = ""
+    unit_groups: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -50,6 +54,8 @@ class Source:
             "dataset": self.dataset,
             "unit_rows": self.unit_rows,
             "view": self.view,
+            "unit_column": self.unit_column,
+            "unit_groups": self.unit_groups,
         }
 
 
