@@ -283,6 +283,8 @@ class PrivateFrame(RowGuard):
         Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
         per key, released only above the smallest threshold τ with
         P(1 + noise ≥ τ) ≤ δ (Korolova et al. 2009; Desfontaines et al. 2022).
+        With a privacy unit of k rows in at most g keys: scale k/ε, and each
+        new key must clear P(k + noise ≥ τ) ≤ δ/g.
 
         Accuracy: a key with true count c is shown with probability
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
