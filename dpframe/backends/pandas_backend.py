@@ -55,7 +55,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "&": operator.and_,
     "|": operator.or_,
 }
-_CHUNK_ROWS = 1 << 18
+_CHUNK_ROWS = 1 << 16
 
 
 class PandasBackend:
@@ -77,7 +77,7 @@ class PandasBackend:
         raise DPError("A backend holding private data cannot be pickled.")
 
     def fingerprint(self) -> str:
-        """BLAKE2b over column names, dtypes and row hashes, in 2**18-row chunks."""
+        """BLAKE2b over column names, dtypes and row hashes, in 2**16-row chunks."""
         if self._fingerprint is None:
             digest = hashlib.blake2b(digest_size=20)
             for name, dtype in self._frame.dtypes.items():
