@@ -27,7 +27,14 @@ from dpframe.accounting.budget import Budget, Number, PrivacyRequest
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
-from dpframe.errors import DPError, InvalidBudgetError, LedgerError, QueryFailedError, SchemaError
+from dpframe.errors import (
+    DPError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    LedgerError,
+    QueryFailedError,
+    SchemaError,
+)
 from dpframe.explain import explain_aggregate, explain_cost
 from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for, release_aggregate
@@ -92,7 +99,7 @@ class Session:
         if total.epsilon <= 0:
             raise InvalidBudgetError("The session's epsilon must be > 0.")
         if not isinstance(name, str) or not name:
-            raise InvalidBudgetError("name must be a non-empty string.")
+            raise InvalidArgumentError("name must be a non-empty string.")
         self._accountant: Accountant = make_accountant(total, accounting)
         self._name = name
         if not (ledger is None or isinstance(ledger, (str, os.PathLike, Ledger))):
