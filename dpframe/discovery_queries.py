@@ -174,6 +174,11 @@ def grouped_with_discovery(
     epsilon, delta, rho = budget
     if statistic == "count" and column is None:
         return discovered_counts(frame, name, budget)
+    if frame._session._explaining:
+        label = f"{statistic}({column or ''}) by {name}, keys discovered privately"
+        return frame._session._explain_request(  # type: ignore[no-any-return]
+            label, epsilon, delta, rho, mechanism_delta=True
+        )
     frame._session._check_affordable(epsilon, delta, rho, mechanism_delta=True)
     keys = discover_keys(frame, name, (_half(epsilon), delta, _half(rho)))
     declared = frame.with_categories(**{name: keys}) if keys else None

@@ -251,6 +251,10 @@ def describe(
     names = [c.name for c in frame._schema.columns if c.kind == "numeric" and c.bounds]
     if not names:
         raise SchemaError("describe() needs numeric columns with declared bounds.")
+    if frame._session._explaining:
+        return frame._session._explain_request(  # type: ignore[no-any-return]
+            f"describe({', '.join(names)})", epsilon, delta, rho
+        )
     share = Fraction(1, 2 * len(names))
     parts = [
         None if v is None else to_fraction(v, k) * share

@@ -359,6 +359,19 @@ class Session:
             precheck=precheck,
         )
 
+    def _explain_request(
+        self,
+        label: str,
+        epsilon: Number | None,
+        delta: Number | None,
+        rho: Number | None,
+        mechanism_delta: bool = False,
+    ) -> Any:
+        """The cost explanation of a composite query (inside :meth:`explain`)."""
+        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+        charge, _ = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
+        return explain_cost(label, request, charge, self._accountant, self._charges())
+
     def _check_affordable(
         self,
         epsilon: Number | None,

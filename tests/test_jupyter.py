@@ -218,3 +218,15 @@ def test_series_accessor(session: dp.Session, cps: pd.DataFrame) -> None:
     assert len(hist.dp.plot().patches) == 4
     with pytest.raises(dp.DPError):
         pd.Series([1.0]).dp.ci()
+
+
+def test_explain_composite_queries(cps: pd.DataFrame) -> None:
+    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")
+    pf = session.private_frame(cps, bounds={"wage": (0, 5000)})
+    described = session.explain(lambda: pf.describe(epsilon=0.5))
+    assert isinstance(described, Explanation) and described.cost == dp.Budget(0.5)
+    grouped = session.explain(lambda: pf.groupby("region")["wage"].mean(epsilon=0.2, delta=1e-8))
+    assert isinstance(grouped, Explanation) and grouped.allowed
+    assert session.spent == dp.Budget(0) and session.ledger.empty
+    with pytest.raises(dp.DPError):
+        session.explain(5)  # type: ignore[arg-type]
