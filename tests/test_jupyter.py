@@ -117,6 +117,8 @@ def test_meter_cannot_change_the_budget(session: dp.Session) -> None:
         "pf {csv} --categories nosuchcolumn=a,b",
         "pf {missing} --bounds wage=0:1",
         "2pf {csv}",
+        "pf {csv} --privacy-unit nosuchcolumn --max-rows-per-unit 2",
+        "pf {csv} --privacy-unit region",
     ],
 )
 def test_dp_load_bad_input_prints_one_line(
@@ -230,3 +232,13 @@ def test_explain_composite_queries(cps: pd.DataFrame) -> None:
     assert session.spent == dp.Budget(0) and session.ledger.empty
     with pytest.raises(dp.DPError):
         session.explain(5)  # type: ignore[arg-type]
+
+
+def test_dp_load_with_a_privacy_unit(shell: InteractiveShell, cps_csv: Path) -> None:
+    shell.run_line_magic("dp_session", "--epsilon 1 --ledger :memory:")
+    shell.run_line_magic(
+        "dp_load", f"pf {cps_csv} --bounds wage=0:5000 --privacy-unit region --max-rows-per-unit 10"
+    )
+    pf = shell.user_ns["pf"]
+    explained = shell.user_ns["dp_session"].explain(lambda: pf["wage"].sum(epsilon=0.1))
+    assert explained.measures[0].sensitivity == pytest.approx(50_000)

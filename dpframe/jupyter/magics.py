@@ -161,6 +161,9 @@ class DPMagics(Magics):
     @argument("path", help="CSV or Parquet file.")
     @argument("--bounds", nargs="*", default=[], help="COLUMN=LOW:HIGH ...")
     @argument("--categories", nargs="*", default=[], help="COLUMN=KEY1,KEY2,... ...")
+    @argument("--privacy-unit", default=None, help="Column identifying a person (several rows).")
+    @argument("--max-rows-per-unit", type=int, default=None, help="Rows kept per unit.")
+    @argument("--max-groups-per-unit", type=int, default=None, help="Keys kept per unit.")
     @line_magic
     def dp_load(self, line: str) -> None:
         """Load a CSV or Parquet file as a private frame bound to NAME."""
@@ -179,7 +182,14 @@ class DPMagics(Magics):
                 raise MagicInputError(f"no file at {str(path)!r}.")
             reader = pd.read_parquet if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv
             data = read_table(reader, path, {})
-            frame = session.private_frame(data, bounds, _typed(categories, data))
+            frame = session.private_frame(
+                data,
+                bounds,
+                _typed(categories, data),
+                privacy_unit=args.privacy_unit,
+                max_rows_per_unit=args.max_rows_per_unit,
+                max_groups_per_unit=args.max_groups_per_unit,
+            )
         except dp.DPError as error:
             self._fail("dp_load", error)
             return
