@@ -191,3 +191,51 @@ def test_intervals_refuse_a_changed_series(rich: dp.Session, cps: pd.DataFrame) 
     for changed in (result * 1000 + 7, result.iloc[:1], result * 0):
         with pytest.raises(dp.DPError, match="not the released one"):
             dp.ci(changed)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "statistic"),
+    [((0, 1e300), "sum"), ((-1e299, 1e299), "mean"), ((0, 1e200), "var")],
+)
+def test_bounds_that_could_overflow_are_refused_before_charging(
+    bounds: tuple[float, float], statistic: str
+) -> None:
+    session = dp.Session(epsilon=1, ledger=":memory:")
+    pf = session.private_frame(pd.DataFrame({"x": [1e300, 1e300]}), bounds={"x": bounds})
+    with pytest.raises(dp.SchemaError, match="overflow"):
+        getattr(pf["x"], statistic)(epsilon=0.5)
+    assert session.ledger.empty
+
+
+def test_large_but_safe_bounds_give_finite_exact_sums() -> None:
+    session = dp.Session(epsilon=1e9, ledger=":memory:")
+    big = 1e290
+    pf = session.private_frame(pd.DataFrame({"x": [big, big, -big]}), bounds={"x": (-big, big)})
+    assert float(pf["x"].sum(epsilon=1e8)) == pytest.approx(big, rel=1e-6)
+    ints = pd.DataFrame({"n": np.array([2**62, 2**62, -(2**62)], dtype=np.int64)})
+    pf_int = session.private_frame(ints, bounds={"n": (-(2.0**63), 2.0**63)})
+    assert float(pf_int["n"].sum(epsilon=1e8)) == pytest.approx(2.0**62, rel=1e-6)
+
+
+def test_neighbours_share_one_output_grid(cps: pd.DataFrame) -> None:
+    """Mironov 2012: D and D' (one extra row at the bound) release on the same public grid.
+
+    Every output is an integer multiple of a grid fixed by public facts only, so no
+    output value (nor any float a few ulps from one) is reachable from just one of them.
+    """
+    session = dp.Session(epsilon=1e3, ledger=":memory:")
+    plus = pd.concat([cps, cps.iloc[:1].assign(wage=5000.0)], ignore_index=True)
+    frames = [session.private_frame(data, bounds={"wage": (0, 5000)}) for data in (cps, plus)]
+    grid = 2.0 ** (math.floor(math.log2(5000)) - 10)
+
+    def noise_scale(pf: dp.PrivateFrame) -> float:
+        explained = session.explain(lambda: pf["wage"].sum(epsilon=1.0))
+        return float(explained.measures[0].scale)
+
+    scales = {noise_scale(f) for f in frames}
+    assert len(scales) == 1  # the noise, and so the grid, depends on public facts only
+    for pf in frames:
+        for _ in range(20):
+            value = float(pf["wage"].sum(epsilon=1.0))
+            assert value / grid == int(value / grid)
+            assert np.nextafter(value, np.inf) / grid != int(np.nextafter(value, np.inf) / grid)

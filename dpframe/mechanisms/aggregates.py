@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.backends.base import Measure
+from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
@@ -63,11 +63,14 @@ def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, in
     low, high = agg.bounds
     ends = np.array([low, high]) - center
     if power == 2:
-        ends = ends * ends
+        with np.errstate(over="ignore"):  # an overflow to inf is refused just below
+            ends = ends * ends
     magnitude = float(np.max(np.abs(ends)))
-    if not math.isfinite(magnitude):
+    if not math.isfinite(magnitude * MAX_ROWS):
+        # A sum of up to MAX_ROWS such values could overflow float64: refuse, never wrap.
         raise SchemaError(
-            f"The bounds {agg.bounds} are too wide for {agg.statistic}(); use narrower bounds."
+            f"The bounds {agg.bounds} are too wide for {agg.statistic}(): sums could overflow; "
+            "use narrower bounds."
         )
     exponent = math.ceil(math.log2(magnitude)) - _QUANTUM_BITS if magnitude > 0 else 0
     quantum = 2.0 ** max(exponent, _MIN_QUANTUM_EXPONENT)
