@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["markdown_table", "render_markdown", "timing_rows", "workload_rows"]
@@ -234,3 +237,12 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             " for the mean the count's noise adds to the sum's.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def save_results(results: Mapping[str, Any], text: str, output_dir: Path, prefix: str) -> None:
+    """Write ``<prefix>-<date>.md`` and ``.json`` into ``output_dir`` and say where."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    stem = output_dir / f"{prefix}-{dt.date.today().isoformat()}"
+    stem.with_suffix(".md").write_text(text)
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    print(f"Saved {stem}.md and {stem}.json ({results['wall_s']:.0f} s)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.metadata
-import json
 import os
 import platform
 import subprocess
@@ -31,7 +30,7 @@ import dpframe as dp
 from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
-from benchmarks.report import render_markdown, timing_rows, workload_rows
+from benchmarks.report import render_markdown, save_results, timing_rows, workload_rows
 from benchmarks.workload import Timing, build_queries, time_query, workload_ratio
 from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
@@ -238,11 +237,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     text = render_markdown(results)
     print("\n" + text)
     if not args.no_save:
-        args.output_dir.mkdir(parents=True, exist_ok=True)
-        stem = args.output_dir / f"core-{dt.date.today().isoformat()}"
-        stem.with_suffix(".md").write_text(text)
-        stem.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-        print(f"Saved {stem}.md and {stem}.json ({results['wall_s']:.0f} s)")
+        save_results(results, text, args.output_dir, "core")
     return results
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, categories, census_frame
-from benchmarks.report import markdown_table
+from benchmarks.report import markdown_table, save_results
 from benchmarks.run_core import RESULTS_DIR, _environment, _load_average, _parse_rows, run_synthetic
 
 __all__ = ["LIBRARIES", "main"]
@@ -494,11 +494,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     text = render(results)
     print("\n" + text)
     if not args.no_save:
-        args.output_dir.mkdir(parents=True, exist_ok=True)
-        stem = args.output_dir / f"field-{dt.date.today().isoformat()}"
-        stem.with_suffix(".md").write_text(text)
-        stem.with_suffix(".json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-        print(f"Saved {stem}.md and {stem}.json ({results['wall_s']:.0f} s)")
+        save_results(results, text, args.output_dir, "field")
     return results
 
 

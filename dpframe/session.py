@@ -252,6 +252,23 @@ class Session:
         source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
         return PrivateFrame._create(self, source, schema)
 
+    def _load(
+        self,
+        df: pd.DataFrame,
+        bounds: Mapping[str, tuple[float, float]] | None,
+        categories: Mapping[str, Sequence[Hashable]] | None,
+        units: tuple[str | None, int | None, int | None],
+    ) -> PrivateFrame:
+        privacy_unit, max_rows, max_groups = units
+        return self.private_frame(
+            df,
+            bounds,
+            categories,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows,
+            max_groups_per_unit=max_groups,
+        )
+
     def read_csv(
         self,
         path: str | os.PathLike[str],
@@ -264,15 +281,9 @@ class Session:
         **read_csv_kwargs: Any,
     ) -> PrivateFrame:
         """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
+        units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
         df = read_table(pd.read_csv, path, read_csv_kwargs)
-        return self.private_frame(
-            df,
-            bounds,
-            categories,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=max_rows_per_unit,
-            max_groups_per_unit=max_groups_per_unit,
-        )
+        return self._load(df, bounds, categories, units)
 
     def read_parquet(
         self,
@@ -286,14 +297,9 @@ class Session:
         **read_parquet_kwargs: Any,
     ) -> PrivateFrame:
         """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
-        df = read_table(pd.read_parquet, path, read_parquet_kwargs)
-        return self.private_frame(
-            df,
-            bounds,
-            categories,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=max_rows_per_unit,
-            max_groups_per_unit=max_groups_per_unit,
+        units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
+        return self._load(
+            read_table(pd.read_parquet, path, read_parquet_kwargs), bounds, categories, units
         )
 
     # -- releasing -----------------------------------------------------------
