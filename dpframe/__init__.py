@@ -22,12 +22,14 @@ from dpframe.groupby import PrivateGroupBy
 from dpframe.plan.expressions import col, lit
 from dpframe.plotting import plot
 from dpframe.release import GroupedRelease, Release, ci
+from dpframe.remote.client import Connection, RemoteSession, connect
 from dpframe.series import PrivateSeries
 from dpframe.session import ReleaseEvent, Session
 
 __all__ = [
     "Budget",
     "BudgetExceededError",
+    "Connection",
     "DPError",
     "GroupedRelease",
     "InvalidBudgetError",
@@ -38,10 +40,12 @@ __all__ = [
     "PrivateSeries",
     "Release",
     "ReleaseEvent",
+    "RemoteSession",
     "SchemaError",
     "Session",
     "ci",
     "col",
+    "connect",
     "lit",
     "plot",
 ]

@@ -26,6 +26,7 @@ from dpframe.plan.schema import (
     check_categories,
     infer_column,
 )
+from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -236,6 +237,7 @@ class PrivateFrame(RowGuard):
 
     # -- releases ------------------------------------------------------------
 
+    @releases
     def above_threshold(
         self,
         queries: Any,
@@ -270,6 +272,7 @@ class PrivateFrame(RowGuard):
 
         return above_threshold(self, queries, threshold, max_hits, numeric, (epsilon, delta, rho))
 
+    @releases
     def discover_keys(
         self,
         column: str,
@@ -295,6 +298,7 @@ class PrivateFrame(RowGuard):
         self._schema.get(column)
         return discover_keys(self, column, (epsilon, delta, rho))
 
+    @releases
     def describe(
         self,
         *,
@@ -316,6 +320,7 @@ class PrivateFrame(RowGuard):
 
         return describe(self, epsilon, delta, rho)
 
+    @releases
     def count(
         self,
         *,

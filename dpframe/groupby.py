@@ -17,6 +17,7 @@ from dpframe.frame import PrivateFrame, describe_plan
 from dpframe.guard import UnknownAttributeError
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
+from dpframe.remote.calls import releases
 from dpframe.series import require_bounds
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ class PrivateGroupBy:
         result = frame._session._release(agg, epsilon, delta, rho)
         return cast("pd.Series", result)  # an Explanation inside session.explain()
 
+    @releases
     def count(
         self,
         *,
@@ -124,6 +126,7 @@ class PrivateGroupBy:
         """Rows per group (or non-missing values of the selected column); sensitivity 1."""
         return self._aggregate("count", epsilon, delta, rho)
 
+    @releases
     def size(
         self,
         *,
@@ -136,6 +139,7 @@ class PrivateGroupBy:
             self._frame, tuple(k.name for k in self._keys), None
         )._aggregate("count", epsilon, delta, rho)
 
+    @releases
     def sum(
         self,
         *,
@@ -146,6 +150,7 @@ class PrivateGroupBy:
         """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
         return self._aggregate("sum", epsilon, delta, rho)
 
+    @releases
     def mean(
         self,
         *,
@@ -156,6 +161,7 @@ class PrivateGroupBy:
         """Clamped mean per group: always inside the bounds, also for empty groups."""
         return self._aggregate("mean", epsilon, delta, rho)
 
+    @releases
     def var(
         self,
         *,
@@ -166,6 +172,7 @@ class PrivateGroupBy:
         """Clamped variance per group."""
         return self._aggregate("var", epsilon, delta, rho)
 
+    @releases
     def std(
         self,
         *,
@@ -176,6 +183,7 @@ class PrivateGroupBy:
         """Clamped standard deviation per group."""
         return self._aggregate("std", epsilon, delta, rho)
 
+    @releases
     def argmax(
         self,
         agg: str = "count",

@@ -18,6 +18,7 @@ from dpframe.guard import RowGuard, UnknownAttributeError
 from dpframe.plan.expressions import Clip, Expr
 from dpframe.plan.nodes import Aggregate, Statistic
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
+from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -233,6 +234,7 @@ class PrivateSeries(RowGuard):
         result = self._frame._session._release(agg, epsilon, delta, rho)
         return cast("Release", result)  # an Explanation inside session.explain()
 
+    @releases
     def count(
         self,
         *,
@@ -248,6 +250,7 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("count", epsilon, delta, rho)
 
+    @releases
     def sum(
         self,
         *,
@@ -266,6 +269,7 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("sum", epsilon, delta, rho)
 
+    @releases
     def mean(
         self,
         *,
@@ -283,6 +287,7 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("mean", epsilon, delta, rho)
 
+    @releases
     def var(
         self,
         *,
@@ -299,6 +304,7 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("var", epsilon, delta, rho)
 
+    @releases
     def quantile(
         self,
         q: float | Sequence[float] = 0.5,
@@ -324,6 +330,7 @@ class PrivateSeries(RowGuard):
 
         return quantiles(self, q, epsilon, delta, rho)
 
+    @releases
     def median(
         self,
         *,
@@ -334,6 +341,7 @@ class PrivateSeries(RowGuard):
         """The 0.5-quantile (see :meth:`quantile`)."""
         return cast("Release", self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho))
 
+    @releases
     def mode(
         self,
         *,
@@ -354,6 +362,7 @@ class PrivateSeries(RowGuard):
 
         return mode(self, epsilon, delta, rho)
 
+    @releases
     def value_counts(
         self,
         *,
@@ -385,6 +394,7 @@ class PrivateSeries(RowGuard):
         sorted_counts.attrs["dpframe"] = _reorder(meta, order)
         return sorted_counts
 
+    @releases
     def hist(
         self,
         bins: int | Sequence[float] = 10,
@@ -407,6 +417,7 @@ class PrivateSeries(RowGuard):
 
         return histogram(self, bins, epsilon, delta, rho)
 
+    @releases
     def std(
         self,
         *,

@@ -1,0 +1,219 @@
+"""The curator's HTTP API (FastAPI): JSON plans in, releases and budget state out.
+
+Endpoints (all but ``/v1/health`` need ``Authorization: Bearer <token>``):
+
+* ``GET  /v1/datasets`` — the datasets granted to the analyst;
+* ``GET  /v1/datasets/{name}`` — public schema and the analyst's budget;
+* ``GET  /v1/datasets/{name}/budget`` — total, spent, remaining;
+* ``GET  /v1/datasets/{name}/ledger`` — the analyst's own releases;
+* ``POST /v1/datasets/{name}/query`` — one release (see :mod:`dpframe.remote.calls`).
+
+Every error is ``{"error": {"code": ..., "message": ...}}`` with a fixed code;
+messages never hold data values.  Bodies over :data:`MAX_BODY` bytes are
+refused with 413 before they are parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dpframe.curator.catalog import Analyst, Catalog
+from dpframe.curator.service import Curator, ServiceError, error_payload
+
+__all__ = ["MAX_BODY", "create_app"]
+
+#: Largest request body accepted, in bytes.
+MAX_BODY = 256 * 1024
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Step(BaseModel):
+    """A filter ``{kind: "filter", predicate}`` or a column ``{kind: "assign", name, expr}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["filter", "assign"]
+    predicate: dict[str, Any] | None = None
+    name: str | None = Field(default=None, max_length=256)
+    expr: dict[str, Any] | None = None
+
+
+class Receiver(BaseModel):
+    """What the method is called on: the frame, a series (an expression) or a group-by."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["frame", "series", "groupby"]
+    expr: dict[str, Any] | None = None
+    by: list[str] | None = Field(default=None, max_length=16)
+    column: str | None = None
+
+
+class QueryRequest(BaseModel):
+    """One release: the frame's plan and public schema, a receiver, a method and arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+    steps: list[Step] = Field(default_factory=list, max_length=256)
+    columns: list[str] = Field(default_factory=list, max_length=4096)
+    bounds: dict[str, list[float]] = Field(default_factory=dict)
+    categories: dict[str, list[Any]] = Field(default_factory=dict)
+    receiver: Receiver
+    method: str = Field(max_length=64)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    explain: bool = False
+
+
+class ErrorBody(BaseModel):
+    """A fixed error code and a message without data values."""
+
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error response."""
+
+    error: ErrorBody
+
+
+def _error(exc: ServiceError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return JSONResponse(error_payload(exc.code, exc.message), exc.status, headers=headers)
+
+
+class BodyLimit:
+    """ASGI middleware: refuse bodies larger than ``limit`` bytes (413) without buffering them."""
+
+    def __init__(self, app: ASGIApp, curator: Curator, limit: int = MAX_BODY) -> None:
+        self.app = app
+        self.curator = curator
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            authorization = headers.get(b"authorization", b"").decode("latin-1")
+            try:
+                self.curator.authenticate(authorization)
+            except ServiceError as exc:  # no token: 401 whatever the body
+                await _send(send, exc.status, error_payload(exc.code, exc.message))
+                return
+            await _too_large(send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLargeError
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLargeError:
+            await _too_large(send)
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+async def _too_large(send: Send) -> None:
+    await _send(
+        send, 413, error_payload("too_large", f"The request body is over {MAX_BODY} bytes.")
+    )
+
+
+async def _send(send: Send, status: int, payload: dict[str, Any]) -> None:
+    response = JSONResponse(payload, status)
+    await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422)
+}
+
+
+def create_app(catalog: Catalog | Curator) -> FastAPI:
+    """The curator's ASGI application for ``catalog`` (serve it with uvicorn)."""
+    curator = catalog if isinstance(catalog, Curator) else Curator(catalog)
+    app = FastAPI(
+        title="dpframe curator",
+        version="1",
+        description="Differentially private releases of a data owner's tables.",
+        responses=_ERRORS,
+    )
+    app.state.curator = curator
+
+    def analyst(authorization: str | None = Header(default=None)) -> Analyst:
+        return curator.authenticate(authorization)
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return _error(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = f"Invalid request at {where}: {first.get('type', 'invalid')}."
+        return _error(ServiceError(422, "invalid_request", message))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return _error(ServiceError(exc.status_code, code, str(exc.detail)))
+
+    @app.get("/v1/health")
+    def health() -> dict[str, str]:
+        """Liveness check (no token needed, no data)."""
+        return {"status": "ok"}
+
+    @app.get("/v1/datasets")
+    def datasets(who: Analyst = Depends(analyst)) -> dict[str, list[str]]:  # noqa: B008
+        """The datasets granted to the analyst."""
+        return {"datasets": curator.datasets(who)}
+
+    @app.get("/v1/datasets/{name}")
+    def describe(name: str, who: Analyst = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
+        """The dataset's public schema and the analyst's budget on it."""
+        return curator.describe(who, name)
+
+    @app.get("/v1/datasets/{name}/budget")
+    def budget(name: str, who: Analyst = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
+        """The analyst's budget: total, spent and remaining (exact fractions)."""
+        return curator.budget(who, name)
+
+    @app.get("/v1/datasets/{name}/ledger")
+    def ledger(name: str, who: Analyst = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
+        """The analyst's own releases on the dataset, oldest first."""
+        return curator.ledger(who, name)
+
+    @app.post("/v1/datasets/{name}/query")
+    def query(
+        name: str,
+        request: QueryRequest,
+        who: Analyst = Depends(analyst),  # noqa: B008
+    ) -> dict[str, Any]:
+        """One release: charged to the analyst's budget only if it is released."""
+        return curator.query(who, name, request.model_dump(exclude_unset=True))
+
+    app.add_middleware(BodyLimit, curator=curator)
+    return app

@@ -1,0 +1,206 @@
+"""The data owner's catalog: which datasets a curator serves and who may query them.
+
+Example ``catalog.toml``::
+
+    [server]
+    ledger = "curator-ledger.sqlite"     # relative to this file
+
+    [datasets.cps]
+    path = "cps1988.csv"                 # CSV or Parquet, relative to this file
+    bounds = { wage = [0, 5000], education = [0, 20] }
+    categories = { region = ["northeast", "midwest", "south", "west"] }
+    # privacy_unit = "person_id"; max_rows_per_unit = 3
+
+    [analysts.alice]
+    token_sha256 = "9f86d08..."          # dpframe new-token prints a token and its hash
+    budgets = { cps = { epsilon = 1.0, delta = 1e-6 } }
+
+Tokens are stored only as SHA-256 hashes: tokens are 256-bit random strings
+(``dpframe new-token``), so a plain hash is as strong as a slow one here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpframe.accounting.budget import Budget
+from dpframe.errors import DPError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = ["Analyst", "Catalog", "CatalogError", "DatasetEntry", "hash_token", "new_token"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class CatalogError(DPError):
+    """The catalog file is missing, unreadable or inconsistent."""
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest stored in the catalog for ``token``."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh random token (256 bits, URL-safe) and its hash for the catalog."""
+    token = secrets.token_urlsafe(32)
+    return token, hash_token(token)
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One dataset a curator serves (the owner's settings, all public but the file)."""
+
+    name: str
+    path: Path
+    bounds: Mapping[str, tuple[float, float]]
+    categories: Mapping[str, tuple[Any, ...]]
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
+    max_groups_per_unit: int | None = None
+
+
+@dataclass(frozen=True)
+class Analyst:
+    """An analyst: a name, a token hash and a budget per granted dataset."""
+
+    name: str
+    token_sha256: str
+    budgets: Mapping[str, tuple[Budget, str | None]]
+
+    def token_matches(self, token: str) -> bool:
+        """Constant-time comparison of ``token``'s hash with the stored one."""
+        return hmac.compare_digest(hash_token(token), self.token_sha256)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A parsed, validated catalog."""
+
+    datasets: Mapping[str, DatasetEntry]
+    analysts: Mapping[str, Analyst]
+    ledger: Path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Catalog:
+        """Read and validate a catalog file; every problem is a :class:`CatalogError`."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CatalogError(f"Cannot read the catalog {str(path)!r}: {exc.strerror}.") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(f"The catalog {str(path)!r} is not valid TOML: {exc}.") from None
+        return cls.from_dict(data, path.resolve().parent)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], base: Path) -> Catalog:
+        """Build a catalog from parsed TOML; relative paths are taken from ``base``."""
+        unknown = set(data) - {"server", "datasets", "analysts"}
+        if unknown:
+            raise CatalogError(f"Unknown catalog sections: {', '.join(sorted(unknown))}.")
+        server = _table(data.get("server", {}), "[server]")
+        ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
+        datasets = {
+            name: _dataset(name, _table(entry, f"[datasets.{name}]"), base)
+            for name, entry in _table(data.get("datasets", {}), "[datasets]").items()
+        }
+        analysts = {
+            name: _analyst(name, _table(entry, f"[analysts.{name}]"), datasets)
+            for name, entry in _table(data.get("analysts", {}), "[analysts]").items()
+        }
+        if not datasets or not analysts:
+            raise CatalogError("The catalog needs at least one [datasets.X] and one [analysts.Y].")
+        hashes = [a.token_sha256 for a in analysts.values()]
+        if len(set(hashes)) != len(hashes):
+            raise CatalogError("Two analysts share a token; give each analyst their own.")
+        return cls(datasets, analysts, ledger)
+
+    def analyst_for(self, token: str) -> Analyst | None:
+        """The analyst whose token this is (every analyst is compared, in constant time each)."""
+        found = None
+        for analyst in self.analysts.values():
+            if analyst.token_matches(token):
+                found = analyst
+        return found
+
+
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise CatalogError(f"{where} must be a table.")
+    return value
+
+
+def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
+    if not _NAME.match(name):
+        raise CatalogError(f"Dataset name {name!r}: use 1-64 letters, digits, '_', '.', '-'.")
+    known = {
+        "path",
+        "bounds",
+        "categories",
+        "privacy_unit",
+        "max_rows_per_unit",
+        "max_groups_per_unit",
+    }
+    unknown = set(entry) - known
+    if unknown:
+        raise CatalogError(f"[datasets.{name}] has unknown keys: {', '.join(sorted(unknown))}.")
+    if not isinstance(entry.get("path"), str):
+        raise CatalogError(f"[datasets.{name}] needs path = '...csv' or '...parquet'.")
+    path = base / entry["path"]
+    if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise CatalogError(f"[datasets.{name}] path must end in .csv or .parquet.")
+    bounds_raw = _table(entry.get("bounds", {}), f"[datasets.{name}].bounds")
+    bounds: dict[str, tuple[float, float]] = {}
+    for column, pair in bounds_raw.items():
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise CatalogError(f"[datasets.{name}].bounds.{column} must be [low, high].")
+        bounds[column] = (float(pair[0]), float(pair[1]))
+    categories_raw = _table(entry.get("categories", {}), f"[datasets.{name}].categories")
+    categories = {column: tuple(keys) for column, keys in categories_raw.items()}
+    return DatasetEntry(
+        name,
+        path,
+        bounds,
+        categories,
+        entry.get("privacy_unit"),
+        entry.get("max_rows_per_unit"),
+        entry.get("max_groups_per_unit"),
+    )
+
+
+def _analyst(name: str, entry: Mapping[str, Any], datasets: Mapping[str, Any]) -> Analyst:
+    if not _NAME.match(name):
+        raise CatalogError(f"Analyst name {name!r}: use 1-64 letters, digits, '_', '.', '-'.")
+    token_hash = entry.get("token_sha256")
+    if not isinstance(token_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", token_hash):
+        raise CatalogError(
+            f"[analysts.{name}] needs token_sha256 = the 64-hex-digit hash that "
+            "`dpframe new-token` prints (never the token itself)."
+        )
+    budgets: dict[str, tuple[Budget, str | None]] = {}
+    for dataset, grant in _table(entry.get("budgets", {}), f"[analysts.{name}].budgets").items():
+        if dataset not in datasets:
+            raise CatalogError(f"[analysts.{name}].budgets names an unknown dataset {dataset!r}.")
+        grant = _table(grant, f"[analysts.{name}].budgets.{dataset}")
+        try:
+            budget = Budget(grant.get("epsilon", 0), grant.get("delta", 0))
+        except DPError as exc:
+            raise CatalogError(f"[analysts.{name}].budgets.{dataset}: {exc}") from None
+        if budget.epsilon <= 0:
+            raise CatalogError(f"[analysts.{name}].budgets.{dataset} needs epsilon > 0.")
+        accounting = grant.get("accounting")
+        budgets[dataset] = (budget, None if accounting is None else str(accounting))
+    return Analyst(name, token_hash, budgets)

@@ -1,0 +1,246 @@
+"""The curator's core, independent of HTTP: analysts, sessions, releases and error codes.
+
+Each (analyst, dataset) pair has its own :class:`~dpframe.Session`, named
+``"analyst/dataset"`` in the curator's SQLite ledger, so spends survive
+restarts and one analyst can neither read nor spend another's budget.  Calls
+on one session are serialized by a lock of that session; the ledger's
+``BEGIN IMMEDIATE`` transactions also guard against other processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+import dpframe as dp
+from dpframe.accounting.budget import Budget
+from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
+from dpframe.errors import (
+    BudgetExceededError,
+    DPError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    LedgerError,
+    PrivacyViolationError,
+    QueryFailedError,
+    SchemaError,
+)
+from dpframe.remote.calls import call_from_json, replay
+from dpframe.remote.wire import ProtocolError, encode_response
+from dpframe.session import ReleaseEvent, read_table
+
+__all__ = ["Curator", "ServiceError", "error_payload"]
+
+_log = logging.getLogger("dpframe.curator")
+
+
+class ServiceError(Exception):
+    """An error with a fixed code and HTTP status, safe to send to the analyst."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+UNKNOWN_DATASET = ServiceError(404, "unknown_dataset", "No dataset of this name is granted to you.")
+
+_CODES: tuple[tuple[type[Exception], int, str], ...] = (
+    (BudgetExceededError, 403, "budget_exceeded"),
+    (InvalidBudgetError, 400, "invalid_budget"),
+    (PrivacyViolationError, 400, "privacy_violation"),
+    (SchemaError, 400, "schema"),
+    (InvalidArgumentError, 400, "invalid_argument"),
+    (QueryFailedError, 400, "query_failed"),
+    (LedgerError, 409, "ledger"),
+)
+
+
+def error_payload(code: str, message: str) -> dict[str, Any]:
+    """The JSON body of every error response."""
+    return {"error": {"code": code, "message": message}}
+
+
+def classify(exc: Exception) -> ServiceError:
+    """Map an exception raised while serving a call to a fixed code.
+
+    Errors that dpframe raises on purpose carry messages written never to
+    hold private values; anything else gets a fixed message (and is logged
+    on the curator's side for the data owner).
+    """
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, ProtocolError):
+        return ServiceError(413 if exc.code == "too_large" else 400, exc.code, str(exc))
+    for cls, status, code in _CODES:
+        if isinstance(exc, cls):
+            return ServiceError(status, code, str(exc))
+    if isinstance(exc, DPError):
+        return ServiceError(400, "dp_error", str(exc))
+    return ServiceError(
+        400,
+        "invalid_query",
+        "The query could not be evaluated; check its arguments against the API. "
+        "Nothing was charged.",
+    )
+
+
+@dataclass
+class _Seat:
+    """One analyst's session on one dataset."""
+
+    session: dp.Session
+    frame: dp.PrivateFrame
+    lock: threading.Lock
+
+
+class Curator:
+    """Serve releases from the catalog's datasets to its analysts.
+
+    Args:
+        catalog: the data owner's catalog.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._data: dict[str, pd.DataFrame] = {}
+        self._seats: dict[tuple[str, str], _Seat] = {}
+        self._lock = threading.Lock()
+        self.unexpected_errors = 0
+
+    # -- identity --------------------------------------------------------------
+
+    def authenticate(self, authorization: str | None) -> Analyst:
+        """The analyst named by an ``Authorization: Bearer <token>`` header, or 401."""
+        scheme, _, token = (authorization or "").partition(" ")
+        analyst = None
+        if scheme.lower() == "bearer" and token:
+            analyst = self.catalog.analyst_for(token.strip())
+        if analyst is None:
+            raise ServiceError(401, "unauthorized", "Missing or unknown token.")
+        return analyst
+
+    def datasets(self, analyst: Analyst) -> list[str]:
+        """The datasets granted to ``analyst``."""
+        return sorted(analyst.budgets)
+
+    # -- sessions --------------------------------------------------------------
+
+    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
+        data = self._data.get(entry.name)
+        if data is None:
+            reader = pd.read_csv if entry.path.suffix.lower() == ".csv" else pd.read_parquet
+            data = read_table(reader, entry.path, {})
+            self._data[entry.name] = data
+        return data
+
+    def _seat(self, analyst: Analyst, dataset: str) -> _Seat:
+        if dataset not in analyst.budgets:
+            raise UNKNOWN_DATASET
+        key = (analyst.name, dataset)
+        with self._lock:
+            seat = self._seats.get(key)
+            if seat is None:
+                entry = self.catalog.datasets[dataset]
+                budget, accounting = analyst.budgets[dataset]
+                session = dp.Session(
+                    budget.epsilon,
+                    budget.delta,
+                    name=f"{analyst.name}/{dataset}",
+                    ledger=self.catalog.ledger,
+                    accounting=accounting,
+                )
+                frame = session.private_frame(
+                    self._frame_data(entry),
+                    dict(entry.bounds),
+                    {k: list(v) for k, v in entry.categories.items()},
+                    privacy_unit=entry.privacy_unit,
+                    max_rows_per_unit=entry.max_rows_per_unit,
+                    max_groups_per_unit=entry.max_groups_per_unit,
+                )
+                seat = _Seat(session, frame, threading.Lock())
+                self._seats[key] = seat
+        return seat
+
+    @staticmethod
+    def _budget_state(session: dp.Session) -> dict[str, Any]:
+        return {
+            "name": session.name,
+            "accounting": session.accounting,
+            "total": encode_response(session.total),
+            "spent": encode_response(session.spent),
+            "remaining": encode_response(session.remaining),
+        }
+
+    # -- requests --------------------------------------------------------------
+
+    def describe(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
+        """The public schema of a dataset and the analyst's budget on it."""
+        seat = self._seat(analyst, dataset)
+        columns = [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "dtype": c.dtype,
+                "bounds": None if c.bounds is None else [c.bounds[0], c.bounds[1]],
+                "categories": encode_response(None if c.categories is None else list(c.categories)),
+            }
+            for c in seat.frame._schema.columns
+        ]
+        with seat.lock:
+            return {
+                "dataset": dataset,
+                "columns": columns,
+                "budget": self._budget_state(seat.session),
+            }
+
+    def budget(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
+        """The analyst's budget on ``dataset``, read from the ledger."""
+        seat = self._seat(analyst, dataset)
+        with seat.lock:
+            return self._budget_state(seat.session)
+
+    def ledger(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
+        """The analyst's own releases on ``dataset``."""
+        seat = self._seat(analyst, dataset)
+        with seat.lock:
+            table = seat.session.ledger
+        return {"ledger": encode_response(table)}
+
+    def query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate and run one release call; raises :class:`ServiceError` on failure."""
+        seat = self._seat(analyst, dataset)
+        try:
+            call = call_from_json(dataset, body)
+            explain = body.get("explain", False)
+            if not isinstance(explain, bool):
+                raise ProtocolError("invalid_query", "explain must be true or false.")
+            events: list[ReleaseEvent] = []
+            with seat.lock:
+                unsubscribe = seat.session.subscribe(events.append)
+                try:
+                    if explain:
+                        result = seat.session.explain(lambda: replay(seat.frame, call))
+                    else:
+                        result = replay(seat.frame, call)
+                finally:
+                    unsubscribe()
+                state = self._budget_state(seat.session)
+            encoded = encode_response(result)
+        except Exception as exc:
+            error = classify(exc)
+            if error.code == "invalid_query" and not isinstance(exc, (ProtocolError, ServiceError)):
+                self.unexpected_errors += 1
+                _log.warning("Unexpected error in a query", exc_info=exc)
+            raise error from None
+        cost = Budget()
+        for event in events:
+            cost = cost + event.cost
+        label = "; ".join(e.query for e in events) if events else call.method
+        return {"result": encoded, "budget": state, "cost": encode_response(cost), "query": label}

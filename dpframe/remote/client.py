@@ -1,0 +1,305 @@
+"""The analyst's side of curator mode: ``dp.connect(url, token=...)``.
+
+The client holds no data and no accountant: every release is computed,
+charged and recorded by the curator; this process only sees the answers,
+the budget figures and fixed error codes.  It uses only the standard
+library (``urllib``), so an analyst needs no extra packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import pandas as pd
+
+from dpframe.accounting.budget import Budget
+from dpframe.errors import (
+    BudgetExceededError,
+    DPError,
+    InvalidArgumentError,
+    InvalidBudgetError,
+    LedgerError,
+    PrivacyViolationError,
+    QueryFailedError,
+    SchemaError,
+)
+from dpframe.plan.nodes import Source
+from dpframe.plan.schema import ColumnInfo, Schema
+from dpframe.remote.calls import Call
+from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
+from dpframe.session import ReleaseEvent
+
+if TYPE_CHECKING:
+    from dpframe.frame import PrivateFrame
+    from dpframe.session import Session
+
+__all__ = [
+    "AuthenticationError",
+    "Connection",
+    "CuratorUnavailableError",
+    "RemoteSession",
+    "connect",
+]
+
+
+class AuthenticationError(DPError):
+    """The curator did not accept the token."""
+
+
+class CuratorUnavailableError(DPError):
+    """The curator could not be reached or answered outside the protocol."""
+
+
+#: Error codes of the protocol and the error class the client raises for each.
+ERROR_CLASSES: Mapping[str, type[DPError]] = {
+    "budget_exceeded": BudgetExceededError,
+    "invalid_budget": InvalidBudgetError,
+    "schema": SchemaError,
+    "invalid_argument": InvalidArgumentError,
+    "privacy_violation": PrivacyViolationError,
+    "query_failed": QueryFailedError,
+    "ledger": LedgerError,
+    "unauthorized": AuthenticationError,
+}
+
+
+class _Http:
+    """JSON over HTTP with a bearer token; errors become :class:`DPError` subclasses."""
+
+    def __init__(self, url: str, token: str, timeout: float) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InvalidArgumentError(f"{url!r} is not an http(s) URL of a dpframe curator.")
+        if not isinstance(token, str) or not token:
+            raise InvalidArgumentError(
+                "token= must be the non-empty token the data owner gave you."
+            )
+        self.url = url.rstrip("/")
+        self._token = token
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"_Http({self.url!r}, token=<hidden>)"
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self._token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                return loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise _error_from(exc) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise CuratorUnavailableError(
+                f"Cannot reach the curator at {self.url}: {reason}."
+            ) from None
+
+
+def _error_from(exc: urllib.error.HTTPError) -> DPError:
+    try:
+        payload = json.loads(exc.read())
+        error = payload["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        return CuratorUnavailableError(
+            f"The curator answered HTTP {exc.code} outside the protocol."
+        )
+    cls = ERROR_CLASSES.get(code)
+    if cls is None:
+        return ProtocolError(code, message)
+    return cls(message)
+
+
+def _budget(data: Mapping[str, Any]) -> Budget:
+    return cast(Budget, decode_response(data))
+
+
+class RemoteSession:
+    """A session whose data, accountant and ledger live in a curator process.
+
+    It offers the read-only parts of :class:`~dpframe.Session` (``total``,
+    ``spent``, ``remaining``, ``ledger``, ``accounting``, ``explain``,
+    ``subscribe``); frames opened from it have the embedded API, and their
+    releases are computed and charged by the curator.
+    """
+
+    is_remote = True
+
+    def __init__(self, http: _Http, dataset: str, state: Mapping[str, Any]) -> None:
+        self._http = http
+        self._dataset = dataset
+        self._listeners: list[Callable[[ReleaseEvent], None]] = []
+        self._explaining = False
+        self._state = dict(state)
+
+    @property
+    def name(self) -> str:
+        """The analyst's session on the curator (analyst and dataset)."""
+        return str(self._state["name"])
+
+    @property
+    def dataset(self) -> str:
+        """The dataset this session's budget protects."""
+        return self._dataset
+
+    @property
+    def accounting(self) -> str:
+        """``pure``, ``approx`` or ``zcdp``, as configured by the data owner."""
+        return str(self._state["accounting"])
+
+    @property
+    def total(self) -> Budget:
+        """The total budget the data owner granted for this dataset."""
+        return _budget(self._state["total"])
+
+    def _refresh(self) -> None:
+        path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/budget"
+        self._state.update(self._http.request("GET", path))
+
+    @property
+    def spent(self) -> Budget:
+        """What the curator has recorded as spent (asked from the server)."""
+        self._refresh()
+        return _budget(self._state["spent"])
+
+    @property
+    def remaining(self) -> Budget:
+        """What is left (asked from the server)."""
+        self._refresh()
+        return _budget(self._state["remaining"])
+
+    @property
+    def ledger(self) -> pd.DataFrame:
+        """This analyst's releases on this dataset, as recorded by the curator."""
+        path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/ledger"
+        table = decode_response(self._http.request("GET", path)["ledger"])
+        return cast(pd.DataFrame, table)
+
+    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
+        """Call ``listener`` after every release with the curator's figures."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def explain(self, query: Callable[[], Any]) -> Any:
+        """Run ``query`` without spending: the curator returns explanations instead."""
+        if not callable(query):
+            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
+        self._explaining = True
+        try:
+            return query()
+        finally:
+            self._explaining = False
+
+    def _remote_call(self, call: Call) -> Any:
+        body = call.to_json()
+        body["explain"] = self._explaining
+        path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
+        answer = self._http.request("POST", path, body)
+        self._state.update(answer["budget"])
+        result = decode_response(answer["result"])
+        if not self._explaining:
+            cost = _budget(answer["cost"])
+            event = ReleaseEvent(
+                str(answer["query"]),
+                cost,
+                _budget(self._state["spent"]),
+                _budget(self._state["remaining"]),
+                self.total,
+            )
+            for listener in list(self._listeners):
+                listener(event)
+        return result
+
+    def __repr__(self) -> str:
+        return (
+            f"RemoteSession({self._dataset!r} at {self._http.url}, {self.accounting} "
+            f"accounting, total {self.total})"
+        )
+
+    def __reduce__(self) -> Any:
+        raise DPError("A remote session holds a credential and cannot be pickled.")
+
+
+class Connection:
+    """An authenticated connection to a dpframe curator.
+
+    Example:
+        >>> conn = dp.connect("http://127.0.0.1:8765", token=my_token)  # doctest: +SKIP
+        >>> pf = conn.open("cps")  # doctest: +SKIP
+        >>> pf["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+    """
+
+    def __init__(self, http: _Http) -> None:
+        self._http = http
+
+    @property
+    def url(self) -> str:
+        """The curator's address."""
+        return self._http.url
+
+    def datasets(self) -> list[str]:
+        """The names of the datasets granted to this analyst."""
+        return [str(n) for n in self._http.request("GET", "/v1/datasets")["datasets"]]
+
+    def open(self, dataset: str) -> PrivateFrame:
+        """A :class:`~dpframe.PrivateFrame` over a curator's dataset (same API as embedded)."""
+        from dpframe.frame import PrivateFrame
+
+        if not isinstance(dataset, str) or not dataset:
+            raise InvalidArgumentError("open() takes the dataset's name, e.g. conn.open('cps').")
+        path = f"/v1/datasets/{urllib.parse.quote(dataset, safe='')}"
+        info = self._http.request("GET", path)
+        schema = Schema(tuple(_column(c) for c in info["columns"]))
+        session = RemoteSession(self._http, dataset, info["budget"])
+        return PrivateFrame._create(cast("Session", session), Source(dataset), schema)
+
+    def __repr__(self) -> str:
+        return f"Connection({self._http.url!r})"
+
+
+def _column(data: Mapping[str, Any]) -> ColumnInfo:
+    bounds = data.get("bounds")
+    categories = decode_response(data.get("categories"))
+    return ColumnInfo(
+        str(data["name"]),
+        data["kind"],
+        str(data["dtype"]),
+        None if bounds is None else (float(bounds[0]), float(bounds[1])),
+        None if categories is None else tuple(categories),
+    )
+
+
+def connect(url: str, token: str | None = None, *, timeout: float = 60.0) -> Connection:
+    """Connect to a dpframe curator (``dpframe serve``).
+
+    Args:
+        url: the curator's address, e.g. ``"https://curator.example.org"``.
+        token: the analyst's token; default: the ``DPFRAME_TOKEN`` environment variable.
+        timeout: seconds to wait for each answer.
+
+    Raises:
+        AuthenticationError: when the curator refuses the token.
+        CuratorUnavailableError: when the curator cannot be reached.
+    """
+    if token is None:
+        token = os.environ.get("DPFRAME_TOKEN")
+        if not token:
+            raise InvalidArgumentError("Pass token=... or set the DPFRAME_TOKEN variable.")
+    connection = Connection(_Http(url, token, timeout))
+    connection.datasets()  # fail now on a wrong token or address
+    return connection
