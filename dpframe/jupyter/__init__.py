@@ -9,7 +9,7 @@ from dpframe.jupyter.meter import BudgetMeter
 
 __all__ = ["BudgetMeter", "DPMagics", "load_ipython_extension", "unload_ipython_extension"]
 
-_MAGIC_NAMES = ("dp_session", "dp_load", "dp_budget", "dp_ledger", "dp_explain")
+_MAGIC_NAMES = ("dp_session", "dp_load", "dp_connect", "dp_budget", "dp_ledger", "dp_explain")
 
 
 def load_ipython_extension(ipython: Any) -> None:

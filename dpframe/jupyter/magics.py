@@ -6,6 +6,7 @@ in the arguments print one line that says how to fix them; nothing is charged.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,55 @@ class DPMagics(Magics):
             return
         self._user_ns[args.name] = frame
         print(f"{args.name} = private frame of {path.name}: {', '.join(frame.columns)}")
+
+    @magic_arguments()
+    @argument("url", help="The curator's address, e.g. https://curator.example.org")
+    @argument(
+        "--token-env",
+        default="DPFRAME_TOKEN",
+        help="Environment variable holding your token (default DPFRAME_TOKEN).",
+    )
+    @argument(
+        "--open",
+        nargs="*",
+        default=[],
+        metavar="DATASET[=NAME]",
+        help="Datasets to open; each is bound to NAME (default: the dataset's name).",
+    )
+    @line_magic
+    def dp_connect(self, line: str) -> None:
+        """Connect to a curator (``dpframe serve``); binds ``dp_conn`` and opens datasets.
+
+        The token is read from an environment variable, never typed into the
+        notebook (where it would be saved).  A live meter shows the curator's
+        budget figures for each opened dataset.
+        """
+        args = parse_argstring(self.dp_connect, line)
+        token = os.environ.get(args.token_env)
+        if not token:
+            self._fail("dp_connect", MagicInputError(f"${args.token_env} is not set."))
+            return
+        try:
+            conn = dp.connect(args.url, token=token)
+            frames = []
+            for item in args.open:
+                dataset, _, name = item.partition("=")
+                name = name or dataset
+                if not name.isidentifier():
+                    raise MagicInputError(
+                        f"{name!r} is not a valid variable name; use DATASET=NAME."
+                    )
+                frames.append((name, dataset, conn.open(dataset)))
+        except dp.DPError as error:
+            self._fail("dp_connect", error)
+            return
+        self._user_ns["dp_conn"] = conn
+        print(f"dp_conn = connection to {conn.url}; datasets: {', '.join(conn.datasets())}")
+        for name, dataset, frame in frames:
+            self._user_ns[name] = frame
+            self.session = frame.session
+            print(f"{name} = private frame of {dataset!r} on the curator")
+            display(self.meter(frame.session))
 
     @magic_arguments()
     @line_magic
