@@ -31,7 +31,7 @@ from dpframe.errors import (
     SchemaError,
 )
 from dpframe.remote.calls import call_from_json, replay
-from dpframe.remote.wire import ProtocolError, encode_response
+from dpframe.remote.wire import ProtocolError, check_depth, encode_response
 from dpframe.session import ReleaseEvent, read_table
 
 __all__ = ["Curator", "ServiceError", "error_payload"]
@@ -217,6 +217,7 @@ class Curator:
         """Validate and run one release call; raises :class:`ServiceError` on failure."""
         seat = self._seat(analyst, dataset)
         try:
+            check_depth(body)
             call = call_from_json(dataset, body)
             explain = body.get("explain", False)
             if not isinstance(explain, bool):

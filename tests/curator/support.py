@@ -1,0 +1,135 @@
+"""Shared helpers for the curator tests: catalogs, tokens, sentinel data and server processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpframe.curator.catalog import hash_token
+from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, cps1988_path, load_cps1988
+
+ALICE = "alice-token-" + "a" * 40
+BOB = "bob-token-" + "b" * 42
+
+#: Values planted in the private data; none may ever reach the analyst's process.
+SENTINEL_TEXT = "Zq7-SENTINEL-" + "4f1c9e2b7a"
+SENTINEL_FLOAT = 4321.123456789
+SENTINEL_INT = 918273645
+
+
+def sentinel_frame() -> pd.DataFrame:
+    """The CPS data with planted sentinel values in a few rows."""
+    data = load_cps1988().head(5000).copy()
+    data["note"] = "ordinary"
+    data.loc[data.index[:2], "note"] = SENTINEL_TEXT
+    data["person_id"] = np.arange(len(data), dtype=np.int64)
+    data.loc[data.index[7], "person_id"] = SENTINEL_INT
+    data.loc[data.index[11], "wage"] = SENTINEL_FLOAT
+    result: pd.DataFrame = data
+    return result
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return '"' + value + '"'
+    return repr(value)
+
+
+def write_catalog(folder: Path, *, alice_epsilon: float = 5.0) -> Path:
+    """A catalog with datasets cps, sentinel and secret; alice and bob with their grants."""
+    sentinel_path = folder / "sentinel.csv"
+    sentinel_frame().to_csv(sentinel_path, index=False)
+    bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
+    cats = {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
+    lines = [
+        "[server]",
+        'ledger = "ledger.sqlite"',
+        "",
+        "[datasets.cps]",
+        f'path = "{cps1988_path()}"',
+        f"bounds = {_toml_value(bounds)}",
+        f"categories = {_toml_value(cats)}",
+        "",
+        "[datasets.sentinel]",
+        'path = "sentinel.csv"',
+        f"bounds = {_toml_value(bounds)}",
+        f"categories = {_toml_value(cats)}",
+        "",
+        "[datasets.secret]",
+        'path = "sentinel.csv"',
+        "",
+        "[analysts.alice]",
+        f'token_sha256 = "{hash_token(ALICE)}"',
+        f"budgets = {{ cps = {{ epsilon = {alice_epsilon!r}, delta = 1e-6 }}, "
+        "sentinel = { epsilon = 100.0, delta = 1e-6 } }",
+        "",
+        "[analysts.bob]",
+        f'token_sha256 = "{hash_token(BOB)}"',
+        "budgets = { cps = { epsilon = 1.0 }, secret = { epsilon = 1.0 } }",
+    ]
+    path = folder / "catalog.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A curator running in its own process (`python -m dpframe serve`)."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    catalog: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+def start_server(catalog: Path, port: int | None = None) -> Server:
+    """Start `dpframe serve` on loopback and wait until it answers."""
+    port = port or free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DPFRAME_CLIENT_ONLY"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dpframe", "serve", "--catalog", str(catalog), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"curator exited: {error}")
+        try:
+            with urllib.request.urlopen(url + "/v1/health", timeout=1) as response:
+                if response.status == 200:
+                    return Server(process, url, catalog)
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("curator did not start within 60 s")
