@@ -1,0 +1,103 @@
+"""Many clients against one budget, and a curator killed mid-load."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import dpframe as dp
+from tests.curator.support import BOB, free_port, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CLIENT = """
+import sys
+import dpframe as dp
+pf = dp.connect(sys.argv[1], token=sys.argv[2]).open("cps")
+eps = sys.argv[3]
+done = 0
+try:
+    while True:
+        pf.count(epsilon=eps)
+        done += 1
+        print(done, flush=True)
+except dp.BudgetExceededError:
+    print("exhausted", flush=True)
+except dp.DPError as error:
+    print("stopped", type(error).__name__, flush=True)
+"""
+
+
+def _clients(url: str, count: int, epsilon: str) -> list[subprocess.Popen[str]]:
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", CLIENT, url, BOB, epsilon],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(count)
+    ]
+
+
+def _successes(output: str) -> int:
+    numbers = [int(line) for line in output.split() if line.isdigit()]
+    return max(numbers, default=0)
+
+
+@pytest.mark.slow
+def test_eight_concurrent_clients_never_overspend(catalog_path: Path) -> None:
+    folder = catalog_path.parent
+    catalog = folder / "concurrency.toml"
+    catalog.write_text(
+        catalog_path.read_text().replace('"ledger.sqlite"', '"concurrency.sqlite"'),
+        encoding="utf-8",
+    )
+    server = start_server(catalog)
+    try:
+        clients = _clients(server.url, 8, "0.01")
+        outputs = [c.communicate(timeout=600) for c in clients]
+        released = sum(_successes(out) for out, _ in outputs)
+        assert all("exhausted" in out for out, _ in outputs), [err[-500:] for _, err in outputs]
+        pf = dp.connect(server.url, token=BOB).open("cps")
+        assert released == 100  # 8 clients, ε=1 in steps of 0.01: exactly 100 admitted
+        assert pf.session.spent.epsilon == Fraction(1)
+        ledger = pf.session.ledger
+        assert int((ledger["status"] == "released").sum()) == 100
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_killed_curator_keeps_every_charge(catalog_path: Path) -> None:
+    folder = catalog_path.parent
+    catalog = folder / "crash.toml"
+    catalog.write_text(
+        catalog_path.read_text().replace('"ledger.sqlite"', '"crash.sqlite"'), encoding="utf-8"
+    )
+    port = free_port()
+    server = start_server(catalog, port)
+    clients = _clients(server.url, 2, "0.0005")
+    time.sleep(4.0)
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(30)
+    outputs = [c.communicate(timeout=120) for c in clients]
+    returned = sum(_successes(out) for out, _ in outputs)
+    assert returned > 20, outputs  # the load was real
+    assert all("stopped" in out for out, _ in outputs)  # cut off, not out of budget
+    restarted = start_server(catalog, port)
+    try:
+        pf = dp.connect(restarted.url, token=BOB).open("cps")
+        recorded = pf.session.spent.epsilon / Fraction("0.0005")
+        # Every release a client received is on the ledger; at most the one
+        # request in flight per client was charged without reaching its client.
+        assert returned <= recorded <= returned + len(clients)
+    finally:
+        restarted.stop()
