@@ -117,7 +117,7 @@ def main() -> None:
 
     import dpframe as dp
 
-    shell = InteractiveShell.instance()
+    shell: Any = InteractiveShell.instance()
     if mode == "remote":
         conn = dp.connect(os.environ["PROBE_URL"], token=os.environ["PROBE_TOKEN"])
         shell.user_ns["pf"] = conn.open("sentinel")
@@ -137,7 +137,7 @@ def main() -> None:
     number = float(decode(hex_number))
     integer = int(decode(hex_int))
     hits = scan(text, number, integer, {id(text), id(number), id(integer)})
-    history = shell.history_manager
+    history: Any = shell.history_manager
     history_text = json.dumps([str(x) for x in history.input_hist_raw]) + json.dumps(
         {k: repr(v) for k, v in history.output_hist.items()}
     )
