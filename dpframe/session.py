@@ -95,6 +95,11 @@ class Session:
         ledger: str | os.PathLike[str] | Ledger | None = None,
         accounting: str | None = None,
     ) -> None:
+        if os.environ.get("DPFRAME_CLIENT_ONLY") == "1":
+            raise DPError(
+                "This kernel is a curator client (DPFRAME_CLIENT_ONLY=1): private data is "
+                "not loaded here. Open the curator's datasets with dp.connect(url).open(name)."
+            )
         total = Budget(epsilon, delta)
         if total.epsilon <= 0:
             raise InvalidBudgetError("The session's epsilon must be > 0.")
