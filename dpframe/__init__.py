@@ -8,13 +8,16 @@ analyst's process, so dpframe guards an honest analyst against accidental
 disclosure; only curator mode protects against a hostile one.
 """
 
+from dpframe import audit
 from dpframe.accounting.budget import Budget
 from dpframe.errors import (
     BudgetExceededError,
     DPError,
+    InvalidArgumentError,
     InvalidBudgetError,
     LedgerError,
     PrivacyViolationError,
+    QueryFailedError,
     SchemaError,
 )
 from dpframe.frame import PrivateFrame
@@ -32,17 +35,20 @@ __all__ = [
     "Connection",
     "DPError",
     "GroupedRelease",
+    "InvalidArgumentError",
     "InvalidBudgetError",
     "LedgerError",
     "PrivacyViolationError",
     "PrivateFrame",
     "PrivateGroupBy",
     "PrivateSeries",
+    "QueryFailedError",
     "Release",
     "ReleaseEvent",
     "RemoteSession",
     "SchemaError",
     "Session",
+    "audit",
     "ci",
     "col",
     "connect",

@@ -7,15 +7,23 @@ the budget), so explaining is free and never reads a row.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_zcdp
 from dpframe.plan.nodes import Aggregate
 
-__all__ = ["Explanation", "MeasureExplanation", "explain_aggregate", "explain_cost"]
+__all__ = [
+    "Explanation",
+    "MeasureExplanation",
+    "aggregate_floor",
+    "explain_aggregate",
+    "explain_cost",
+]
 
 _MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
 
@@ -42,6 +50,7 @@ class Explanation:
     cells: int
     remaining_before: Budget
     remaining_after: Budget | None
+    accuracy: AccuracyFloor | None = None
 
     @property
     def allowed(self) -> bool:
@@ -57,6 +66,8 @@ class Explanation:
                 f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
                 f"{m.scale:.4g}, 95% of errors within ±{m.half_width_95:.4g}"
             )
+        if self.accuracy is not None:
+            lines.append(f"  {self.accuracy}")
         if self.remaining_after is None:
             lines.append(f"  would be REFUSED: remaining {self.remaining_before}")
         else:
@@ -102,7 +113,29 @@ def explain_aggregate(
     before = accountant.remaining(spent)
     after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
     rho = float(charge.rho) if charge.rho else None
-    return Explanation(agg.label, cost, rho, tuple(explained), agg.n_groups, before, after)
+    floor = aggregate_floor(agg, allocation, request)
+    return Explanation(agg.label, cost, rho, tuple(explained), agg.n_groups, before, after, floor)
+
+
+def aggregate_floor(
+    agg: Aggregate, allocation: NoiseAllocation, request: PrivacyRequest
+) -> AccuracyFloor | None:
+    """The accuracy floor of a count or sum (one measure per cell); None for other statistics."""
+    measures, sensitivities = measures_for(agg)
+    if agg.statistic not in ("count", "sum") or len(measures) != 1:
+        return None
+    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation)
+    diameter = sensitivities[0] * measures[0].quantum
+    if spec.kind == "laplace":
+        a = math.exp(-1 / float(spec.parameter))
+        expected = 2 * a / (1 - a * a) * spec.grid
+        floor = floor_bounded(diameter, float(allocation.parameter))
+        note = f"ε-DP, answers of neighbours up to {diameter:.4g} apart"
+    else:
+        expected = spec.std * math.sqrt(2 / math.pi)
+        floor = floor_zcdp(diameter, float(allocation.parameter))
+        note = f"ρ-zCDP, answers of neighbours up to {diameter:.4g} apart"
+    return AccuracyFloor(expected, floor, note)
 
 
 def explain_cost(

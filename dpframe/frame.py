@@ -339,6 +339,85 @@ class PrivateFrame(RowGuard):
         result = self._session._release(agg, epsilon, delta, rho)
         return cast("Release", result)  # an Explanation inside session.explain()
 
+    @releases
+    def linear_regression(
+        self,
+        features: Sequence[str],
+        target: str,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        accounting: str = "rdp",
+        radius: float = 2.0,
+        steps: int = 50,
+        passes: int = 1,
+        step_size: float | None = None,
+        progress: bool = True,
+    ) -> Any:
+        """Least squares by noisy projected gradient descent; a model with ``coef_``, ``predict``.
+
+        Privacy: features and target are clamped to their declared bounds and
+        rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
+        stay in a ball of ``radius`` (per-row gradient norm ≤ radius + 1).
+        ``accounting="rdp"``: ``steps`` full-batch steps, each a discrete
+        Gaussian release of the gradient sum, composed in zCDP.
+        ``accounting="iteration"``: ``passes`` of per-row noisy SGD, only the
+        final weights released, charged by amplification by iteration
+        (Feldman, Mironov, Talwar, Thakurta 2018, Thm 22, worst row).  A noisy
+        count (1/10 of ρ) normalises the gradients / sets the pass length.
+        Needs δ > 0 (Gaussian noise).
+
+        Accuracy: see ``dpframe.mechanisms.regression``; the notebook
+        ``notebooks/regression.ipynb`` compares with ordinary least squares.
+        """
+        from dpframe.model_queries import regression
+
+        options = {
+            "accounting": accounting,
+            "radius": radius,
+            "steps": steps,
+            "passes": passes,
+            "step_size": step_size,
+            "progress": progress,
+        }
+        return regression(self, "squared", features, target, (epsilon, delta, rho), options)
+
+    @releases
+    def logistic_regression(
+        self,
+        features: Sequence[str],
+        target: str,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        accounting: str = "rdp",
+        radius: float = 2.0,
+        steps: int = 50,
+        passes: int = 1,
+        step_size: float | None = None,
+        progress: bool = True,
+    ) -> Any:
+        """Logistic regression (boolean or [0, 1] target) by noisy projected gradient descent.
+
+        Privacy: as :meth:`linear_regression`, with the logistic loss
+        (per-row gradient norm ≤ 1, smoothness 1/4).
+
+        Accuracy: see ``dpframe.mechanisms.regression``.
+        """
+        from dpframe.model_queries import regression
+
+        options = {
+            "accounting": accounting,
+            "radius": radius,
+            "steps": steps,
+            "passes": passes,
+            "step_size": step_size,
+            "progress": progress,
+        }
+        return regression(self, "logistic", features, target, (epsilon, delta, rho), options)
+
 
 def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:
     """The expression of a series, literal or expression.

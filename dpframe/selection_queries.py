@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from dpframe.accounting.budget import Budget, Number, to_fraction
 from dpframe.backends.base import Backend, Measure
 from dpframe.errors import SchemaError
 from dpframe.frame import describe_plan
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.aggregates import MAX_CELLS, measures_for
 from dpframe.mechanisms.quantiles import (
     QUANTILE_BINS,
     bin_edges,
@@ -110,6 +111,8 @@ def _select_key(
     utilities_of: Any,
     budget: tuple[Number | None, Number | None, Number | None],
 ) -> Hashable:
+    if math.prod(len(k.categories) for k in keys) > MAX_CELLS:
+        raise SchemaError(f"Choosing among more than {MAX_CELLS} keys at once is not supported.")
     index = (
         pd.MultiIndex.from_product([list(k.categories) for k in keys])
         if len(keys) > 1
@@ -208,6 +211,8 @@ def histogram(
         assert isinstance(bins, int)
         if bins < 1:
             raise SchemaError("hist(bins=...) needs at least one bin.")
+        if bins > MAX_CELLS:
+            raise SchemaError(f"hist(bins=...) takes at most {MAX_CELLS} bins.")
         low, high = require_bounds(series._info, "hist")
         edges = [float(e) for e in np.linspace(low, high, bins + 1)]
     else:

@@ -428,6 +428,80 @@ class PrivateSeries(RowGuard):
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", epsilon, delta, rho)
 
+    @releases
+    def randomized_response(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = 0,
+        rho: Number | None = None,
+        length_share: float = 0.05,
+    ) -> pd.Series:
+        """A sanitized copy of a categorical column by randomized response (a public Series).
+
+        Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
+        its category with probability 1 − m·p and each of the other m declared
+        categories with p ≥ (1 − δ)/(m + e^ε_v) (ε-local DP per row); the
+        copy's length is a noisy count (``length_share`` of the request) and
+        its order is random, so the number of rows stays private.
+
+        Accuracy: a report is correct with probability 1 − m·p (see
+        ``copy.attrs["dpframe_copy"]``); ``dpframe.local_queries.estimate_frequencies``
+        debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
+        """
+        from dpframe.local_queries import sanitized_copy
+
+        return sanitized_copy(self, "rr", epsilon, delta, rho, length_share)
+
+    @releases
+    def laplace_copy(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = 0,
+        rho: Number | None = None,
+        length_share: float = 0.05,
+    ) -> pd.Series:
+        """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
+
+        Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
+        clamped to the bounds [L, U] and get noise of scale
+        b = (U − L)/(ε_v − ln(1 − δ)) (discrete Laplace on a fine public
+        power-of-two grid); the length is a noisy count (``length_share``).
+
+        Accuracy: unbiased for the clamped values; noise standard deviation
+        about sqrt(2)·b per value.  Source: Dwork, McSherry, Nissim, Smith
+        2006; the seed texts of issue 8.
+        """
+        from dpframe.local_queries import sanitized_copy
+
+        return sanitized_copy(self, "laplace", epsilon, delta, rho, length_share)
+
+    @releases
+    def kde(
+        self,
+        bandwidth: float,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        grid: int | Sequence[float] = 256,
+    ) -> pd.Series:
+        """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).
+
+        Privacy: Gaussian-process noise whose covariance is the kernel, so
+        the released curve is smooth; the RKHS sensitivity of the kernel sum
+        is (2πh²)^{-1/2} per row, calibrated through zCDP (valid for all ε);
+        the row count used to normalise is a noisy count.  Needs δ > 0
+        (an approx or zCDP session).
+
+        Accuracy: pointwise standard deviation in
+        ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
+        """
+        from dpframe.model_queries import kde
+
+        return kde(self, bandwidth, grid, epsilon, delta, rho)
+
 
 def _reorder(meta: Any, order: np.ndarray) -> Any:
     """A grouped release's metadata with its cells in a new order (post-processing)."""

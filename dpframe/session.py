@@ -25,8 +25,7 @@ import pandas as pd
 from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation, make_accountant
 from dpframe.accounting.budget import Budget, Number, PrivacyRequest
 from dpframe.accounting.ledger import Ledger
-from dpframe.backends.base import Backend
-from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.backends.base import Backend, make_backend
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -44,6 +43,10 @@ from dpframe.plan.schema import schema_from_frame
 from dpframe.release import GroupedRelease, Release, grouped_series
 
 if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskDataFrame
+
+    from dpframe.accounting.composition import CompositionSummary
+    from dpframe.accounting.renyi import RenyiCurve
     from dpframe.frame import PrivateFrame
 
 __all__ = ["ReleaseEvent", "Session"]
@@ -157,6 +160,28 @@ class Session:
         """One row per release of this session (on any dataset), oldest first."""
         return self._ledger.releases(self._name)
 
+    def renyi(self, orders: Sequence[float] | None = None) -> RenyiCurve:
+        """The Rényi-DP curve ε(α) of everything released so far (a view; free).
+
+        ``curve.to_dp(delta)`` gives the best conversion to (ε, δ) and the α
+        that attains it; ``curve.plot(delta)`` draws it.  How each release's
+        curve is obtained is in :func:`dpframe.accounting.renyi.release_rdp`.
+        """
+        from dpframe.accounting.renyi import session_curve
+
+        return session_curve(self.accounting, self.ledger, orders)
+
+    def composition(self, delta: float | None = None) -> CompositionSummary:
+        """The spend under basic, advanced (where valid), zCDP and RDP composition (a view).
+
+        Args:
+            delta: the slack δ' of the advanced, zCDP and RDP conversions
+                (default: the session's δ not used by mechanisms with their own).
+        """
+        from dpframe.accounting.composition import summarize
+
+        return summarize(self.accounting, float(self.total.delta), self.ledger, delta)
+
     def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
         """Call ``listener`` after every release; returns a function that unsubscribes."""
         self._listeners.append(listener)
@@ -194,7 +219,7 @@ class Session:
 
     def private_frame(
         self,
-        df: pd.DataFrame,
+        df: pd.DataFrame | DaskDataFrame,
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
@@ -206,7 +231,8 @@ class Session:
 
         Args:
             df: the private data.  Neighbouring datasets differ by one row, or,
-                with ``privacy_unit``, by all the rows of one unit.
+                with ``privacy_unit``, by all the rows of one unit.  A dask
+                DataFrame stays partitioned on its cluster (docs/backends.md).
             bounds: public clamping bounds ``{column: (low, high)}`` for
                 numeric columns to be summed or averaged.
             categories: public keys ``{column: [key, ...]}`` for group-bys;
@@ -231,14 +257,10 @@ class Session:
         """
         from dpframe.frame import PrivateFrame
 
-        if not isinstance(df, pd.DataFrame):
-            raise SchemaError("private_frame() needs a pandas DataFrame.")
-        if df.shape[0] == 0 or df.shape[1] == 0:
-            raise SchemaError("The DataFrame is empty; there is nothing to protect or query.")
-        schema = schema_from_frame(df, bounds, categories)
-        unit = _check_unit(df, privacy_unit, max_rows_per_unit)
+        backend = make_backend(df)  # pandas, or dask for a dask DataFrame (docs/backends.md)
+        schema = schema_from_frame(backend.schema_frame(), bounds, categories)
+        unit = _check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = _check_groups(unit, max_groups_per_unit)
-        backend = PandasBackend(df)
         dataset = backend.fingerprint()
         previous_unit = self._units.setdefault(dataset, unit)
         if previous_unit != unit:
@@ -251,15 +273,14 @@ class Session:
             self._backends.setdefault((dataset, ""), backend)
             return PrivateFrame._create(self, Source(dataset), schema)
         column, k = unit
-        bounded = bound_contributions(df, column, k, self._rng)
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
-        self._backends[(dataset, view)] = PandasBackend(bounded)
+        self._backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
         source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
         return PrivateFrame._create(self, source, schema)
 
     def _load(
         self,
-        df: pd.DataFrame,
+        df: pd.DataFrame | DaskDataFrame,
         bounds: Mapping[str, tuple[float, float]] | None,
         categories: Mapping[str, Sequence[Hashable]] | None,
         units: tuple[str | None, int | None, int | None],
@@ -283,11 +304,16 @@ class Session:
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        backend: str = "pandas",
         **read_csv_kwargs: Any,
     ) -> PrivateFrame:
-        """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`)."""
+        """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`).
+
+        ``backend="dask"`` opens it (or a glob of files) lazily as a partitioned
+        dask DataFrame instead of reading it into memory (needs ``dpframe[dask]``).
+        """
         units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
-        df = read_table(pd.read_csv, path, read_csv_kwargs)
+        df = _read(pd.read_csv, "csv", path, backend, read_csv_kwargs)
         return self._load(df, bounds, categories, units)
 
     def read_parquet(
@@ -299,13 +325,17 @@ class Session:
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        backend: str = "pandas",
         **read_parquet_kwargs: Any,
     ) -> PrivateFrame:
-        """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`."""
+        """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`.
+
+        ``backend="dask"`` opens it (or a directory of files) lazily as a
+        partitioned dask DataFrame instead of reading it into memory.
+        """
         units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
-        return self._load(
-            read_table(pd.read_parquet, path, read_parquet_kwargs), bounds, categories, units
-        )
+        df = _read(pd.read_parquet, "parquet", path, backend, read_parquet_kwargs)
+        return self._load(df, bounds, categories, units)
 
     # -- releasing -----------------------------------------------------------
 
@@ -484,6 +514,32 @@ def read_table(
         raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
     except (OSError, ValueError) as exc:
         raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
+    except TypeError:
+        raise InvalidArgumentError(
+            f"Cannot read {os.fspath(path)!r}: the reader refused its arguments "
+            f"({', '.join(sorted(kwargs)) or 'none'}); check their names and types."
+        ) from None
+
+
+def _read(
+    reader: Callable[..., pd.DataFrame],
+    kind: str,
+    path: str | os.PathLike[str],
+    backend: str,
+    kwargs: dict[str, Any],
+) -> pd.DataFrame | DaskDataFrame:
+    """Read with pandas, or open lazily with dask for ``backend="dask"``."""
+    if backend == "pandas":
+        return read_table(reader, path, kwargs)
+    if backend != "dask":
+        raise InvalidArgumentError(f"backend must be 'pandas' or 'dask', not {backend!r}.")
+    try:
+        from dpframe.backends.dask_backend import read_dask
+    except ImportError:
+        raise InvalidArgumentError(
+            "backend='dask' needs dask: pip install 'dpframe[dask]'."
+        ) from None
+    return read_dask(kind, path, kwargs)
 
 
 def _source_of(agg: Aggregate) -> Source:

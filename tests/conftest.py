@@ -11,6 +11,15 @@ import dpframe as dp
 from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--audit-heavy",
+        action="store_true",
+        default=False,
+        help="privacy auditor: run the heavy tier (more samples; see tests/AUDIT.md)",
+    )
+
+
 @pytest.fixture(autouse=True)
 def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test ever writes the user's real ledger."""

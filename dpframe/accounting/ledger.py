@@ -8,11 +8,19 @@ column subset or with another dtype can never start a fresh budget.  A charge ru
 insert the row), so two processes sharing a ledger file can never overspend:
 SQLite serializes the writers, and the spend is always re-read inside the
 transaction rather than kept in memory.
+
+The file identifies itself: SQLite's ``application_id`` holds
+:data:`APPLICATION_ID` and ``user_version`` the schema version.  A new ledger
+is built in a temporary file and linked into place, so a ledger file is never
+empty; an existing file that is empty, damaged (``PRAGMA quick_check``), another
+application's database, or written by a newer schema is refused with a
+:class:`~dpframe.errors.LedgerError` and left untouched (never reset).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import sys
 import threading
@@ -28,7 +36,10 @@ from dpframe.accounting.accountants import Charge
 from dpframe.accounting.budget import Budget
 from dpframe.errors import LedgerError
 
-__all__ = ["Ledger", "default_ledger_path"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Ledger", "default_ledger_path"]
+
+APPLICATION_ID = 0x44504652  # "DPFR", stored in the SQLite header of every ledger
+SCHEMA_VERSION = 1  # the newest ledger schema this code reads and writes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS budgets (
@@ -85,37 +96,44 @@ class Ledger:
         path: the SQLite file (created with its folder if missing), ``":memory:"``
             for a ledger that lives only as long as this object, or None for
             :func:`default_ledger_path`.
+
+    Raises:
+        LedgerError: the file cannot be created, or exists but is empty,
+            damaged, another application's database, or of a newer schema
+            version (it is then left unchanged; see ``docs/errors.md``).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
             path = default_ledger_path()
         self.path = str(path)
-        if self.path != ":memory:":
+        if self.path == ":memory:":
+            self._conn = _connect(self.path)
+            _initialize(self._conn, self.path)
+        else:
+            file = Path(self.path)
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise LedgerError(
                     f"Cannot create the ledger folder for {self.path}: {exc}"
                 ) from None
-        try:
-            self._conn = sqlite3.connect(
-                self.path, timeout=60.0, isolation_level=None, check_same_thread=False
-            )
-            self._conn.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise LedgerError(f"Cannot open the ledger {self.path}: {exc}") from None
+            if not file.exists():
+                _create_file(file)
+            self._conn = _open_existing(file)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        """One write transaction; SQLite failures become :class:`LedgerError`."""
+        with self._lock, _ledger_errors(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
@@ -156,7 +174,7 @@ class Ledger:
 
     def spent(self, session: str) -> Charge:
         """The exact sum of all charges of ``session``."""
-        with self._lock:
+        with self._lock, _ledger_errors(self.path):
             return self._sum(self._conn, session)
 
     def _sum(self, conn: sqlite3.Connection, session: str) -> Charge:
@@ -222,7 +240,7 @@ class Ledger:
 
     def releases(self, session: str) -> pd.DataFrame:
         """One row per release of ``session``, oldest first."""
-        with self._lock:
+        with self._lock, _ledger_errors(self.path):
             rows = self._conn.execute(
                 "SELECT id, time, dataset, query, mechanism, epsilon, delta, rho, status, value "
                 "FROM releases WHERE session=? ORDER BY id",
@@ -255,3 +273,158 @@ class Ledger:
         """Close the database connection."""
         with self._lock:
             self._conn.close()
+
+
+# -- opening and checking the file ---------------------------------------------
+
+_TABLES = {
+    "budgets": {"session", "dataset", "accounting", "epsilon", "delta", "created"},
+    "releases": {
+        "id",
+        "session",
+        "dataset",
+        "time",
+        "query",
+        "mechanism",
+        "epsilon",
+        "delta",
+        "rho",
+        "status",
+        "value",
+    },
+}
+_NOT_RESET = (
+    "Nothing was changed or reset. Restore the file from a backup, or pass another "
+    "ledger= path (a new ledger starts with no spend)."
+)
+
+
+@contextmanager
+def _ledger_errors(path: str) -> Iterator[None]:
+    """Turn a SQLite failure in the middle of work into a :class:`LedgerError`."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise LedgerError(
+            f"The ledger {path} failed ({type(exc).__name__}: {exc}). If the file is "
+            f"damaged, the spend it records cannot be trusted. {_NOT_RESET}"
+        ) from None
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"Cannot open the ledger {path}: {exc}") from None
+    return conn
+
+
+def _initialize(conn: sqlite3.Connection, path: str) -> None:
+    """Create the tables in an empty database and stamp its id and schema version."""
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.executescript(
+            f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA application_id={APPLICATION_ID};"
+            f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+        )
+    except sqlite3.Error as exc:
+        raise LedgerError(f"Cannot create the ledger {path}: {exc}") from None
+
+
+def _create_file(file: Path) -> None:
+    """Build a new ledger next to ``file`` and link it into place (never over a file).
+
+    Two processes creating the same ledger at once both succeed: the first
+    link wins and the other process opens that file.
+    """
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    try:
+        conn = _connect(str(tmp))
+        try:
+            _initialize(conn, str(file))
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, file)
+        except FileExistsError:
+            pass  # created meanwhile by another process: use that one
+        except OSError:
+            if not file.exists():  # a file system without hard links
+                os.replace(tmp, file)
+    except OSError as exc:
+        raise LedgerError(f"Cannot create the ledger {file}: {exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _open_existing(file: Path) -> sqlite3.Connection:
+    """Open a ledger file that exists, refusing anything that is not a sound ledger."""
+    path = str(file)
+    if file.is_dir():
+        raise LedgerError(f"The ledger path {path} is a folder; pass a file path.")
+    if file.stat().st_size == 0:
+        raise LedgerError(
+            f"The ledger file {path} is empty. dpframe never writes an empty ledger, so the "
+            f"file was truncated or is not a ledger. {_NOT_RESET}"
+        )
+    conn = _connect(path)
+    try:
+        _check_file(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_file(conn: sqlite3.Connection, path: str) -> None:
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = {
+            name: {row[1] for row in conn.execute(f"PRAGMA table_info('{name}')")}
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+    except sqlite3.DatabaseError as exc:
+        raise LedgerError(
+            f"The ledger file {path} is not a readable SQLite database ({exc}): it is "
+            f"damaged or not a dpframe ledger. {_NOT_RESET}"
+        ) from None
+    if check != [("ok",)]:
+        raise LedgerError(
+            f"The ledger file {path} is damaged (SQLite integrity check failed), so the "
+            f"spend it records cannot be trusted. {_NOT_RESET}"
+        )
+    if app_id not in (0, APPLICATION_ID):
+        raise LedgerError(
+            f"The file {path} is another application's SQLite database "
+            f"(application_id {app_id}), not a dpframe ledger. {_NOT_RESET}"
+        )
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"The ledger {path} has schema version {version}, written by a newer dpframe; "
+            f"this dpframe reads versions up to {SCHEMA_VERSION}. Upgrade dpframe "
+            "(pip install -U dpframe) to use it; the file was not changed."
+        )
+    missing = {
+        name: columns - tables.get(name, set())
+        for name, columns in _TABLES.items()
+        if columns - tables.get(name, set())
+    }
+    if missing or (app_id == 0 and set(tables) != set(_TABLES)):
+        raise LedgerError(
+            f"The file {path} is a SQLite database but not a dpframe ledger "
+            f"(tables: {', '.join(sorted(tables)) or 'none'}). {_NOT_RESET}"
+        )
+    if app_id == 0 or version < SCHEMA_VERSION:
+        # A ledger from before the file was stamped: same tables, so adopt it.
+        try:
+            conn.executescript(
+                f"BEGIN IMMEDIATE; PRAGMA application_id={APPLICATION_ID};"
+                f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+            )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"Cannot update the ledger {path}: {exc}") from None

@@ -57,6 +57,9 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 _CHUNK_ROWS = 1 << 16
 
+#: Cell of each row: slot codes (0 = no cell), a boolean mask (one cell), or None (one cell).
+Cells = npt.NDArray[np.intp] | npt.NDArray[np.bool_] | None
+
 
 class PandasBackend:
     """Evaluate plans on an in-memory pandas DataFrame.
@@ -84,10 +87,18 @@ class PandasBackend:
                 digest.update(f"{name}\x00{dtype}\x00".encode())
             for start in range(0, len(self._frame), _CHUNK_ROWS):
                 chunk = self._frame.iloc[start : start + _CHUNK_ROWS]
-                hashed = pd.util.hash_pandas_object(chunk, index=False).to_numpy()
-                digest.update(hashed.tobytes())
+                digest.update(_hash_rows(chunk).tobytes())
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
+
+    def schema_frame(self) -> pd.DataFrame:
+        """An empty frame with the data's columns and dtypes (no rows)."""
+        empty: pd.DataFrame = self._frame.iloc[:0]
+        return empty
+
+    def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> PandasBackend:
+        """A backend over a bounded copy: at most ``max_rows`` rows per unit (see below)."""
+        return PandasBackend(bound_contributions(self._frame, unit, max_rows, rng))
 
     # -- expressions ---------------------------------------------------------
 
@@ -103,11 +114,15 @@ class PandasBackend:
             right = self._eval(expr.right, defs)
             if isinstance(expr, Logical):
                 left, right = _as_mask(left), _as_mask(right)
+            elif isinstance(expr, Arith):
+                left, right = _as_number(left), _as_number(right)
+            elif expr.op in ("<", "<=", ">", ">="):
+                return _order(expr.op, left, right)
             return _BINARY[expr.op](left, right)
         if isinstance(expr, Neg):
-            return -self._eval(expr.operand, defs)
+            return -_as_number(self._eval(expr.operand, defs))
         if isinstance(expr, Abs):
-            return abs(self._eval(expr.operand, defs))
+            return abs(_as_number(self._eval(expr.operand, defs)))
         if isinstance(expr, Not):
             return ~_as_mask(self._eval(expr.operand, defs))
         if isinstance(expr, IsNull):
@@ -224,18 +239,19 @@ class PandasBackend:
             size *= len(key.categories)
         if slots is not None and mask is not None:
             slots = np.where(mask, slots, 0)
+        cells: Cells = slots
         if slots is None and mask is not None:
-            slots = mask.astype(np.intp)
+            cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
         results = []
         for measure in measures:
-            results.append(self._measure(measure, defs, slots, size, n))
+            results.append(self._measure(measure, defs, cells, size, n))
         return results
 
     def _measure(
         self,
         measure: Measure,
         defs: dict[str, Expr],
-        slots: npt.NDArray[np.intp] | None,
+        slots: Cells,
         size: int,
         n: int,
     ) -> npt.NDArray[np.float64]:
@@ -266,6 +282,23 @@ class PandasBackend:
         if isinstance(value, pd.Series):
             return np.asarray(value.notna().to_numpy(dtype=bool))
         return np.full(len(self._frame), not pd.isna(value))
+
+
+def _hash_rows(chunk: pd.DataFrame) -> npt.NDArray[np.uint64]:
+    """Row hashes of ``chunk``; unhashable cells (lists, dicts) are a :class:`SchemaError`."""
+    try:
+        return np.asarray(pd.util.hash_pandas_object(chunk, index=False).to_numpy())
+    except TypeError:
+        for name in chunk.columns:  # name the column (public), never the value
+            try:
+                pd.util.hash_pandas_object(chunk[name], index=False)
+            except TypeError:
+                raise SchemaError(
+                    f"Column {name!r} holds values that cannot be hashed (lists, dicts, "
+                    "sets, ...); convert them to strings or numbers, or drop the column, "
+                    "before loading."
+                ) from None
+        raise
 
 
 def _limit_keys_per_unit(
@@ -333,7 +366,7 @@ def _bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArra
     """Bin index per value (-1: missing, or outside the edges without ``clamp``)."""
     edges = np.asarray(bucket.edges, dtype=np.float64)
     last = len(edges) - 2
-    codes = np.searchsorted(edges, values, side="right").astype(np.intp) - 1
+    codes = _edges_at_or_below(values, edges) - 1
     codes[values == edges[-1]] = last
     if bucket.clamp:
         np.clip(codes, 0, last, out=codes)
@@ -343,15 +376,101 @@ def _bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArra
     return codes
 
 
+def _edges_at_or_below(
+    values: npt.NDArray[np.float64], edges: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp]:
+    """``np.searchsorted(edges, values, side="right")``, faster for equally spaced edges.
+
+    For the edges of ``np.linspace`` (quantile candidates, ``hist`` bins) the
+    count is guessed arithmetically, then corrected against the edges
+    themselves until ``edges[k - 1] <= v < edges[k]`` holds for every value,
+    so the result is identical to ``searchsorted`` (NaN counts every edge, as
+    there).  Other edges use ``searchsorted``.
+    """
+    m = len(edges)
+    with np.errstate(over="ignore", invalid="ignore"):
+        uniform = m >= 3 and np.array_equal(edges, np.linspace(edges[0], edges[-1], m))
+        scale = (m - 1) / (edges[-1] - edges[0])
+        if not (uniform and np.isfinite(scale) and scale > 0):
+            return np.asarray(np.searchsorted(edges, values, side="right"), dtype=np.intp)
+        guess = (values - edges[0]) * scale + 1.0
+    np.nan_to_num(guess, copy=False, nan=float(m), posinf=float(m), neginf=0.0)
+    np.clip(guess, 0.0, float(m), out=guess)
+    counts = guess.astype(np.intp)  # truncation is floor here: guess >= 0
+    below = np.concatenate(([-np.inf], edges))  # below[k] = edges[k - 1]
+    above = np.concatenate((edges, [np.nan]))  # above[k] = edges[k]; none above the last
+    wrong = np.flatnonzero((above[counts] <= values) | (below[counts] > values))
+    while wrong.size:  # rounding puts a guess at most an edge or two off
+        v, c = values[wrong], counts[wrong]
+        up, down = above[c] <= v, below[c] > v
+        counts[wrong] = c + up - down
+        wrong = wrong[up | down]
+    return np.asarray(counts, dtype=np.intp)
+
+
 def _bincount(
-    slots: npt.NDArray[np.intp] | None, weights: npt.NDArray[np.float64] | None, size: int
+    slots: Cells, weights: npt.NDArray[np.float64] | None, size: int
 ) -> npt.NDArray[np.float64]:
-    """Per-cell totals; slot 0 (rows in no cell) is dropped."""
+    """Per-cell totals; slot 0 (rows in no cell) is dropped.
+
+    ``slots`` may also be a boolean row mask (a single cell: the rows kept by
+    the filters), or None (a single cell: every row).  The weights are
+    integer-valued (grid units), so every summation order gives the same total.
+    """
     if slots is None:
         assert weights is not None
-        return np.array([float(weights.sum())])
+        return np.array([float(weights.sum()) + 0.0])  # + 0.0: never -0.0, as below
+    if slots.dtype == np.bool_:
+        mask = np.asarray(slots, dtype=np.bool_)
+        if weights is None:
+            return np.array([float(np.count_nonzero(mask))])
+        return np.array([float(np.sum(weights, where=mask))])
     counts = np.bincount(slots, weights=weights, minlength=size + 1)
     return np.asarray(counts[1:], dtype=np.float64)
+
+
+def _as_number(value: Any) -> Any:
+    """Integer and boolean columns as float64 before arithmetic.
+
+    Integer dtypes wrap around silently (int8: 100 * 100 == 16) and numpy
+    adds booleans as logical or; float64 gives the arithmetic that the
+    declared bounds were derived for.
+    """
+    if isinstance(value, pd.Series) and (
+        pd.api.types.is_integer_dtype(value.dtype) or pd.api.types.is_bool_dtype(value.dtype)
+    ):
+        return pd.Series(value.to_numpy(dtype=np.float64, na_value=np.nan), index=value.index)
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return value
+
+
+def _order(op: str, left: Any, right: Any) -> Any:
+    """An ordering comparison; values that cannot be ordered (mixed types) compare false.
+
+    An object column may mix numbers, text and missing values.  pandas raises
+    for the whole column then; here each row is compared on its own and a
+    pair that cannot be ordered counts as false, like a missing value, so the
+    result of a row never depends on the other rows.
+    """
+    compare = _BINARY[op]
+    try:
+        return compare(left, right)
+    except TypeError:
+        pass
+    series = left if isinstance(left, pd.Series) else right
+    n = len(series)
+    lefts = left.to_numpy(dtype=object) if isinstance(left, pd.Series) else [left] * n
+    rights = right.to_numpy(dtype=object) if isinstance(right, pd.Series) else [right] * n
+
+    def one(a: Any, b: Any) -> bool:
+        try:
+            return bool(compare(a, b))
+        except TypeError:  # unorderable pair, or pd.NA (ambiguous truth value)
+            return False
+
+    flags = [one(a, b) for a, b in zip(lefts, rights, strict=True)]
+    return pd.Series(flags, index=series.index, dtype=bool)
 
 
 def _as_mask(value: Any) -> Any:

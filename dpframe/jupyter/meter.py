@@ -72,6 +72,7 @@ class BudgetMeter:
         self.widget = widgets.VBox(rows)
         self._spent = session.spent
         self._remaining = session.remaining
+        self._renyi: Any = None  # the second view, built on first use
         self._unsubscribe = session.subscribe(self._on_release)
         self._redraw()
 
@@ -107,6 +108,36 @@ class BudgetMeter:
         """The last releases shown: (query, cost)."""
         return list(self._recent)
 
+    @property
+    def renyi_view(self) -> Any:
+        """The second view: the session's Rényi-DP curve ε(α) and its best (ε, δ), kept live.
+
+        An ipywidgets ``HTML`` with an SVG plot (see :meth:`Session.renyi`);
+        the conversion uses the session's δ (or 10⁻⁶ in a pure session).
+        """
+        if self._renyi is None:
+            import ipywidgets as widgets
+
+            self._renyi = widgets.HTML()
+            self._draw_renyi()
+        return self._renyi
+
+    def renyi_text(self) -> str:
+        """The Rényi view as text: the best conversion of the session's curve."""
+        curve = self._session.renyi()
+        delta = float(self._session.total.delta) or 1e-6
+        eps, alpha = curve.to_dp(delta)
+        return (
+            f"dpframe Rényi view [{self._session.name}]: {curve.releases} releases; "
+            f"best (ε, δ={delta:g}) conversion ε={eps:.4g} at α={alpha:g}"
+        )
+
+    def _draw_renyi(self) -> None:
+        if self._renyi is None:
+            return
+        delta = float(self._session.total.delta) or 1e-6
+        self._renyi.value = self._session.renyi().to_svg(delta)
+
     def text(self) -> str:
         """The one-line view used outside notebooks."""
         return (
@@ -121,6 +152,7 @@ class BudgetMeter:
         self._remaining = event.remaining
         self._recent.append((event.query, str(event.cost)))
         self._redraw()
+        self._draw_renyi()
 
     def _redraw(self) -> None:
         colour = COLOURS[self.colour]

@@ -106,10 +106,13 @@ def noise_for(
     Used both to release and to explain a query before it runs.
     """
     sensitivity = max(int(sensitivity), 1)
-    if allocation.kind == "laplace":
-        scale_quanta = sensitivity / float(allocation.parameter)
-    else:
-        scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
+    try:
+        if allocation.kind == "laplace":
+            scale_quanta = sensitivity / float(allocation.parameter)
+        else:
+            scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
+    except OverflowError:  # a parameter beyond float range (say ε = 10**400): no noise
+        scale_quanta = 0.0
     grid_q = _grid_quanta(scale_quanta, sensitivity)
     sensitivity_units = sensitivity if grid_q == 1 else sensitivity // grid_q + 1
     if allocation.kind == "laplace":

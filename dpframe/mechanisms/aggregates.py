@@ -42,7 +42,11 @@ from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, unit_rows
 
-__all__ = ["AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
+__all__ = ["MAX_CELLS", "AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
+
+#: The most cells (groups, or key combinations) one release may have; a
+#: larger request is refused before anything is charged or computed.
+MAX_CELLS = 2**24
 
 _QUANTUM_BITS = 22
 _MIN_QUANTUM_EXPONENT = -1000
@@ -106,6 +110,12 @@ def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
     times a row's sensitivity (and, over disjoint groups, the L1 and L2 norms
     of the change by at most k times it), so sensitivities are scaled by k.
     """
+    if agg.n_groups > MAX_CELLS:
+        raise SchemaError(
+            f"This release would have {agg.n_groups} cells (the product of the numbers of "
+            f"keys); dpframe releases at most {MAX_CELLS} at once. Group by fewer columns "
+            "or declare fewer keys."
+        )
     measures, sensitivities = _row_measures(agg)
     k = unit_rows(agg.plan)
     return measures, tuple(s * k for s in sensitivities)

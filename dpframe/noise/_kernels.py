@@ -35,6 +35,16 @@ BoolArray = npt.NDArray[np.bool_]
 
 _WORD_BITS = 62
 
+#: Timing hardening: batches of at most this many elements draw a fixed block of
+#: Bernoulli trials per element in one call, instead of looping until the last
+#: element is decided, so the time to sample does not grow with the noise drawn.
+FIXED_WORK_MAX_SIZE = 1024
+#: Trials per element in the fixed block; more are needed with probability exp(-40) < 5e-18.
+FIXED_WORK_ROUNDS = 40
+#: Trials per element in the fixed block of Bernoulli(exp(-gamma)), gamma <= 1: more are
+#: needed with probability at most 1/20! < 5e-19.
+FIXED_LE1_ROUNDS = 20
+
 
 def _take(den: int | IntArray, idx: npt.NDArray[np.intp]) -> int | IntArray:
     """Index ``den`` when it is an array; pass a scalar through."""
@@ -54,11 +64,49 @@ def bern_ratio_int(num: IntArray, den: int | IntArray, k: int, rng: SecureRandom
     return split
 
 
+def _bexp_le1_fixed(num: IntArray, den: int | IntArray, rng: SecureRandom) -> BoolArray:
+    """:func:`bexp_le1_int` with the first FIXED_LE1_ROUNDS trials drawn in one block.
+
+    Trial k continues with probability num/(den·k); K is the first trial that
+    stops, and the result is whether K is odd.  The block's size and bounds
+    depend on ``den`` (public) only, so the work does not depend on ``num``;
+    an element whose block never stops (probability below 1/20!) continues
+    with the loop.
+    """
+    n, rounds = num.size, FIXED_LE1_ROUNDS
+    ks = np.tile(np.arange(1, rounds + 1, dtype=np.int64), n)
+    nums = np.repeat(num, rounds)
+    dens = np.repeat(np.broadcast_to(np.asarray(den, dtype=np.int64), (n,)), rounds)
+    if int(dens.max()) <= INT64_SAFE // rounds:
+        cont = rng.uniform_below(dens * ks, n * rounds) < nums
+    else:  # as bern_ratio_int: U < num <= den on {0..den*k-1} iff w == 0 and u < num
+        cont = (rng.uniform_below(dens, n * rounds) < nums) & (
+            rng.uniform_below(ks, n * rounds) == 0
+        )
+    stops = ~cont.reshape(n, rounds)
+    stopped = stops.any(axis=1)
+    result: BoolArray = np.argmax(stops, axis=1) % 2 == 0  # K = index + 1 is odd
+    rest = np.flatnonzero(~stopped)
+    if rest.size:
+        result[rest] = _bexp_le1_loop(num[rest], _take(den, rest), rng, rounds + 1)
+    return result
+
+
 def bexp_le1_int(num: IntArray, den: int | IntArray, rng: SecureRandom) -> BoolArray:
-    """Bernoulli(exp(-num_i/den_i)) for ``0 <= num_i <= den_i <= 2**62`` (CKS Algorithm 1)."""
+    """Bernoulli(exp(-num_i/den_i)) for ``0 <= num_i <= den_i <= 2**62`` (CKS Algorithm 1).
+
+    Small batches do a fixed amount of work (timing hardening, see
+    :func:`count_exp1_successes`).
+    """
+    if 0 < num.size <= FIXED_WORK_MAX_SIZE:
+        return _bexp_le1_fixed(num, den, rng)
+    return _bexp_le1_loop(num, den, rng, 1)
+
+
+def _bexp_le1_loop(num: IntArray, den: int | IntArray, rng: SecureRandom, k: int) -> BoolArray:
+    """The loop of CKS Algorithm 1 from trial ``k`` on (earlier trials all continued)."""
     result = np.empty(num.size, dtype=np.bool_)
     active = np.arange(num.size)
-    k = 1
     while active.size:
         cont = bern_ratio_int(num[active], _take(den, active), k, rng)
         result[active[~cont]] = k % 2 == 1
@@ -99,8 +147,29 @@ def bexp_one(n: int, rng: SecureRandom) -> BoolArray:
     return result
 
 
+def _first_failures(n: int, rng: SecureRandom) -> IntArray:
+    """Per element, the index of the first failure among FIXED_WORK_ROUNDS Bernoulli(exp(-1))."""
+    failed = ~bexp_one(n * FIXED_WORK_ROUNDS, rng).reshape(n, FIXED_WORK_ROUNDS)
+    first: IntArray = np.where(
+        failed.any(axis=1), np.argmax(failed, axis=1), FIXED_WORK_ROUNDS
+    ).astype(np.int64)
+    return first
+
+
 def count_exp1_successes(n: int, rng: SecureRandom) -> IntArray:
-    """Count the successes of Bernoulli(exp(-1)) before the first failure, ``n`` times."""
+    """Count the successes of Bernoulli(exp(-1)) before the first failure, ``n`` times.
+
+    For small batches (the scalar releases whose timing an observer could tie
+    to one noise value) the trials come in one fixed block per element, so the
+    work does not depend on the counts; the rare element that succeeds in the
+    whole block continues with fresh draws (the count is memoryless).
+    """
+    if 0 < n <= FIXED_WORK_MAX_SIZE:
+        counts = _first_failures(n, rng)
+        more = np.flatnonzero(counts == FIXED_WORK_ROUNDS)
+        if more.size:
+            counts[more] += count_exp1_successes(more.size, rng)
+        return counts
     v = np.zeros(n, dtype=np.int64)
     active = np.arange(n)
     while active.size:
@@ -113,9 +182,18 @@ def _integer_part(q: IntArray | ObjArray, rng: SecureRandom) -> BoolArray:
     """AND of ``q_i`` draws of Bernoulli(exp(-1)), i.e. Bernoulli(exp(-q_i)).
 
     Stops each element at its first failure, so the number of rounds is about
-    ``log(n)`` however large the ``q_i`` are.
+    ``log(n)`` however large the ``q_i`` are.  Small batches use one fixed block
+    of trials per element instead (see :func:`count_exp1_successes`).
     """
-    alive = np.ones(q.shape[0], dtype=np.bool_)
+    n = q.shape[0]
+    if 0 < n <= FIXED_WORK_MAX_SIZE:
+        cap = np.minimum(q, FIXED_WORK_ROUNDS).astype(np.int64)
+        alive_fixed: BoolArray = _first_failures(n, rng) >= cap
+        beyond = np.flatnonzero(alive_fixed & np.asarray(q > FIXED_WORK_ROUNDS, dtype=np.bool_))
+        if beyond.size:
+            alive_fixed[beyond] = _integer_part(q[beyond] - FIXED_WORK_ROUNDS, rng)
+        return alive_fixed
+    alive = np.ones(n, dtype=np.bool_)
     idx = np.flatnonzero(np.asarray(q > 0, dtype=np.bool_))
     j = 0
     while idx.size:

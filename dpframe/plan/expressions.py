@@ -8,9 +8,10 @@ of an expression is only known row by row (use ``&``, ``|`` and ``~``).
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from dpframe.errors import SchemaError
 
@@ -138,7 +139,9 @@ class Expr:
 
     def isin(self, values: Iterable[Scalar]) -> Expr:
         """True where the value is one of ``values`` (public constants)."""
-        return IsIn(self, tuple(values))
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise SchemaError("isin() takes a list of public values, e.g. isin(['a', 'b']).")
+        return IsIn(self, tuple(_plain_scalar(v) for v in values))
 
     def between(self, low: ExprLike, high: ExprLike) -> Expr:
         """``low <= x <= high`` (both ends inclusive, as in pandas)."""
@@ -331,6 +334,15 @@ class IsIn(Expr):
 
     def __str__(self) -> str:
         return f"{self.operand}.isin({list(self.values)!r})"
+
+
+def _plain_scalar(value: object) -> Scalar:
+    """A public constant as a plain Python value (numpy scalars are unwrapped)."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, numbers.Real) and hasattr(value, "item"):
+        return cast("Scalar", value.item())
+    raise SchemaError("isin() values must be numbers, strings or booleans (use isna() for None).")
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -116,7 +116,7 @@ def check_bounds(name: str, bounds: object) -> Bounds:
     """Validate a ``(low, high)`` pair: finite numbers with low <= high."""
     try:
         pair: tuple[object, ...] = tuple(bounds)  # type: ignore[arg-type]
-        if len(pair) != 2:
+        if len(pair) != 2 or any(isinstance(v, (str, bytes)) for v in pair):
             raise ValueError
         low_f, high_f = float(pair[0]), float(pair[1])  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -135,6 +135,11 @@ def check_categories(name: str, categories: object, kind: str) -> tuple[Hashable
     keys = tuple(categories)
     if not keys:
         raise SchemaError(f"categories for {name!r} must not be empty.")
+    if any(_is_missing(k) for k in keys):
+        raise SchemaError(
+            f"categories for {name!r} must not contain a missing value (None, NaN): missing "
+            f"values are never a group. Count them with pf[pf[{name!r}].isna()].count(...)."
+        )
     try:
         distinct = len(set(keys))
     except TypeError:
@@ -149,8 +154,14 @@ def check_categories(name: str, categories: object, kind: str) -> tuple[Hashable
     return keys
 
 
+def _is_missing(key: object) -> bool:
+    return bool(pd.api.types.is_scalar(key) and pd.isna(cast("Any", key)))
+
+
 def _kind_of(series: pd.Series) -> Kind:
     dtype = series.dtype
+    if pd.api.types.is_complex_dtype(dtype):
+        return "other"  # no order and no clamping: never summed
     if pd.api.types.is_bool_dtype(dtype):
         return "boolean"
     if pd.api.types.is_numeric_dtype(dtype):
@@ -174,6 +185,11 @@ def schema_from_frame(
             that are not finite or have low > high, bounds on a non-numeric
             column, empty or duplicate categories, or non-string column names.
     """
+    declared: tuple[tuple[object, str], ...] = ((bounds, "bounds"), (categories, "categories"))
+    for given, what in declared:  # annotations are not checked at run time
+        if given is not None and not isinstance(given, Mapping):
+            kind = type(given).__name__
+            raise SchemaError(f"{what}= takes a dict {{column: ...}}, not a {kind}.")
     bounds = dict(bounds or {})
     categories = dict(categories or {})
     names = list(df.columns)

@@ -196,8 +196,11 @@ def decode_expr(data: Any) -> Expr:
 def _response_types() -> dict[str, type[Any]]:
     from dpframe.accounting.budget import Budget
     from dpframe.explain import Explanation, MeasureExplanation
+    from dpframe.local_queries import CopyInfo
     from dpframe.mechanisms.additive import NoiseSpec
     from dpframe.mechanisms.aggregates import IntervalModel
+    from dpframe.mechanisms.floors import AccuracyFloor
+    from dpframe.model_queries import KDEInfo, PrivateLinearRegression, PrivateLogisticRegression
     from dpframe.release import GroupedRelease, NoInterval, Release
 
     classes: tuple[type[Any], ...] = (
@@ -209,6 +212,11 @@ def _response_types() -> dict[str, type[Any]]:
         GroupedRelease,
         NoInterval,
         Release,
+        AccuracyFloor,
+        CopyInfo,
+        KDEInfo,
+        PrivateLinearRegression,
+        PrivateLogisticRegression,
     )
     return {cls.__name__: cls for cls in classes}
 

@@ -33,8 +33,10 @@ SAMPLERS: dict[str, Sampler] = {
     "geometric_exp": lambda r: [geometric_exp(Fraction(1, 3), r) for _ in range(50)],
     "discrete_laplace": lambda r: [discrete_laplace(Fraction(7, 3), r) for _ in range(50)],
     "discrete_gaussian": lambda r: [discrete_gaussian(Fraction(7, 3), r) for _ in range(50)],
-    "bernoulli_exp_array": lambda r: bernoulli_exp_array(
-        np.array([3, 27, 10**30 + 1], dtype=object), np.array([10, 10, 10**30], dtype=object), r
+    "bernoulli_exp_array": lambda r: bernoulli_exp_array(  # x8: two seeds must differ
+        np.array([3, 27, 10**30 + 1] * 8, dtype=object),
+        np.array([10, 10, 10**30] * 8, dtype=object),
+        r,
     ).tolist(),
     "discrete_laplace_array": lambda r: discrete_laplace_array(1000, 500, r).tolist(),
     "discrete_laplace_array_fallback": lambda r: discrete_laplace_array(

@@ -1,0 +1,368 @@
+"""The Dask backend: the same plans on partitioned data, evaluated where the data lives.
+
+Every partition is evaluated by the pandas backend's own code (one
+:class:`~dpframe.backends.pandas_backend.PandasBackend` per partition, built
+on the worker), and the per-partition results are added up in a tree on the
+workers.  Only the final per-group arrays (and, for private key discovery,
+the per-key counts) come back to the client process.
+
+Exactness: every sum term is an integer of magnitude at most 2**22 held in a
+float64 and at most :data:`~dpframe.backends.base.MAX_ROWS` rows are summed,
+so every partial sum, and any sum of partial sums, is an integer below 2**53
+and is computed exactly, in any order.  The results are therefore
+bit-identical to the pandas backend's on the same rows, however the data is
+partitioned (``tests/dask/test_equivalence.py`` checks this).
+
+This module imports dask; it is imported only when a dask DataFrame is
+loaded (``import dpframe`` never imports it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from dask.base import tokenize
+from dask.delayed import Delayed, delayed
+from dask.tokenize import TokenizationError as TokenizationError
+
+from dpframe.backends.base import MAX_ROWS, Measure
+from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.errors import DPError, SchemaError
+from dpframe.noise import SecureRandom
+from dpframe.plan.expressions import Expr
+from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, lineage
+
+__all__ = ["DaskBackend", "read_dask"]
+
+#: How many partial results one reduction task adds up.
+_FAN_IN = 8
+#: The dask configuration key that turns on a progress bar for each query.
+PROGRESS_OPTION = "dpframe.progress"
+#: The dtype pandas itself gives text (``str`` in pandas 3, ``object`` before).
+_PANDAS_TEXT = pd.Series(["text"]).dtype
+
+Measures = tuple[int, list[npt.NDArray[np.float64]]]
+
+
+@dataclass(frozen=True)
+class KeyCounts:
+    """Per-key row counts from some partitions.
+
+    A class of its own so that distributed pickles it whole: inside a plain
+    dict, a ``numpy.float64`` key would reach the client as a Python float.
+    """
+
+    counts: dict[Hashable, int]
+
+
+class DaskBackend:
+    """Evaluate plans on a dask DataFrame, partition by partition, on the workers.
+
+    The computation runs on whatever scheduler dask is configured with: a
+    ``distributed.Client`` if one is active (a ``LocalCluster`` or a real
+    cluster), else dask's local threads.  Set the dask option
+    ``dpframe.progress`` (``dask.config.set({"dpframe.progress": True})``)
+    to show a progress bar for each query on a distributed client.
+
+    Args:
+        frame: the private data, a dask DataFrame; held by reference, never
+            collected to the client.
+        unit: the column the partitions are grouped by (every unit's rows in
+            one partition), or empty; set on contribution-bounded views.
+        fingerprint: the dataset's identity, when already known.
+    """
+
+    def __init__(self, frame: dd.DataFrame, *, unit: str = "", fingerprint: str = "") -> None:
+        if len(frame.columns) == 0:
+            raise SchemaError("The DataFrame has no columns; there is nothing to protect or query.")
+        self._frame = frame
+        self._unit = unit
+        self._fingerprint = fingerprint
+
+    def __repr__(self) -> str:
+        return f"DaskBackend(<private data>, {self._frame.npartitions} partitions)"
+
+    def __reduce__(self) -> Any:
+        raise DPError("A backend holding private data cannot be pickled.")
+
+    def schema_frame(self) -> pd.DataFrame:
+        """An empty frame with the columns and dtypes as evaluated (dask's metadata; no rows)."""
+        empty: pd.DataFrame = pd.DataFrame(
+            {name: pd.Series(dtype=dtype) for name, dtype in self._frame.dtypes.items()}
+        )
+        return _as_pandas_dtypes(empty)
+
+    def fingerprint(self) -> str:
+        """The dataset's identity, without reading the data when dask can name it.
+
+        BLAKE2b over the column names and dtypes and dask's deterministic
+        token of the frame (``dask.base.tokenize`` with
+        ``tokenize.ensure-deterministic``).  For files (``read_parquet``,
+        ``read_csv``) the token covers the paths, the reader's arguments and
+        each file's metadata (fsspec's checksum: size and modification time),
+        so it reads no data: the same files, unchanged, give the same
+        fingerprint in any process.  A file rewritten in place with the same
+        size and modification time would keep its fingerprint.  For a frame
+        made from pandas data the token hashes the data itself.  When dask
+        cannot name the graph deterministically, the fingerprint is a content
+        hash computed on the workers in one pass (one 20-byte digest per
+        partition comes back).  The pandas and dask backends give different
+        fingerprints for the same rows.
+        """
+        if not self._fingerprint:
+            digest = hashlib.blake2b(digest_size=20)
+            digest.update(b"dask\x00")
+            for name, dtype in self._frame.dtypes.items():
+                digest.update(f"{name}\x00{dtype}\x00".encode())
+            try:
+                with dask.config.set({"tokenize.ensure-deterministic": True}):
+                    digest.update(b"token\x00" + tokenize(self._frame).encode())
+            except TokenizationError:
+                digest.update(b"content\x00" + self._content_digest())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+    def _content_digest(self) -> bytes:
+        parts = [delayed(_partition_digest, pure=False)(p) for p in _to_delayed(self._frame)]
+        digests: list[bytes] = _compute(delayed(list, pure=False)(parts))
+        return hashlib.blake2b(b"".join(digests), digest_size=20).digest()
+
+    # -- evaluation ----------------------------------------------------------
+
+    def compute(
+        self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
+    ) -> list[npt.NDArray[np.float64]]:
+        """Exact per-group values of ``measures``, bit-identical to the pandas backend's."""
+        exprs = [m.expr for m in measures] + [k.expr for k in by]
+        parts = self._partitions(_needed_columns(self._frame.columns, plan, exprs))
+        evaluate = functools.partial(_partition_measures, plan, measures, by)
+        partials = [delayed(evaluate, pure=False)(part) for part in parts]
+        total: Measures = _compute(_tree_reduce(partials, _add_measures))
+        rows, values = total
+        if rows > MAX_ROWS:
+            raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
+        return values
+
+    def key_counts(
+        self,
+        plan: Plan,
+        expr: Expr,
+        unit: str = "",
+        max_keys: int = 0,
+        rng: SecureRandom | None = None,
+    ) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+        """Exact row count per distinct present value of ``expr`` (for key discovery only).
+
+        The same keys and counts as the pandas backend, possibly in another
+        order (the session does not depend on it: partition selection draws
+        i.i.d. noise per key and releases the keys sorted).  With ``unit``
+        and ``max_keys``, each unit keeps the rows of at most ``max_keys`` of
+        its keys, a uniformly random choice drawn on the worker that holds
+        the unit (a :class:`~dpframe.noise.SecureRandom` over that worker's
+        ``os.urandom``; ``rng`` is not sent to workers).  The data is
+        shuffled by ``unit`` first unless it is already grouped by it.
+        """
+        limit = bool(unit and max_keys)
+        columns = _needed_columns(self._frame.columns, plan, [expr], unit if limit else "")
+        frame = self._frame[columns]
+        if limit and self._unit != unit:
+            frame = frame.shuffle(on=unit)
+        count = functools.partial(_partition_keys, plan, expr, unit if limit else "", max_keys)
+        partials = [delayed(count, pure=False)(part) for part in _to_delayed(frame)]
+        merged: KeyCounts = _compute(_tree_reduce(partials, _merge_keys))
+        keys = list(merged.counts)
+        return keys, np.array([merged.counts[k] for k in keys], dtype=np.int64)
+
+    def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> DaskBackend:
+        """A view with at most ``max_rows`` rows per value of ``unit``, kept on the workers.
+
+        The data is shuffled by ``unit`` (every unit's rows land in one
+        partition), then each partition keeps, per unit, the rows with the
+        ``max_rows`` smallest of independent uniform 62-bit keys.  The keys are
+        drawn on the worker from a fresh :class:`~dpframe.noise.SecureRandom`
+        (``os.urandom`` of the worker host), exactly as the pandas backend
+        draws them from the session's source; they never leave the worker.
+        Rows with a missing unit id are units of their own.  The view is
+        persisted on the cluster (workers spill it to disk under memory
+        pressure), so every query sees the same subset; if a worker is lost,
+        its partitions are recomputed with new keys, which is still a
+        uniformly random subset (the bound holds for any per-unit choice).
+        ``rng`` only names the view, so two loads never share a subset.
+        """
+        salt = rng.randbits(64)
+        bounded = self._frame.shuffle(on=unit).map_partitions(
+            _bound_partition, unit, max_rows, salt, meta=self.schema_frame()
+        )
+        return DaskBackend(_persist(bounded), unit=unit, fingerprint=self.fingerprint())
+
+    def _partitions(self, columns: list[str]) -> list[Delayed]:
+        return _to_delayed(self._frame[columns])
+
+
+# -- worker-side functions (module level, so workers can unpickle them) ------
+
+
+def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as pandas itself reads them (see :class:`DaskBackend`).
+
+    dask turns text into ``string[pyarrow]`` whose missing value is ``pd.NA``
+    (its ``dataframe.convert-string`` option), where pandas 3 uses ``str``
+    (missing is NaN): ``col != "a"`` would then drop rows with missing text
+    on Dask and keep them on pandas.  Converting such columns back to pandas'
+    own text dtype keeps the two backends' answers identical.
+    """
+    text = [
+        name
+        for name, dtype in part.dtypes.items()
+        if isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA and dtype != _PANDAS_TEXT
+    ]
+    if not text:
+        return part
+    converted: pd.DataFrame = part.astype(dict.fromkeys(text, _PANDAS_TEXT))
+    return converted
+
+
+def _partition_measures(
+    plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...], part: pd.DataFrame
+) -> Measures:
+    return len(part), PandasBackend(_as_pandas_dtypes(part)).compute(plan, measures, by)
+
+
+def _add_measures(*partials: Measures) -> Measures:
+    rows = sum(p[0] for p in partials)
+    values = [np.sum([p[1][i] for p in partials], axis=0) for i in range(len(partials[0][1]))]
+    return rows, values
+
+
+def _partition_keys(
+    plan: Plan, expr: Expr, unit: str, max_keys: int, part: pd.DataFrame
+) -> KeyCounts:
+    if len(part) == 0:
+        return KeyCounts({})
+    rng = SecureRandom() if unit else None
+    keys, counts = PandasBackend(_as_pandas_dtypes(part)).key_counts(
+        plan, expr, unit, max_keys, rng
+    )
+    return KeyCounts(dict(zip(keys, counts.tolist(), strict=True)))
+
+
+def _merge_keys(*partials: KeyCounts) -> KeyCounts:
+    merged: dict[Hashable, int] = {}
+    for partial in partials:
+        for key, count in partial.counts.items():
+            merged[key] = merged.get(key, 0) + count
+    return KeyCounts(merged)
+
+
+def _bound_partition(part: pd.DataFrame, unit: str, max_rows: int, salt: int) -> pd.DataFrame:
+    del salt  # only makes the task names unique
+    if len(part) == 0:
+        return part
+    return bound_contributions(part, unit, max_rows, SecureRandom(os.urandom))
+
+
+def _partition_digest(part: pd.DataFrame) -> bytes:
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+    return digest.digest()
+
+
+# -- client-side helpers -----------------------------------------------------
+
+
+def _tree_reduce(partials: Sequence[Delayed], combine: Callable[..., Any]) -> Delayed:
+    """Combine ``partials`` in order, ``_FAN_IN`` at a time, in tasks on the workers."""
+    level = list(partials)
+    if not level:
+        raise SchemaError("The dask DataFrame has no partitions; there is nothing to query.")
+    task = delayed(combine, pure=False)
+    while len(level) > 1:
+        level = [task(*level[i : i + _FAN_IN]) for i in range(0, len(level), _FAN_IN)]
+    return level[0]
+
+
+def _needed_columns(
+    columns: Iterable[str], plan: Plan, exprs: Iterable[Expr | None], extra: str = ""
+) -> list[str]:
+    """The source columns a query may read (a superset; at least one column)."""
+    names: set[str] = {extra} if extra else set()
+    for step in lineage(plan)[1]:
+        if isinstance(step, Filter):
+            names |= step.predicate.columns()
+        elif isinstance(step, Assign):
+            names |= step.expr.columns()
+    for expr in exprs:
+        if expr is not None:
+            names |= expr.columns()
+    ordered = list(columns)
+    needed = [c for c in ordered if c in names]
+    return needed or ordered[:1]
+
+
+def _to_delayed(frame: dd.DataFrame) -> list[Delayed]:
+    """One delayed pandas DataFrame per partition (after dask's graph optimization)."""
+    to_delayed: Callable[[], list[Delayed]] = frame.to_delayed
+    return to_delayed()
+
+
+def _client() -> Any:
+    try:
+        from distributed import default_client
+    except ImportError:  # dask without distributed: local threads
+        return None
+    get_client: Callable[[], Any] = default_client
+    try:
+        return get_client()
+    except ValueError:  # no client is active
+        return None
+
+
+def _compute(obj: Delayed) -> Any:
+    client = _client()
+    if client is not None and dask.config.get(PROGRESS_OPTION, False):
+        from distributed import progress
+
+        show: Callable[[Any], None] = progress
+        future = client.compute(obj)
+        show(future)
+        return future.result()
+    compute: Callable[[Delayed], tuple[Any, ...]] = dask.base.compute
+    (result,) = compute(obj)
+    return result
+
+
+def _persist(frame: dd.DataFrame) -> dd.DataFrame:
+    client = _client()
+    if client is None:
+        persist: Callable[[], dd.DataFrame] = frame.persist
+        return persist()
+    persisted: dd.DataFrame = client.persist(frame)
+    return persisted
+
+
+def read_dask(kind: str, path: str | os.PathLike[str], kwargs: Mapping[str, Any]) -> dd.DataFrame:
+    """Open a CSV or Parquet file (or directory, or glob) lazily as a dask DataFrame.
+
+    Reads only metadata (Parquet footers; for CSV, dask reads a small sample
+    in this process to infer the column types: pass ``dtype=`` to fix them).
+
+    Raises:
+        SchemaError: the file cannot be opened (the message holds no data).
+    """
+    reader: Callable[..., dd.DataFrame] = dd.read_parquet if kind == "parquet" else dd.read_csv
+    try:
+        return reader(os.fspath(path) if isinstance(path, os.PathLike) else path, **kwargs)
+    except ImportError:
+        raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
