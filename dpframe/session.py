@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from dpframe.accounting.renyi import RenyiCurve
     from dpframe.frame import PrivateFrame
 
-__all__ = ["ReleaseEvent", "Session"]
+__all__ = ["Observable", "ReleaseEvent", "Session"]
 
 T = TypeVar("T")
 
@@ -65,7 +65,38 @@ class ReleaseEvent:
     total: Budget
 
 
-class Session:
+class Observable:
+    """What local and remote sessions share: listeners of releases, and explain mode."""
+
+    _listeners: list[Callable[[ReleaseEvent], None]]
+    _explaining: bool
+
+    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
+        """Call ``listener`` after every release; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def explain(self, query: Callable[[], Any]) -> Any:
+        """Run ``query`` without spending: each release inside returns an :class:`Explanation`.
+
+        Example:
+            >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
+        """
+        if not callable(query):
+            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
+        self._explaining = True
+        try:
+            return query()
+        finally:
+            self._explaining = False
+
+
+class Session(Observable):
     """A privacy budget and the private data it protects.
 
     Args:
@@ -181,30 +212,6 @@ class Session:
         from dpframe.accounting.composition import summarize
 
         return summarize(self.accounting, float(self.total.delta), self.ledger, delta)
-
-    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
-        """Call ``listener`` after every release; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
-
-    def explain(self, query: Callable[[], Any]) -> Any:
-        """Run ``query`` without spending: each release inside returns an :class:`Explanation`.
-
-        Example:
-            >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
-        """
-        if not callable(query):
-            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
-        self._explaining = True
-        try:
-            return query()
-        finally:
-            self._explaining = False
 
     def __repr__(self) -> str:
         return (

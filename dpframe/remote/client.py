@@ -33,7 +33,7 @@ from dpframe.plan.nodes import Source
 from dpframe.plan.schema import ColumnInfo, Schema
 from dpframe.remote.calls import Call
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
-from dpframe.session import ReleaseEvent
+from dpframe.session import Observable, ReleaseEvent
 
 if TYPE_CHECKING:
     from dpframe.frame import PrivateFrame
@@ -124,7 +124,7 @@ def _budget(data: Mapping[str, Any]) -> Budget:
     return cast(Budget, decode_response(data))
 
 
-class RemoteSession:
+class RemoteSession(Observable):
     """A session whose data, accountant and ledger live in a curator process.
 
     It offers the read-only parts of :class:`~dpframe.Session` (``total``,
@@ -184,26 +184,6 @@ class RemoteSession:
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/ledger"
         table = decode_response(self._http.request("GET", path)["ledger"])
         return cast(pd.DataFrame, table)
-
-    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
-        """Call ``listener`` after every release with the curator's figures."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
-
-    def explain(self, query: Callable[[], Any]) -> Any:
-        """Run ``query`` without spending: the curator returns explanations instead."""
-        if not callable(query):
-            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
-        self._explaining = True
-        try:
-            return query()
-        finally:
-            self._explaining = False
 
     def _remote_call(self, call: Call) -> Any:
         body = call.to_json()
