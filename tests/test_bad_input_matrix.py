@@ -24,7 +24,10 @@ from pathlib import Path
 import pytest
 
 import dpframe as dp
-from tests.bad_input_cases import CASES, FORBIDDEN, RELEASE, Case, Ctx
+from tests.bad_input_cases import DATA_CASES, FORBIDDEN, RELEASE, Case, Ctx
+from tests.bad_input_params import PARAMETER_CASES
+
+CASES = DATA_CASES + PARAMETER_CASES
 
 DPFRAME_DIR = str(Path(dp.__file__).parent)
 
