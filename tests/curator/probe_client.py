@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 KEY = 0x5A
 
@@ -99,6 +100,11 @@ def scan(text: str, number: float, integer: int, exclude: set[int]) -> list[str]
                     if isinstance(item, str) and text in item:
                         hits.append("ndarray of str")
                         break
+        elif isinstance(obj, pd.api.extensions.ExtensionArray):
+            # Arrow-backed strings hold no Python str objects: look inside.
+            values = np.asarray(obj, dtype=object)
+            if any(isinstance(v, str) and text in v for v in values.tolist()):
+                hits.append(f"{type(obj).__name__}")
 
     gc.collect()
     for obj in gc.get_objects():

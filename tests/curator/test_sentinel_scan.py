@@ -57,6 +57,7 @@ def _probe(mode: str, env_extra: dict[str, str]) -> dict[str, Any]:
 @pytest.mark.slow
 def test_no_planted_value_reaches_the_analyst_process(server: Server) -> None:
     report = _probe("remote", {"PROBE_URL": server.url, "PROBE_TOKEN": ALICE})
+    print(f"\nremote probe: {report}")
     assert report["cells"] >= 30
     # The refused cells (head, len, to_numpy, __dict__, value_counts without
     # categories, ...) fail on purpose; the releases succeed.
@@ -69,4 +70,8 @@ def test_no_planted_value_reaches_the_analyst_process(server: Server) -> None:
 @pytest.mark.slow
 def test_the_scan_finds_planted_values_in_embedded_mode(catalog_path: Path) -> None:
     report = _probe("embedded", {"PROBE_CSV": str(catalog_path.parent / "sentinel.csv")})
+    print(f"\nembedded probe: {report}")
     assert report["hit_count"] > 0
+    kinds = " ".join(report["hits"])
+    assert "float64" in kinds and "int64" in kinds  # the planted numbers
+    assert "StringArray" in kinds or "of str" in kinds  # the planted text
