@@ -4,6 +4,7 @@ Example ``catalog.toml``::
 
     [server]
     ledger = "curator-ledger.sqlite"     # relative to this file
+    latency_quantum_ms = 250             # answer queries only at multiples of 250 ms (0: off)
 
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
@@ -92,6 +93,7 @@ class Catalog:
     datasets: Mapping[str, DatasetEntry]
     analysts: Mapping[str, Analyst]
     ledger: Path
+    latency_quantum: float = 0.0
 
     @classmethod
     def load(cls, path: str | Path) -> Catalog:
@@ -112,7 +114,17 @@ class Catalog:
         if unknown:
             raise CatalogError(f"Unknown catalog sections: {', '.join(sorted(unknown))}.")
         server = _table(data.get("server", {}), "[server]")
+        unknown_server = set(server) - {"ledger", "latency_quantum_ms"}
+        if unknown_server:
+            raise CatalogError(f"[server] has unknown keys: {', '.join(sorted(unknown_server))}.")
         ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
+        quantum = server.get("latency_quantum_ms", 0)
+        if (
+            isinstance(quantum, bool)
+            or not isinstance(quantum, (int, float))
+            or not (0 <= quantum <= 60_000)
+        ):
+            raise CatalogError("[server] latency_quantum_ms must be a number of ms in [0, 60000].")
         datasets = {
             name: _dataset(name, _table(entry, f"[datasets.{name}]"), base)
             for name, entry in _table(data.get("datasets", {}), "[datasets]").items()
@@ -126,7 +138,7 @@ class Catalog:
         hashes = [a.token_sha256 for a in analysts.values()]
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
-        return cls(datasets, analysts, ledger)
+        return cls(datasets, analysts, ledger, float(quantum) / 1000)
 
     def analyst_for(self, token: str) -> Analyst | None:
         """The analyst whose token this is (every analyst is compared, in constant time each)."""

@@ -10,8 +10,10 @@ on one session are serialized by a lock of that session; the ledger's
 from __future__ import annotations
 
 import logging
+import math
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,8 +109,16 @@ class Curator:
         catalog: the data owner's catalog.
     """
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.catalog = catalog
+        self._clock = clock
+        self._sleep = sleep
         self._data: dict[str, pd.DataFrame] = {}
         self._seats: dict[tuple[str, str], _Seat] = {}
         self._lock = threading.Lock()
@@ -215,6 +225,26 @@ class Curator:
 
     def query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and run one release call; raises :class:`ServiceError` on failure."""
+        started = self._clock()
+        try:
+            return self._query(analyst, dataset, body)
+        finally:
+            self._pad(started)
+
+    def _pad(self, started: float) -> None:
+        """Hold the answer until a multiple of the catalog's latency quantum has passed.
+
+        A release's computing time grows with the rows it reads (e.g. how many
+        pass a filter), a side channel that DP does not cover; answering only
+        on a fixed grid of times hides variations within one quantum.
+        """
+        quantum = self.catalog.latency_quantum
+        if quantum <= 0:
+            return
+        elapsed = self._clock() - started
+        self._sleep(math.ceil(elapsed / quantum) * quantum - elapsed if elapsed > 0 else quantum)
+
+    def _query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
         seat = self._seat(analyst, dataset)
         try:
             check_depth(body)

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from dpframe.curator.app import MAX_BODY, create_app
 from dpframe.curator.catalog import Catalog, CatalogError
-from dpframe.curator.service import Curator
+from dpframe.curator.service import Curator, ServiceError
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, BOB, SENTINEL_TEXT, write_catalog
 
@@ -303,3 +303,30 @@ def test_openapi_schema_lists_the_endpoints(client: TestClient) -> None:
         "/v1/datasets/{name}/ledger",
         "/v1/datasets/{name}/query",
     }
+
+
+def test_answers_are_held_to_the_latency_quantum(tmp_path: Path) -> None:
+    catalog = write_catalog(tmp_path)
+    text = catalog.read_text().replace(
+        'ledger = "ledger.sqlite"', 'ledger = "ledger.sqlite"\nlatency_quantum_ms = 250'
+    )
+    catalog.write_text(text)
+    ticks = iter([10.0, 10.37, 20.0, 20.25, 30.0, 30.01])
+    slept: list[float] = []
+    curator = Curator(Catalog.load(catalog), clock=lambda: next(ticks), sleep=slept.append)
+    analyst = curator.authenticate(f"Bearer {ALICE}")
+    curator.query(analyst, "cps", MEAN_WAGE)
+    curator.query(analyst, "cps", MEAN_WAGE)
+    with pytest.raises(ServiceError):  # errors are held too: their timing is no signal
+        curator.query(analyst, "cps", dict(MEAN_WAGE, method="nope"))
+    assert slept == pytest.approx([0.13, 0.0, 0.24])
+
+
+def test_latency_quantum_must_be_sane(tmp_path: Path) -> None:
+    catalog = write_catalog(tmp_path)
+    text = catalog.read_text().replace(
+        'ledger = "ledger.sqlite"', 'ledger = "ledger.sqlite"\nlatency_quantum_ms = -5'
+    )
+    catalog.write_text(text)
+    with pytest.raises(CatalogError, match="latency_quantum_ms"):
+        Catalog.load(catalog)
