@@ -388,7 +388,7 @@ def _edges_at_or_below(
     there).  Other edges use ``searchsorted``.
     """
     m = len(edges)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         uniform = m >= 3 and np.array_equal(edges, np.linspace(edges[0], edges[-1], m))
         scale = (m - 1) / (edges[-1] - edges[0])
         if not (uniform and np.isfinite(scale) and scale > 0):
