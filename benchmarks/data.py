@@ -13,6 +13,7 @@ import numpy.typing as npt
 import pandas as pd
 
 __all__ = [
+    "AGES",
     "BOUNDS",
     "COUNTIES",
     "DEFAULT_SEED",
@@ -41,6 +42,9 @@ COUNTIES: tuple[str, ...] = tuple(
     f"{state}-{i:03d}" for state in STATES for i in range(1, _COUNTIES_PER_STATE + 1)
 )
 
+#: The 100 ages 0..99: public keys of ``age``, so that county × age has 100,000 keys.
+AGES: tuple[int, ...] = tuple(range(100))
+
 #: Public clamping bounds of the synthetic table.
 BOUNDS: dict[str, tuple[float, float]] = {"income": (0.0, 1e6), "age": (0.0, 99.0)}
 
@@ -62,9 +66,9 @@ def as_key_dtype(name: str) -> KeyDtype:
     return name  # type: ignore[return-value]
 
 
-def categories() -> dict[str, list[str]]:
-    """The declared public keys of the synthetic table."""
-    return {"state": list(STATES), "county": list(COUNTIES)}
+def categories() -> dict[str, list[Any]]:
+    """The declared public keys of the synthetic table (``age`` also has bounds)."""
+    return {"state": list(STATES), "county": list(COUNTIES), "age": list(AGES)}
 
 
 def _key_column(codes: npt.NDArray[np.intp], keys: tuple[str, ...], dtype: KeyDtype) -> Any:

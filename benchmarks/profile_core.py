@@ -40,10 +40,29 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
+from benchmarks.workload import svt_cuts
 
 __all__ = ["codes_by_arrow_index_in", "codes_by_factorize", "codes_by_get_indexer", "main"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+#: The profiled queries (the benchmark's workload, ε = 1 each).
+QUERIES: dict[str, Callable[[dp.PrivateFrame], Any]] = {
+    "count": lambda pf: pf.count(epsilon=1.0),
+    "sum": lambda pf: pf["income"].sum(epsilon=1.0),
+    "mean": lambda pf: pf["income"].mean(epsilon=1.0),
+    "groupby state count": lambda pf: pf.groupby("state").count(epsilon=1.0),
+    "groupby county sum": lambda pf: pf.groupby("county")["income"].sum(epsilon=1.0),
+    "var": lambda pf: pf["income"].var(epsilon=1.0),
+    "groupby county×age sum": lambda pf: pf.groupby(["county", "age"])["income"].sum(epsilon=1.0),
+    "median": lambda pf: pf["income"].median(epsilon=1.0),
+    # Threshold: a fixed public number (half of 10^6 rows); the time does not depend on it.
+    "sparse vector": lambda pf: pf.above_threshold(
+        {f">= {c:g}": pf["age"] >= c for c in svt_cuts(BOUNDS["age"])}, 5e5, epsilon=1.0
+    ),
+    "describe": lambda pf: pf.describe(epsilon=1.0),
+}
+CORE_QUERIES = ("count", "sum", "mean", "groupby state count", "groupby county sum")
 
 
 def _profile(fn: Callable[[], Any], top: int) -> tuple[float, str]:
@@ -143,8 +162,20 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--rows", type=float, default=1e7)
     parser.add_argument("--keys", default="str", choices=key_dtypes())
     parser.add_argument("--top", type=int, default=10, help="functions shown per profile")
+    parser.add_argument(
+        "--queries",
+        default=",".join(CORE_QUERIES),
+        help=f"comma-separated subset of: {', '.join(QUERIES)} (default: the core five)",
+    )
+    parser.add_argument(
+        "--queries-only", action="store_true", help="skip the load, key-code and ledger sections"
+    )
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
+    chosen = [q.strip() for q in args.queries.split(",") if q.strip()]
+    unknown = [q for q in chosen if q not in QUERIES]
+    if unknown:
+        parser.error(f"unknown queries {unknown}; choose from {list(QUERIES)}")
     rows = int(args.rows)
     df = census_frame(rows, key_dtype=as_key_dtype(args.keys))
     out: list[str] = [f"# dpframe profile: {rows:,} rows, {args.keys} keys, {dt.date.today()}"]
@@ -155,23 +186,20 @@ def main(argv: list[str] | None = None) -> str:
     def load() -> None:
         holder["pf"] = session.private_frame(df, bounds=BOUNDS, categories=categories())
 
-    wall, text = _profile(load, args.top)
-    out += ["", f"## private_frame: {wall:.3f} s", text]
+    if not args.queries_only:
+        wall, text = _profile(load, args.top)
+        out += ["", f"## private_frame: {wall:.3f} s", text]
 
-    queries: dict[str, Callable[[dp.PrivateFrame], Any]] = {
-        "count": lambda pf: pf.count(epsilon=1.0),
-        "sum": lambda pf: pf["income"].sum(epsilon=1.0),
-        "mean": lambda pf: pf["income"].mean(epsilon=1.0),
-        "groupby state count": lambda pf: pf.groupby("state").count(epsilon=1.0),
-        "groupby county sum": lambda pf: pf.groupby("county")["income"].sum(epsilon=1.0),
-    }
-    for name, query in queries.items():
+    for name in chosen:
+        query = QUERIES[name]
         fresh = dp.Session(epsilon=1e12, ledger=":memory:")
         pf = fresh.private_frame(df, bounds=BOUNDS, categories=categories())
         for kind in ("cold", "warm"):
             wall, text = _profile(functools.partial(query, pf), args.top)
             out += ["", f"## {name}, {kind}: {wall:.3f} s", text]
         del fresh, pf
+    if args.queries_only:
+        return _finish(out, args.no_save, rows, args.keys, "-queries")
 
     out += ["", "## Key codes: three ways (median of 3; dpframe uses factorize+map since d8b0ed6)"]
     for column, keys in categories().items():
@@ -204,11 +232,16 @@ def main(argv: list[str] | None = None) -> str:
 
     out += ["", "## Fixed per-release overhead vs ledger size (1,000-row frame)"]
     out += _ledger_growth(df, (0, 250, 1000))
+    return _finish(out, args.no_save, rows, args.keys, "")
+
+
+def _finish(out: list[str], no_save: bool, rows: int, keys: str, suffix: str) -> str:
     text = "\n".join(out) + "\n"
     print(text)
-    if not args.no_save:
+    if not no_save:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        path = RESULTS_DIR / f"profile-{dt.date.today().isoformat()}-{rows:.0e}-{args.keys}.txt"
+        stamp = dt.date.today().isoformat()
+        path = RESULTS_DIR / f"profile-{stamp}-{rows:.0e}-{keys}{suffix}.txt"
         path.write_text(text)
         print(f"Saved {path}")
     return text

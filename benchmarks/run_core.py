@@ -31,10 +31,17 @@ from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
 from benchmarks.report import render_markdown, save_results, timing_rows, workload_rows
-from benchmarks.workload import Timing, build_queries, time_query, workload_ratio
+from benchmarks.workload import Query, Timing, build_queries, time_query, workload_ratio
 from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
-__all__ = ["main", "run_cps", "run_synthetic"]
+__all__ = [
+    "build_cps_queries",
+    "build_synthetic_queries",
+    "frame_schema",
+    "main",
+    "run_cps",
+    "run_synthetic",
+]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: The session budget: large enough that no benchmark run is ever refused.
@@ -104,7 +111,11 @@ def _workload_entry(
 ) -> dict[str, Any]:
     pandas_total, dpframe_total, ratio = workload_ratio(timings)
     cold_pandas, cold_dpframe, cold_ratio = workload_ratio(timings, cold=True)
+    ext_pandas, ext_dpframe, ext_ratio = workload_ratio(timings, extended=True)
     return {
+        "extended_pandas_total": ext_pandas,
+        "extended_dpframe_total": ext_dpframe,
+        "extended_ratio": ext_ratio,
         "rows": rows,
         "variant": variant,
         "load_s": load_s,
@@ -117,6 +128,41 @@ def _workload_entry(
     }
 
 
+def frame_schema(kind: str) -> tuple[dict[str, tuple[float, float]], dict[str, list[Any]]]:
+    """Public bounds and categories of the synthetic table or of the CPS extract."""
+    if kind == "cps":
+        return dict(CPS1988_BOUNDS), {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
+    return dict(BOUNDS), categories()
+
+
+def build_synthetic_queries(df: pd.DataFrame, pf: dp.PrivateFrame) -> list[Query]:
+    """The workload on the synthetic table (100,000 keys: county × age)."""
+    return build_queries(
+        df,
+        pf,
+        value="income",
+        bounds=BOUNDS["income"],
+        small_key="state",
+        large_key="county",
+        cross_key="age",
+        svt_column="age",
+    )
+
+
+def build_cps_queries(df: pd.DataFrame, pf: dp.PrivateFrame) -> list[Query]:
+    """The workload on CPS 1988: group-bys over region (4 keys), no 100,000-key query."""
+    queries = build_queries(
+        df,
+        pf,
+        value="wage",
+        bounds=CPS1988_BOUNDS["wage"],
+        small_key="region",
+        large_key="region",
+        svt_column="education",
+    )
+    return [q for q in queries if "clipped" not in q.name]
+
+
 def run_synthetic(rows: int, key_dtype: str, repeats: int) -> tuple[list[Timing], dict[str, Any]]:
     """Time the workload on the synthetic table in a fresh session (empty code cache)."""
     df = census_frame(rows, key_dtype=as_key_dtype(key_dtype))
@@ -124,10 +170,7 @@ def run_synthetic(rows: int, key_dtype: str, repeats: int) -> tuple[list[Timing]
     start = time.perf_counter()
     pf = session.private_frame(df, bounds=BOUNDS, categories=categories())
     load_s = time.perf_counter() - start
-    queries = build_queries(
-        df, pf, value="income", bounds=BOUNDS["income"], small_key="state", large_key="county"
-    )
-    timings = [time_query(q, rows, key_dtype, repeats) for q in queries]
+    timings = [time_query(q, rows, key_dtype, repeats) for q in build_synthetic_queries(df, pf)]
     return timings, _workload_entry(timings, rows, key_dtype, load_s)
 
 
@@ -138,16 +181,7 @@ def run_cps(repeats: int) -> dict[str, Any]:
     start = time.perf_counter()
     pf = session.private_frame(df, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
     load_s = time.perf_counter() - start
-    queries = build_queries(
-        df,
-        pf,
-        value="wage",
-        bounds=CPS1988_BOUNDS["wage"],
-        small_key="region",
-        large_key="region",
-    )
-    queries = [q for q in queries if "clipped" not in q.name]
-    timings = [time_query(q, len(df), "str (CPS)", repeats) for q in queries]
+    timings = [time_query(q, len(df), "str (CPS)", repeats) for q in build_cps_queries(df, pf)]
     return {
         "rows": len(df),
         "timings": [t.to_dict() for t in timings],

@@ -36,21 +36,26 @@ import numpy as np
 from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, categories, census_frame
-from benchmarks.report import markdown_table, save_results
-from benchmarks.run_core import RESULTS_DIR, _environment, _load_average, _parse_rows, run_synthetic
+from benchmarks.field_report import CPS_LABEL, render
+from benchmarks.report import save_results
+from benchmarks.run_core import (
+    RESULTS_DIR,
+    _environment,
+    _load_average,
+    _parse_rows,
+    frame_schema,
+    run_cps,
+    run_synthetic,
+)
+from benchmarks.workload import CORE, EXTENDED, Timing, query_names
+from dpframe.datasets import load_cps1988
+from dpframe.mechanisms.quantiles import QUANTILE_BINS
 
 __all__ = ["LIBRARIES", "main"]
 
 VENVS_DIR = probes.REPO_ROOT / ".bench-venvs"
 WORKER = Path(__file__).resolve().parent / "field_worker.py"
-VALUE, SMALL_KEY, LARGE_KEY, EPSILON = "income", "state", "county", 1.0
-WORKLOAD = (
-    "count (rows)",
-    "sum (clamped)",
-    "mean (clamped)",
-    f"groupby {SMALL_KEY} count",
-    f"groupby {LARGE_KEY} sum",
-)
+VALUE, SMALL_KEY, LARGE_KEY, CROSS_KEY, EPSILON = "income", "state", "county", "age", 1.0
 
 
 @dataclass(frozen=True)
@@ -223,129 +228,6 @@ def accuracy_from_values(values: dict[str, Any], exact: dict[str, float], n: int
     return out
 
 
-# --------------------------------------------------------------------------- report
-
-
-def _s(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
-
-
-def _r(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.2f}" if x < 100 else f"{x:,.0f}"
-
-
-def _median(results: dict[str, Any], column: str, rows: int, query: str) -> float | None:
-    cell = results["medians"].get(column, {}).get(str(rows), {}).get(query)
-    return None if cell is None or "median" not in cell else float(cell["median"])
-
-
-def _total(results: dict[str, Any], column: str, rows: int) -> float | None:
-    parts = [_median(results, column, rows, q) for q in WORKLOAD]
-    return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
-
-
-def render(results: dict[str, Any]) -> str:
-    columns: list[str] = ["pandas", "dpframe", *results["libs"]]
-    lines = [
-        f"# Field benchmark, {results['date']}",
-        "",
-        f"`{results['command']}`: ε = {EPSILON:g} per release, {results['repeats']} warm runs "
-        "per query (median), str keys. Ratios are the library's median over the pandas "
-        "median and over the dpframe median. n/a: the library has no such query, or it was "
-        "not run (see notes).",
-        "",
-    ]
-    for rows in results["rows"]:
-        lines += [f"## {rows:,} rows", "", "Warm medians:", ""]
-        table = []
-        for q in [*WORKLOAD, "workload total"]:
-            cells = []
-            for c in columns:
-                v = (
-                    _total(results, c, rows)
-                    if q == "workload total"
-                    else _median(results, c, rows, q)
-                )
-                cells.append(_s(v))
-            table.append([q, *cells])
-        setup = [
-            _s(results["load"].get(c, {}).get(str(rows))) if c != "pandas" else "-" for c in columns
-        ]
-        table.append(["setup (not in total)", *setup])
-        lines += markdown_table(["query", *columns], table)
-        for base in ("pandas", "dpframe"):
-            lines += ["", f"Ratio to {base}:", ""]
-            table = []
-            for q in [*WORKLOAD, "workload total"]:
-                cells = []
-                for c in columns[1:]:
-                    if q == "workload total":
-                        v, b = _total(results, c, rows), _total(results, base, rows)
-                    else:
-                        v, b = _median(results, c, rows, q), _median(results, base, rows, q)
-                    cells.append(_r(None if v is None or not b else v / b))
-                table.append([q, *cells])
-            lines += markdown_table(["query", *columns[1:]], table)
-        lines.append("")
-    if results.get("import"):
-        lines += ["## Import time (median of 5 fresh interpreters, bytecode cached)", ""]
-        imp = results["import"]
-        lines += markdown_table(
-            ["library", "statement", "seconds"],
-            [[k, f"`{v['stmt']}`", f"{v['s']:.3f}"] for k, v in imp.items()],
-        )
-        lines.append("")
-    acc = results.get("accuracy")
-    if acc:
-        lines += [
-            f"## Accuracy: {acc['rows']:,} rows, ε = {EPSILON:g}, MAE / reference scale",
-            "",
-            "Reference scales as in `benchmarks/accuracy.py`: 1/ε (count), 1e6/ε (sum), "
-            "(U − L)/(ε n) (mean). ± one standard error.",
-            "",
-        ]
-        table = []
-        for stat in ("count", "sum", "mean"):
-            cells = []
-            for c in ["dpframe", *results["libs"]]:
-                cell = acc["stats"].get(c, {}).get(stat)
-                if cell is None or "ratio" not in cell:
-                    cells.append("n/a")
-                else:
-                    cells.append(f"{cell['ratio']:.2f} ± {cell['ratio_sem']:.2f}")
-            table.append([stat, *cells])
-        table.append(
-            ["reps", *[str(acc["reps"].get(c, "n/a")) for c in ["dpframe", *results["libs"]]]]
-        )
-        lines += markdown_table(["statistic", "dpframe", *results["libs"]], table)
-        dpf = acc["stats"].get("dpframe", {})
-        expected = ", ".join(f"{s} {v['expected_ratio']:.2f}" for s, v in dpf.items())
-        lines += ["", f"dpframe's expected ratios (from its own noise model): {expected}.", ""]
-    lines += ["## Libraries and calls", ""]
-    table = []
-    for lib in results["libs"]:
-        info = results["workers"].get(lib, {})
-        if "error" in info:
-            table.append([lib, "-", "-", info["error"]])
-            continue
-        versions = f"{lib} {info['version']}, pandas {info['pandas']}, numpy {info['numpy']}"
-        calls = "; ".join(f"{q}: `{a}`" for q, a in info.get("api", {}).items())
-        table.append([lib, versions, LIBRARIES[lib].note or "-", calls])
-    lines += markdown_table(["library", "versions", "note", "calls"], table)
-    notes = results.get("notes", [])
-    if notes:
-        lines += ["", "Notes:", "", *[f"- {n}" for n in notes]]
-    env = results["environment"]
-    lines += ["", "## Environment", ""]
-    lines += markdown_table(["", ""], [[k, str(v)] for k, v in env.items()])
-    lines.append(f"\nWall time {results['wall_s']:.0f} s.")
-    return "\n".join(lines) + "\n"
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -354,71 +236,147 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks.run_field",
         description="dpframe, pandas and other DP libraries on one workload (benchmarks/README.md)",
     )
-    parser.add_argument("--rows", type=_parse_rows, default=[100_000, 1_000_000])
+    parser.add_argument("--rows", type=_parse_rows, default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--libs", type=_parse_libs, default=list(LIBRARIES))
     parser.add_argument("--repeats", type=int, default=3, help="warm runs per query")
-    parser.add_argument("--accuracy-reps", type=int, default=100, help="0 skips accuracy")
+    parser.add_argument("--accuracy-reps", type=int, default=200, help="0 skips accuracy")
     parser.add_argument("--accuracy-rows", type=int, default=100_000)
     parser.add_argument("--all-rows", action="store_true", help="ignore per-library row caps")
+    parser.add_argument("--no-cps", action="store_true", help="skip the bundled CPS data")
     parser.add_argument("--no-import", action="store_true", help="skip import times")
+    parser.add_argument("--no-memory", action="store_true", help="skip pandas/dpframe memory")
     parser.add_argument("--timeout", type=float, default=3600.0, help="per worker, seconds")
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--results-md", type=Path, default=None, help="also write the report here (RESULTS.md)"
+    )
     parser.add_argument("--no-save", action="store_true")
     return parser
 
 
+def _spec(kind: str) -> dict[str, Any]:
+    """The query parameters handed to the workers (one source: benchmarks.workload)."""
+    if kind == "cps":
+        value, small, large, cross = "wage", "region", "region", None
+    else:
+        value, small, large, cross = VALUE, SMALL_KEY, LARGE_KEY, CROSS_KEY
+    bounds, keys = frame_schema(kind)
+    names = query_names(small, large, cross)
+    return {
+        "value": value,
+        "bounds": list(bounds[value]),
+        "small_key": small,
+        "large_key": large,
+        "cross_key": cross,
+        "keys": keys,
+        "epsilon": EPSILON,
+        "names": names,
+        "describe": {k: list(v) for k, v in bounds.items()},
+        "quantile_candidates": QUANTILE_BINS + 1,
+    }
+
+
+def _store_timings(results: dict[str, Any], label: str, timings: list[Timing]) -> None:
+    for t in timings:
+        for side in ("pandas", "dpframe"):
+            results["medians"][side].setdefault(label, {})[t.query] = {
+                "median": getattr(t, f"{side}_median"),
+                "cold": getattr(t, f"{side}_cold"),
+                "runs": list(getattr(t, f"{side}_runs")),
+            }
+
+
+def _memory_probe(side: str, path: Path, kind: str, timeout: float) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.field_memory",
+            side,
+            "--data",
+            str(path),
+            "--kind",
+            kind,
+        ],
+        cwd=probes.REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        return {"error": " / ".join(done.stderr.strip().splitlines()[-3:])}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _dataset_label(n: int) -> str:
+    return f"{n:,}"
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run everything, print the report, save it; return the results."""
     args = _parser().parse_args(argv)
     started = time.perf_counter()
     rows: list[int] = args.rows
     libs: list[str] = args.libs
+    cps = load_cps1988()
+    datasets: list[dict[str, Any]] = [
+        {"label": _dataset_label(n), "rows": n, "kind": "synthetic"} for n in rows
+    ] + ([] if args.no_cps else [{"label": CPS_LABEL, "rows": len(cps), "kind": "cps"}])
+    specs = {kind: _spec(kind) for kind in ("synthetic", "cps")}
     results: dict[str, Any] = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "command": " ".join(["python -m benchmarks.run_field", *(argv or sys.argv[1:])]),
         "environment": _environment(),
-        "rows": rows,
+        "uptime at start": _uptime(),
+        "datasets": datasets,
         "libs": libs,
         "repeats": args.repeats,
+        "queries": {
+            kind: [spec["names"][r] for r in (*CORE, *EXTENDED) if r in spec["names"]]
+            for kind, spec in specs.items()
+        },
+        "core": {kind: [spec["names"][r] for r in CORE] for kind, spec in specs.items()},
         "medians": {"pandas": {}, "dpframe": {}},
         "load": {"dpframe": {}},
+        "memory": {"pandas": {}, "dpframe": {}},
         "workers": {},
         "notes": [],
     }
     VENVS_DIR.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dpframe-field-") as tmp_name:
         tmp = Path(tmp_name)
-        spec = tmp / "spec.json"
-        spec.write_text(
-            json.dumps(
-                {
-                    "value": VALUE,
-                    "bounds": list(BOUNDS[VALUE]),
-                    "small_key": SMALL_KEY,
-                    "large_key": LARGE_KEY,
-                    "keys": categories(),
-                    "epsilon": EPSILON,
-                }
-            )
-        )
-        data: dict[int, Path] = {}
-        for n in rows:
-            data[n] = tmp / f"census-{n}.parquet"
-            census_frame(n).to_parquet(data[n])
+        spec_paths = {kind: tmp / f"spec-{kind}.json" for kind in specs}
+        for kind, path in spec_paths.items():
+            path.write_text(json.dumps(specs[kind]))
+        data: dict[str, Path] = {}
+        for d in datasets:
+            data[d["label"]] = tmp / f"data-{d['rows']}-{d['kind']}.parquet"
+            frame = cps if d["kind"] == "cps" else census_frame(d["rows"])
+            frame.to_parquet(data[d["label"]])
+            del frame
         acc_df = census_frame(args.accuracy_rows)
         acc_path = tmp / "accuracy.parquet"
         acc_df.to_parquet(acc_path)
 
-        for n in rows:
-            print(f"# dpframe and pandas, {n:,} rows", flush=True)
-            timings, workload = run_synthetic(n, "str", args.repeats)
-            for t in timings:
+        for d in datasets:
+            print(f"# dpframe and pandas, {d['label']} rows", flush=True)
+            if d["kind"] == "cps":
+                out = run_cps(args.repeats)
+                timings = [Timing(**_timing_fields(t)) for t in out["timings"]]
+                load_s = out["workload"]["load_s"]
+            else:
+                timings, workload = run_synthetic(d["rows"], "str", args.repeats)
+                load_s = workload["load_s"]
+            _store_timings(results, d["label"], timings)
+            results["load"]["dpframe"][d["label"]] = load_s
+            if not args.no_memory:
                 for side in ("pandas", "dpframe"):
-                    results["medians"][side].setdefault(str(n), {})[t.query] = {
-                        "median": getattr(t, f"{side}_median"),
-                        "cold": getattr(t, f"{side}_cold"),
-                        "runs": list(getattr(t, f"{side}_runs")),
-                    }
-            results["load"]["dpframe"][str(n)] = workload["load_s"]
+                    print(f"# memory: {side}, {d['label']} rows", flush=True)
+                    results["memory"][side][d["label"]] = _memory_probe(
+                        side, data[d["label"]], d["kind"], args.timeout
+                    )
 
         for name in libs:
             lib = LIBRARIES[name]
@@ -427,27 +385,50 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 results["workers"][name] = {"error": f"install: {error}"}
                 print(f"# {name}: {error}", flush=True)
                 continue
-            lib_rows = [n for n in rows if args.all_rows or not lib.max_rows or n <= lib.max_rows]
-            if len(lib_rows) < len(rows):
-                results["notes"].append(
-                    f"{name}: not timed at {', '.join(f'{n:,}' for n in rows if n not in lib_rows)}"
-                    f" rows ({lib.note})."
+            results["medians"][name], results["load"][name], results["memory"][name] = {}, {}, {}
+            for kind in ("synthetic", "cps"):
+                chosen = [d for d in datasets if d["kind"] == kind]
+                kept = [
+                    d
+                    for d in chosen
+                    if args.all_rows or not lib.max_rows or d["rows"] <= lib.max_rows
+                ]
+                skipped = [d["label"] for d in chosen if d not in kept]
+                if skipped:
+                    results["notes"].append(
+                        f"{name}: not timed at {', '.join(skipped)} rows ({lib.note})."
+                    )
+                if not kept:
+                    continue
+                print(f"# {name}: {[d['label'] for d in kept]}", flush=True)
+                accuracy = (
+                    (acc_path, args.accuracy_reps)
+                    if args.accuracy_reps > 0 and kind == "synthetic"
+                    else None
                 )
-            print(f"# {name}: rows {lib_rows}", flush=True)
-            accuracy = (acc_path, args.accuracy_reps) if args.accuracy_reps > 0 else None
-            out = run_worker(
-                lib, spec, [data[n] for n in lib_rows], args.repeats, accuracy, args.timeout
-            )
-            results["workers"][name] = out
-            if "error" in out:
-                print(f"# {name}: {out['error']}", flush=True)
-                continue
-            results["medians"][name] = {str(r["rows"]): r["timings"] for r in out["runs"]}
-            results["load"][name] = {str(r["rows"]): r["load_s"] for r in out["runs"]}
-            for r in out["runs"]:
-                for q, cell in r["timings"].items():
-                    if "na" in cell:
-                        results["notes"].append(f"{name}, {r['rows']:,} rows, {q}: {cell['na']}")
+                out = run_worker(
+                    lib,
+                    spec_paths[kind],
+                    [data[d["label"]] for d in kept],
+                    args.repeats,
+                    accuracy,
+                    args.timeout,
+                )
+                if "error" in out:
+                    results["workers"].setdefault(name, {}).update(out)
+                    print(f"# {name}: {out['error']}", flush=True)
+                    continue
+                info = results["workers"].setdefault(name, {})
+                info.update({k: v for k, v in out.items() if k not in ("runs", "api")})
+                for role, call in out.get("api", {}).items():  # synthetic first: its names
+                    info.setdefault("api", {}).setdefault(role, call)
+                for d, run in zip(kept, out["runs"], strict=True):
+                    results["medians"][name][d["label"]] = run["timings"]
+                    results["load"][name][d["label"]] = run["load_s"]
+                    results["memory"][name][d["label"]] = {
+                        "df_bytes": run.get("df_bytes"),
+                        "peak_increase": run.get("peak_increase"),
+                    }
 
     if args.accuracy_reps > 0:
         print(f"# accuracy: dpframe, {args.accuracy_reps} releases per statistic", flush=True)
@@ -491,11 +472,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     results["wall_s"] = time.perf_counter() - started
     results["environment"]["load average at end"] = _load_average()
+    results["uptime at end"] = _uptime()
     text = render(results)
     print("\n" + text)
     if not args.no_save:
         save_results(results, text, args.output_dir, "field")
+        if args.results_md is not None:
+            args.results_md.write_text(text)
+            print(f"Wrote {args.results_md}")
     return results
+
+
+def _timing_fields(t: dict[str, Any]) -> dict[str, Any]:
+    """Timing constructor arguments from ``Timing.to_dict()`` output."""
+    fields = {k: v for k, v in t.items() if k != "ratio"}
+    fields["pandas_runs"] = tuple(fields["pandas_runs"])
+    fields["dpframe_runs"] = tuple(fields["dpframe_runs"])
+    return fields
+
+
+def _uptime() -> str:
+    """``uptime`` output (load averages over 1, 5, 15 minutes: the machine is shared)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "n/a"
 
 
 if __name__ == "__main__":
