@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -242,10 +243,16 @@ class PandasBackend:
         cells: Cells = slots
         if slots is None and mask is not None:
             cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
-        results = []
-        for measure in measures:
-            results.append(self._measure(measure, defs, cells, size, n))
-        return results
+        # One release's measures share their work: a column read (and its
+        # missing-value mask) and its clamped, centred values are computed once
+        # per call (a mean's count and sum; a variance's three measures).  The
+        # cache lives only for this call, so nothing outlives the release.
+        sums = [m for m in measures if m.kind == "sum" and m.expr is not None]
+        summed = {m.expr.key() for m in sums if m.expr is not None}
+        clamps = [_clamp_key(m) for m in sums]
+        reused = {k for k in clamps if clamps.count(k) > 1}
+        shared = _SharedWork({}, {}, summed, reused)
+        return [self._measure(m, defs, cells, size, n, shared) for m in measures]
 
     def _measure(
         self,
@@ -254,6 +261,7 @@ class PandasBackend:
         slots: Cells,
         size: int,
         n: int,
+        shared: _SharedWork,
     ) -> npt.NDArray[np.float64]:
         if measure.kind == "rows":
             if slots is None:
@@ -261,20 +269,43 @@ class PandasBackend:
             return _bincount(slots, None, size)
         assert measure.expr is not None
         if measure.kind == "nonnull":
-            present = self._present(measure.expr, defs)
+            if measure.expr.key() in shared.summed:  # numeric: the same mask as its sum's
+                present = self._shared_values(measure.expr, defs, shared)[1]
+            else:
+                present = self._present(measure.expr, defs)
             return _bincount(slots, present.astype(np.float64), size)
-        values = self._values(measure.expr, defs)
-        present = ~np.isnan(values)
-        terms = np.clip(values, measure.lower, measure.upper)
-        if measure.center != 0.0:
-            terms -= measure.center
-        if measure.power == 2:
-            np.multiply(terms, terms, out=terms)
+        values, present = self._shared_values(measure.expr, defs, shared)
+        clamp_key = _clamp_key(measure)
+        centred = shared.centred.get(clamp_key)
+        if centred is None:
+            centred = np.clip(values, measure.lower, measure.upper)
+            if measure.center != 0.0:
+                centred -= measure.center
+            if clamp_key not in shared.reused:  # its only user may work in place
+                if measure.power == 2:
+                    np.multiply(centred, centred, out=centred)
+                centred *= 1.0 / measure.quantum
+                np.rint(centred, out=centred)
+                if not present.all():
+                    centred[~present] = 0.0
+                return _bincount(slots, centred, size)
+            shared.centred[clamp_key] = centred
+        terms = centred * centred if measure.power == 2 else centred.copy()
         terms *= 1.0 / measure.quantum
         np.rint(terms, out=terms)
         if not present.all():
             terms[~present] = 0.0
         return _bincount(slots, terms, size)
+
+    def _shared_values(
+        self, expr: Expr, defs: dict[str, Expr], shared: _SharedWork
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+        found = shared.values.get(expr.key())
+        if found is None:
+            values = np.asarray(self._values(expr, defs), dtype=np.float64)
+            found = (values, ~np.isnan(values))
+            shared.values[expr.key()] = found
+        return found
 
     def _present(self, expr: Expr, defs: dict[str, Expr]) -> npt.NDArray[np.bool_]:
         """True where ``expr`` has a value (any dtype: text, dates, numbers)."""
@@ -282,6 +313,21 @@ class PandasBackend:
         if isinstance(value, pd.Series):
             return np.asarray(value.notna().to_numpy(dtype=bool))
         return np.full(len(self._frame), not pd.isna(value))
+
+
+@dataclass
+class _SharedWork:
+    """Work shared by the measures of one release (see :meth:`PandasBackend.compute`)."""
+
+    values: dict[Any, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]]
+    centred: dict[Any, npt.NDArray[np.float64]]
+    summed: set[Any]
+    reused: set[Any]
+
+
+def _clamp_key(measure: Measure) -> tuple[Any, ...]:
+    assert measure.expr is not None
+    return (measure.expr.key(), measure.lower, measure.upper, measure.center)
 
 
 def _hash_rows(chunk: pd.DataFrame) -> npt.NDArray[np.uint64]:
