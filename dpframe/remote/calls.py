@@ -328,6 +328,10 @@ def replay(base: PrivateFrame, call: Call) -> Any:
     unknown = set(call.arguments) - accepted
     if unknown:
         raise _bad(f"{call.method}() has no argument(s) {', '.join(sorted(unknown))}.")
+    try:
+        signature.bind(**call.arguments)
+    except TypeError as exc:  # e.g. a required argument is missing (names only, no data)
+        raise _bad(f"{call.method}(): {exc}.") from None
     return method(**call.arguments)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog
@@ -83,3 +84,94 @@ def test_fuzzed_requests_never_fail_the_server_or_leak(
         run()
     assert tally["requests"] >= FUZZ_EXAMPLES
     assert tally["2xx"] > 0 and tally["4xx"] > 0
+
+
+COLUMNS = ["wage", "education", "experience", "region", "smsa", "note", "person_id", "nope"]
+METHODS = {
+    "frame": ["count", "describe", "discover_keys", "above_threshold", "linear_regression"],
+    "series": ["count", "sum", "mean", "var", "std", "quantile", "median", "mode", "hist"],
+    "groupby": ["count", "size", "sum", "mean", "argmax"],
+}
+NUMBERS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6),
+    st.sampled_from([0, 1e-300, 0.01, 0.1, 1, 1e300]),
+)
+
+
+@st.composite
+def plausible_calls(draw: st.DrawFn) -> dict[str, Any]:
+    """Calls that are mostly well formed, so the fuzzing reaches the release path."""
+    kind = draw(st.sampled_from(sorted(METHODS)))
+    receiver: dict[str, Any] = {"kind": kind}
+    if kind == "series":
+        receiver["expr"] = {"op": "col", "name": draw(st.sampled_from(COLUMNS))}
+    if kind == "groupby":
+        receiver["by"] = draw(st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=2))
+        receiver["column"] = draw(st.one_of(st.none(), st.sampled_from(COLUMNS)))
+    arguments: dict[str, Any] = {
+        "epsilon": draw(st.one_of(st.sampled_from([0.01, 0.05, 0.1]), NUMBERS))
+    }
+    if draw(st.integers(0, 3)) == 0:
+        arguments["delta"] = draw(st.sampled_from([0, 1e-9, 0.5, 1]))
+    if draw(st.integers(0, 3)) == 0:
+        arguments[draw(st.sampled_from(["q", "bins", "column", "threshold", "queries"]))] = draw(
+            st.one_of(NUMBERS, st.sampled_from(COLUMNS), st.lists(NUMBERS, max_size=3))
+        )
+    steps = []
+    if draw(st.booleans()):
+        steps.append(
+            {
+                "kind": "filter",
+                "predicate": {
+                    "op": draw(st.sampled_from([">", "<=", "=="])),
+                    "left": {"op": "col", "name": draw(st.sampled_from(COLUMNS))},
+                    "right": {"op": "lit", "value": draw(NUMBERS)},
+                },
+            }
+        )
+    return {
+        "steps": steps,
+        "receiver": receiver,
+        "method": draw(st.sampled_from(METHODS[kind])),
+        "arguments": arguments,
+    }
+
+
+def test_plausible_calls_charge_exactly_when_they_release(
+    fuzz_curator: Curator, tally: dict[str, int]
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from dpframe.remote.wire import decode_response
+
+    client = TestClient(create_app(fuzz_curator))
+    headers = {"Authorization": f"Bearer {ALICE}"}
+    outcomes: dict[int, int] = {}
+
+    def spent() -> Any:
+        body = client.get("/v1/datasets/sentinel/budget", headers=headers).json()
+        return decode_response(body["spent"])
+
+    @given(call=plausible_calls())
+    @settings(
+        max_examples=FUZZ_EXAMPLES * 2,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    def run(call: dict[str, Any]) -> None:
+        before = spent()
+        answer = client.post("/v1/datasets/sentinel/query", json=call, headers=headers)
+        outcomes[answer.status_code] = outcomes.get(answer.status_code, 0) + 1
+        assert answer.status_code < 500, answer.text
+        assert SENTINEL_TEXT not in answer.text
+        after = spent()
+        if answer.status_code == 200:
+            assert after.epsilon > before.epsilon or after.delta > before.delta
+        else:
+            assert after == before, answer.text
+        assert fuzz_curator.unexpected_errors == 0
+
+    run()
+    print(f"\nplausible calls: {dict(sorted(outcomes.items()))}")
+    assert outcomes.get(200, 0) > 0 and sum(outcomes.values()) >= FUZZ_EXAMPLES
