@@ -204,6 +204,12 @@ BAD_BODIES: list[tuple[str, Any, int, str]] = [
         "schema",
     ),
     (
+        "missing required argument",
+        {"receiver": {"kind": "frame"}, "method": "discover_keys", "arguments": {"epsilon": 0.1}},
+        400,
+        "invalid_query",
+    ),
+    (
         "too many steps",
         dict(
             MEAN_WAGE, steps=[{"kind": "filter", "predicate": {"op": "lit", "value": True}}] * 300
