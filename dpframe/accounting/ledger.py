@@ -89,6 +89,21 @@ def default_ledger_path() -> Path:
     return base / "dpframe" / "ledger.sqlite"
 
 
+#: The columns of a release row that :meth:`Ledger.releases` shows (all but ``session``).
+_SHOWN = (
+    "id",
+    "time",
+    "dataset",
+    "query",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "rho",
+    "status",
+    "value",
+)
+
+
 class Ledger:
     """A persistent record of releases and the budgets they were charged to.
 
@@ -242,25 +257,10 @@ class Ledger:
         """One row per release of ``session``, oldest first."""
         with self._lock, _ledger_errors(self.path):
             rows = self._conn.execute(
-                "SELECT id, time, dataset, query, mechanism, epsilon, delta, rho, status, value "
-                "FROM releases WHERE session=? ORDER BY id",
+                f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? ORDER BY id",
                 (session,),
             ).fetchall()
-        frame = pd.DataFrame(
-            rows,
-            columns=[
-                "id",
-                "time",
-                "dataset",
-                "query",
-                "mechanism",
-                "epsilon",
-                "delta",
-                "rho",
-                "status",
-                "value",
-            ],
-        )
+        frame = pd.DataFrame(rows, columns=list(_SHOWN))
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
@@ -279,19 +279,7 @@ class Ledger:
 
 _TABLES = {
     "budgets": {"session", "dataset", "accounting", "epsilon", "delta", "created"},
-    "releases": {
-        "id",
-        "session",
-        "dataset",
-        "time",
-        "query",
-        "mechanism",
-        "epsilon",
-        "delta",
-        "rho",
-        "status",
-        "value",
-    },
+    "releases": {"session", *_SHOWN},
 }
 _NOT_RESET = (
     "Nothing was changed or reset. Restore the file from a backup, or pass another "

@@ -137,23 +137,29 @@ _SCALAR_TAGS = ("$float", "$int", "$fraction")
 # -- requests ----------------------------------------------------------------------
 
 
-def encode_request_value(value: Any, convert: Callable[[Any], Any] | None = None) -> Any:
-    """Encode a query argument; ``convert`` maps facade objects (series) to expressions first."""
-    if convert is not None:
-        value = convert(value)
+def _encode_plain(value: Any, recurse: Callable[[Any], Any]) -> Any:
+    """Scalars, expressions, tuples and lists (both directions); else ``NotImplemented``."""
     scalar = _encode_scalar(value)
     if scalar is not NotImplemented:
         return scalar
     if isinstance(value, Expr):
         return {"$expr": value.to_dict()}
     if isinstance(value, tuple):
-        return {"$tuple": [encode_request_value(v, convert) for v in value]}
+        return {"$tuple": [recurse(v) for v in value]}
     if isinstance(value, list):
-        return [encode_request_value(v, convert) for v in value]
+        return [recurse(v) for v in value]
+    return NotImplemented
+
+
+def encode_request_value(value: Any) -> Any:
+    """Encode a query argument (series already replaced by their expressions)."""
+    plain = _encode_plain(value, encode_request_value)
+    if plain is not NotImplemented:
+        return plain
     if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise ProtocolError("invalid_value", "Mappings sent to a curator need string keys.")
-        return {"$map": {k: encode_request_value(v, convert) for k, v in value.items()}}
+        return {"$map": {k: encode_request_value(v) for k, v in value.items()}}
     raise ProtocolError(
         "invalid_value",
         f"A {type(value).__name__} cannot be sent to a curator; use numbers, strings, "
@@ -223,15 +229,9 @@ def _response_types() -> dict[str, type[Any]]:
 
 def encode_response(value: Any) -> Any:
     """Encode a release (or anything a facade method returns) for the analyst."""
-    scalar = _encode_scalar(value)
-    if scalar is not NotImplemented:
-        return scalar
-    if isinstance(value, Expr):
-        return {"$expr": value.to_dict()}
-    if isinstance(value, tuple):
-        return {"$tuple": [encode_response(v) for v in value]}
-    if isinstance(value, list):
-        return [encode_response(v) for v in value]
+    plain = _encode_plain(value, encode_response)
+    if plain is not NotImplemented:
+        return plain
     if isinstance(value, np.ndarray):
         return {"$array": {"dtype": value.dtype.str, "data": encode_response(value.tolist())}}
     if isinstance(value, pd.Interval):
