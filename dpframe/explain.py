@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.aggregates import measures_for, noise_plan
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_zcdp
 from dpframe.plan.nodes import Aggregate
 
@@ -24,8 +24,6 @@ __all__ = [
     "explain_aggregate",
     "explain_cost",
 ]
-
-_MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
 
 
 @dataclass(frozen=True)
@@ -89,21 +87,13 @@ def explain_aggregate(
     spent: Charge,
 ) -> Explanation:
     """Describe the release of ``agg`` under ``request`` from public facts only."""
-    measures, sensitivities = measures_for(agg)
-    parts = allocation.split(tuple(1 for _ in measures))
     explained = []
-    for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
-        _, _, spec = noise_for(sens, measure.quantum, part)
-        if measure.kind == "sum":
-            name = "sum of squares" if measure.power == 2 else "sum"
-            if measure.center:
-                name = f"centred {name}"
-        else:
-            name = _MEASURE_NAMES[measure.kind]
+    for name, sens, quantum, part in noise_plan(agg, allocation):
+        _, _, spec = noise_for(sens, quantum, part)
         explained.append(
             MeasureExplanation(
                 name,
-                sens * measure.quantum,
+                sens * quantum,
                 spec.name,
                 spec.scale,
                 spec.abs_quantile(0.95) + spec.rounding,

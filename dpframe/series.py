@@ -279,11 +279,18 @@ class PrivateSeries(RowGuard):
     ) -> Release:
         """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
 
-        Privacy: half the budget to the non-missing count (sensitivity 1),
-        half to the sum of values minus the midpoint (sensitivity (U − L)/2).
+        Privacy: a twentieth of the budget to the non-missing count
+        (sensitivity 1), a twentieth to a first sum of values minus the
+        midpoint (sensitivity (U − L)/2) that locates the data, the rest to
+        the sum of values minus that rough mean ĉ (sensitivity
+        max(U − ĉ, ĉ − L)); on small data (noisy count under 10 noise SDs) a
+        second count and the midpoint sum share the rest instead
+        (``dpframe/mechanisms/mean.py``).  Grouped means split the budget
+        evenly between the count and the midpoint sum.
 
-        Accuracy: error about (U − L)/(ε·n) for n values; ``ci()`` is a
-        conservative (Bonferroni, interval-arithmetic) interval.
+        Accuracy: error about max(U − ĉ, ĉ − L)/(0.9·ε·n) for n values, i.e.
+        0.56–1.11 × (U − L)/(ε·n); ``ci()`` is a conservative
+        (Bonferroni, interval-arithmetic) interval.
         """
         return self._aggregate("mean", epsilon, delta, rho)
 

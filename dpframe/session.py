@@ -36,7 +36,7 @@ from dpframe.errors import (
 )
 from dpframe.explain import explain_aggregate, explain_cost
 from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for, release_aggregate
+from dpframe.mechanisms.aggregates import measures_for, noise_plan, release_aggregate
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.schema import schema_from_frame
@@ -392,10 +392,8 @@ class Session(Observable):
             return release, repr(value)
 
         def precheck(allocation: NoiseAllocation) -> None:
-            _, sensitivities = measures_for(agg)
-            parts = allocation.split(tuple(1 for _ in measures))
-            for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
-                noise_for(sens, measure.quantum, part)  # raises for unusable parameters
+            for _, sens, quantum, part in noise_plan(agg, allocation):
+                noise_for(sens, quantum, part)  # raises for unusable parameters
 
         return self._run(
             agg.label,

@@ -131,7 +131,7 @@ def noise_for(
 
 
 def release_integer_sums(
-    exact: npt.NDArray[np.float64],
+    exact: npt.NDArray[np.float64] | npt.NDArray[np.int64],
     sensitivity: int,
     quantum: float,
     allocation: NoiseAllocation,
@@ -162,7 +162,7 @@ def release_integer_sums(
         ``NoiseSpec.abs_quantile`` gives exact two-sided intervals.
 
     Args:
-        exact: integer-valued sums, one per cell.
+        exact: integer-valued sums, one per cell (float64 below 2**53, or int64).
         sensitivity: Δ in quanta (a positive integer).
         quantum: the value of one unit of ``exact`` (a power of two).
         allocation: the noise and its privacy parameter (ε or ρ).
@@ -172,7 +172,12 @@ def release_integer_sums(
         The noisy values (exact floats on the public grid) and the noise used.
     """
     grid_q, _, spec = noise_for(sensitivity, quantum, allocation)
-    units = exact.astype(np.int64) if grid_q == 1 else np.rint(exact / grid_q).astype(np.int64)
+    if grid_q == 1:
+        units = exact.astype(np.int64)
+    elif exact.dtype == np.int64:  # exact integer rounding to the grid (half up)
+        units = np.floor_divide(exact + grid_q // 2, grid_q)
+    else:
+        units = np.rint(exact / grid_q).astype(np.int64)
     if spec.kind == "laplace":
         noise = discrete_laplace_array(spec.parameter, len(units), rng)
     else:

@@ -16,6 +16,8 @@ Privacy:
     sums are exact integers, never wrapped or rounded by float addition.
     A statistic with k measures splits its budget k ways (ε or ρ adds up), and
     disjoint groups compose in parallel, so one charge covers all groups.
+    A scalar mean instead spends its budget in two passes with a privately
+    chosen centre (see :mod:`dpframe.mechanisms.mean`).
 
 Accuracy:
     count and sum: the noise of one measure (see ``NoiseSpec``).  mean:
@@ -39,10 +41,18 @@ from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.mechanisms.mean import mean_noise_plan, release_scalar_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, unit_rows
 
-__all__ = ["MAX_CELLS", "AggregateResult", "IntervalModel", "measures_for", "release_aggregate"]
+__all__ = [
+    "MAX_CELLS",
+    "AggregateResult",
+    "IntervalModel",
+    "measures_for",
+    "noise_plan",
+    "release_aggregate",
+]
 
 #: The most cells (groups, or key combinations) one release may have; a
 #: larger request is refused before anything is charged or computed.
@@ -121,6 +131,34 @@ def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
     return measures, tuple(s * k for s in sensitivities)
 
 
+def noise_plan(
+    agg: Aggregate, allocation: NoiseAllocation
+) -> list[tuple[str, int, float, NoiseAllocation]]:
+    """Every noisy release ``agg`` may make: (name, sensitivity in quanta, quantum, share).
+
+    Public inputs only: used to explain a query and to check its parameters
+    before anything is charged.  A scalar mean's second sum is listed with
+    its worst-case sensitivity (its actual one is known only after the
+    first pass).
+    """
+    measures, sensitivities = measures_for(agg)
+    if agg.statistic == "mean" and not agg.by:
+        return mean_noise_plan(measures, sensitivities, allocation)
+    parts = allocation.split(tuple(1 for _ in measures))
+    plan = []
+    for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
+        if measure.kind == "sum":
+            name = "sum of squares" if measure.power == 2 else "sum"
+            name = f"centred {name}" if measure.center else name
+        else:
+            name = _MEASURE_NAMES[measure.kind]
+        plan.append((name, sens, measure.quantum, part))
+    return plan
+
+
+_MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
+
+
 @dataclass(frozen=True)
 class IntervalModel:
     """Everything needed to compute confidence intervals of a release, free of privacy cost."""
@@ -129,6 +167,7 @@ class IntervalModel:
     noisy: tuple[FloatArray, ...]
     noise: tuple[NoiseSpec, ...]
     bounds: tuple[float, float] | None
+    center: float | None = None  # a mean's or variance's centre; None: the midpoint
 
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ends per cell; coverage at least ``level``."""
@@ -141,7 +180,7 @@ class IntervalModel:
             return self.noisy[0] - half[0], self.noisy[0] + half[0]
         assert self.bounds is not None
         low, high = self.bounds
-        center = (low + high) / 2
+        center = (low + high) / 2 if self.center is None else self.center
         n_lo = np.maximum(self.noisy[0] - half[0], 1.0)
         n_hi = np.maximum(self.noisy[0] + half[0], 1.0)
         s_lo, s_hi = self.noisy[1] - half[1], self.noisy[1] + half[1]
@@ -219,6 +258,16 @@ def release_aggregate(
         The released values per cell with their intervals.
     """
     measures, sensitivities = measures_for(agg)
+    if agg.statistic == "mean" and not agg.by:
+        assert agg.bounds is not None
+        center, count, total, used, kept = release_scalar_mean(
+            measures, sensitivities, exact, agg.bounds, allocation, rng
+        )
+        low, high = agg.bounds
+        n = max(float(count[0]), 1.0)
+        value = np.array([float(np.clip(center + float(total[0]) / n, low, high))])
+        model = IntervalModel("mean", (count, total), kept, agg.bounds, center)
+        return AggregateResult(value, np.array([kept[1].scale / n]), used, model)
     parts = allocation.split(tuple(1 for _ in measures))
     noisy: list[FloatArray] = []
     noise: list[NoiseSpec] = []

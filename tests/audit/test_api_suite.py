@@ -53,6 +53,8 @@ CASES: dict[str, Case] = {
     "column_count": Case(lambda pf: pf["x"].count(epsilon=1)),
     "sum": Case(lambda pf: pf["x"].sum(epsilon=1)),
     "mean": Case(lambda pf: pf["x"].mean(epsilon=1)),
+    # At ε = 8 the 40-row frame's noisy count clears 10 noise SDs: the adaptive-centre path.
+    "mean_adaptive_centre": Case(lambda pf: pf["x"].mean(epsilon=8), epsilon=8.0),
     "var": Case(lambda pf: pf["x"].var(epsilon=1)),
     "std": Case(lambda pf: pf["x"].std(epsilon=1)),
     "filtered_mean": Case(lambda pf: pf[pf["g"] == "a"]["x"].mean(epsilon=1)),

@@ -1,0 +1,110 @@
+"""The scalar mean with a privately chosen centre (dpframe/mechanisms/mean.py)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+from dpframe.accounting import NoiseAllocation
+from dpframe.backends.base import Measure
+from dpframe.mechanisms import additive
+from dpframe.mechanisms.mean import release_scalar_mean
+from dpframe.noise import SecureRandom
+from dpframe.plan.expressions import Col
+from tests.stats_helpers import ALPHA, chi2_pvalue, dlaplace_pmf
+
+EPS = Fraction(1)
+BOUNDS = (0.0, 20.0)  # midpoint 10; quantum 1: sensitivity 10 quanta, grid 1
+MEASURES = (Measure("nonnull", Col("x")), Measure("sum", Col("x"), 0.0, 20.0, 10.0, 1, 1.0))
+SENS = (1, 10)
+
+
+def _release(n: float, centred_sum: float) -> tuple[float, np.ndarray, np.ndarray, tuple, tuple]:
+    exact = [np.array([n]), np.array([centred_sum])]
+    return release_scalar_mean(
+        MEASURES, SENS, exact, BOUNDS, NoiseAllocation("laplace", EPS), SecureRandom()
+    )
+
+
+def test_second_sum_has_discrete_laplace_noise_for_its_actual_sensitivity() -> None:
+    # 10^7 values averaging 1: the first pass puts the centre at 1 (offset -9
+    # quanta) in every draw, so the second sum's sensitivity is 10 + 9 quanta.
+    n, offset = 10_000_000, -9
+    noise, parameters = [], set()
+    for _ in range(5000):
+        center, _, total, _, kept = _release(float(n), float(n * offset))
+        assert center == 1.0
+        noise.append(int(total[0]))  # the exact second sum, Σ(x − centre), is 0
+        parameters.add(kept[1].parameter)
+    (parameter,) = parameters
+    assert parameter >= Fraction(19) / (EPS * Fraction(18, 20))  # exact calibration
+    samples = np.array(noise, dtype=np.int64)
+    assert chi2_pvalue(samples, dlaplace_pmf(float(parameter))) > ALPHA
+    assert chi2_pvalue(samples, dlaplace_pmf(0.7 * float(parameter))) < ALPHA  # 30% narrower
+    assert chi2_pvalue(samples, dlaplace_pmf(1.3 * float(parameter))) < ALPHA  # 30% wider
+
+
+def test_small_counts_fall_back_to_the_midpoint_with_a_second_count() -> None:
+    for _ in range(50):
+        center, count, _, used, kept = _release(5.0, -45.0)
+        assert center == 10.0  # the midpoint: the first count was below 10 noise SDs
+        assert len(used) == 3 and kept[0] is used[1]
+        assert kept[0].parameter >= 1 / (EPS * Fraction(9, 20))
+        assert kept[1].parameter >= 10 / (EPS * Fraction(10, 20))
+        assert count.shape == (1,)
+
+
+def test_int64_sums_round_to_the_grid_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sums beyond 2**53 (a second pass over 2**31 rows can reach 2**54) are
+    # rounded to the grid in integer arithmetic; with the noise set to zero the
+    # released units must be the exact rounding.
+    monkeypatch.setattr(
+        additive, "discrete_laplace_array", lambda t, size, rng: np.zeros(size, dtype=np.int64)
+    )
+    exact = np.array([2**60 + 2**20 + 3, -(2**58) - 5, 2**53 + 1], dtype=np.int64)
+    allocation = NoiseAllocation("laplace", Fraction(1))
+    values, spec = additive.release_integer_sums(exact, 2**40, 1.0, allocation, SecureRandom())
+    grid = int(spec.grid)
+    assert grid == 2**30
+    assert [int(v) for v in values] == [(int(e) + grid // 2) // grid * grid for e in exact]
+
+
+@pytest.fixture(scope="module")
+def skewed() -> tuple[dp.PrivateFrame, float]:
+    rng = np.random.default_rng(5)
+    values = rng.lognormal(10.5, 0.8, 3000)  # mean about 50,000 in bounds [0, 10^6]
+    session = dp.Session(epsilon=10**6, ledger=":memory:")
+    pf = session.private_frame(pd.DataFrame({"income": values}), bounds={"income": (0, 1e6)})
+    return pf, float(np.clip(values, 0, 1e6).mean())
+
+
+def test_error_near_a_bound_beats_the_midpoint_estimator(
+    skewed: tuple[dp.PrivateFrame, float],
+) -> None:
+    # In units of (U - L)/(ε n): the midpoint estimator's MAE is 1.40 here (the
+    # count's noise times |mean - midpoint|), the adaptive one's about 1.1.
+    pf, exact = skewed
+    unit = 1e6 / 3000
+    errors = np.array([abs(pf["income"].mean(epsilon=1).value - exact) for _ in range(1500)])
+    ratio = errors.mean() / unit
+    sem = errors.std(ddof=1) / np.sqrt(len(errors)) / unit
+    assert sem < 0.03
+    assert ratio < 1.25, (ratio, sem)  # > 5 SEM from 1.40 and from the expected 1.1
+
+
+def test_interval_uses_the_chosen_centre(skewed: tuple[dp.PrivateFrame, float]) -> None:
+    pf, exact = skewed
+    release = pf["income"].mean(epsilon=1)
+    model = release.intervals
+    assert model.center is not None and model.center != 5e5
+    low, high = release.ci(0.99)
+    assert low <= release.value <= high
+    misses = sum(
+        not (lo <= exact <= hi)
+        for lo, hi in (pf["income"].mean(epsilon=1).ci(0.9) for _ in range(300))
+    )
+    assert misses <= 60  # coverage >= 90% (conservative); P(> 60 misses) < 1e-7 at 10%
