@@ -38,6 +38,7 @@ from dpframe.explain import explain_aggregate, explain_cost
 from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for, noise_plan, release_aggregate
 from dpframe.noise import SecureRandom
+from dpframe.noise.pool import NoisePool
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.schema import schema_from_frame
 from dpframe.release import GroupedRelease, Release, grouped_series
@@ -145,7 +146,7 @@ class Session(Observable):
             raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
         self._backends: dict[tuple[str, str], Backend] = {}
-        self._rng = SecureRandom()
+        self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._explaining = False
         self._units: dict[str, tuple[str, int] | None] = {}

@@ -247,9 +247,13 @@ class Ledger:
         return release_id
 
     def complete(self, release_id: int, value: str, status: str = "released") -> None:
-        """Store the (public) released value of a charged row."""
-        with self._transaction() as conn:
-            conn.execute(
+        """Store the (public) released value of a charged row.
+
+        One statement in autocommit mode, so atomic and durable by itself
+        (no BEGIN/COMMIT round trips).
+        """
+        with self._lock, _ledger_errors(self.path):
+            self._conn.execute(
                 "UPDATE releases SET status=?, value=? WHERE id=?", (status, value, release_id)
             )
 

@@ -25,6 +25,7 @@ from dpframe.noise._checks import (
     check_size,
     to_int,
 )
+from dpframe.noise.pool import NoisePool
 
 __all__ = ["SecureRandom"]
 
@@ -82,11 +83,16 @@ class SecureRandom:
         read_bytes: Function returning ``n`` random bytes when called with
             ``n``.  Defaults to :func:`os.urandom`; inject a deterministic
             source only in tests.
+        pool: Optional :class:`~dpframe.noise.pool.NoisePool` through which
+            the array samplers serve small repeated requests.
 
     """
 
-    def __init__(self, read_bytes: Callable[[int], bytes] = os.urandom) -> None:
+    def __init__(
+        self, read_bytes: Callable[[int], bytes] = os.urandom, pool: NoisePool | None = None
+    ) -> None:
         self._read_bytes = read_bytes
+        self.pool = pool  # pre-drawn noise for repeated small requests (see noise/pool.py)
 
     def _read(self, n: int) -> bytes:
         """Read exactly ``n`` bytes from the source, checking the length."""

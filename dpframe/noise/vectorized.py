@@ -274,6 +274,8 @@ def discrete_laplace_array(
     if max(t, s) > INT64_SAFE:
         draws = [_fit_int64(exact.discrete_laplace(scale, rng)) for _ in range(size)]
         return np.array(draws, dtype=np.int64).reshape(size)
+    if rng.pool is not None:
+        return rng.pool.take(("laplace", scale), size, lambda k: _dlap_int(t, s, k, rng))
     return _dlap_int(t, s, size, rng)
 
 
@@ -346,6 +348,13 @@ def discrete_gaussian_array(
     if t > MAX_SCALE:
         raise NoiseParameterError("sigma2 must be < 2**104 for int64 output")
     n, d = sigma2.numerator, sigma2.denominator
+    if rng.pool is not None:
+        return rng.pool.take(("gaussian", sigma2), size, lambda k: _dgauss(n, d, t, k, rng))
+    return _dgauss(n, d, t, size, rng)
+
+
+def _dgauss(n: int, d: int, t: int, size: int, rng: SecureRandom) -> npt.NDArray[np.int64]:
+    """``size`` discrete Gaussian draws with sigma2 = n/d, proposals of discrete Laplace scale t."""
     out = np.empty(size, dtype=np.int64)
     todo = np.arange(size)
     while todo.size:
