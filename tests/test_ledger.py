@@ -121,3 +121,20 @@ def test_cached_totals_include_rows_from_other_connections(ledger_path: Path) ->
         writer.charge("s", "d", Charge(epsilon=Fraction(1, 10)), accept, "q", "m")
         assert first.spent("s").epsilon == Fraction(i + 1, 10)
         assert second.spent("s").epsilon == Fraction(i + 1, 10)
+
+
+def test_reading_new_charges_searches_the_rowid_range_not_the_whole_session() -> None:
+    # The spent total is the cached total plus the rows newer than the last one
+    # read; SQLite must find those by rowid (cost: the new rows), not through the
+    # session index (cost: every row of the session, growing with the ledger).
+    ledger = Ledger(":memory:")
+    for _ in range(50):
+        ledger.charge("s", "d", Charge(epsilon=Fraction(1, 100)), lambda spent: None, "q", "m")
+    seen: list[str] = []
+    ledger._conn.set_trace_callback(seen.append)
+    ledger.spent("s")
+    (query,) = [sql for sql in seen if sql.startswith("SELECT")]
+    plan = ledger._conn.execute("EXPLAIN QUERY PLAN " + query).fetchall()
+    assert any("INTEGER PRIMARY KEY" in str(step) for step in plan), plan
+    assert not any("releases_by_session" in str(step) for step in plan), plan
+    assert ledger.spent("s").epsilon == Fraction(1, 2)

@@ -201,8 +201,10 @@ class Ledger:
         other processes are always included.
         """
         last_id, total = self._totals.get(session, (0, Charge()))
+        # "+session": search the rowid range (new rows only), not the session index,
+        # which would visit every row of the session (82 µs at 1,000 rows, 330 at 4,000).
         rows = conn.execute(
-            "SELECT id, epsilon, delta, rho FROM releases WHERE session=? AND id > ? ORDER BY id",
+            "SELECT id, epsilon, delta, rho FROM releases WHERE +session=? AND id > ? ORDER BY id",
             (session, last_id),
         ).fetchall()
         for row_id, eps, dlt, rho in rows:
