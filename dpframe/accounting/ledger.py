@@ -245,7 +245,9 @@ class Ledger:
                 ),
             )
             release_id = cursor.lastrowid
-        assert release_id is not None
+            assert release_id is not None
+            # The write lock is held: no row can sit between the rows read and this one.
+            self._totals[session] = (release_id, spent + charge)
         return release_id
 
     def complete(self, release_id: int, value: str, status: str = "released") -> None:

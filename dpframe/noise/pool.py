@@ -89,7 +89,11 @@ class NoisePool:
             if len(stock) < size:
                 stock = np.concatenate([stock, draw(self._batch)])
             out: IntArray = stock[:size].copy()
-            self._remember(self._stock, key, stock[size:])
+            if key in self._stock:
+                self._stock[key] = stock[size:]
+                self._stock.move_to_end(key)
+            else:
+                self._remember(self._stock, key, stock[size:])
             return out
 
     def _remember(self, table: OrderedDict[Hashable, _V], key: Hashable, value: _V) -> None:
