@@ -158,7 +158,12 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
     ) -> pd.Series:
-        """Clamped mean per group: always inside the bounds, also for empty groups."""
+        """Clamped mean per group: always inside the bounds, also for empty groups.
+
+        Privacy and Accuracy: as :meth:`PrivateSeries.mean`, each group with its
+        own privately chosen centre; one charge covers all groups (they are
+        disjoint).
+        """
         return self._aggregate("mean", epsilon, delta, rho)
 
     @releases

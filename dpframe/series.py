@@ -285,8 +285,7 @@ class PrivateSeries(RowGuard):
         the sum of values minus that rough mean ĉ (sensitivity
         max(U − ĉ, ĉ − L)); on small data (noisy count under 10 noise SDs) a
         second count and the midpoint sum share the rest instead
-        (``dpframe/mechanisms/mean.py``).  Grouped means split the budget
-        evenly between the count and the midpoint sum.
+        (``dpframe/mechanisms/mean.py``; per group, each cell on its own).
 
         Accuracy: error about max(U − ĉ, ĉ − L)/(0.9·ε·n) for n values, i.e.
         0.56–1.11 × (U − L)/(ε·n); ``ci()`` is a conservative

@@ -7,12 +7,14 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.accounting import NoiseAllocation
 from dpframe.backends.base import Measure
 from dpframe.mechanisms import additive
-from dpframe.mechanisms.mean import release_scalar_mean
+from dpframe.mechanisms.mean import MeanRelease, _levels, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from tests.stats_helpers import ALPHA, chi2_pvalue, dlaplace_pmf
@@ -23,9 +25,9 @@ MEASURES = (Measure("nonnull", Col("x")), Measure("sum", Col("x"), 0.0, 20.0, 10
 SENS = (1, 10)
 
 
-def _release(n: float, centred_sum: float) -> tuple[float, np.ndarray, np.ndarray, tuple, tuple]:
+def _release(n: float, centred_sum: float) -> MeanRelease:
     exact = [np.array([n]), np.array([centred_sum])]
-    return release_scalar_mean(
+    return release_mean(
         MEASURES, SENS, exact, BOUNDS, NoiseAllocation("laplace", EPS), SecureRandom()
     )
 
@@ -36,10 +38,10 @@ def test_second_sum_has_discrete_laplace_noise_for_its_actual_sensitivity() -> N
     n, offset = 10_000_000, -9
     noise, parameters = [], set()
     for _ in range(5000):
-        center, _, total, _, kept = _release(float(n), float(n * offset))
-        assert center == 1.0
-        noise.append(int(total[0]))  # the exact second sum, Σ(x − centre), is 0
-        parameters.add(kept[1].parameter)
+        mean = _release(float(n), float(n * offset))
+        assert mean.center.tolist() == [1.0]
+        noise.append(int(mean.total[0]))  # the exact second sum, Σ(x − centre), is 0
+        parameters.add(mean.kept[1].parameter)
     (parameter,) = parameters
     assert parameter >= Fraction(19) / (EPS * Fraction(18, 20))  # exact calibration
     samples = np.array(noise, dtype=np.int64)
@@ -50,12 +52,12 @@ def test_second_sum_has_discrete_laplace_noise_for_its_actual_sensitivity() -> N
 
 def test_small_counts_fall_back_to_the_midpoint_with_a_second_count() -> None:
     for _ in range(50):
-        center, count, _, used, kept = _release(5.0, -45.0)
-        assert center == 10.0  # the midpoint: the first count was below 10 noise SDs
-        assert len(used) == 3 and kept[0] is used[1]
-        assert kept[0].parameter >= 1 / (EPS * Fraction(9, 20))
-        assert kept[1].parameter >= 10 / (EPS * Fraction(10, 20))
-        assert count.shape == (1,)
+        mean = _release(5.0, -45.0)
+        assert mean.center.tolist() == [10.0]  # the midpoint: count below 10 noise SDs
+        assert len(mean.used) == 3 and mean.kept[0] is mean.used[1]
+        assert mean.kept[0].parameter >= 1 / (EPS * Fraction(9, 20))
+        assert mean.kept[1].parameter >= 10 / (EPS * Fraction(10, 20))
+        assert mean.count.shape == (1,)
 
 
 def test_int64_sums_round_to_the_grid_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,3 +110,49 @@ def test_interval_uses_the_chosen_centre(skewed: tuple[dp.PrivateFrame, float]) 
         for lo, hi in (pf["income"].mean(epsilon=1).ci(0.9) for _ in range(300))
     )
     assert misses <= 60  # coverage >= 90% (conservative); P(> 60 misses) < 1e-7 at 10%
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**6), st.lists(st.integers(0, 10**6), min_size=1, max_size=60))
+def test_sensitivity_levels_round_up_by_at_most_a_sixteenth(base: int, extra: list[int]) -> None:
+    sens = np.array([base + min(e, base) for e in extra], dtype=np.int64)  # within [K, 2K]
+    levels = _levels(sens, base)
+    assert (levels >= sens).all()
+    assert (levels - sens <= -(-base // 16)).all()
+    assert len(np.unique(levels)) <= 17
+
+
+def test_grouped_means_take_their_own_paths_and_centres() -> None:
+    # 300 cells: 150 with 5,000 values near 1 (adaptive), 150 with 2 values (fallback).
+    n = np.array([5000.0] * 150 + [2.0] * 150)
+    exact = [n, n * -9.0]
+    mean = release_mean(
+        MEASURES, SENS, exact, BOUNDS, NoiseAllocation("laplace", EPS), SecureRandom()
+    )
+    assert (mean.center[150:] == 10.0).all()  # fallback: the midpoint
+    assert (np.abs(mean.center[:150] - 1.0) <= 2.0).all()  # near the data
+    assert (np.abs(mean.values[:150] - 1.0) < 0.5).all()
+    # Intervals use the widest noise of any cell: the fallback's midpoint sum here.
+    assert mean.kept[1].parameter >= 10 / (EPS * Fraction(10, 20))
+
+
+def test_grouped_mean_intervals_cover() -> None:
+    rng = np.random.default_rng(9)
+    values = [rng.uniform(0, 100, 2000), rng.uniform(400, 600, 2000), [5, 7, 9]]
+    df = pd.DataFrame(
+        {
+            "g": np.repeat(["low", "mid", "tiny"], [2000, 2000, 3]),
+            "x": np.concatenate(values),
+        }
+    )
+    exact = df.groupby("g")["x"].mean()
+    session = dp.Session(epsilon=10**6, ledger=":memory:")
+    pf = session.private_frame(
+        df, bounds={"x": (0, 1000)}, categories={"g": ["low", "mid", "tiny"]}
+    )
+    misses = 0
+    for _ in range(100):
+        release = pf.groupby("g")["x"].mean(epsilon=1)
+        table = dp.ci(release, level=0.9)
+        misses += int(((table["low"] > exact) | (table["high"] < exact)).sum())
+    assert misses <= 60  # 300 intervals at >= 90% coverage: P(> 60 misses) < 1e-7

@@ -16,8 +16,8 @@ Privacy:
     sums are exact integers, never wrapped or rounded by float addition.
     A statistic with k measures splits its budget k ways (ε or ρ adds up), and
     disjoint groups compose in parallel, so one charge covers all groups.
-    A scalar mean instead spends its budget in two passes with a privately
-    chosen centre (see :mod:`dpframe.mechanisms.mean`).
+    A mean instead spends its budget in two passes with a privately chosen
+    centre per cell (see :mod:`dpframe.mechanisms.mean`).
 
 Accuracy:
     count and sum: the noise of one measure (see ``NoiseSpec``).  mean:
@@ -41,7 +41,7 @@ from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
-from dpframe.mechanisms.mean import mean_noise_plan, release_scalar_mean
+from dpframe.mechanisms.mean import mean_noise_plan, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, unit_rows
 
@@ -137,12 +137,12 @@ def noise_plan(
     """Every noisy release ``agg`` may make: (name, sensitivity in quanta, quantum, share).
 
     Public inputs only: used to explain a query and to check its parameters
-    before anything is charged.  A scalar mean's second sum is listed with
-    its worst-case sensitivity (its actual one is known only after the
-    first pass).
+    before anything is charged.  A mean's second sum is listed with its
+    worst-case sensitivity (its actual one is known only after the first
+    pass).
     """
     measures, sensitivities = measures_for(agg)
-    if agg.statistic == "mean" and not agg.by:
+    if agg.statistic == "mean":
         return mean_noise_plan(measures, sensitivities, allocation)
     parts = allocation.split(tuple(1 for _ in measures))
     plan = []
@@ -167,7 +167,7 @@ class IntervalModel:
     noisy: tuple[FloatArray, ...]
     noise: tuple[NoiseSpec, ...]
     bounds: tuple[float, float] | None
-    center: float | None = None  # a mean's or variance's centre; None: the midpoint
+    center: FloatArray | None = None  # a mean's centre per cell; None: the midpoint
 
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ends per cell; coverage at least ``level``."""
@@ -223,12 +223,8 @@ def _combine(
         return noisy[0], np.full(len(noisy[0]), noise[0].scale)
     assert agg.bounds is not None
     low, high = agg.bounds
-    center = (low + high) / 2
     n = np.maximum(noisy[0], 1.0)
     mean_c = noisy[1] / n
-    scales = noise[1].scale / n
-    if agg.statistic == "mean":
-        return np.clip(center + mean_c, low, high), scales
     top = ((high - low) / 2) ** 2
     var = np.clip(noisy[2] / n - mean_c**2, 0.0, top)
     var_scales = noise[2].scale / n
@@ -258,16 +254,11 @@ def release_aggregate(
         The released values per cell with their intervals.
     """
     measures, sensitivities = measures_for(agg)
-    if agg.statistic == "mean" and not agg.by:
+    if agg.statistic == "mean":
         assert agg.bounds is not None
-        center, count, total, used, kept = release_scalar_mean(
-            measures, sensitivities, exact, agg.bounds, allocation, rng
-        )
-        low, high = agg.bounds
-        n = max(float(count[0]), 1.0)
-        value = np.array([float(np.clip(center + float(total[0]) / n, low, high))])
-        model = IntervalModel("mean", (count, total), kept, agg.bounds, center)
-        return AggregateResult(value, np.array([kept[1].scale / n]), used, model)
+        mean = release_mean(measures, sensitivities, exact, agg.bounds, allocation, rng)
+        model = IntervalModel("mean", (mean.count, mean.total), mean.kept, agg.bounds, mean.center)
+        return AggregateResult(mean.values, mean.scales, mean.used, model)
     parts = allocation.split(tuple(1 for _ in measures))
     noisy: list[FloatArray] = []
     noise: list[NoiseSpec] = []

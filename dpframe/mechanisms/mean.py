@@ -1,4 +1,4 @@
-"""The mean of clamped values with a centre chosen privately (scalar releases).
+"""The mean of clamped values with a centre chosen privately, per cell.
 
 The plain estimator, c + (noisy Σ(x − c)) / (noisy n) with c the midpoint
 of the bounds and the budget split evenly, pays for the count twice: half
@@ -16,6 +16,7 @@ count is released first with a small share, then:
   not used further.
 
 Which path ran depends only on the first noisy count, so it is public.
+Per group, each cell takes its own path and centre.
 
 Privacy:
     Neighbouring datasets differ by adding or removing one row (or a privacy
@@ -32,7 +33,12 @@ Privacy:
     1 : 9 : 10 (count, second count, midpoint sum).  Either path spends the
     whole allocation (adaptive sequential composition; the choice of path
     and of j is post-processing of earlier releases), so the release is
-    ε-DP (or ρ-zCDP) for the allocation's ε (or ρ).
+    ε-DP (or ρ-zCDP) for the allocation's ε (or ρ).  Cells are disjoint
+    groups: a row changes one cell's values, and each cell's releases are
+    calibrated to that cell's sensitivities (a second sum's rounded *up* to
+    one of 17 levels when cells are many), so the cells compose in
+    parallel; a privacy unit's k rows spread over cells cost at most the
+    allocation in all, since every sensitivity is scaled by k.
 
 Accuracy:
     With n·ε large, the error is about max(U − ĉ, ĉ − L)/(0.9·ε·n): between
@@ -41,10 +47,13 @@ Accuracy:
     about 300 the fallback runs and the error is about 5% above the plain
     estimator's.  ``ci()`` is conservative: Bonferroni over the count and
     the final sum, pushed through the ratio by interval arithmetic, with ĉ
-    treated as the public constant it is.
+    treated as the public constant it is (per group, with the widest noise
+    any cell used).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -54,16 +63,16 @@ from dpframe.backends.base import Measure
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
 
-__all__ = ["ADAPT_AT_STDS", "MeanParts", "mean_noise_plan", "release_scalar_mean"]
+__all__ = ["ADAPT_AT_STDS", "MeanRelease", "mean_noise_plan", "release_mean"]
 
 #: The adaptive path runs when the first noisy count is at least this many
 #: of its noise standard deviations (about n·ε ≥ 280 for Laplace noise).
 ADAPT_AT_STDS = 10
 _ADAPTIVE_WEIGHTS = (1, 1, 18)  # count, first (midpoint) sum, second (adaptive) sum
 _FALLBACK_WEIGHTS = (1, 9, 10)  # count, second count, midpoint sum
+_LADDER = 16  # rungs of second-sum sensitivities between K and 2K, for many cells
 
 FloatArray = npt.NDArray[np.float64]
-MeanParts = tuple[NoiseAllocation, NoiseAllocation, NoiseAllocation]
 
 
 def mean_noise_plan(
@@ -87,27 +96,52 @@ def mean_noise_plan(
     ]
 
 
-def release_scalar_mean(
+@dataclass(frozen=True)
+class MeanRelease:
+    """A mean per cell and the released values it was computed from.
+
+    Attributes:
+        values: the means, clamped to [L, U].
+        scales: per cell, the final sum's noise scale over the noisy count.
+        center: per cell, the centre ĉ (the midpoint on the fallback path).
+        count: per cell, the noisy count used as the denominator.
+        total: per cell, the noisy sum of values minus ``center``.
+        used: every noise that was drawn and used.
+        kept: the noise of ``count`` and ``total`` (the widest over cells).
+    """
+
+    values: FloatArray
+    scales: FloatArray
+    center: FloatArray
+    count: FloatArray
+    total: FloatArray
+    used: tuple[NoiseSpec, ...]
+    kept: tuple[NoiseSpec, NoiseSpec]
+
+
+def release_mean(
     measures: tuple[Measure, ...],
     sensitivities: tuple[int, ...],
     exact: list[FloatArray],
     bounds: tuple[float, float],
     allocation: NoiseAllocation,
     rng: SecureRandom,
-) -> tuple[float, FloatArray, FloatArray, tuple[NoiseSpec, ...], tuple[NoiseSpec, NoiseSpec]]:
-    """Release one mean (see the module docstring for the mechanism).
+) -> MeanRelease:
+    """Release a mean per cell (see the module docstring for the mechanism).
+
+    Each cell takes its own path and centre.  Cells are disjoint groups, so
+    one row changes one cell's values (parallel composition); a cell's
+    second sum gets noise for *its* sensitivity, rounded up to one of at
+    most :data:`_LADDER` + 1 levels when cells are many (at most 1/16 more
+    noise), so the cells share a few noise draws.
 
     Args:
         measures: the non-null count and the midpoint-centred sum measures.
         sensitivities: their sensitivities in quanta (already scaled by k).
-        exact: the backend's exact values of both measures (one cell).
+        exact: the backend's exact values of both measures, per cell.
         bounds: the public clamping bounds (L, U).
         allocation: the whole noise allocation of the release.
         rng: the secure random source.
-
-    Returns:
-        The centre used, the noisy count and noisy centred sum that give
-        the mean (value units), every noise used, and the noise of those two.
     """
     count_sens, sum_sens = sensitivities
     quantum = measures[1].quantum
@@ -115,17 +149,53 @@ def release_scalar_mean(
     mid = (low + high) / 2
     parts = allocation.split(_ADAPTIVE_WEIGHTS)
     count, count_spec = release_integer_sums(exact[0], count_sens, 1.0, parts[0], rng)
-    if float(count[0]) < ADAPT_AT_STDS * count_spec.std:
+    adaptive = count >= ADAPT_AT_STDS * count_spec.std  # public: a function of released counts
+    center = np.full(len(count), mid)
+    total = np.zeros(len(count))
+    sum_scale = np.zeros(len(count))  # per cell, the noise scale of its final sum
+    used, kept_counts, kept_sums = [count_spec], [count_spec], []
+    if not adaptive.all():
         rest = allocation.split(_FALLBACK_WEIGHTS)
-        count2, spec2 = release_integer_sums(exact[0], count_sens, 1.0, rest[1], rng)
-        total, sum_spec = release_integer_sums(exact[1], sum_sens, quantum, rest[2], rng)
-        return mid, count2, total, (count_spec, spec2, sum_spec), (spec2, sum_spec)
-    first, first_spec = release_integer_sums(exact[1], sum_sens, quantum, parts[1], rng)
-    offset = float(np.clip(first[0] / max(float(count[0]), 1.0), low - mid, high - mid))
-    steps = round(offset / quantum)  # the centre's offset in quanta (public)
-    # Exact integers: Σ rint((clip(x) − mid)/q) − steps·n, in int64 (no float rounding).
-    shifted = np.rint(exact[1]).astype(np.int64) - steps * np.rint(exact[0]).astype(np.int64)
-    sens2 = sum_sens + abs(steps) * count_sens
-    total, sum_spec = release_integer_sums(shifted, sens2, quantum, parts[2], rng)
-    center = mid + steps * quantum
-    return center, count, total, (count_spec, first_spec, sum_spec), (count_spec, sum_spec)
+        small = np.flatnonzero(~adaptive)
+        count2, spec2 = release_integer_sums(exact[0][small], count_sens, 1.0, rest[1], rng)
+        sums, sum_spec = release_integer_sums(exact[1][small], sum_sens, quantum, rest[2], rng)
+        count = count.copy()
+        count[small], total[small], sum_scale[small] = count2, sums, sum_spec.scale
+        used += [spec2, sum_spec]
+        kept_counts.append(spec2)
+        kept_sums.append(sum_spec)
+        if not adaptive.any():
+            kept_counts.remove(count_spec)
+    big = np.flatnonzero(adaptive)
+    if big.size:
+        first, first_spec = release_integer_sums(exact[1][big], sum_sens, quantum, parts[1], rng)
+        used.append(first_spec)
+        offset = np.clip(first / np.maximum(count[big], 1.0), low - mid, high - mid)
+        steps = np.rint(offset / quantum).astype(np.int64)  # each centre's offset in quanta
+        # Exact integers: Σ rint((clip(x) − mid)/q) − steps·n, in int64 (no float rounding).
+        shifted = np.rint(exact[1][big]).astype(np.int64) - steps * np.rint(exact[0][big]).astype(
+            np.int64
+        )
+        sens2 = _levels(sum_sens + np.abs(steps) * count_sens, sum_sens)
+        for level in np.unique(sens2):
+            cells = np.flatnonzero(sens2 == level)
+            sums, spec = release_integer_sums(shifted[cells], int(level), quantum, parts[2], rng)
+            total[big[cells]], sum_scale[big[cells]] = sums, spec.scale
+            used.append(spec)
+            kept_sums.append(spec)
+        center[big] = mid + steps * quantum
+    n = np.maximum(count, 1.0)
+    values = np.clip(center + total / n, low, high)
+    widest_count = max(kept_counts, key=lambda spec: spec.scale)
+    widest_sum = max(kept_sums, key=lambda spec: spec.scale)
+    return MeanRelease(
+        values, sum_scale / n, center, count, total, tuple(used), (widest_count, widest_sum)
+    )
+
+
+def _levels(sens: npt.NDArray[np.int64], base: int) -> npt.NDArray[np.int64]:
+    """Sensitivities rounded up to base·(1 + i/16): at most 17 noise levels over many cells."""
+    if len(np.unique(sens)) <= _LADDER + 1:
+        return sens
+    step = -(-base // _LADDER)  # ceil(base / 16) quanta per rung
+    return np.asarray(base + -(-(sens - base) // step) * step, dtype=np.int64)
