@@ -1,18 +1,29 @@
 """The embedded pandas backend.
 
-Evaluates plans on a DataFrame it holds by reference (no copy at load).
-One cache: the integer codes of a *source* column against its declared
-categories (a deterministic function of data the backend already holds,
-never returned to the caller), so repeated group-bys over a string column
-do not re-hash it.  Nothing that depends on a filter or a release is cached.
+Evaluates plans on a DataFrame it holds by reference (no copy at load), in
+row chunks of :data:`~dpframe.backends.chunks.CHUNK_ROWS` rows (2**20): each
+chunk is a view of the frame, its filters, derived columns, group slots and
+measures are evaluated on it, and the per-cell totals of the chunks are
+added (exactly: see :mod:`dpframe.backends.chunks`).  Temporaries are thus
+chunk-sized (about 8 MiB for a float64 column) whatever the frame's size; a
+frame of at most one chunk is evaluated in one piece, as a whole.
+
+One cache: the slot codes (1 + the position among the declared categories,
+0 for missing or undeclared values) of a *source* column used as a group
+key, per declared category list.  They are a deterministic function of data
+the backend already holds, never returned to the caller, so repeated
+group-bys over a string column do not re-hash it.  The codes are stored in
+the smallest unsigned integer dtype that holds them (uint8 up to 255
+categories, uint16 up to 65,535: 1 or 2 bytes per row) and converted to
+``intp`` one chunk at a time; a frame of one chunk keeps ``intp`` codes (see
+:func:`~dpframe.backends.chunks.code_dtype`).  Nothing that depends on a
+filter or a release is cached.
 """
 
 from __future__ import annotations
 
 import hashlib
-import operator
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -20,46 +31,44 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.backends.base import MAX_ROWS, Measure
+from dpframe.backends.chunks import (
+    CHUNK_ROWS,
+    Cells,
+    MeasurePlan,
+    add_totals,
+    chunk_bounds,
+    code_dtype,
+    combine_slots,
+    measure_totals,
+)
+from dpframe.backends.evaluate import (
+    Rows,
+    as_float,
+    bucket_codes,
+    category_codes,
+    edges_at_or_below,
+    evaluate,
+    float_values,
+    row_mask,
+    split_plan,
+)
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
-from dpframe.plan.expressions import (
-    Abs,
-    Arith,
-    Bucket,
-    Clip,
-    Col,
-    Compare,
-    Expr,
-    IsIn,
-    IsNull,
-    Lit,
-    Logical,
-    Neg,
-    Not,
-)
-from dpframe.plan.inline import SourceCol, inline
-from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, lineage
+from dpframe.plan.expressions import Bucket, Col, Expr
+from dpframe.plan.inline import inline
+from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["PandasBackend"]
 
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add,
-    "-": operator.sub,
-    "*": operator.mul,
-    "/": operator.truediv,
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "&": operator.and_,
-    "|": operator.or_,
-}
-_CHUNK_ROWS = 1 << 16
+#: Rows per hashed block of the fingerprint (part of the digest: never change it).
+_HASH_ROWS = 1 << 16
 
-#: Cell of each row: slot codes (0 = no cell), a boolean mask (one cell), or None (one cell).
-Cells = npt.NDArray[np.intp] | npt.NDArray[np.bool_] | None
+#: Names imported from here by :mod:`dpframe.row_access` and the tests.
+_category_codes = category_codes
+_edges_at_or_below = edges_at_or_below
+
+#: Cached slot codes of a source key column (dtype from :func:`code_dtype`).
+_Codes = npt.NDArray[np.integer[Any]]
 
 
 class PandasBackend:
@@ -67,11 +76,16 @@ class PandasBackend:
 
     Args:
         frame: the private data; held by reference, never copied or returned.
+        chunk_rows: rows per evaluation chunk (tests pass small values to
+            check that chunked and whole-frame evaluation agree bit for bit).
     """
 
-    def __init__(self, frame: pd.DataFrame) -> None:
+    def __init__(self, frame: pd.DataFrame, *, chunk_rows: int = CHUNK_ROWS) -> None:
+        if chunk_rows < 1:
+            raise ValueError("chunk_rows must be at least 1.")
         self._frame = frame
-        self._codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[np.intp]] = {}  # slots
+        self._chunk_rows = chunk_rows
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], _Codes] = {}  # slot codes
         self._fingerprint: str | None = None
 
     def __repr__(self) -> str:
@@ -86,8 +100,8 @@ class PandasBackend:
             digest = hashlib.blake2b(digest_size=20)
             for name, dtype in self._frame.dtypes.items():
                 digest.update(f"{name}\x00{dtype}\x00".encode())
-            for start in range(0, len(self._frame), _CHUNK_ROWS):
-                chunk = self._frame.iloc[start : start + _CHUNK_ROWS]
+            for start in range(0, len(self._frame), _HASH_ROWS):
+                chunk = self._frame.iloc[start : start + _HASH_ROWS]
                 digest.update(_hash_rows(chunk).tobytes())
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
@@ -99,103 +113,25 @@ class PandasBackend:
 
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> PandasBackend:
         """A backend over a bounded copy: at most ``max_rows`` rows per unit (see below)."""
-        return PandasBackend(bound_contributions(self._frame, unit, max_rows, rng))
+        bounded = bound_contributions(self._frame, unit, max_rows, rng)
+        return PandasBackend(bounded, chunk_rows=self._chunk_rows)
 
-    # -- expressions ---------------------------------------------------------
+    # -- whole-frame row access (dpframe.row_access) -------------------------
 
     def _eval(self, expr: Expr, defs: dict[str, Expr]) -> Any:
-        if isinstance(expr, SourceCol):
-            return self._frame[expr.name]
-        if isinstance(expr, Col):
-            return self._eval(inline(expr, defs), defs)
-        if isinstance(expr, Lit):
-            return expr.value
-        if isinstance(expr, (Arith, Compare, Logical)):
-            left = self._eval(expr.left, defs)
-            right = self._eval(expr.right, defs)
-            if isinstance(expr, Logical):
-                left, right = _as_mask(left), _as_mask(right)
-            elif isinstance(expr, Arith):
-                left, right = _as_number(left), _as_number(right)
-            elif expr.op in ("<", "<=", ">", ">="):
-                return _order(expr.op, left, right)
-            return _BINARY[expr.op](left, right)
-        if isinstance(expr, Neg):
-            return -_as_number(self._eval(expr.operand, defs))
-        if isinstance(expr, Abs):
-            return abs(_as_number(self._eval(expr.operand, defs)))
-        if isinstance(expr, Not):
-            return ~_as_mask(self._eval(expr.operand, defs))
-        if isinstance(expr, IsNull):
-            value = self._eval(expr.operand, defs)
-            return value.isna() if isinstance(value, pd.Series) else pd.isna(value)
-        if isinstance(expr, IsIn):
-            value = self._eval(expr.operand, defs)
-            if isinstance(value, pd.Series):
-                return value.isin(list(expr.values))
-            return value in expr.values
-        if isinstance(expr, Bucket):
-            value = self._eval(expr.operand, defs)
-            codes = _bucket_codes(_as_float(value, len(self._frame)), expr)
-            return pd.Series(np.where(codes >= 0, codes, np.nan), index=self._frame.index)
-        if isinstance(expr, Clip):
-            value = self._eval(expr.operand, defs)
-            return np.clip(value, expr.lower, expr.upper)
-        raise SchemaError(f"Unsupported expression {type(expr).__name__}.")
+        """``expr`` on every row (see :func:`~dpframe.backends.evaluate.evaluate`)."""
+        return evaluate(Rows(self._frame), expr, defs)
 
-    def _prepare(self, plan: Plan) -> tuple[dict[str, Expr], Any]:
+    def _prepare(self, plan: Plan) -> tuple[dict[str, Expr], npt.NDArray[np.bool_] | None]:
         """Definitions of derived columns and the combined row mask (or None)."""
-        _, steps = lineage(plan)
-        defs: dict[str, Expr] = {}
-        mask: Any = None
-        for step in steps:
-            if isinstance(step, Assign):
-                defs[step.name] = inline(step.expr, defs)
-            elif isinstance(step, Filter):
-                keep = _as_mask(self._eval(inline(step.predicate, defs), defs))
-                keep_np = _full_mask(keep, len(self._frame))
-                mask = keep_np if mask is None else (mask & keep_np)
-        return defs, mask
+        defs, filters = split_plan(plan)
+        return defs, row_mask(Rows(self._frame), filters, defs)
 
     def _values(self, expr: Expr, defs: dict[str, Expr]) -> Any:
-        value = self._eval(expr, defs)
-        if isinstance(value, pd.Series):
-            if pd.api.types.is_bool_dtype(value.dtype) and value.hasnans:
-                return value.astype("float64").to_numpy()
-            return value.to_numpy(dtype=np.float64, na_value=np.nan)
-        return np.full(len(self._frame), float(value))
+        """``expr`` as float64 on every row (NaN where missing)."""
+        return float_values(Rows(self._frame), expr, defs)
 
-    def _group_slots(
-        self, by: tuple[GroupKey, ...], defs: dict[str, Expr]
-    ) -> npt.NDArray[np.intp] | None:
-        """Cell slot per row: 1 + the cell's index, or 0 for rows in no cell."""
-        slots: npt.NDArray[np.intp] | None = None
-        for key in by:
-            key_slots = self._key_slots(key, defs)
-            if slots is None:
-                slots = key_slots  # read-only from here on: never modified in place
-            else:
-                invalid = (slots == 0) | (key_slots == 0)
-                slots = (slots - 1) * len(key.categories) + key_slots
-                slots[invalid] = 0
-        return slots
-
-    def _key_slots(self, key: GroupKey, defs: dict[str, Expr]) -> npt.NDArray[np.intp]:
-        if isinstance(key.expr, Bucket):
-            inner = self._eval(inline(key.expr.operand, defs), defs)
-            return _bucket_codes(_as_float(inner, len(self._frame)), key.expr) + 1
-        is_source = isinstance(key.expr, Col) and key.expr.name not in defs
-        cache_key = (key.expr.name, key.categories) if isinstance(key.expr, Col) else None
-        if is_source and cache_key is not None and cache_key in self._codes:
-            return self._codes[cache_key]
-        values = self._eval(key.expr, defs)
-        if not isinstance(values, pd.Series):
-            values = pd.Series(np.full(len(self._frame), values, dtype=object))
-        slots = _category_codes(values, key.categories) + 1
-        if is_source and cache_key is not None:
-            slots.flags.writeable = False
-            self._codes[cache_key] = slots
-        return slots
+    # -- key discovery -------------------------------------------------------
 
     def key_counts(
         self,
@@ -210,6 +146,7 @@ class PandasBackend:
         With ``unit`` and ``max_keys``, each unit keeps its rows of at most
         ``max_keys`` distinct keys (a uniformly random choice from ``rng``).
         The keys never leave the session unless partition selection releases them.
+        Evaluated on the whole frame at once (not in chunks).
         """
         defs, mask = self._prepare(plan)
         values = self._eval(inline(expr, defs), defs)
@@ -229,105 +166,86 @@ class PandasBackend:
     def compute(
         self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
     ) -> list[npt.NDArray[np.float64]]:
-        """Exact per-group values of ``measures`` (see :class:`Measure`)."""
+        """Exact per-group values of ``measures`` (see :class:`Measure`).
+
+        The plan is evaluated chunk by chunk (filters, derived columns, group
+        slots, measures) and the per-chunk totals are added: bit-identical
+        to one pass over all rows (see :mod:`dpframe.backends.chunks`), with
+        chunk-sized temporaries.
+        """
         n = len(self._frame)
-        if n > MAX_ROWS:
+        if n > MAX_ROWS:  # also what keeps every partial total exact (chunks module)
             raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
-        defs, mask = self._prepare(plan)
-        slots = self._group_slots(by, defs)
+        defs, filters = split_plan(plan)
+        if not filters and not by and all(m.kind == "rows" for m in measures):
+            return [np.array([float(n)]) for _ in measures]  # a plain row count reads no rows
         size = 1
         for key in by:
             size *= len(key.categories)
-        if slots is not None and mask is not None:
-            slots = np.where(mask, slots, 0)
-        cells: Cells = slots
-        if slots is None and mask is not None:
-            cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
-        # One release's measures share their work: a column read (and its
-        # missing-value mask) and its clamped, centred values are computed once
-        # per call (a mean's count and sum; a variance's three measures).  The
-        # cache lives only for this call, so nothing outlives the release.
-        sums = [m for m in measures if m.kind == "sum" and m.expr is not None]
-        summed = {m.expr.key() for m in sums if m.expr is not None}
-        clamps = [_clamp_key(m) for m in sums]
-        reused = {k for k in clamps if clamps.count(k) > 1}
-        shared = _SharedWork({}, {}, summed, reused)
-        return [self._measure(m, defs, cells, size, n, shared) for m in measures]
-
-    def _measure(
-        self,
-        measure: Measure,
-        defs: dict[str, Expr],
-        slots: Cells,
-        size: int,
-        n: int,
-        shared: _SharedWork,
-    ) -> npt.NDArray[np.float64]:
-        if measure.kind == "rows":
+        cached = [self._cached_slots(key, defs) for key in by]
+        shared = MeasurePlan.of(measures)
+        totals: list[npt.NDArray[np.float64]] | None = None
+        columns: dict[str, Any] = {}  # the frame's column Series, shared by the chunks
+        for start, stop in chunk_bounds(n, self._chunk_rows):
+            rows = Rows(self._frame, start, stop, columns)
+            mask = row_mask(rows, filters, defs)
+            slots = _chunk_slots(rows, by, defs, cached, start, stop)
+            cells: Cells = slots
             if slots is None:
-                return np.array([float(n)])
-            return _bincount(slots, None, size)
-        assert measure.expr is not None
-        if measure.kind == "nonnull":
-            if measure.expr.key() in shared.summed:  # numeric: the same mask as its sum's
-                present = self._shared_values(measure.expr, defs, shared)[1]
+                cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
+            elif mask is not None:
+                cells = np.where(mask, slots, 0)
+            totals = add_totals(totals, measure_totals(rows, shared, defs, cells, size))
+        assert totals is not None  # chunk_bounds gives at least one range
+        return totals
+
+    def _cached_slots(self, key: GroupKey, defs: dict[str, Expr]) -> _Codes | None:
+        """The cached slot codes of a source key column (built on first use); None otherwise."""
+        if not isinstance(key.expr, Col) or key.expr.name in defs:
+            return None  # an expression or a derived column: evaluated per chunk
+        cache_key = (key.expr.name, key.categories)
+        codes = self._codes.get(cache_key)
+        if codes is None:
+            column = self._frame[key.expr.name]
+            n = len(column)
+            bounds = chunk_bounds(n, self._chunk_rows)
+            dtype = code_dtype(len(key.categories), n, self._chunk_rows)
+            if len(bounds) == 1:
+                codes = (category_codes(column, key.categories) + 1).astype(dtype, copy=False)
             else:
-                present = self._present(measure.expr, defs)
-            return _bincount(slots, present.astype(np.float64), size)
-        values, present = self._shared_values(measure.expr, defs, shared)
-        clamp_key = _clamp_key(measure)
-        centred = shared.centred.get(clamp_key)
-        if centred is None:
-            centred = np.clip(values, measure.lower, measure.upper)
-            if measure.center != 0.0:
-                centred -= measure.center
-            if clamp_key not in shared.reused:  # its only user may work in place
-                if measure.power == 2:
-                    np.multiply(centred, centred, out=centred)
-                centred *= 1.0 / measure.quantum
-                np.rint(centred, out=centred)
-                if not present.all():
-                    centred[~present] = 0.0
-                return _bincount(slots, centred, size)
-            shared.centred[clamp_key] = centred
-        terms = centred * centred if measure.power == 2 else centred.copy()
-        terms *= 1.0 / measure.quantum
-        np.rint(terms, out=terms)
-        if not present.all():
-            terms[~present] = 0.0
-        return _bincount(slots, terms, size)
-
-    def _shared_values(
-        self, expr: Expr, defs: dict[str, Expr], shared: _SharedWork
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-        found = shared.values.get(expr.key())
-        if found is None:
-            values = np.asarray(self._values(expr, defs), dtype=np.float64)
-            found = (values, ~np.isnan(values))
-            shared.values[expr.key()] = found
-        return found
-
-    def _present(self, expr: Expr, defs: dict[str, Expr]) -> npt.NDArray[np.bool_]:
-        """True where ``expr`` has a value (any dtype: text, dates, numbers)."""
-        value = self._eval(expr, defs)
-        if isinstance(value, pd.Series):
-            return np.asarray(value.notna().to_numpy(dtype=bool))
-        return np.full(len(self._frame), not pd.isna(value))
+                codes = np.empty(n, dtype=dtype)
+                for start, stop in bounds:
+                    chunk = column.iloc[start:stop]
+                    codes[start:stop] = category_codes(chunk, key.categories) + 1
+            codes.flags.writeable = False
+            self._codes[cache_key] = codes
+        return codes
 
 
-@dataclass
-class _SharedWork:
-    """Work shared by the measures of one release (see :meth:`PandasBackend.compute`)."""
-
-    values: dict[Any, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]]
-    centred: dict[Any, npt.NDArray[np.float64]]
-    summed: set[Any]
-    reused: set[Any]
-
-
-def _clamp_key(measure: Measure) -> tuple[Any, ...]:
-    assert measure.expr is not None
-    return (measure.expr.key(), measure.lower, measure.upper, measure.center)
+def _chunk_slots(
+    rows: Rows,
+    by: tuple[GroupKey, ...],
+    defs: dict[str, Expr],
+    cached: list[_Codes | None],
+    start: int,
+    stop: int,
+) -> npt.NDArray[np.intp] | None:
+    """Cell slot of each row of the chunk ``[start, stop)``: 1 + the cell's index, or 0."""
+    slots: npt.NDArray[np.intp] | None = None
+    for key, codes in zip(by, cached, strict=True):
+        key_slots: npt.NDArray[np.intp]
+        if codes is not None:  # a view when the cache already holds intp codes
+            key_slots = codes[start:stop].astype(np.intp, copy=False)
+        elif isinstance(key.expr, Bucket):
+            inner = evaluate(rows, inline(key.expr.operand, defs), defs)
+            key_slots = bucket_codes(as_float(inner, len(rows)), key.expr) + 1
+        else:
+            values = evaluate(rows, key.expr, defs)
+            if not isinstance(values, pd.Series):
+                values = pd.Series(np.full(len(rows), values, dtype=object))
+            key_slots = category_codes(values, key.categories) + 1
+        slots = combine_slots(slots, key_slots, len(key.categories))
+    return slots
 
 
 def _hash_rows(chunk: pd.DataFrame) -> npt.NDArray[np.uint64]:
@@ -387,147 +305,3 @@ def bound_contributions(
     keep = np.sort(order[rank < max_rows])
     bounded: pd.DataFrame = frame.iloc[keep]
     return bounded
-
-
-def _category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
-    """Position of each value among ``categories`` (-1: missing or not declared).
-
-    Factorizes the column once (fast for strings) and maps only the distinct
-    values to the declared keys.
-    """
-    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    declared = pd.Index(list(categories), dtype=object)
-    mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
-    mapping = np.append(mapping, -1)  # row code -1 (missing) maps to the last slot
-    return np.asarray(mapping[row_codes], dtype=np.intp)
-
-
-def _as_float(value: Any, n: int) -> npt.NDArray[np.float64]:
-    if isinstance(value, pd.Series):
-        return np.asarray(value.to_numpy(dtype=np.float64, na_value=np.nan))
-    return np.full(n, float(value))
-
-
-def _bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArray[np.intp]:
-    """Bin index per value (-1: missing, or outside the edges without ``clamp``)."""
-    edges = np.asarray(bucket.edges, dtype=np.float64)
-    last = len(edges) - 2
-    codes = _edges_at_or_below(values, edges) - 1
-    codes[values == edges[-1]] = last
-    if bucket.clamp:
-        np.clip(codes, 0, last, out=codes)
-    else:
-        codes[(values < edges[0]) | (values > edges[-1])] = -1
-    codes[np.isnan(values)] = -1
-    return codes
-
-
-def _edges_at_or_below(
-    values: npt.NDArray[np.float64], edges: npt.NDArray[np.float64]
-) -> npt.NDArray[np.intp]:
-    """``np.searchsorted(edges, values, side="right")``, faster for equally spaced edges.
-
-    For the edges of ``np.linspace`` (quantile candidates, ``hist`` bins) the
-    count is guessed arithmetically, then corrected against the edges
-    themselves until ``edges[k - 1] <= v < edges[k]`` holds for every value,
-    so the result is identical to ``searchsorted`` (NaN counts every edge, as
-    there).  Other edges use ``searchsorted``.
-    """
-    m = len(edges)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        uniform = m >= 3 and np.array_equal(edges, np.linspace(edges[0], edges[-1], m))
-        scale = (m - 1) / (edges[-1] - edges[0])
-        if not (uniform and np.isfinite(scale) and scale > 0):
-            return np.asarray(np.searchsorted(edges, values, side="right"), dtype=np.intp)
-        guess = (values - edges[0]) * scale + 1.0
-    np.nan_to_num(guess, copy=False, nan=float(m), posinf=float(m), neginf=0.0)
-    np.clip(guess, 0.0, float(m), out=guess)
-    counts = guess.astype(np.intp)  # truncation is floor here: guess >= 0
-    below = np.concatenate(([-np.inf], edges))  # below[k] = edges[k - 1]
-    above = np.concatenate((edges, [np.nan]))  # above[k] = edges[k]; none above the last
-    wrong = np.flatnonzero((above[counts] <= values) | (below[counts] > values))
-    while wrong.size:  # rounding puts a guess at most an edge or two off
-        v, c = values[wrong], counts[wrong]
-        up, down = above[c] <= v, below[c] > v
-        counts[wrong] = c + up - down
-        wrong = wrong[up | down]
-    return np.asarray(counts, dtype=np.intp)
-
-
-def _bincount(
-    slots: Cells, weights: npt.NDArray[np.float64] | None, size: int
-) -> npt.NDArray[np.float64]:
-    """Per-cell totals; slot 0 (rows in no cell) is dropped.
-
-    ``slots`` may also be a boolean row mask (a single cell: the rows kept by
-    the filters), or None (a single cell: every row).  The weights are
-    integer-valued (grid units), so every summation order gives the same total.
-    """
-    if slots is None:
-        assert weights is not None
-        return np.array([float(weights.sum()) + 0.0])  # + 0.0: never -0.0, as below
-    if slots.dtype == np.bool_:
-        mask = np.asarray(slots, dtype=np.bool_)
-        if weights is None:
-            return np.array([float(np.count_nonzero(mask))])
-        return np.array([float(np.sum(weights, where=mask))])
-    counts = np.bincount(slots, weights=weights, minlength=size + 1)
-    return np.asarray(counts[1:], dtype=np.float64)
-
-
-def _as_number(value: Any) -> Any:
-    """Integer and boolean columns as float64 before arithmetic.
-
-    Integer dtypes wrap around silently (int8: 100 * 100 == 16) and numpy
-    adds booleans as logical or; float64 gives the arithmetic that the
-    declared bounds were derived for.
-    """
-    if isinstance(value, pd.Series) and (
-        pd.api.types.is_integer_dtype(value.dtype) or pd.api.types.is_bool_dtype(value.dtype)
-    ):
-        return pd.Series(value.to_numpy(dtype=np.float64, na_value=np.nan), index=value.index)
-    if isinstance(value, (bool, np.bool_)):
-        return float(value)
-    return value
-
-
-def _order(op: str, left: Any, right: Any) -> Any:
-    """An ordering comparison; values that cannot be ordered (mixed types) compare false.
-
-    An object column may mix numbers, text and missing values.  pandas raises
-    for the whole column then; here each row is compared on its own and a
-    pair that cannot be ordered counts as false, like a missing value, so the
-    result of a row never depends on the other rows.
-    """
-    compare = _BINARY[op]
-    try:
-        return compare(left, right)
-    except TypeError:
-        pass
-    series = left if isinstance(left, pd.Series) else right
-    n = len(series)
-    lefts = left.to_numpy(dtype=object) if isinstance(left, pd.Series) else [left] * n
-    rights = right.to_numpy(dtype=object) if isinstance(right, pd.Series) else [right] * n
-
-    def one(a: Any, b: Any) -> bool:
-        try:
-            return bool(compare(a, b))
-        except TypeError:  # unorderable pair, or pd.NA (ambiguous truth value)
-            return False
-
-    flags = [one(a, b) for a, b in zip(lefts, rights, strict=True)]
-    return pd.Series(flags, index=series.index, dtype=bool)
-
-
-def _as_mask(value: Any) -> Any:
-    if isinstance(value, pd.Series):
-        if value.dtype == bool:
-            return value
-        return value.fillna(False).astype(bool)
-    return bool(value) if value is not pd.NA else False
-
-
-def _full_mask(value: Any, n: int) -> npt.NDArray[np.bool_]:
-    if isinstance(value, pd.Series):
-        return value.to_numpy(dtype=bool)
-    return np.full(n, bool(value))

@@ -1,0 +1,230 @@
+"""Exact per-cell totals of measures over one chunk of rows.
+
+The pandas backend evaluates a plan over row ranges of :data:`CHUNK_ROWS`
+rows and adds the per-chunk totals (see
+:meth:`~dpframe.backends.pandas_backend.PandasBackend.compute`), so that its
+temporaries (a column's float64 values, its clamped copy, masks, slot arrays)
+are chunk-sized instead of frame-sized.
+
+Adding per-chunk totals gives bit-identical results to one pass over all the
+rows: every term is an integer-valued float64 of magnitude at most 2**22
+(:class:`~dpframe.backends.base.Measure`) and a release aggregates at most
+:data:`~dpframe.backends.base.MAX_ROWS` = 2**31 rows, so the total of *any*
+subset of the rows (a cell of a chunk, or the running total of the chunks
+so far) is an integer of magnitude at most 2**53.  Every such integer is a
+float64, so every addition is exact and the order of the additions does not
+matter.  Totals are never -0.0: ``np.bincount`` and the masked sums start
+from +0.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpframe.backends.base import Measure
+from dpframe.backends.evaluate import Rows, float_values, present
+from dpframe.plan.expressions import Expr
+
+__all__ = [
+    "CHUNK_ROWS",
+    "Cells",
+    "MeasurePlan",
+    "add_totals",
+    "chunk_bounds",
+    "code_dtype",
+    "combine_slots",
+    "measure_totals",
+]
+
+#: Rows per chunk: float64 temporaries of 8 MiB.
+CHUNK_ROWS = 1 << 20
+
+#: Cell of each row: slot codes (0 = no cell), a boolean mask (one cell), or None (one cell).
+Cells = npt.NDArray[np.intp] | npt.NDArray[np.bool_] | None
+
+_CODE_DTYPES = (np.uint8, np.uint16, np.uint32)
+
+
+def chunk_bounds(n: int, chunk_rows: int) -> list[tuple[int, int]]:
+    """The row ranges ``[start, stop)`` of ``n`` rows; one range (maybe empty) if it fits."""
+    if n <= chunk_rows:
+        return [(0, n)]
+    return [(start, min(start + chunk_rows, n)) for start in range(0, n, chunk_rows)]
+
+
+def code_dtype(slots: int, n: int, chunk_rows: int) -> np.dtype[Any]:
+    """The integer dtype of cached slot codes ``0..slots`` of ``n`` rows.
+
+    A frame of one chunk keeps ``intp`` codes, which ``np.bincount`` reads
+    without a conversion (at most ``chunk_rows`` × 8 bytes per key column).
+    Larger frames keep the smallest unsigned dtype that holds the slots
+    (uint8 up to 255 categories, uint16 up to 65,535) and convert one chunk
+    at a time.
+    """
+    if n <= chunk_rows:
+        return np.dtype(np.intp)
+    for dtype in _CODE_DTYPES:
+        if slots <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.intp)
+
+
+def combine_slots(
+    slots: npt.NDArray[np.intp] | None, key_slots: npt.NDArray[np.intp], categories: int
+) -> npt.NDArray[np.intp]:
+    """Slots of the cells of the keys so far crossed with one more key of ``categories``.
+
+    Slot ``1 + i * categories + j`` for cell ``i`` of the keys so far and
+    category ``j`` of the new key; 0 where either is 0 (no cell).  Neither
+    input is modified (cached codes are read-only).
+    """
+    if slots is None:
+        return key_slots
+    invalid = (slots == 0) | (key_slots == 0)
+    combined = slots - 1  # one new array, then in place
+    combined *= categories
+    combined += key_slots
+    combined[invalid] = 0
+    return combined
+
+
+@dataclass(frozen=True)
+class MeasurePlan:
+    """What the measures of one release share (see :func:`measure_totals`).
+
+    A numeric column read (and its missing-value mask) and its clamped,
+    centred values are computed once per chunk for all the measures that use
+    them (a mean's count and sum; a variance's three measures).  ``summed``
+    holds the keys of the expressions that some sum reads; ``reused`` the
+    clamping keys that more than one sum uses.
+    """
+
+    measures: tuple[Measure, ...]
+    summed: frozenset[Any]
+    reused: frozenset[Any]
+
+    @classmethod
+    def of(cls, measures: tuple[Measure, ...]) -> MeasurePlan:
+        """The sharing plan of ``measures``."""
+        sums = [m for m in measures if m.kind == "sum" and m.expr is not None]
+        clamps = [_clamp_key(m) for m in sums]
+        return cls(
+            measures,
+            frozenset(m.expr.key() for m in sums if m.expr is not None),
+            frozenset(k for k in clamps if clamps.count(k) > 1),
+        )
+
+
+@dataclass
+class _ChunkWork:
+    """Work shared by the measures of one release on one chunk; dropped after it."""
+
+    values: dict[Any, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(
+        default_factory=dict
+    )
+    centred: dict[Any, npt.NDArray[np.float64]] = field(default_factory=dict)
+
+
+def measure_totals(
+    rows: Rows, plan: MeasurePlan, defs: dict[str, Expr], cells: Cells, size: int
+) -> list[npt.NDArray[np.float64]]:
+    """Per-cell totals of every measure of ``plan`` over ``rows`` (one chunk)."""
+    work = _ChunkWork()
+    return [_measure(rows, m, plan, defs, cells, size, work) for m in plan.measures]
+
+
+def add_totals(
+    totals: list[npt.NDArray[np.float64]] | None, partial: list[npt.NDArray[np.float64]]
+) -> list[npt.NDArray[np.float64]]:
+    """``totals + partial`` per measure, in place (exact: see the module docstring)."""
+    if totals is None:
+        return partial
+    for total, part in zip(totals, partial, strict=True):
+        total += part
+    return totals
+
+
+def _measure(
+    rows: Rows,
+    measure: Measure,
+    plan: MeasurePlan,
+    defs: dict[str, Expr],
+    cells: Cells,
+    size: int,
+    work: _ChunkWork,
+) -> npt.NDArray[np.float64]:
+    if measure.kind == "rows":
+        if cells is None:
+            return np.array([float(len(rows))])
+        return bincount(cells, None, size)
+    assert measure.expr is not None
+    if measure.kind == "nonnull":
+        if measure.expr.key() in plan.summed:  # numeric: the same mask as its sum's
+            is_present = _shared_values(rows, measure.expr, defs, work)[1]
+        else:
+            is_present = present(rows, measure.expr, defs)
+        return bincount(cells, is_present.astype(np.float64), size)
+    values, is_present = _shared_values(rows, measure.expr, defs, work)
+    clamp_key = _clamp_key(measure)
+    centred = work.centred.get(clamp_key)
+    if centred is None:
+        centred = np.clip(values, measure.lower, measure.upper)
+        if measure.center != 0.0:
+            centred -= measure.center
+        if clamp_key not in plan.reused:  # its only user may work in place
+            if measure.power == 2:
+                np.multiply(centred, centred, out=centred)
+            centred *= 1.0 / measure.quantum
+            np.rint(centred, out=centred)
+            if not is_present.all():
+                centred[~is_present] = 0.0
+            return bincount(cells, centred, size)
+        work.centred[clamp_key] = centred
+    terms = centred * centred if measure.power == 2 else centred.copy()
+    terms *= 1.0 / measure.quantum
+    np.rint(terms, out=terms)
+    if not is_present.all():
+        terms[~is_present] = 0.0
+    return bincount(cells, terms, size)
+
+
+def _shared_values(
+    rows: Rows, expr: Expr, defs: dict[str, Expr], work: _ChunkWork
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    found = work.values.get(expr.key())
+    if found is None:
+        values = np.asarray(float_values(rows, expr, defs), dtype=np.float64)
+        found = (values, ~np.isnan(values))
+        work.values[expr.key()] = found
+    return found
+
+
+def _clamp_key(measure: Measure) -> tuple[Hashable, ...]:
+    assert measure.expr is not None
+    return (measure.expr.key(), measure.lower, measure.upper, measure.center)
+
+
+def bincount(
+    slots: Cells, weights: npt.NDArray[np.float64] | None, size: int
+) -> npt.NDArray[np.float64]:
+    """Per-cell totals; slot 0 (rows in no cell) is dropped.
+
+    ``slots`` may also be a boolean row mask (a single cell: the rows kept by
+    the filters), or None (a single cell: every row).  The weights are
+    integer-valued (grid units), so every summation order gives the same total.
+    """
+    if slots is None:
+        assert weights is not None
+        return np.array([float(weights.sum()) + 0.0])  # + 0.0: never -0.0, as below
+    if slots.dtype == np.bool_:
+        mask = np.asarray(slots, dtype=np.bool_)
+        if weights is None:
+            return np.array([float(np.count_nonzero(mask))])
+        return np.array([float(np.sum(weights, where=mask))])
+    counts = np.bincount(slots, weights=weights, minlength=size + 1)
+    return np.asarray(counts[1:], dtype=np.float64)

@@ -1,0 +1,323 @@
+"""Evaluating plan expressions on the rows of a pandas DataFrame.
+
+Every function here takes the rows to evaluate on as :class:`Rows`: all the
+rows of the private frame, or a range of them whose columns are sliced on
+use (views: no data is copied).  Every expression is evaluated row by row
+(the result of a row never depends on the other rows, see :func:`_order`),
+so evaluating a range of rows gives exactly those rows of evaluating the
+whole frame; the pandas backend relies on that to evaluate plans in chunks
+of rows.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import (
+    Abs,
+    Arith,
+    Bucket,
+    Clip,
+    Col,
+    Compare,
+    Expr,
+    IsIn,
+    IsNull,
+    Lit,
+    Logical,
+    Neg,
+    Not,
+)
+from dpframe.plan.inline import SourceCol, inline
+from dpframe.plan.nodes import Assign, Filter, Plan, lineage
+
+__all__ = [
+    "Rows",
+    "as_float",
+    "bucket_codes",
+    "category_codes",
+    "edges_at_or_below",
+    "evaluate",
+    "float_values",
+    "present",
+    "row_mask",
+    "split_plan",
+]
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "&": operator.and_,
+    "|": operator.or_,
+}
+
+
+class Rows:
+    """The rows ``[start, stop)`` of a DataFrame, read column by column.
+
+    A column is looked up in the frame once per ``columns`` dict (share one
+    across the chunks of a release: ``frame[name]`` costs more than slicing
+    the Series it returns) and sliced with ``iloc`` (a view) on each use.
+
+    Args:
+        frame: the private data.
+        start: the first row.
+        stop: one past the last row.
+        columns: a cache of the frame's column Series (by name).
+    """
+
+    __slots__ = ("_columns", "_frame", "_start", "_stop", "_whole")
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        start: int = 0,
+        stop: int | None = None,
+        columns: dict[str, Any] | None = None,
+    ) -> None:
+        self._frame = frame
+        self._start = start
+        self._stop = len(frame) if stop is None else stop
+        self._whole = start == 0 and self._stop == len(frame)
+        self._columns: dict[str, Any] = {} if columns is None else columns
+
+    def __getitem__(self, name: str) -> Any:
+        column = self._columns.get(name)
+        if column is None:
+            column = self._columns[name] = self._frame[name]
+        return column if self._whole else column.iloc[self._start : self._stop]
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @property
+    def index(self) -> pd.Index:
+        """The frame's index labels of these rows."""
+        index: pd.Index = self._frame.index
+        return index if self._whole else index[self._start : self._stop]
+
+
+def evaluate(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> Any:
+    """The value of ``expr`` on ``rows``: a Series aligned with ``rows``, or a scalar.
+
+    ``defs`` maps derived column names to their inlined definitions.
+    """
+    if isinstance(expr, SourceCol):
+        return rows[expr.name]
+    if isinstance(expr, Col):
+        return evaluate(rows, inline(expr, defs), defs)
+    if isinstance(expr, Lit):
+        return expr.value
+    if isinstance(expr, (Arith, Compare, Logical)):
+        left = evaluate(rows, expr.left, defs)
+        right = evaluate(rows, expr.right, defs)
+        if isinstance(expr, Logical):
+            left, right = _as_mask(left), _as_mask(right)
+        elif isinstance(expr, Arith):
+            left, right = _as_number(left), _as_number(right)
+        elif expr.op in ("<", "<=", ">", ">="):
+            return _order(expr.op, left, right)
+        return _BINARY[expr.op](left, right)
+    if isinstance(expr, Neg):
+        return -_as_number(evaluate(rows, expr.operand, defs))
+    if isinstance(expr, Abs):
+        return abs(_as_number(evaluate(rows, expr.operand, defs)))
+    if isinstance(expr, Not):
+        return ~_as_mask(evaluate(rows, expr.operand, defs))
+    if isinstance(expr, IsNull):
+        value = evaluate(rows, expr.operand, defs)
+        return value.isna() if isinstance(value, pd.Series) else pd.isna(value)
+    if isinstance(expr, IsIn):
+        value = evaluate(rows, expr.operand, defs)
+        if isinstance(value, pd.Series):
+            return value.isin(list(expr.values))
+        return value in expr.values
+    if isinstance(expr, Bucket):
+        value = evaluate(rows, expr.operand, defs)
+        codes = bucket_codes(as_float(value, len(rows)), expr)
+        return pd.Series(np.where(codes >= 0, codes, np.nan), index=rows.index)
+    if isinstance(expr, Clip):
+        value = evaluate(rows, expr.operand, defs)
+        return np.clip(value, expr.lower, expr.upper)
+    raise SchemaError(f"Unsupported expression {type(expr).__name__}.")
+
+
+def split_plan(plan: Plan) -> tuple[dict[str, Expr], tuple[Expr, ...]]:
+    """The inlined definitions of the plan's derived columns and its inlined filters."""
+    _, steps = lineage(plan)
+    defs: dict[str, Expr] = {}
+    filters: list[Expr] = []
+    for step in steps:
+        if isinstance(step, Assign):
+            defs[step.name] = inline(step.expr, defs)
+        elif isinstance(step, Filter):
+            filters.append(inline(step.predicate, defs))
+    return defs, tuple(filters)
+
+
+def row_mask(
+    rows: Rows, filters: tuple[Expr, ...], defs: dict[str, Expr]
+) -> npt.NDArray[np.bool_] | None:
+    """The rows of ``rows`` that every filter keeps (None: no filter)."""
+    mask: npt.NDArray[np.bool_] | None = None
+    for predicate in filters:
+        keep = _full_mask(_as_mask(evaluate(rows, predicate, defs)), len(rows))
+        mask = keep if mask is None else (mask & keep)
+    return mask
+
+
+def float_values(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> Any:
+    """``expr`` as a float64 array over ``rows`` (NaN where missing)."""
+    value = evaluate(rows, expr, defs)
+    if isinstance(value, pd.Series):
+        if pd.api.types.is_bool_dtype(value.dtype) and value.hasnans:
+            return value.astype("float64").to_numpy()
+        return value.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.full(len(rows), float(value))
+
+
+def present(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> npt.NDArray[np.bool_]:
+    """True where ``expr`` has a value (any dtype: text, dates, numbers)."""
+    value = evaluate(rows, expr, defs)
+    if isinstance(value, pd.Series):
+        return np.asarray(value.notna().to_numpy(dtype=bool))
+    return np.full(len(rows), not pd.isna(value))
+
+
+def category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
+    """Position of each value among ``categories`` (-1: missing or not declared).
+
+    Factorizes the column once (fast for strings) and maps only the distinct
+    values to the declared keys.
+    """
+    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    declared = pd.Index(list(categories), dtype=object)
+    mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
+    mapping = np.append(mapping, -1)  # row code -1 (missing) maps to the last slot
+    return np.asarray(mapping[row_codes], dtype=np.intp)
+
+
+def as_float(value: Any, n: int) -> npt.NDArray[np.float64]:
+    """A Series (or a scalar, repeated ``n`` times) as float64, NaN where missing."""
+    if isinstance(value, pd.Series):
+        return np.asarray(value.to_numpy(dtype=np.float64, na_value=np.nan))
+    return np.full(n, float(value))
+
+
+def bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArray[np.intp]:
+    """Bin index per value (-1: missing, or outside the edges without ``clamp``)."""
+    edges = np.asarray(bucket.edges, dtype=np.float64)
+    last = len(edges) - 2
+    codes = edges_at_or_below(values, edges) - 1
+    codes[values == edges[-1]] = last
+    if bucket.clamp:
+        np.clip(codes, 0, last, out=codes)
+    else:
+        codes[(values < edges[0]) | (values > edges[-1])] = -1
+    codes[np.isnan(values)] = -1
+    return codes
+
+
+def edges_at_or_below(
+    values: npt.NDArray[np.float64], edges: npt.NDArray[np.float64]
+) -> npt.NDArray[np.intp]:
+    """``np.searchsorted(edges, values, side="right")``, faster for equally spaced edges.
+
+    For the edges of ``np.linspace`` (quantile candidates, ``hist`` bins) the
+    count is guessed arithmetically, then corrected against the edges
+    themselves until ``edges[k - 1] <= v < edges[k]`` holds for every value,
+    so the result is identical to ``searchsorted`` (NaN counts every edge, as
+    there).  Other edges use ``searchsorted``.
+    """
+    m = len(edges)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        uniform = m >= 3 and np.array_equal(edges, np.linspace(edges[0], edges[-1], m))
+        scale = (m - 1) / (edges[-1] - edges[0])
+        if not (uniform and np.isfinite(scale) and scale > 0):
+            return np.asarray(np.searchsorted(edges, values, side="right"), dtype=np.intp)
+        guess = (values - edges[0]) * scale + 1.0
+    np.nan_to_num(guess, copy=False, nan=float(m), posinf=float(m), neginf=0.0)
+    np.clip(guess, 0.0, float(m), out=guess)
+    counts = guess.astype(np.intp)  # truncation is floor here: guess >= 0
+    below = np.concatenate(([-np.inf], edges))  # below[k] = edges[k - 1]
+    above = np.concatenate((edges, [np.nan]))  # above[k] = edges[k]; none above the last
+    wrong = np.flatnonzero((above[counts] <= values) | (below[counts] > values))
+    while wrong.size:  # rounding puts a guess at most an edge or two off
+        v, c = values[wrong], counts[wrong]
+        up, down = above[c] <= v, below[c] > v
+        counts[wrong] = c + up - down
+        wrong = wrong[up | down]
+    return np.asarray(counts, dtype=np.intp)
+
+
+def _as_number(value: Any) -> Any:
+    """Integer and boolean columns as float64 before arithmetic.
+
+    Integer dtypes wrap around silently (int8: 100 * 100 == 16) and numpy
+    adds booleans as logical or; float64 gives the arithmetic that the
+    declared bounds were derived for.
+    """
+    if isinstance(value, pd.Series) and (
+        pd.api.types.is_integer_dtype(value.dtype) or pd.api.types.is_bool_dtype(value.dtype)
+    ):
+        return pd.Series(value.to_numpy(dtype=np.float64, na_value=np.nan), index=value.index)
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return value
+
+
+def _order(op: str, left: Any, right: Any) -> Any:
+    """An ordering comparison; values that cannot be ordered (mixed types) compare false.
+
+    An object column may mix numbers, text and missing values.  pandas raises
+    for the whole column then; here each row is compared on its own and a
+    pair that cannot be ordered counts as false, like a missing value, so the
+    result of a row never depends on the other rows.
+    """
+    compare = _BINARY[op]
+    try:
+        return compare(left, right)
+    except TypeError:
+        pass
+    series = left if isinstance(left, pd.Series) else right
+    n = len(series)
+    lefts = left.to_numpy(dtype=object) if isinstance(left, pd.Series) else [left] * n
+    rights = right.to_numpy(dtype=object) if isinstance(right, pd.Series) else [right] * n
+
+    def one(a: Any, b: Any) -> bool:
+        try:
+            return bool(compare(a, b))
+        except TypeError:  # unorderable pair, or pd.NA (ambiguous truth value)
+            return False
+
+    flags = [one(a, b) for a, b in zip(lefts, rights, strict=True)]
+    return pd.Series(flags, index=series.index, dtype=bool)
+
+
+def _as_mask(value: Any) -> Any:
+    if isinstance(value, pd.Series):
+        if value.dtype == bool:
+            return value
+        return value.fillna(False).astype(bool)
+    return bool(value) if value is not pd.NA else False
+
+
+def _full_mask(value: Any, n: int) -> npt.NDArray[np.bool_]:
+    if isinstance(value, pd.Series):
+        return np.asarray(value.to_numpy(dtype=bool))
+    return np.full(n, bool(value))
