@@ -168,7 +168,9 @@ def _measure(
             is_present = _shared_values(rows, measure.expr, defs, work)[1]
         else:
             is_present = present(rows, measure.expr, defs)
-        return bincount(cells, is_present.astype(np.float64), size)
+        if is_present.all():  # no missing value: the row count
+            return np.array([float(len(rows))]) if cells is None else bincount(cells, None, size)
+        return _count_present(cells, is_present, size)
     values, is_present = _shared_values(rows, measure.expr, defs, work)
     clamp_key = _clamp_key(measure)
     centred = work.centred.get(clamp_key)
@@ -185,12 +187,27 @@ def _measure(
                 centred[~is_present] = 0.0
             return bincount(cells, centred, size)
         work.centred[clamp_key] = centred
-    terms = centred * centred if measure.power == 2 else centred.copy()
-    terms *= 1.0 / measure.quantum
+    if measure.power == 2:
+        terms = centred * centred
+        terms *= 1.0 / measure.quantum
+    else:  # one pass (the same values as copying, then scaling in place)
+        terms = centred * (1.0 / measure.quantum)
     np.rint(terms, out=terms)
     if not is_present.all():
         terms[~is_present] = 0.0
     return bincount(cells, terms, size)
+
+
+def _count_present(
+    cells: Cells, is_present: npt.NDArray[np.bool_], size: int
+) -> npt.NDArray[np.float64]:
+    """Per-cell counts of the rows where ``is_present`` holds (integer counting, no weights)."""
+    if cells is None:
+        return np.array([float(np.count_nonzero(is_present))])
+    if cells.dtype == np.bool_:
+        return np.array([float(np.count_nonzero(cells & is_present))])
+    counts = np.bincount(cells[is_present], minlength=size + 1)
+    return np.asarray(counts[1:], dtype=np.float64)
 
 
 def _shared_values(

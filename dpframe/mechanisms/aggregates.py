@@ -63,23 +63,17 @@ _MIN_QUANTUM_EXPONENT = -1000
 FloatArray = npt.NDArray[np.float64]
 
 
-def _transform(values: FloatArray, measure: Measure) -> FloatArray:
-    """The per-value transform of a sum measure, exactly as the backend applies it."""
-    terms = np.clip(values, measure.lower, measure.upper) - measure.center
-    if measure.power == 2:
-        terms = terms * terms
-    return np.asarray(np.rint(terms * (1.0 / measure.quantum)), dtype=np.float64)
-
-
 def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, int]:
     assert agg.bounds is not None
     assert agg.expr is not None
     low, high = agg.bounds
-    ends = np.array([low, high]) - center
+    # Python floats, not numpy (this runs several times per release): the same
+    # IEEE operations as the backend's transform, and round() is round-half-even
+    # like np.rint.  A square that overflows is inf, refused just below.
+    ends = [float(low) - center, float(high) - center]
     if power == 2:
-        with np.errstate(over="ignore"):  # an overflow to inf is refused just below
-            ends = ends * ends
-    magnitude = float(np.max(np.abs(ends)))
+        ends = [end * end for end in ends]
+    magnitude = max(abs(end) for end in ends)
     if not math.isfinite(magnitude * MAX_ROWS):
         # A sum of up to MAX_ROWS such values could overflow float64: refuse, never wrap.
         raise SchemaError(
@@ -90,7 +84,7 @@ def _sum_measure(agg: Aggregate, center: float, power: int) -> tuple[Measure, in
     quantum = 2.0 ** max(exponent, _MIN_QUANTUM_EXPONENT)
     measure = Measure("sum", agg.expr, low, high, center, 2 if power == 2 else 1, quantum)
     # The transform is monotone in |value - center|, so the extremes are at the bounds.
-    sensitivity = int(np.max(np.abs(_transform(np.array([low, high]), measure))))
+    sensitivity = max(abs(round(end * (1.0 / quantum))) for end in ends)
     return measure, max(sensitivity, 1)
 
 
