@@ -90,7 +90,7 @@ def mean_noise_plan(
     return [
         ("non-missing count", count_sens, 1.0, first[0]),
         ("centred sum (first pass)", sum_sens, quantum, first[1]),
-        ("sum around the first-pass mean", 2 * sum_sens, quantum, first[2]),
+        ("sum around the first-pass mean (worst case)", 2 * sum_sens, quantum, first[2]),
         ("second count (small data only)", count_sens, 1.0, fallback[1]),
         ("centred sum (small data only)", sum_sens, quantum, fallback[2]),
     ]
