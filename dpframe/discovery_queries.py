@@ -19,8 +19,8 @@ from dpframe.accounting.budget import Budget, Number, to_fraction
 from dpframe.backends.base import Backend, Measure
 from dpframe.errors import SchemaError
 from dpframe.frame import _to_expr, describe_plan
-from dpframe.mechanisms.partition_selection import select_partitions
-from dpframe.mechanisms.sparse_vector import sparse_vector
+from dpframe.mechanisms.partition_selection import check_partition_parameters, select_partitions
+from dpframe.mechanisms.sparse_vector import check_sparse_vector, sparse_vector
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Filter, lineage, unit_rows
 from dpframe.plan.schema import infer_column
@@ -100,7 +100,13 @@ def above_threshold(
         answers = pd.Series(list(result.answers), index=pd.Index(names, dtype=object), name="count")
         return answers, repr(names)
 
-    return frame._session._run(label, lineage(frame._plan)[0], budget, mechanism, work)
+    def precheck(allocation: NoiseAllocation) -> None:
+        epsilon = pure_epsilon(allocation, _PURE_ZCDP) / unit_rows(frame._plan)
+        check_sparse_vector(epsilon, max_hits, numeric)
+
+    return frame._session._run(
+        label, lineage(frame._plan)[0], budget, mechanism, work, precheck=precheck
+    )
 
 
 def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Series:
@@ -145,6 +151,10 @@ def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Ser
         )
         return grouped_series(values, meta, "count"), f"{len(order)} keys"
 
+    def precheck(allocation: NoiseAllocation) -> None:
+        delta = to_fraction(budget[1], "delta")
+        check_partition_parameters(pure_epsilon(allocation, _PURE_ZCDP) / rows, delta / groups)
+
     return frame._session._run(
         label,
         lineage(frame._plan)[0],
@@ -152,6 +162,7 @@ def discovered_counts(frame: PrivateFrame, name: str, budget: Budget3) -> pd.Ser
         "partition selection",
         work,
         mechanism_delta=True,
+        precheck=precheck,
     )
 
 

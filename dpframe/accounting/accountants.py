@@ -362,6 +362,9 @@ def pure_epsilon(allocation: NoiseAllocation, zcdp_factor: Fraction) -> Fraction
         return allocation.parameter
     ratio = allocation.parameter / zcdp_factor
     eps = Fraction(math.sqrt(float(ratio))).limit_denominator(2**40)
+    if eps == 0:  # a tiny ρ: the exact floor of the root (never 0 for ρ > 0)
+        n, d = ratio.numerator, ratio.denominator
+        return Fraction(math.isqrt(n * d * 4**64), d * 2**64)
     while eps * eps > ratio:
         eps = eps * Fraction(999_999, 1_000_000)
     return eps

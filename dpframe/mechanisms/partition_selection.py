@@ -28,7 +28,13 @@ import numpy.typing as npt
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.noise import SecureRandom, coarsen_up, discrete_laplace_array
 
-__all__ = ["PartitionSelection", "release_probability", "select_partitions", "selection_threshold"]
+__all__ = [
+    "PartitionSelection",
+    "check_partition_parameters",
+    "release_probability",
+    "select_partitions",
+    "selection_threshold",
+]
 
 #: Counts must stay below 2**53 (exact as floats, and far from int64 overflow).
 _MAX_COUNT = 2**53
@@ -67,6 +73,14 @@ def _exact(value: Any, name: str) -> Fraction:
     if not math.isfinite(float(value)):
         raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
     return Fraction(float(value))
+
+
+def check_partition_parameters(epsilon: Any, delta: Any) -> None:
+    """Raise, as :func:`select_partitions` would, for unusable (ε, δ) (no data needed).
+
+    Called before a release is charged, so unusable parameters charge nothing.
+    """
+    _parameters(epsilon, delta)
 
 
 def _parameters(epsilon: Any, delta: Any) -> tuple[Fraction, float]:

@@ -29,7 +29,12 @@ import numpy.typing as npt
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.noise import SecureRandom, coarsen_up, discrete_laplace_array
 
-__all__ = ["SparseVectorResult", "sparse_vector", "sparse_vector_accuracy"]
+__all__ = [
+    "SparseVectorResult",
+    "check_sparse_vector",
+    "sparse_vector",
+    "sparse_vector_accuracy",
+]
 
 #: Counts and thresholds must stay below 2**53 in absolute value (exact as floats).
 _MAX_VALUE = 2**53
@@ -110,6 +115,14 @@ def _scales(epsilon: Fraction, max_hits: int, numeric: bool) -> _Scales:
     threshold = coarsen_up(1 / share)  # Δ/ε1
     answer = coarsen_up(max_hits / share) if numeric else None  # cΔ/ε3
     return _Scales(threshold, query, answer)
+
+
+def check_sparse_vector(epsilon: Any, max_hits: Any, numeric: bool) -> None:
+    """Raise, as :func:`sparse_vector` would, for parameters it cannot use (no data needed).
+
+    Called before a release is charged, so unusable parameters charge nothing.
+    """
+    _scales(_epsilon(epsilon), _check_max_hits(max_hits), numeric)
 
 
 def _check_max_hits(max_hits: Any) -> int:

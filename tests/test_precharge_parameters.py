@@ -1,0 +1,69 @@
+"""Parameters a selection mechanism cannot use are refused before anything is charged.
+
+Found by the curator's plausible-call fuzzer: a zCDP session's tiny ρ became a
+pure ε of exactly 0 (and a huge ``max_hits`` an unusable noise scale), which
+the sparse vector and partition selection rejected only after the charge.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpframe as dp
+from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 10**6), st.integers(0, 900))
+def test_pure_epsilon_is_positive_and_within_rho(numerator: int, exponent: int) -> None:
+    rho = Fraction(numerator, 10**exponent)
+    eps = pure_epsilon(NoiseAllocation("gaussian", rho), Fraction(1, 2))
+    assert eps > 0
+    assert eps * eps / 2 <= rho  # ε-DP is ε²/2-zCDP: within the allocation, exactly
+    if exponent < 300:
+        assert float(eps) >= 0.99 * (2 * float(rho)) ** 0.5  # and not needlessly small
+
+
+@pytest.fixture
+def frame() -> tuple[dp.Session, dp.PrivateFrame]:
+    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp")
+    df = pd.DataFrame({"g": ["a", "b"] * 50, "x": np.arange(100.0)})
+    return session, session.private_frame(df, bounds={"x": (0, 100)})
+
+
+def _nothing_charged(session: dp.Session) -> None:
+    assert session.ledger.empty
+    assert session.spent == dp.Budget(0)
+
+
+def test_sparse_vector_with_an_unusable_max_hits_charges_nothing(
+    frame: tuple[dp.Session, dp.PrivateFrame],
+) -> None:
+    session, pf = frame
+    with pytest.raises(dp.InvalidBudgetError, match="max_hits"):
+        pf.above_threshold({"big": pf["x"] > 50}, 10, max_hits=10**18, epsilon=0.5)
+    _nothing_charged(session)
+
+
+def test_sparse_vector_with_a_tiny_rho_releases_or_refuses_before_charging(
+    frame: tuple[dp.Session, dp.PrivateFrame],
+) -> None:
+    session, pf = frame
+    with pytest.raises(dp.InvalidBudgetError):
+        pf.above_threshold({"big": pf["x"] > 50}, 10, rho=Fraction(1, 10**40))
+    _nothing_charged(session)
+
+
+def test_key_discovery_with_a_tiny_rho_charges_nothing(
+    frame: tuple[dp.Session, dp.PrivateFrame],
+) -> None:
+    session, pf = frame
+    with pytest.raises(dp.InvalidBudgetError):
+        pf.discover_keys("g", rho=Fraction(1, 10**40), delta=1e-7)
+    _nothing_charged(session)
