@@ -14,6 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchmarks.field_costs import (
+    MEAN_NEIGHBOURS,
+    Cost,
+    cost_cell,
+    mean_comparable,
+    neighbours_short,
+)
 from benchmarks.report import markdown_table
 
 __all__ = ["CPS_LABEL", "FLOAT_SAFE", "render", "targets"]
@@ -105,13 +112,18 @@ def _dataset_tables(results: dict[str, Any], label: str) -> list[str]:
     return [*lines, ""]
 
 
+def _epsilon(results: dict[str, Any]) -> float:
+    return float(results.get("epsilon", _EPSILON))
+
+
 def _accuracy(results: dict[str, Any]) -> list[str]:
     acc = results.get("accuracy")
     if not acc:
         return []
+    eps = _epsilon(results)
     columns = ["dpframe", *results["libs"]]
     lines = [
-        f"## Accuracy: {acc['rows']:,} rows, ε = {_EPSILON:g}, MAE / best possible",
+        f"## Accuracy: {acc['rows']:,} rows, ε = {eps:g}, MAE / best possible",
         "",
         "Mean absolute error of repeated releases against the exact clamped answer, divided"
         " by the best possible for the query: the Laplace scale Δ/ε for count (1/ε) and sum"
@@ -134,16 +146,114 @@ def _accuracy(results: dict[str, Any]) -> list[str]:
         made = {v.get("reps") for v in acc["stats"].get(c, {}).values() if "reps" in v}
         reps.append("/".join(str(r) for r in sorted(made)) if made else "n/a")
     table.append(["reps", *reps])
+    table.append(["ε spent (count/sum/mean)", *[_spent(acc, c, eps) for c in columns]])
+    table.append(["mean: neighbours", *[neighbours_short(c) for c in columns]])
     lines += markdown_table(["statistic", *columns], table)
     dpf = acc["stats"].get("dpframe", {})
     expected = ", ".join(f"{s} {v['expected_ratio']:.3f}" for s, v in dpf.items())
     lines += [
         "",
         f"dpframe's expected ratios from its own noise model (discrete Laplace on its grid):"
-        f" {expected}.  diffprivlib's `tools.mean` treats n as public (no count noise).",
+        f" {expected}.",
+        "",
+        "ε spent: the cost of one release in the library's own accounting (dpframe: the"
+        " session's spent ε / releases; the others: see the cost table), each configured to"
+        f" spend ε = {eps:g} in total; bold when it is not. How each mean treats"
+        " neighbouring data sets:",
+        "",
+    ]
+    for c in columns:
+        if c in MEAN_NEIGHBOURS:
+            relation, n, how = MEAN_NEIGHBOURS[c]
+            lines.append(f"- {c}: {relation}; {n}; {how}.")
+    lines += [
+        "",
+        "A substitute-one ε with n public is not comparable to an add/remove ε with n"
+        " private (no noise is spent on the count); the mean target compares dpframe with"
+        " the add/remove libraries that spent exactly ε only.",
         "",
     ]
     return lines
+
+
+def _spent(acc: dict[str, Any], column: str, eps: float) -> str:
+    cells = []
+    for stat in ("count", "sum", "mean"):
+        cell = acc["stats"].get(column, {}).get(stat) or {}
+        spent = cell.get("epsilon_spent")
+        cells.append(cost_cell(None if spent is None else {"epsilon": float(spent)}, eps))
+    return "n/a" if set(cells) == {"n/a"} else " / ".join(cells)
+
+
+def _costs(results: dict[str, Any]) -> list[str]:
+    """Per query and library, the ε one release spent in the library's own accounting."""
+    libs = [lib for lib in results["libs"] if results["workers"].get(lib, {}).get("costs")]
+    roles: dict[str, str] = results.get("roles", {}).get("synthetic", {})
+    if not libs or not roles:
+        return []
+    eps = _epsilon(results)
+    table = []
+    for role, label in roles.items():
+        row = []
+        for lib in libs:
+            costs: dict[str, Cost] = results["workers"][lib]["costs"].get("synthetic", {})
+            row.append(cost_cell(costs.get(role), eps) if role in costs else "n/a")
+        table.append([label, *row])
+    sources = []
+    for lib in libs:
+        found = {
+            c["source"]
+            for c in results["workers"][lib]["costs"].get("synthetic", {}).values()
+            if "source" in c
+        }
+        sources.append(f"- {lib}: " + "; ".join(f"`{x}`" for x in sorted(found)))
+    return [
+        f"## Privacy cost per release (library's own accounting, target ε = {eps:g})",
+        "",
+        "Measured by each worker on the first 2,000 rows of its data with the same"
+        " configuration as the timed and accuracy runs. n/a: the library has no such query;"
+        " unknown (refused): the library refused to build the query, so it has no cost.",
+        "",
+        *markdown_table(["query", *libs], table),
+        "",
+        "Reported by:",
+        "",
+        *sources,
+        "",
+    ]
+
+
+def _mean_target(
+    acc: dict[str, Any], ours: dict[str, Any], eps: float
+) -> tuple[str, str, bool | None]:
+    """dpframe's mean error against the libraries with its neighbouring relation at ε."""
+    comparable: dict[str, float] = {}
+    other: dict[str, tuple[float, str]] = {}
+    for lib, stats in acc["stats"].items():
+        cell = stats.get("mean", {})
+        if lib == "dpframe" or "ratio" not in cell:
+            continue
+        spent = cell.get("epsilon_spent")
+        why = mean_comparable(lib, None if spent is None else float(spent), eps)
+        if why is None:
+            comparable[lib] = float(cell["ratio"])
+        else:
+            other[lib] = (float(cell["ratio"]), why)
+    best = min(comparable.items(), key=lambda kv: kv[1]) if comparable else None
+    text = (
+        f"dpframe {ours['ratio']:.3f} ± {ours['ratio_sem']:.3f}; best other"
+        f" (add/remove, ε spent = {eps:g}) "
+        + ("n/a" if best is None else f"{best[0]} {best[1]:.3f}")
+    )
+    if other:
+        text += "; not comparable: " + ", ".join(
+            f"{lib} {r:.3f} ({why})" for lib, (r, why) in sorted(other.items())
+        )
+    return (
+        "mean: error no worse than any other library's at the same ε",
+        text,
+        None if best is None else ours["ratio"] <= best[1],
+    )
 
 
 def _yes(ok: bool | None) -> str:
@@ -235,21 +345,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     )
                 )
         if "mean" in dpf:
-            mean_ratios: dict[str, float] = {
-                lib: float(s["mean"]["ratio"])
-                for lib, s in acc["stats"].items()
-                if lib != "dpframe" and "ratio" in s.get("mean", {})
-            }
-            best = min(mean_ratios.items(), key=lambda kv: kv[1]) if mean_ratios else None
-            ours = dpf["mean"]["ratio"]
-            out.append(
-                (
-                    "mean: error no worse than any other library's at the same ε",
-                    f"dpframe {ours:.3f} ± {dpf['mean']['ratio_sem']:.3f}; best other "
-                    + ("n/a" if best is None else f"{best[0]} {best[1]:.3f}"),
-                    None if best is None else ours <= best[1],
-                )
-            )
+            out.append(_mean_target(acc, dpf["mean"], _epsilon(results)))
     imp = results.get("import")
     if imp and "dpframe" in imp and "pandas" in imp:
         delta = imp["dpframe"]["s"] - imp["pandas"]["s"]
@@ -291,6 +387,19 @@ def _notes(results: dict[str, Any]) -> Iterator[str]:
                         yield text + f" (first seen at {label} rows)"
 
 
+def _epsilon_sentence(results: dict[str, Any]) -> str:
+    eps = _epsilon(results)
+    if any(info.get("costs") for info in results["workers"].values()):
+        return (
+            f"ε = {eps:g} per release in total, in each library's own accounting"
+            " (see the cost table). "
+        )
+    return (
+        f"ε = {eps:g} requested per release (this run did not record what each library"
+        " charged: a multi-measurement query may have cost more). "
+    )
+
+
 def render(results: dict[str, Any]) -> str:
     """The whole report as markdown."""
     lines = [
@@ -298,9 +407,14 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"Command: `{results['command']}`",
         "",
-        f"ε = {_EPSILON:g} per release, {results['repeats']} warm runs per query after one"
-        " cold call (median kept), str keys. Ratios use medians from the same run."
-        f" Machine load: `{results.get('uptime at start', 'n/a')}` at the start,"
+        _epsilon_sentence(results)
+        + (
+            "Accuracy only (`--accuracy-only`): no timings, memory or import times."
+            if results.get("accuracy_only")
+            else f"{results['repeats']} warm runs per query after one cold call (median"
+            " kept), str keys. Ratios use medians from the same run."
+        )
+        + f" Machine load: `{results.get('uptime at start', 'n/a')}` at the start,"
         f" `{results.get('uptime at end', 'n/a')}` at the end (2 shared cores: timings are"
         " noisy). n/a: the library has no such query, refused it, or was not run (see notes).",
         "",
@@ -322,6 +436,7 @@ def render(results: dict[str, Any]) -> str:
         )
         lines.append("")
     lines += _accuracy(results)
+    lines += _costs(results)
     lines += ["## Libraries and calls", ""]
     table = []
     for lib in results["libs"]:

@@ -4,6 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.run_field                           # 1e5, 1e6 rows, every library
     python -m benchmarks.run_field --rows 1e5 --libs opendp,diffprivlib --repeats 3
+    python -m benchmarks.run_field --accuracy-only --accuracy-seconds 900   # errors only
 
 dpframe and pandas run in this process (``benchmarks.run_core.run_synthetic``).
 Each other library gets its own virtual environment, ``.bench-venvs/<lib>/``
@@ -14,6 +15,11 @@ imports neither dpframe nor this package) on the same synthetic table
 (``benchmarks.data.census_frame``, written once to Parquet) and prints JSON.
 Writes ``benchmarks/results/field-<date>.md`` and ``.json``.  See
 ``benchmarks/README.md``.
+
+Every release costs ε = 1 in total in each library's own accounting (the
+workers configure it and report the cost, ``benchmarks.field_costs``);
+``--accuracy-only`` runs only the accuracy part (no timings, memory or
+import times).
 """
 
 from __future__ import annotations
@@ -171,7 +177,7 @@ def run_worker(
     spec: Path,
     data: list[Path],
     repeats: int,
-    accuracy: tuple[Path, int] | None,
+    accuracy: tuple[Path, int, float] | None,
     timeout: float,
 ) -> dict[str, Any]:
     cmd = [str(venv_python(lib)), str(WORKER), lib.name, "--spec", str(spec)]
@@ -179,7 +185,9 @@ def run_worker(
         cmd += ["--data", str(path)]
     cmd += ["--repeats", str(repeats)]
     if accuracy is not None:
-        cmd += ["--accuracy-data", str(accuracy[0]), "--accuracy-reps", str(accuracy[1])]
+        path, reps, seconds = accuracy
+        cmd += ["--accuracy-data", str(path), "--accuracy-reps", str(reps)]
+        cmd += ["--accuracy-seconds", str(seconds)]
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     try:
@@ -211,8 +219,15 @@ def _scales(n: int) -> dict[str, float]:
     }
 
 
-def accuracy_from_values(values: dict[str, Any], exact: dict[str, float], n: int) -> dict[str, Any]:
+def accuracy_from_values(
+    values: dict[str, Any],
+    exact: dict[str, float],
+    n: int,
+    costs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """MAE / reference scale of a worker's released values, with the ε each release spent."""
     scales = _scales(n)
+    costs = costs or {}
     out: dict[str, Any] = {}
     for stat, released in values.items():
         if isinstance(released, str):
@@ -225,6 +240,9 @@ def accuracy_from_values(values: dict[str, Any], exact: dict[str, float], n: int
             "ratio": float(errors.mean()) / scales[stat],
             "ratio_sem": float(errors.std(ddof=1) / np.sqrt(len(released))) / scales[stat],
         }
+        cost = costs.get(stat) or {}
+        if "epsilon" in cost:
+            out[stat]["epsilon_spent"] = float(cost["epsilon"])
     return out
 
 
@@ -241,6 +259,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=3, help="warm runs per query")
     parser.add_argument("--accuracy-reps", type=int, default=200, help="0 skips accuracy")
     parser.add_argument("--accuracy-rows", type=int, default=100_000)
+    parser.add_argument(
+        "--accuracy-seconds",
+        type=float,
+        default=120.0,
+        help="per library and statistic: stop after this long (at least 20 releases)",
+    )
+    parser.add_argument(
+        "--accuracy-only",
+        action="store_true",
+        help="only the accuracy part: no timings, memory or import times (ignores --rows)",
+    )
     parser.add_argument("--all-rows", action="store_true", help="ignore per-library row caps")
     parser.add_argument("--no-cps", action="store_true", help="skip the bundled CPS data")
     parser.add_argument("--no-import", action="store_true", help="skip import times")
@@ -324,6 +353,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     datasets: list[dict[str, Any]] = [
         {"label": _dataset_label(n), "rows": n, "kind": "synthetic"} for n in rows
     ] + ([] if args.no_cps else [{"label": CPS_LABEL, "rows": len(cps), "kind": "cps"}])
+    if args.accuracy_only:
+        if args.accuracy_reps <= 0:
+            raise SystemExit("--accuracy-only needs --accuracy-reps > 0")
+        datasets = []
     specs = {kind: _spec(kind) for kind in ("synthetic", "cps")}
     results: dict[str, Any] = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
@@ -338,6 +371,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for kind, spec in specs.items()
         },
         "core": {kind: [spec["names"][r] for r in CORE] for kind, spec in specs.items()},
+        "roles": {kind: spec["names"] for kind, spec in specs.items()},
+        "epsilon": EPSILON,
+        "accuracy_only": bool(args.accuracy_only),
         "medians": {"pandas": {}, "dpframe": {}},
         "load": {"dpframe": {}},
         "memory": {"pandas": {}, "dpframe": {}},
@@ -385,8 +421,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 results["workers"][name] = {"error": f"install: {error}"}
                 print(f"# {name}: {error}", flush=True)
                 continue
-            results["medians"][name], results["load"][name], results["memory"][name] = {}, {}, {}
+            if not args.accuracy_only:
+                results["medians"][name], results["load"][name] = {}, {}
+                results["memory"][name] = {}
             for kind in ("synthetic", "cps"):
+                if args.accuracy_only and kind == "synthetic":
+                    print(f"# {name}: accuracy only", flush=True)
+                    out = run_worker(
+                        lib,
+                        spec_paths[kind],
+                        [],
+                        args.repeats,
+                        (acc_path, args.accuracy_reps, args.accuracy_seconds),
+                        args.timeout,
+                    )
+                    _store_worker(results, name, kind, out)
+                    continue
                 chosen = [d for d in datasets if d["kind"] == kind]
                 kept = [
                     d
@@ -402,7 +452,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     continue
                 print(f"# {name}: {[d['label'] for d in kept]}", flush=True)
                 accuracy = (
-                    (acc_path, args.accuracy_reps)
+                    (acc_path, args.accuracy_reps, args.accuracy_seconds)
                     if args.accuracy_reps > 0 and kind == "synthetic"
                     else None
                 )
@@ -414,14 +464,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     accuracy,
                     args.timeout,
                 )
-                if "error" in out:
-                    results["workers"].setdefault(name, {}).update(out)
-                    print(f"# {name}: {out['error']}", flush=True)
+                if not _store_worker(results, name, kind, out):
                     continue
-                info = results["workers"].setdefault(name, {})
-                info.update({k: v for k, v in out.items() if k not in ("runs", "api")})
-                for role, call in out.get("api", {}).items():  # synthetic first: its names
-                    info.setdefault("api", {}).setdefault(role, call)
                 for d, run in zip(kept, out["runs"], strict=True):
                     results["medians"][name][d["label"]] = run["timings"]
                     results["load"][name][d["label"]] = run["load_s"]
@@ -448,11 +492,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name in libs:
             worker_acc = results["workers"].get(name, {}).get("accuracy")
             if worker_acc:
-                stats[name] = accuracy_from_values(worker_acc["values"], exact, n_acc)
+                stats[name] = accuracy_from_values(
+                    worker_acc["values"], exact, n_acc, worker_acc.get("costs")
+                )
                 reps[name] = int(worker_acc["reps"])
         results["accuracy"] = {"rows": n_acc, "stats": stats, "reps": reps}
 
-    if not args.no_import:
+    if not args.no_import and not args.accuracy_only:
         print("# import times", flush=True)
         results["import"] = {
             "pandas": {"stmt": "import pandas", "s": import_time(sys.executable, "import pandas")},
@@ -481,6 +527,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.results_md.write_text(text)
             print(f"Wrote {args.results_md}")
     return results
+
+
+def _store_worker(results: dict[str, Any], name: str, kind: str, out: dict[str, Any]) -> bool:
+    """Keep a worker's output (versions, calls, costs per spec kind); False on an error."""
+    info = results["workers"].setdefault(name, {})
+    if "error" in out:
+        info.update(out)
+        print(f"# {name}: {out['error']}", flush=True)
+        return False
+    info.update({k: v for k, v in out.items() if k not in ("runs", "api", "costs")})
+    for role, call in out.get("api", {}).items():  # synthetic first: its names
+        info.setdefault("api", {}).setdefault(role, call)
+    info.setdefault("costs", {})[kind] = out.get("costs", {})
+    return True
 
 
 def _timing_fields(t: dict[str, Any]) -> dict[str, Any]:
