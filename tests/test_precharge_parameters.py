@@ -37,33 +37,24 @@ def frame() -> tuple[dp.Session, dp.PrivateFrame]:
     return session, session.private_frame(df, bounds={"x": (0, 100)})
 
 
-def _nothing_charged(session: dp.Session) -> None:
+TINY_RHO = Fraction(1, 10**40)
+UNUSABLE = {
+    "sparse vector, huge max_hits": lambda pf: pf.above_threshold(
+        {"big": pf["x"] > 50}, 10, max_hits=10**18, epsilon=0.5
+    ),
+    "sparse vector, tiny rho": lambda pf: pf.above_threshold(
+        {"big": pf["x"] > 50}, 10, rho=TINY_RHO
+    ),
+    "key discovery, tiny rho": lambda pf: pf.discover_keys("g", rho=TINY_RHO, delta=1e-7),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNUSABLE))
+def test_unusable_parameters_are_refused_before_the_charge(
+    case: str, frame: tuple[dp.Session, dp.PrivateFrame]
+) -> None:
+    session, pf = frame
+    with pytest.raises(dp.InvalidBudgetError):
+        UNUSABLE[case](pf)
     assert session.ledger.empty
     assert session.spent == dp.Budget(0)
-
-
-def test_sparse_vector_with_an_unusable_max_hits_charges_nothing(
-    frame: tuple[dp.Session, dp.PrivateFrame],
-) -> None:
-    session, pf = frame
-    with pytest.raises(dp.InvalidBudgetError, match="max_hits"):
-        pf.above_threshold({"big": pf["x"] > 50}, 10, max_hits=10**18, epsilon=0.5)
-    _nothing_charged(session)
-
-
-def test_sparse_vector_with_a_tiny_rho_releases_or_refuses_before_charging(
-    frame: tuple[dp.Session, dp.PrivateFrame],
-) -> None:
-    session, pf = frame
-    with pytest.raises(dp.InvalidBudgetError):
-        pf.above_threshold({"big": pf["x"] > 50}, 10, rho=Fraction(1, 10**40))
-    _nothing_charged(session)
-
-
-def test_key_discovery_with_a_tiny_rho_charges_nothing(
-    frame: tuple[dp.Session, dp.PrivateFrame],
-) -> None:
-    session, pf = frame
-    with pytest.raises(dp.InvalidBudgetError):
-        pf.discover_keys("g", rho=Fraction(1, 10**40), delta=1e-7)
-    _nothing_charged(session)
