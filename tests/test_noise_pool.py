@@ -88,3 +88,11 @@ def test_pooled_gaussian_draws_have_the_exact_distribution() -> None:
     samples = np.concatenate([discrete_gaussian_array(Fraction(4), 2, rng) for _ in range(3000)])
     assert chi2_pvalue(samples, dgauss_pmf(4.0)) > ALPHA
     assert chi2_pvalue(samples, dgauss_pmf(0.49 * 4.0)) < ALPHA  # σ 30% smaller is rejected
+
+
+def test_refills_start_small_and_double_up_to_the_batch() -> None:
+    pool, draw = NoisePool(batch=64, first=4), Counter()
+    for _ in range(200):
+        pool.take("a", 1, draw)
+    assert draw.calls[:8] == [1, 4, 8, 16, 32, 64, 64, 64]
+    assert draw.next - pool.stocked() == 200  # every draw handed out once or still stocked
