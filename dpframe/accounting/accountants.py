@@ -355,16 +355,15 @@ def pure_epsilon(allocation: NoiseAllocation, zcdp_factor: Fraction) -> Fraction
     A Laplace allocation is already a pure ε.  A Gaussian (ρ) allocation admits
     any ε-DP mechanism that is c·ε²-zCDP with c·ε² ≤ ρ: c = 1/2 holds for every
     ε-DP mechanism (Bun & Steinke 2016, Prop. 1.4); dpframe uses it for all
-    selection mechanisms.  The square root is rounded down to a rational, so
-    c·ε² ≤ ρ holds exactly.
+    selection mechanisms.  The square root is rounded down to a rational
+    (a multiple of 2⁻⁴⁰ unless it is below 2⁻²⁰), so c·ε² ≤ ρ holds exactly.
     """
     if allocation.kind == "laplace":
         return allocation.parameter
     ratio = allocation.parameter / zcdp_factor
-    eps = Fraction(math.sqrt(float(ratio))).limit_denominator(2**40)
-    if eps == 0:  # a tiny ρ: the exact floor of the root (never 0 for ρ > 0)
-        n, d = ratio.numerator, ratio.denominator
-        return Fraction(math.isqrt(n * d * 4**64), d * 2**64)
-    while eps * eps > ratio:
-        eps = eps * Fraction(999_999, 1_000_000)
-    return eps
+    # sqrt(n/d) = sqrt(n·d)/d: an integer square root gives an exact lower bound
+    # (never 0 for ρ > 0, no float underflow, no search loop).
+    n, d = ratio.numerator, ratio.denominator
+    root = Fraction(math.isqrt(n * d * 4**64), d * 2**64)
+    coarse = Fraction(math.floor(root * 2**40), 2**40)  # a small denominator, still <= root
+    return coarse if coarse >= Fraction(1, 2**20) else root
