@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,36 @@ def test_reading_new_charges_searches_the_rowid_range_not_the_whole_session() ->
     assert any("INTEGER PRIMARY KEY" in str(step) for step in plan), plan
     assert not any("releases_by_session" in str(step) for step in plan), plan
     assert ledger.spent("s").epsilon == Fraction(1, 2)
+
+
+class _FailingCommit:
+    """A connection that fails its next COMMIT (as a full disk would) and rolls back."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.armed = conn, True
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            self.conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def test_a_failed_commit_leaves_the_cached_total_exact() -> None:
+    # The rolled-back row's id is reused by the next insert: a total cached before
+    # the commit would then skip that next row and under-count the spend.
+    ledger = Ledger(":memory:")
+    tenth = Charge(epsilon=Fraction(1, 10))
+    ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
+    real = ledger._conn
+    ledger._conn = _FailingCommit(real)  # type: ignore[assignment]
+    with pytest.raises(dp.LedgerError):
+        ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
+    ledger._conn = real
+    ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
+    assert ledger.spent("s").epsilon == Fraction(2, 10)
+    assert len(ledger.releases("s")) == 2

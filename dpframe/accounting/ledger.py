@@ -245,9 +245,12 @@ class Ledger:
                 ),
             )
             release_id = cursor.lastrowid
-            assert release_id is not None
-            # The write lock is held: no row can sit between the rows read and this one.
-            self._totals[session] = (release_id, spent + charge)
+        assert release_id is not None
+        # Only once committed (a failed COMMIT rolls the id back for reuse): every row
+        # up to this one was read in the transaction, under the write lock, or is this.
+        # Another thread may have cached a later pair meanwhile; an earlier consistent
+        # pair is still exact (the rows after it are read again).
+        self._totals[session] = (release_id, spent + charge)
         return release_id
 
     def complete(self, release_id: int, value: str, status: str = "released") -> None:
