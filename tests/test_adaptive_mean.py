@@ -138,7 +138,7 @@ def test_grouped_means_take_their_own_paths_and_centres() -> None:
 
 def test_grouped_mean_intervals_cover() -> None:
     rng = np.random.default_rng(9)
-    values = [rng.uniform(0, 100, 2000), rng.uniform(400, 600, 2000), [5, 7, 9]]
+    values = [rng.uniform(0, 100, 2000), rng.uniform(400, 600, 2000), np.array([5.0, 7.0, 9.0])]
     df = pd.DataFrame(
         {
             "g": np.repeat(["low", "mid", "tiny"], [2000, 2000, 3]),
