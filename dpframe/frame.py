@@ -18,7 +18,8 @@ import pandas as pd
 from dpframe.errors import SchemaError
 from dpframe.guard import RowGuard, UnknownAttributeError
 from dpframe.plan.expressions import Col, Expr
-from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan, lineage
+from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan
+from dpframe.plan.releases import DiscoverKeys, describe_plan
 from dpframe.plan.schema import (
     ColumnInfo,
     Schema,
@@ -36,18 +37,6 @@ if TYPE_CHECKING:
     from dpframe.session import Session
 
 __all__ = ["PrivateFrame", "describe_plan"]
-
-
-def describe_plan(plan: Plan) -> str:
-    """A readable summary of a plan's filters, for labels in the ledger."""
-    _, steps = lineage(plan)
-    parts = []
-    for step in steps:
-        if isinstance(step, Filter):
-            parts.append(f"where {step.predicate}")
-        else:
-            parts.append(f"with {step.name} = {step.expr}")
-    return (" " + " ".join(parts)) if parts else ""
 
 
 class PrivateFrame(RowGuard):
@@ -268,9 +257,11 @@ class PrivateFrame(RowGuard):
             The list of names found above the threshold; with ``numeric=True`` a
             Series of their noisy counts.
         """
-        from dpframe.discovery_queries import above_threshold
+        from dpframe.node_builders import privacy, sparse_vector_node
 
-        return above_threshold(self, queries, threshold, max_hits, numeric, (epsilon, delta, rho))
+        request = privacy(epsilon, delta, rho)
+        node = sparse_vector_node(self, queries, threshold, max_hits, numeric, request)
+        return self._session.run(node)
 
     @releases
     def discover_keys(
@@ -293,10 +284,11 @@ class PrivateFrame(RowGuard):
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
-        from dpframe.discovery_queries import discover_keys
+        from dpframe.node_builders import privacy
 
         self._schema.get(column)
-        return discover_keys(self, column, (epsilon, delta, rho))
+        node = DiscoverKeys(plan=self._plan, privacy=privacy(epsilon, delta, rho), column=column)
+        return list(self._session.run(node).index)
 
     @releases
     def describe(
@@ -316,9 +308,9 @@ class PrivateFrame(RowGuard):
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
         at their shares of the budget.
         """
-        from dpframe.selection_queries import describe
+        from dpframe.node_builders import describe_node, privacy
 
-        return describe(self, epsilon, delta, rho)
+        return self._session.run(describe_node(self, privacy(epsilon, delta, rho)))  # type: ignore[no-any-return]
 
     @releases
     def count(
@@ -335,9 +327,12 @@ class PrivateFrame(RowGuard):
 
         Accuracy: unbiased; ``release.ci(level)`` gives the exact interval.
         """
-        agg = Aggregate(self._plan, "count", None, None, (), f"count(){describe_plan(self._plan)}")
-        result = self._session._release(agg, epsilon, delta, rho)
-        return cast("Release", result)  # an Explanation inside session.explain()
+        from dpframe.node_builders import privacy
+
+        label = f"count(){describe_plan(self._plan)}"
+        request = privacy(epsilon, delta, rho)
+        agg = Aggregate(self._plan, "count", None, None, (), label, request)
+        return cast("Release", self._session.run(agg))
 
     @releases
     def linear_regression(
@@ -371,7 +366,7 @@ class PrivateFrame(RowGuard):
         Accuracy: see ``dpframe.mechanisms.regression``; the notebook
         ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
-        from dpframe.model_queries import regression
+        from dpframe.node_builders import privacy, regression_node
 
         options = {
             "accounting": accounting,
@@ -381,7 +376,10 @@ class PrivateFrame(RowGuard):
             "step_size": step_size,
             "progress": progress,
         }
-        return regression(self, "squared", features, target, (epsilon, delta, rho), options)
+        request = privacy(epsilon, delta, rho)
+        return self._session.run(
+            regression_node(self, "squared", features, target, request, options)
+        )
 
     @releases
     def logistic_regression(
@@ -406,7 +404,7 @@ class PrivateFrame(RowGuard):
 
         Accuracy: see ``dpframe.mechanisms.regression``.
         """
-        from dpframe.model_queries import regression
+        from dpframe.node_builders import privacy, regression_node
 
         options = {
             "accounting": accounting,
@@ -416,7 +414,10 @@ class PrivateFrame(RowGuard):
             "step_size": step_size,
             "progress": progress,
         }
-        return regression(self, "logistic", features, target, (epsilon, delta, rho), options)
+        request = privacy(epsilon, delta, rho)
+        return self._session.run(
+            regression_node(self, "logistic", features, target, request, options)
+        )
 
 
 def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from dpframe.errors import SchemaError
-from dpframe.frame import PrivateFrame, describe_plan
+from dpframe.frame import PrivateFrame
 from dpframe.guard import UnknownAttributeError
+from dpframe.node_builders import argmax_node, privacy, require_bounds
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
+from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, describe_plan
 from dpframe.remote.calls import releases
-from dpframe.series import require_bounds
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -103,17 +104,26 @@ class PrivateGroupBy:
             expr = Col(self._column)
             bounds = None if statistic == "count" else require_bounds(info, statistic)
             what = f"{statistic}({self._column})"
+        request = privacy(epsilon, delta, rho)
         if not self._keys[0].categories:
-            from dpframe.discovery_queries import grouped_with_discovery
-
-            return grouped_with_discovery(
-                frame, self._keys[0].name, statistic, self._column, (epsilon, delta, rho)
-            )
+            name = self._keys[0].name
+            node: Any
+            if statistic == "count" and expr is None:
+                node = DiscoverKeys(plan=frame._plan, privacy=request, column=name)
+            else:
+                node = DiscoverThenAggregate(
+                    plan=frame._plan,
+                    privacy=request,
+                    column=name,
+                    statistic=statistic,
+                    value=expr,
+                    bounds=bounds,
+                )
+            return cast("pd.Series", frame._session.run(node))
         by = ", ".join(k.name for k in self._keys)
         label = f"{what} by {by}{describe_plan(frame._plan)}"
-        agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label)
-        result = frame._session._release(agg, epsilon, delta, rho)
-        return cast("pd.Series", result)  # an Explanation inside session.explain()
+        agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label, request)
+        return cast("pd.Series", frame._session.run(agg))
 
     @releases
     def count(
@@ -214,11 +224,11 @@ class PrivateGroupBy:
             delta: must be 0 except in approximate-DP sessions.
             rho: zCDP cost.
         """
-        from dpframe.selection_queries import argmax
-
         if not self._keys[0].categories:
             raise SchemaError(
                 f"argmax needs declared keys for {self._keys[0].name!r}; find them first with "
                 f"pf.discover_keys({self._keys[0].name!r}, ...)."
             )
-        return argmax(self._frame, self._keys, agg, column or self._column, (epsilon, delta, rho))
+        request = privacy(epsilon, delta, rho)
+        node = argmax_node(self._frame, self._keys, agg, column or self._column, request)
+        return self._frame._session.run(node)

@@ -31,18 +31,17 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.accounting.accountants import Charge, NoiseAllocation, pure_epsilon
-from dpframe.accounting.budget import Budget, Number, PrivacyRequest, to_fraction
-from dpframe.backends.base import Backend
+from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
+from dpframe.accounting.budget import Budget, to_fraction
+from dpframe.engine import Asked, Family, Released
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError, SchemaError
-from dpframe.explain import explain_cost
-from dpframe.frame import describe_plan
+from dpframe.explain import Explanation
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_discrete
 from dpframe.mechanisms.local import (
@@ -55,13 +54,11 @@ from dpframe.mechanisms.local import (
     rr_spec,
 )
 from dpframe.noise import SecureRandom
-from dpframe.plan.nodes import lineage, unit_rows
-from dpframe.row_access import category_codes, numeric_rows, require_rows
+from dpframe.plan.nodes import unit_rows
+from dpframe.plan.releases import SanitizedCopy
+from dpframe.row_access import category_codes, numeric_rows
 
-if TYPE_CHECKING:
-    from dpframe.series import PrivateSeries
-
-__all__ = ["CopyInfo", "estimate_frequencies", "sanitized_copy"]
+__all__ = ["CopyInfo", "SanitizedCopyFamily", "check_length_share", "estimate_frequencies"]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
 _MAX_SCALE_UNITS = 2**52
@@ -101,7 +98,8 @@ class CopyInfo:
     query: str = ""
 
 
-def _share(value: object) -> Fraction:
+def check_length_share(value: object) -> Fraction:
+    """The share of a copy's request that hides the row count: a number in (0, 1)."""
     try:
         share = to_fraction(value, "length_share")
     except InvalidBudgetError:
@@ -127,62 +125,44 @@ def _shuffle(values: npt.NDArray[Any], rng: SecureRandom) -> npt.NDArray[Any]:
     return values[np.lexsort((rng.uniform_below(2**62, len(values)),))]
 
 
-def sanitized_copy(
-    series: PrivateSeries,
-    kind: Literal["rr", "laplace"],
-    epsilon: Number | None,
-    delta: Number | None,
-    rho: Number | None,
-    length_share: float,
-) -> pd.Series:
-    """Release a randomized-response or Laplace copy of ``series`` (see the module docstring)."""
-    from dpframe.series import require_bounds
+@dataclass(frozen=True)
+class _CopyNoise:
+    """A copy's privacy map: the length's allocation and each report's ε."""
 
-    info = series._info
-    frame = series._frame
-    session = frame._session
-    share = _share(length_share)
-    delta_q = to_fraction(0 if delta is None else delta, "delta")
-    if not 0 <= delta_q < 1:
-        raise InvalidBudgetError("delta must be in [0, 1).")
-    PrivacyRequest(epsilon=epsilon, delta=delta_q, rho=rho)  # validates before anything else
-    rows_per_unit = unit_rows(frame._plan)
-    if delta_q > 0 and rows_per_unit > 1:
-        raise SchemaError(
-            "A copy with delta > 0 is not available with a privacy unit of several rows "
-            "(group privacy would multiply delta); use delta=0."
-        )
-    categories: tuple[Any, ...] = ()
-    bounds = (0.0, 0.0)
-    if kind == "rr":
-        if info.categories is None or len(info.categories) < 2:
+    length: NoiseAllocation
+    eps_rows: float
+
+
+class SanitizedCopyFamily(Family[SanitizedCopy]):
+    """Randomized-response and Laplace copies with a noisy length (see the module docstring)."""
+
+    needs_rows = True
+
+    def delta_of_its_own(self, node: SanitizedCopy) -> bool:
+        """A copy with δ > 0 spends it on the reports (charged as requested)."""
+        return node.privacy.delta > 0
+
+    def mechanism_of(self, node: SanitizedCopy, allocation: NoiseAllocation) -> str:
+        """``randomized response`` or ``Laplace copy`` (with delta)."""
+        name = "randomized response" if node.kind == "rr" else "Laplace copy"
+        return name if node.privacy.delta == 0 else f"{name} (with delta)"
+
+    def privacy_map(self, node: SanitizedCopy, allocation: NoiseAllocation) -> _CopyNoise:
+        """The length's share and the reports' ε (group privacy: divided by k rows)."""
+        rows_per_unit = unit_rows(node.plan)
+        if node.privacy.delta > 0 and rows_per_unit > 1:
             raise SchemaError(
-                f"randomized_response() needs at least two declared categories for "
-                f"{info.name!r}: declare categories={{{info.name!r}: [...]}}."
+                "A copy with delta > 0 is not available with a privacy unit of several rows "
+                "(group privacy would multiply delta); use delta=0."
             )
-        categories = tuple(info.categories)
-        name = "randomized response"
-    else:
-        bounds = require_bounds(info, "laplace_copy")
-        if not bounds[1] > bounds[0]:
-            raise SchemaError(f"laplace_copy() needs bounds with low < high for {info.name!r}.")
-        name = "Laplace copy"
-    source = lineage(frame._plan)[0]
-    require_rows(session, source)
-    label = f"{'randomized_response' if kind == 'rr' else 'laplace_copy'}({series._expr})"
-    label += describe_plan(frame._plan)
-
-    def parts(allocation: NoiseAllocation) -> tuple[NoiseAllocation, float]:
+        share = node.length_share
         length = NoiseAllocation(allocation.kind, allocation.parameter * share)
         values = NoiseAllocation(allocation.kind, allocation.parameter * (1 - share))
         eps_rows = float(pure_epsilon(values, _PURE_ZCDP)) / rows_per_unit
-        return length, eps_rows
-
-    def precheck(allocation: NoiseAllocation) -> None:
-        length, eps_rows = parts(allocation)
         noise_for(rows_per_unit, 1.0, length)
-        if kind == "laplace":
-            spec = laplace_copy_spec(bounds[0], bounds[1], eps_rows, float(delta_q))
+        delta = float(node.privacy.delta)
+        if node.kind == "laplace":
+            spec = laplace_copy_spec(node.bounds[0], node.bounds[1], eps_rows, delta)
             if spec.scale_units > _MAX_SCALE_UNITS:
                 raise InvalidBudgetError(
                     "epsilon is so small that the copy's noise would exceed the sampler's "
@@ -190,29 +170,34 @@ def sanitized_copy(
                 )
         elif math.exp(-eps_rows) == 1.0:
             raise InvalidBudgetError("epsilon is too small for randomized response.")
+        return _CopyNoise(length, eps_rows)
 
-    def work(
-        backend: Backend, allocation: NoiseAllocation, cost: Budget, _rho: Fraction | None
-    ) -> tuple[pd.Series, str]:
-        rng = session._rng
-        length, eps_rows = parts(allocation)
+    def release(self, run: Released[SanitizedCopy]) -> tuple[Any, str]:
+        """A noisy length, a secure random order, one perturbed report per kept row."""
+        node = run.node
+        rng = run.rng
+        noise: _CopyNoise = run.noise
+        rows_per_unit = unit_rows(node.plan)
+        delta_q = float(node.privacy.delta)
+        label = node.label
         noisy, length_spec = release_integer_sums(
-            np.zeros(1), rows_per_unit, 1.0, length, rng
+            np.zeros(1), rows_per_unit, 1.0, noise.length, rng
         )  # the noise alone; n is added below (integer, exact)
-        common = {"column": str(series._expr), "delta": float(delta_q), "cost": cost}
+        common = {"column": str(node.expr), "delta": delta_q, "cost": run.cost}
         length_text = f"{length_spec.name}, scale {length_spec.scale:.4g} rows"
-        if kind == "rr":
-            codes = category_codes(backend, frame._plan, series._expr, categories)
+        if node.kind == "rr":
+            categories = node.categories
+            codes = category_codes(run.backend, node.plan, node.expr, categories)
             n_hat = max(0, len(codes) + int(noisy[0]))
             picked, fillers = _arrange(len(codes), n_hat, rng)
             inputs = np.concatenate([codes[picked], np.full(fillers, -1, dtype=np.int64)])
-            spec: RandomizedResponseSpec = rr_spec(eps_rows, float(delta_q), len(categories))
+            spec: RandomizedResponseSpec = rr_spec(noise.eps_rows, delta_q, len(categories))
             reports = randomized_response(_shuffle(inputs, rng), spec, rng)
             values = pd.Categorical.from_codes(reports.tolist(), categories=pd.Index(categories))
-            result = pd.Series(values, name=info.name)
+            result = pd.Series(values, name=node.name)
             meta = CopyInfo(
                 "randomized response",
-                epsilon=eps_rows,
+                epsilon=noise.eps_rows,
                 length_noise=length_text,
                 categories=categories,
                 keep=spec.keep,
@@ -221,20 +206,19 @@ def sanitized_copy(
                 **common,  # type: ignore[arg-type]
             )
         else:
-            (raw,) = numeric_rows(backend, frame._plan, [series._expr])
+            low, high = node.bounds
+            (raw,) = numeric_rows(run.backend, node.plan, [node.expr])
             n_hat = max(0, len(raw) + int(noisy[0]))
             picked, fillers = _arrange(len(raw), n_hat, rng)
             inputs_f = np.concatenate([raw[picked], np.full(fillers, np.nan)])
-            lspec: LaplaceCopySpec = laplace_copy_spec(
-                bounds[0], bounds[1], eps_rows, float(delta_q)
-            )
-            out = laplace_perturb(_shuffle(inputs_f, rng), bounds[0], bounds[1], lspec, rng)
-            result = pd.Series(out, name=info.name)
+            lspec: LaplaceCopySpec = laplace_copy_spec(low, high, noise.eps_rows, delta_q)
+            out = laplace_perturb(_shuffle(inputs_f, rng), low, high, lspec, rng)
+            result = pd.Series(out, name=node.name)
             meta = CopyInfo(
                 "Laplace copy",
-                epsilon=eps_rows,
+                epsilon=noise.eps_rows,
                 length_noise=length_text,
-                bounds=bounds,
+                bounds=node.bounds,
                 scale=lspec.scale,
                 query=label,
                 **common,  # type: ignore[arg-type]
@@ -242,39 +226,29 @@ def sanitized_copy(
         result.attrs["dpframe_copy"] = meta
         return result, f"{len(result)} reports"
 
-    def explain(request: PrivacyRequest, charge: Charge, allocation: NoiseAllocation) -> Any:
-        _, eps_rows = parts(allocation)
-        if kind == "rr":
-            spec = rr_spec(eps_rows, float(delta_q), len(categories))
-            m = len(categories) - 1
+    def explain(self, node: SanitizedCopy, asked: Asked) -> Explanation:
+        """The cost, and each report's error next to the floor no mechanism can beat."""
+        noise = self.privacy_map(node, asked.allocation)
+        eps_rows, delta_q = noise.eps_rows, float(node.privacy.delta)
+        if node.kind == "rr":
+            spec = rr_spec(eps_rows, delta_q, len(node.categories))
+            m = len(node.categories) - 1
             floor = AccuracyFloor(
                 m * spec.other,
-                floor_discrete(m, 1.0, eps_rows, float(delta_q)),
+                floor_discrete(m, 1.0, eps_rows, delta_q),
                 f"per report: P(wrong category), {m + 1} categories; randomized response "
                 "attains the floor",
             )
         else:
-            lspec = laplace_copy_spec(bounds[0], bounds[1], eps_rows, float(delta_q))
+            low, high = node.bounds
+            lspec = laplace_copy_spec(low, high, eps_rows, delta_q)
             a = math.exp(-1 / float(lspec.scale_units))
             floor = AccuracyFloor(
                 2 * a / (1 - a * a) * lspec.grid,
-                floor_bounded(bounds[1] - bounds[0], eps_rows, float(delta_q)),
-                f"per value, bounds {bounds}",
+                floor_bounded(high - low, eps_rows, delta_q),
+                f"per value, bounds {node.bounds}",
             )
-        plain = explain_cost(label, request, charge, session._accountant, session._charges())
-        return dataclasses.replace(plain, accuracy=floor)
-
-    mechanism = name if delta_q == 0 else f"{name} (with delta)"
-    return session._run(
-        label,
-        source,
-        (epsilon, delta_q if delta_q > 0 else delta, rho),
-        mechanism,
-        work,
-        explain,
-        mechanism_delta=delta_q > 0,
-        precheck=precheck,
-    )
+        return dataclasses.replace(asked.cost_only(node.label), accuracy=floor)
 
 
 def estimate_frequencies(copy: pd.Series, level: float = 0.95) -> pd.DataFrame:

@@ -10,24 +10,21 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.accounting.budget import Budget, Number
-from dpframe.backends.base import Backend
+from dpframe.accounting.budget import Budget
+from dpframe.engine import Family, Released
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
-from dpframe.frame import describe_plan
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.kde import (
     MAX_GRID,
-    check_bandwidth,
     kde_noise,
     kernel_sums,
     release_kernel_sums,
@@ -45,21 +42,22 @@ from dpframe.mechanisms.regression import (
 )
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
-from dpframe.plan.nodes import lineage, unit_rows
-from dpframe.row_access import numeric_rows, require_rows
-
-if TYPE_CHECKING:
-    from dpframe.frame import PrivateFrame
-    from dpframe.series import PrivateSeries
+from dpframe.plan.nodes import unit_rows
+from dpframe.plan.releases import KernelDensity, Regression
+from dpframe.plan.schema import Schema
+from dpframe.row_access import numeric_rows
 
 __all__ = [
     "KDEInfo",
+    "KernelDensityFamily",
     "PrivateLinearRegression",
     "PrivateLogisticRegression",
     "ProgressBar",
-    "kde",
+    "RegressionFamily",
+    "check_features",
+    "check_regression_options",
+    "kde_grid",
     "plot_kde",
-    "regression",
 ]
 
 #: Shares of ρ: the noisy count gets 1/10, the curve or the model 9/10.
@@ -120,7 +118,8 @@ class KDEInfo:
     query: str
 
 
-def _grid(grid: object, bounds: tuple[float, float]) -> npt.NDArray[np.float64]:
+def kde_grid(grid: object, bounds: tuple[float, float]) -> npt.NDArray[np.float64]:
+    """The public grid points of a density: a number of points over the bounds, or a list."""
     if isinstance(grid, bool):
         raise InvalidArgumentError("grid= takes a number of points or a list of points.")
     if isinstance(grid, (int, np.integer)):
@@ -140,45 +139,39 @@ def _grid(grid: object, bounds: tuple[float, float]) -> npt.NDArray[np.float64]:
     return points
 
 
-def kde(
-    series: PrivateSeries,
-    bandwidth: float,
-    grid: int | Sequence[float],
-    epsilon: Number | None,
-    delta: Number | None,
-    rho: Number | None,
-) -> pd.Series:
-    """Release a Gaussian kernel density estimate on a grid (see :mod:`dpframe.mechanisms.kde`)."""
-    from dpframe.series import require_bounds
+_KDE_CALIBRATION = (
+    "zCDP: c = Δ/sqrt(2ρ), Δ = (2πh²)^(-1/2) per row added or removed "
+    "(Hall, Rinaldo, Wasserman 2013; Bun & Steinke 2016); valid for every ε"
+)
 
-    h = check_bandwidth(bandwidth)
-    bounds = require_bounds(series._info, "kde")
-    points = _grid(grid, bounds)
-    frame = series._frame
-    session = frame._session
-    source = lineage(frame._plan)[0]
-    require_rows(session, source)
-    rows_per_unit = unit_rows(frame._plan)
-    label = f"kde({series._expr}, h={h:g}, {len(points)} points){describe_plan(frame._plan)}"
-    calibration = (
-        "zCDP: c = Δ/sqrt(2ρ), Δ = (2πh²)^(-1/2) per row added or removed "
-        "(Hall, Rinaldo, Wasserman 2013; Bun & Steinke 2016); valid for every ε"
-    )
 
-    def precheck(allocation: NoiseAllocation) -> None:
+class KernelDensityFamily(Family[KernelDensity]):
+    """A Gaussian KDE with Gaussian-process noise (see :mod:`dpframe.mechanisms.kde`)."""
+
+    mechanism = "Gaussian process (kernel covariance)"
+    needs_rows = True
+
+    def privacy_map(self, node: KernelDensity, allocation: NoiseAllocation) -> Any:
+        """Gaussian only; 1/10 of ρ to the count, the rest to the curve."""
         _gaussian_only(allocation, "kde()")
         count, rho_sums = _split(allocation)
+        rows_per_unit = unit_rows(node.plan)
         noise_for(rows_per_unit, 1.0, count)
-        kde_noise(h, rows_per_unit, len(points), rho_sums)
+        kde_noise(node.bandwidth, rows_per_unit, len(node.points), rho_sums)
+        return count, rho_sums
 
-    def work(
-        backend: Backend, allocation: NoiseAllocation, cost: Budget, _rho: Fraction | None
-    ) -> tuple[pd.Series, str]:
-        rng = session._rng
-        count, rho_sums = _split(allocation)
-        (values,) = numeric_rows(backend, frame._plan, [series._expr])
+    def release(self, run: Released[KernelDensity]) -> tuple[Any, str]:
+        """Kernel sums on the grid plus kernel-shaped noise, over a noisy count."""
+        node = run.node
+        rng = run.rng
+        count, rho_sums = run.noise
+        low, high = node.bounds
+        points = np.asarray(node.points, dtype=np.float64)
+        h = node.bandwidth
+        rows_per_unit = unit_rows(node.plan)
+        (values,) = numeric_rows(run.backend, node.plan, [node.expr])
         present = values[~np.isnan(values)]
-        clamped = np.clip(present, bounds[0], bounds[1])
+        clamped = np.clip(present, low, high)
         n_hat, count_scale = _noisy_count(len(clamped), rows_per_unit, count, rng)
         sums = kernel_sums(clamped, points, h)
         noisy, noise = release_kernel_sums(sums, points, h, rows_per_unit, rho_sums, rng)
@@ -186,36 +179,27 @@ def kde(
         density = noisy / denominator
         std = noise.sigma * math.sqrt(1 + 1e-6) / denominator
         classical = None
-        if session.accounting == "approx" and float(cost.delta) > 0:
+        if run.accounting == "approx" and float(run.cost.delta) > 0:
             classical = (
-                math.sqrt(2 * math.log(2 / float(cost.delta)))
+                math.sqrt(2 * math.log(2 / float(run.cost.delta)))
                 * noise.sensitivity
-                / float(cost.epsilon)
+                / float(run.cost.epsilon)
             )
         info = KDEInfo(
-            str(series._expr),
+            str(node.expr),
             h,
             tuple([std] * len(points)),
             n_hat,
             count_scale,
             noise.sigma,
             classical,
-            calibration,
-            cost,
-            label,
+            _KDE_CALIBRATION,
+            run.cost,
+            node.label,
         )
-        result = pd.Series(density, index=pd.Index(points, name=str(series._expr)), name="density")
+        result = pd.Series(density, index=pd.Index(points, name=str(node.expr)), name="density")
         result.attrs["dpframe_kde"] = info
         return result, f"{len(points)} points"
-
-    return session._run(
-        label,
-        source,
-        (epsilon, delta, rho),
-        "Gaussian process (kernel covariance)",
-        work,
-        precheck=precheck,
-    )
 
 
 def plot_kde(result: pd.Series, level: float = 0.95, ax: Any = None) -> Any:
@@ -361,9 +345,10 @@ class PrivateLogisticRegression(_FittedModel):
         return (self.decision_function(X) >= 0).astype(np.int64)
 
 
-def _check_features(
-    frame: PrivateFrame, features: object, target: object, loss: Loss
+def check_features(
+    schema: Schema, features: object, target: object, loss: Loss
 ) -> tuple[list[str], list[tuple[float, float]], str, tuple[float, float]]:
+    """Validate the features and target of a regression against the public schema."""
     if isinstance(features, str):
         features = [features]
     if not isinstance(features, (list, tuple)) or not features:
@@ -375,7 +360,7 @@ def _check_features(
         raise SchemaError("features= lists a column twice.")
     bounds = []
     for name in names:
-        info = frame._schema.get(name)
+        info = schema.get(name)
         if not info.summable:
             raise SchemaError(
                 f"Feature {name!r} is {info.kind}; regression features must be numeric."
@@ -390,7 +375,7 @@ def _check_features(
         raise SchemaError("target= takes a column name.")
     if target in names:
         raise SchemaError("The target cannot also be a feature.")
-    tinfo = frame._schema.get(target)
+    tinfo = schema.get(target)
     if not tinfo.summable:
         raise SchemaError(
             f"The target {target!r} is {tinfo.kind}, not numeric; derive a number or a "
@@ -406,20 +391,8 @@ def _check_features(
     return names, bounds, target, tinfo.bounds
 
 
-def regression(
-    frame: PrivateFrame,
-    loss: Loss,
-    features: object,
-    target: object,
-    budget: tuple[Number | None, Number | None, Number | None],
-    options: dict[str, Any],
-) -> PrivateLinearRegression | PrivateLogisticRegression:
-    """Fit a linear or logistic model by noisy projected gradient descent (one charge).
-
-    ``options``: ``accounting`` (``"rdp"`` or ``"iteration"``), ``radius``,
-    ``steps`` (rdp), ``passes`` and ``step_size`` (iteration), ``progress``.
-    """
-    names, bounds, target_name, target_bounds = _check_features(frame, features, target, loss)
+def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, Any]:
+    """Validate a regression's options (public inputs; nothing is charged for bad ones)."""
     accounting = options.get("accounting", "rdp")
     if accounting not in ("rdp", "iteration"):
         raise InvalidArgumentError("accounting= must be 'rdp' or 'iteration'.")
@@ -427,85 +400,102 @@ def regression(
     steps = check_steps(options.get("steps", 50), "steps", 10_000)
     passes = check_steps(options.get("passes", 1), "passes", 100)
     chosen_step = options.get("step_size")
-    step_size = 1.0 if chosen_step is None else float(chosen_step)
-    if accounting == "iteration" and not 0 < step_size <= 2 / spec.smoothness:
+    step_size = None if chosen_step is None else float(chosen_step)
+    checked_step = 1.0 if step_size is None else step_size
+    if accounting == "iteration" and not 0 < checked_step <= 2 / spec.smoothness:
         raise InvalidArgumentError(f"step_size must be in (0, {2 / spec.smoothness:g}] (2/β).")
-    source = lineage(frame._plan)[0]
-    session = frame._session
-    require_rows(session, source)
-    rows_per_unit = unit_rows(frame._plan)
-    if accounting == "iteration" and rows_per_unit > 1:
-        raise SchemaError(
-            "Amplification by iteration is analysed for one row per person; use "
-            "accounting='rdp' with a privacy unit."
-        )
-    kind = "linear" if loss == "squared" else "logistic"
-    label = (
-        f"{kind}_regression({target_name} ~ {' + '.join(names)}, {accounting})"
-        f"{describe_plan(frame._plan)}"
-    )
-    mechanism = (
-        "noisy gradient descent (discrete Gaussian, zCDP composition)"
-        if accounting == "rdp"
-        else "noisy projected SGD (Gaussian, amplification by iteration)"
-    )
-    progress = ProgressBar(f"{kind} regression", bool(options.get("progress", True)))
+    return {
+        "accounting": accounting,
+        "radius": spec.radius,
+        "steps": steps,
+        "passes": passes,
+        "step_size": step_size,
+        "progress": bool(options.get("progress", True)),
+    }
 
-    def precheck(allocation: NoiseAllocation) -> None:
+
+class RegressionFamily(Family[Regression]):
+    """Linear or logistic regression by noisy projected gradient descent (one charge)."""
+
+    needs_rows = True
+
+    def mechanism_of(self, node: Regression, allocation: NoiseAllocation) -> str:
+        """Per-step Gaussian composition, or amplification by iteration."""
+        if node.accounting == "rdp":
+            return "noisy gradient descent (discrete Gaussian, zCDP composition)"
+        return "noisy projected SGD (Gaussian, amplification by iteration)"
+
+    def privacy_map(self, node: Regression, allocation: NoiseAllocation) -> Any:
+        """Gaussian only; 1/10 of ρ to the count, the rest to the model."""
+        kind = "linear" if node.loss == "squared" else "logistic"
+        rows_per_unit = unit_rows(node.plan)
+        if node.accounting == "iteration" and rows_per_unit > 1:
+            raise SchemaError(
+                "Amplification by iteration is analysed for one row per person; use "
+                "accounting='rdp' with a privacy unit."
+            )
         _gaussian_only(allocation, f"{kind}_regression()")
+        spec = loss_spec(node.loss, node.radius)
         count, rho_model = _split(allocation)
         noise_for(rows_per_unit, 1.0, count)
-        if accounting == "rdp":
+        dims = len(node.features) + 1
+        if node.accounting == "rdp":
             from dpframe.mechanisms.gaussian_vector import vector_noise
 
-            vector_noise(spec.lipschitz * rows_per_unit, len(names) + 1, rho_model / steps)
+            vector_noise(spec.lipschitz * rows_per_unit, dims, rho_model / node.steps)
         else:
-            sigma, grid = iteration_sigma(spec, len(names) + 1, rho_model, passes)
+            sigma, grid = iteration_sigma(spec, dims, rho_model, node.passes)
             if sigma / grid > 2**52:
                 raise InvalidBudgetError("epsilon is too small for this regression.")
+        return spec, count, rho_model
 
-    def work(
-        backend: Backend, allocation: NoiseAllocation, cost: Budget, _rho: Fraction | None
-    ) -> tuple[PrivateLinearRegression | PrivateLogisticRegression, str]:
-        rng = session._rng
-        count, rho_model = _split(allocation)
-        columns = numeric_rows(backend, frame._plan, [Col(n) for n in [*names, target_name]])
+    def release(self, run: Released[Regression]) -> tuple[Any, str]:
+        """Read the complete rows, normalise, fit with noise, denormalise."""
+        node = run.node
+        rng = run.rng
+        spec, count, rho_model = run.noise
+        rows_per_unit = unit_rows(node.plan)
+        kind = "linear" if node.loss == "squared" else "logistic"
+        progress = ProgressBar(f"{kind} regression", node.progress)
+        names = list(node.features)
+        exprs = [Col(n) for n in [*names, node.target]]
+        columns = numeric_rows(run.backend, node.plan, exprs)
         complete = np.all([~np.isnan(c) for c in columns], axis=0)
         xs = [c[complete] for c in columns[:-1]]
-        y = normalize_target(columns[-1][complete], target_bounds, loss)
-        z = normalize_features(xs, bounds)
+        y = normalize_target(columns[-1][complete], node.target_bounds, node.loss)
+        z = normalize_features(xs, list(node.feature_bounds))
         n_hat, _ = _noisy_count(len(y), rows_per_unit, count, rng)
-        if accounting == "rdp":
+        if node.accounting == "rdp":
             w, sigma = fit_composition(
-                z, y, spec, rho_model, n_hat, steps, rows_per_unit, rng, progress
+                z, y, spec, rho_model, n_hat, node.steps, rows_per_unit, rng, progress
             )
         else:
             z, y = _arrange_rows(z, y, max(round(n_hat), 0), rng)
             # Default step 1/(β·sqrt(ñ)): a function of the released count only.
             eta = (
-                step_size
-                if chosen_step is not None
+                node.step_size
+                if node.step_size is not None
                 else 1 / (spec.smoothness * math.sqrt(max(n_hat, 1.0)))
             )
-            w, sigma = fit_iteration(z, y, spec, rho_model, passes, eta, rng, progress)
+            w, sigma = fit_iteration(z, y, spec, rho_model, node.passes, eta, rng, progress)
         w = np.round(w * 2**30) / 2**30  # a public grid for the released weights
-        coef, intercept = denormalize(w, bounds, target_bounds, loss)
-        model_type = PrivateLinearRegression if loss == "squared" else PrivateLogisticRegression
+        coef, intercept = denormalize(w, list(node.feature_bounds), node.target_bounds, node.loss)
+        model_type = (
+            PrivateLinearRegression if node.loss == "squared" else PrivateLogisticRegression
+        )
         model = model_type(
             coef,
             float(intercept),
             tuple(names),
-            target_name,
-            accounting,
-            cost,
+            node.target,
+            node.accounting,
+            run.cost,
             n_hat,
             sigma,
             spec.radius,
-            label,
+            node.label,
         )
         return model, f"coef={np.array2string(coef, precision=4)}"
-
-    return session._run(label, source, budget, mechanism, work, precheck=precheck)
 
 
 def _arrange_rows(

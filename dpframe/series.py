@@ -6,6 +6,7 @@ Operators build expressions (free); ``count``, ``sum``, ``mean``, ``var`` and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -13,11 +14,22 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import SchemaError
-from dpframe.frame import PrivateFrame, _to_expr, describe_plan
+from dpframe.frame import PrivateFrame, _to_expr
 from dpframe.guard import RowGuard, UnknownAttributeError
+from dpframe.node_builders import (
+    copy_node,
+    histogram_node,
+    kde_node,
+    mode_node,
+    privacy,
+    quantile_node,
+    require_bounds,
+)
 from dpframe.plan.expressions import Clip, Expr
 from dpframe.plan.nodes import Aggregate, Statistic
+from dpframe.plan.releases import describe_plan
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
+from dpframe.release import grouped_series
 from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
@@ -25,22 +37,6 @@ if TYPE_CHECKING:
     from dpframe.release import Release
 
 __all__ = ["PrivateSeries", "require_bounds"]
-
-
-def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
-    """The clamping bounds of a column, or an error that says which bounds to add."""
-    if not info.summable:
-        raise SchemaError(
-            f"{statistic}() needs a numeric column; {info.name!r} is {info.kind}. "
-            "Use count(), value counts by groupby(), or derive a number first."
-        )
-    if info.bounds is None:
-        raise SchemaError(
-            f"{statistic}() of {info.name!r} needs public clamping bounds: pass "
-            f"bounds={{{info.name!r}: (low, high)}} when loading, or call "
-            f"pf.with_bounds({info.name}=(low, high)), or clip(low, high) the expression."
-        )
-    return info.bounds
 
 
 class PrivateSeries(RowGuard):
@@ -230,9 +226,9 @@ class PrivateSeries(RowGuard):
     ) -> Release:
         bounds = None if statistic == "count" else require_bounds(self._info, statistic)
         label = f"{statistic}({self._expr}){describe_plan(self._frame._plan)}"
-        agg = Aggregate(self._frame._plan, statistic, self._expr, bounds, (), label)
-        result = self._frame._session._release(agg, epsilon, delta, rho)
-        return cast("Release", result)  # an Explanation inside session.explain()
+        request = privacy(epsilon, delta, rho)
+        agg = Aggregate(self._frame._plan, statistic, self._expr, bounds, (), label, request)
+        return cast("Release", self._frame._session.run(agg))
 
     @releases
     def count(
@@ -332,9 +328,7 @@ class PrivateSeries(RowGuard):
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
         """
-        from dpframe.selection_queries import quantiles
-
-        return quantiles(self, q, epsilon, delta, rho)
+        return self._frame._session.run(quantile_node(self, q, privacy(epsilon, delta, rho)))
 
     @releases
     def median(
@@ -364,9 +358,7 @@ class PrivateSeries(RowGuard):
         Accuracy: with probability 1 − β the returned key's count is within
         (2/ε)·ln(k/β) of the largest count, for k categories.
         """
-        from dpframe.selection_queries import mode
-
-        return mode(self, epsilon, delta, rho)
+        return self._frame._session.run(mode_node(self, privacy(epsilon, delta, rho)))
 
     @releases
     def value_counts(
@@ -391,7 +383,7 @@ class PrivateSeries(RowGuard):
                 f"categories={{{info.name!r}: [...]}}."
             )
         counts = self._frame.groupby(info.name).size(epsilon=epsilon, delta=delta, rho=rho)
-        if not isinstance(counts, pd.Series) or not sort:
+        if not sort:
             return counts
         order = np.argsort(-counts.to_numpy(), kind="stable")
         sorted_counts: pd.Series = counts.iloc[order]
@@ -419,9 +411,11 @@ class PrivateSeries(RowGuard):
 
         Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
-        from dpframe.selection_queries import histogram
-
-        return histogram(self, bins, epsilon, delta, rho)
+        agg, edges = histogram_node(self, bins, privacy(epsilon, delta, rho))
+        result = self._frame._session.run(agg)
+        index = pd.IntervalIndex.from_breaks(edges, closed="left", name=str(self._expr))
+        meta = dataclasses.replace(result.attrs["dpframe"], index=index)
+        return grouped_series(result.to_numpy(), meta, "count")
 
     @releases
     def std(
@@ -455,9 +449,8 @@ class PrivateSeries(RowGuard):
         ``copy.attrs["dpframe_copy"]``); ``dpframe.local_queries.estimate_frequencies``
         debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
         """
-        from dpframe.local_queries import sanitized_copy
-
-        return sanitized_copy(self, "rr", epsilon, delta, rho, length_share)
+        node = copy_node(self, "rr", (epsilon, delta, rho), length_share)
+        return self._frame._session.run(node)  # type: ignore[no-any-return]
 
     @releases
     def laplace_copy(
@@ -479,9 +472,8 @@ class PrivateSeries(RowGuard):
         about sqrt(2)·b per value.  Source: Dwork, McSherry, Nissim, Smith
         2006; the seed texts of issue 8.
         """
-        from dpframe.local_queries import sanitized_copy
-
-        return sanitized_copy(self, "laplace", epsilon, delta, rho, length_share)
+        node = copy_node(self, "laplace", (epsilon, delta, rho), length_share)
+        return self._frame._session.run(node)  # type: ignore[no-any-return]
 
     @releases
     def kde(
@@ -504,15 +496,12 @@ class PrivateSeries(RowGuard):
         Accuracy: pointwise standard deviation in
         ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
         """
-        from dpframe.model_queries import kde
-
-        return kde(self, bandwidth, grid, epsilon, delta, rho)
+        node = kde_node(self, bandwidth, grid, privacy(epsilon, delta, rho))
+        return self._frame._session.run(node)  # type: ignore[no-any-return]
 
 
 def _reorder(meta: Any, order: np.ndarray) -> Any:
     """A grouped release's metadata with its cells in a new order (post-processing)."""
-    import dataclasses
-
     from dpframe.mechanisms.aggregates import IntervalModel
 
     model = meta.intervals

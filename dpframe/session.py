@@ -16,14 +16,15 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation, make_accountant
-from dpframe.accounting.budget import Budget, Number, PrivacyRequest
+from dpframe import engine
+from dpframe.accounting.accountants import Accountant, Charge, make_accountant
+from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend, make_backend
 from dpframe.errors import (
@@ -31,28 +32,23 @@ from dpframe.errors import (
     InvalidArgumentError,
     InvalidBudgetError,
     LedgerError,
-    QueryFailedError,
     SchemaError,
 )
-from dpframe.explain import explain_aggregate, explain_cost
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for, noise_plan, release_aggregate
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
-from dpframe.plan.nodes import Aggregate, Source, lineage
+from dpframe.plan.nodes import Source
 from dpframe.plan.schema import schema_from_frame
-from dpframe.release import GroupedRelease, Release, grouped_series
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskDataFrame
 
     from dpframe.accounting.composition import CompositionSummary
     from dpframe.accounting.renyi import RenyiCurve
+    from dpframe.engine import Node
+    from dpframe.explain import Explanation
     from dpframe.frame import PrivateFrame
 
 __all__ = ["Observable", "ReleaseEvent", "Session"]
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -66,11 +62,34 @@ class ReleaseEvent:
     total: Budget
 
 
+class _Captured(Exception):  # noqa: N818  (a signal, not an error)
+    """Raised by :meth:`Session.run` inside :meth:`Observable.explain`: carries the node."""
+
+    def __init__(self, session: Observable, node: Any) -> None:
+        super().__init__("captured")
+        self.session = session
+        self.node = node
+
+
+#: The session whose explain() is capturing the next release in this context.
+_CAPTURING: ContextVar[Observable | None] = ContextVar("dpframe_capturing", default=None)
+
+
+def is_capturing(session: Observable) -> bool:
+    """True inside ``session.explain(function)``."""
+    return _CAPTURING.get() is session
+
+
+def capture(session: Observable, node: Any) -> None:
+    """Inside ``session.explain(function)``: stop the function and hand over ``node``."""
+    if _CAPTURING.get() is session:
+        raise _Captured(session, node)
+
+
 class Observable:
-    """What local and remote sessions share: listeners of releases, and explain mode."""
+    """What local and remote sessions share: listeners of releases, and explain()."""
 
     _listeners: list[Callable[[ReleaseEvent], None]]
-    _explaining: bool
 
     def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
         """Call ``listener`` after every release; returns a function that unsubscribes."""
@@ -82,19 +101,36 @@ class Observable:
 
         return unsubscribe
 
-    def explain(self, query: Callable[[], Any]) -> Any:
-        """Run ``query`` without spending: each release inside returns an :class:`Explanation`.
+    def explain(self, query: Any) -> Any:
+        """What a release would cost and how accurate it would be; nothing is spent.
+
+        ``query`` is a release node, or a function that makes one release
+        (e.g. ``lambda: pf["wage"].mean(epsilon=0.1)``): the release's node is
+        captured when it reaches the engine, and the function is not run further.
 
         Example:
             >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
         """
         if not callable(query):
-            raise SchemaError("explain() takes a function, e.g. lambda: pf.count(epsilon=0.1).")
-        self._explaining = True
+            return self._explain_node(query)
+        token = _CAPTURING.set(self)
         try:
-            return query()
+            query()
+        except _Captured as captured:
+            if captured.session is not self:
+                raise
+            node = captured.node
+        else:
+            raise SchemaError(
+                "explain() found no release in the function: give it a function that makes "
+                "one release, e.g. lambda: pf.count(epsilon=0.1)."
+            )
         finally:
-            self._explaining = False
+            _CAPTURING.reset(token)
+        return self._explain_node(node)
+
+    def _explain_node(self, node: Any) -> Any:
+        raise SchemaError("explain() takes a release node or a function that makes one release.")
 
 
 class Session(Observable):
@@ -148,7 +184,7 @@ class Session(Observable):
         self._backends: dict[tuple[str, str], Backend] = {}
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
-        self._explaining = False
+        self._families = engine.families()
         self._units: dict[str, tuple[str, int] | None] = {}
         self._ledger.register(self._name, self._accountant.kind, total)
 
@@ -347,146 +383,21 @@ class Session(Observable):
 
     # -- releasing -----------------------------------------------------------
 
-    def _release(
-        self,
-        agg: Aggregate,
-        epsilon: Number | None,
-        delta: Number | None,
-        rho: Number | None,
-    ) -> Release | pd.Series:
-        """Release an additive-noise aggregate (count, sum, mean, var, std)."""
-        measures, _ = measures_for(agg)
+    def run(self, node: Node) -> Any:
+        """Release ``node`` (every release method builds one and calls this).
 
-        def explain(request: PrivacyRequest, charge: Charge, allocation: NoiseAllocation) -> Any:
-            return explain_aggregate(
-                agg, request, charge, allocation, self._accountant, self._charges()
-            )
+        validate → privacy map → charge (refused here if over budget: nothing
+        has touched the data) → compute → release → record → notify.  Inside
+        :meth:`explain` the node is captured instead and nothing is spent.
 
-        def work(
-            backend: Backend, allocation: NoiseAllocation, cost: Budget, rho: Fraction | None
-        ) -> tuple[Release | pd.Series, str]:
-            exact = backend.compute(agg.plan, measures, agg.by)
-            result = release_aggregate(agg, exact, allocation, self._rng)
-            if agg.by:
-                meta = GroupedRelease(
-                    _group_index(agg),
-                    cost,
-                    result.mechanism,
-                    result.scales,
-                    agg.label,
-                    result.intervals,
-                    rho,
-                )
-                return grouped_series(
-                    result.values, meta, agg.statistic
-                ), f"{len(result.values)} groups"
-            value = float(result.values[0])
-            release = Release(
-                value,
-                cost,
-                result.mechanism,
-                float(result.scales[0]),
-                agg.label,
-                result.intervals,
-                rho,
-            )
-            return release, repr(value)
-
-        def precheck(allocation: NoiseAllocation) -> None:
-            for _, sens, quantum, part in noise_plan(agg, allocation):
-                noise_for(sens, quantum, part)  # raises for unusable parameters
-
-        return self._run(
-            agg.label,
-            _source_of(agg),
-            (epsilon, delta, rho),
-            None,
-            work,
-            explain,
-            precheck=precheck,
-        )
-
-    def _explain_request(
-        self,
-        label: str,
-        epsilon: Number | None,
-        delta: Number | None,
-        rho: Number | None,
-        mechanism_delta: bool = False,
-    ) -> Any:
-        """The cost explanation of a composite query (inside :meth:`explain`)."""
-        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, _ = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
-        return explain_cost(label, request, charge, self._accountant, self._charges())
-
-    def _check_affordable(
-        self,
-        epsilon: Number | None,
-        delta: Number | None,
-        rho: Number | None,
-        mechanism_delta: bool = False,
-    ) -> None:
-        """Raise :class:`BudgetExceededError` now if a request of this size would be refused."""
-        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, _ = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
-        self._accountant.check(self._charges(), charge, request)
-
-    def _run(
-        self,
-        label: str,
-        source: Source,
-        budget: tuple[Number | None, Number | None, Number | None],
-        mechanism: str | None,
-        work: Callable[[Backend, NoiseAllocation, Budget, Fraction | None], tuple[T, str]],
-        explain: Callable[[PrivacyRequest, Charge, NoiseAllocation], Any] | None = None,
-        mechanism_delta: bool = False,
-        precheck: Callable[[NoiseAllocation], None] | None = None,
-    ) -> T:
-        """The one release path: validate, charge (or refuse), compute, release, record.
-
-        ``work`` runs only after the charge is committed; it gets the backend,
-        the noise allocation, the cost and the zCDP ρ, and returns the release
-        and a short public text for the ledger.
+        Raises:
+            BudgetExceededError: when the budget would be exceeded (nothing charged).
         """
-        epsilon, delta, rho = budget
-        request = PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
-        charge, allocation = self._accountant.allocate(request, mechanism_delta=mechanism_delta)
-        backend = self._backends.get((source.dataset, source.view))
-        if backend is None:
-            raise DPError("This frame belongs to another session.")
-        if self._explaining:
-            if explain is not None:
-                return cast(T, explain(request, charge, allocation))
-            return cast(T, explain_cost(label, request, charge, self._accountant, self._charges()))
-        if precheck is not None:
-            precheck(allocation)
-        if mechanism is None:
-            mechanism = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
-        release_id = self._ledger.charge(
-            self._name,
-            source.dataset,
-            charge,
-            lambda spent: self._accountant.check(spent, charge, request),
-            label,
-            mechanism,
-        )
-        cost = self._accountant.cost(request, charge)
-        zcdp_rho = charge.rho if self.accounting == "zcdp" else None
-        try:
-            released, shown = work(backend, allocation, cost, zcdp_rho)
-        except DPError:
-            self._ledger.complete(release_id, "", status="failed")
-            raise
-        except Exception as exc:
-            self._ledger.complete(release_id, "", status="failed")
-            raise QueryFailedError(
-                f"The query failed while reading the data ({type(exc).__name__}); its charge "
-                "stands. No detail is shown because it could hold private values: check the "
-                "column types used in the query's conditions and expressions."
-            ) from None
-        self._ledger.complete(release_id, shown)
-        self._notify(label, cost)
-        return released
+        capture(self, node)
+        return engine.run(self, node)
+
+    def _explain_node(self, node: Any) -> Explanation:
+        return engine.explain(self, node)
 
     def _notify(self, query: str, cost: Budget) -> None:
         if not self._listeners:
@@ -548,10 +459,6 @@ def _read(
     return read_dask(kind, path, kwargs)
 
 
-def _source_of(agg: Aggregate) -> Source:
-    return lineage(agg.plan)[0]
-
-
 def _check_groups(unit: tuple[str, int] | None, max_groups: int | None) -> int:
     if max_groups is None:
         return 0 if unit is None else unit[1]
@@ -581,14 +488,3 @@ def _check_unit(
     ):
         raise SchemaError("max_rows_per_unit must be an integer >= 1.")
     return privacy_unit, max_rows_per_unit
-
-
-def _group_index(agg: Aggregate) -> pd.Index:
-    if len(agg.by) == 1:
-        key = agg.by[0]
-        single: pd.Index = pd.Index(list(key.categories), name=key.name, dtype=object)
-        return single
-    product: pd.Index = pd.MultiIndex.from_product(
-        [list(k.categories) for k in agg.by], names=[k.name for k in agg.by]
-    )
-    return product

@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from dpframe.accounting.budget import PrivacyRequest
 from dpframe.plan.expressions import Expr
 
 __all__ = [
@@ -131,6 +132,8 @@ class Aggregate:
         bounds: the public clamping bounds of ``expr`` (None for a row count).
         by: group keys; empty for a scalar release.
         label: a human-readable description for the ledger.
+        privacy: the privacy cost requested (None: a query used inside another
+            release, e.g. argmax's utilities, never released on its own).
     """
 
     plan: Plan
@@ -139,6 +142,7 @@ class Aggregate:
     bounds: tuple[float, float] | None
     by: tuple[GroupKey, ...]
     label: str
+    privacy: PrivacyRequest | None = None
 
     @property
     def n_groups(self) -> int:

@@ -29,11 +29,12 @@ from dpframe.errors import (
     QueryFailedError,
     SchemaError,
 )
+from dpframe.explain import Explanation
 from dpframe.plan.nodes import Source
 from dpframe.plan.schema import ColumnInfo, Schema
 from dpframe.remote.calls import Call
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
-from dpframe.session import Observable, ReleaseEvent
+from dpframe.session import Observable, ReleaseEvent, capture, is_capturing
 
 if TYPE_CHECKING:
     from dpframe.frame import PrivateFrame
@@ -139,7 +140,6 @@ class RemoteSession(Observable):
         self._http = http
         self._dataset = dataset
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
-        self._explaining = False
         self._state = dict(state)
 
     @property
@@ -185,14 +185,22 @@ class RemoteSession(Observable):
         table = decode_response(self._http.request("GET", path)["ledger"])
         return cast(pd.DataFrame, table)
 
+    def _explain_node(self, node: Any) -> Any:
+        if isinstance(node, Explanation):  # the curator explained the captured call
+            return node
+        return super()._explain_node(node)
+
     def _remote_call(self, call: Call) -> Any:
         body = call.to_json()
-        body["explain"] = self._explaining
+        explaining = is_capturing(self)
+        body["explain"] = explaining
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
         answer = self._http.request("POST", path, body)
         self._state.update(answer["budget"])
         result = decode_response(answer["result"])
-        if not self._explaining:
+        if explaining:
+            capture(self, result)
+        else:
             cost = _budget(answer["cost"])
             event = ReleaseEvent(
                 str(answer["query"]),

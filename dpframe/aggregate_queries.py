@@ -1,0 +1,82 @@
+"""The family of additive-noise aggregates: count, sum, mean, var, std, overall or per group.
+
+The privacy map is :func:`dpframe.mechanisms.aggregates.noise_plan` (every
+measure's sensitivity, quantum and share of the allocation, validated
+against the samplers' limits before the charge); the release adds noise to
+the backend's exact measures (:func:`~dpframe.mechanisms.aggregates.release_aggregate`).
+Histograms and value counts are count aggregates over a binned or declared key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dpframe.accounting.accountants import NoiseAllocation
+from dpframe.engine import Asked, Family, Released
+from dpframe.explain import Explanation, explain_aggregate
+from dpframe.mechanisms.additive import noise_for
+from dpframe.mechanisms.aggregates import measures_for, noise_plan, release_aggregate
+from dpframe.plan.nodes import Aggregate
+from dpframe.release import GroupedRelease, Release, grouped_series
+
+__all__ = ["AggregateFamily", "group_index"]
+
+
+def group_index(agg: Aggregate) -> pd.Index:
+    """The index of a grouped release: every declared key (combination), in order."""
+    if len(agg.by) == 1:
+        key = agg.by[0]
+        single: pd.Index = pd.Index(list(key.categories), name=key.name, dtype=object)
+        return single
+    product: pd.Index = pd.MultiIndex.from_product(
+        [list(k.categories) for k in agg.by], names=[k.name for k in agg.by]
+    )
+    return product
+
+
+class AggregateFamily(Family[Aggregate]):
+    """Counts, sums, means, variances and standard deviations (see mechanisms/aggregates.py)."""
+
+    def privacy_map(self, node: Aggregate, allocation: NoiseAllocation) -> Any:
+        """The measures and their sensitivities; every noise plan checked against the samplers."""
+        for _, sens, quantum, part in noise_plan(node, allocation):
+            noise_for(sens, quantum, part)  # raises for unusable parameters
+        return measures_for(node)
+
+    def release(self, run: Released[Aggregate]) -> tuple[Any, str]:
+        """Exact measures from the backend, noise, post-processing."""
+        agg = run.node
+        measures, _ = run.noise
+        exact = run.backend.compute(agg.plan, measures, agg.by)
+        result = release_aggregate(agg, exact, run.allocation, run.rng)
+        if agg.by:
+            meta = GroupedRelease(
+                group_index(agg),
+                run.cost,
+                result.mechanism,
+                result.scales,
+                agg.label,
+                result.intervals,
+                run.rho,
+            )
+            series = grouped_series(result.values, meta, agg.statistic)
+            return series, f"{len(result.values)} groups"
+        value = float(result.values[0])
+        release = Release(
+            value,
+            run.cost,
+            result.mechanism,
+            float(result.scales[0]),
+            agg.label,
+            result.intervals,
+            run.rho,
+        )
+        return release, repr(value)
+
+    def explain(self, node: Aggregate, asked: Asked) -> Explanation:
+        """Each measure's noise and 95% half-width, and the accuracy floor."""
+        return explain_aggregate(
+            node, asked.request, asked.charge, asked.allocation, asked.accountant, asked.spent
+        )

@@ -1,0 +1,329 @@
+"""The release engine: one path from a release node to a released answer.
+
+:func:`run` is the only way anything private is released, for every kind of
+release, embedded or behind a curator:
+
+1. **validate**: the node validated itself when it was built; its privacy
+   request is turned into a charge and a noise allocation by the accountant;
+2. **privacy map**: the node's mechanism family computes its noise plan from
+   the allocation (public inputs only; computed once and reused by the
+   release), refusing unusable parameters;
+3. **charge**: the accountant's filter admits the charge and the ledger
+   records it in one transaction, or refuses (nothing has touched the data);
+4. **compute and release**: the family evaluates the plan on the backend
+   and adds noise;
+5. **record and notify**: the ledger row is completed and listeners (the
+   budget meter) hear of the release.
+
+:func:`explain` is the same path stopped before the charge.  Each family
+(one per kind of node) lives with its mechanisms and says how to do steps
+2, 4 and the explanation; :func:`family_of` finds it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
+from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
+from dpframe.explain import Explanation, explain_cost
+from dpframe.noise import SecureRandom
+from dpframe.plan.nodes import Aggregate, Source, lineage
+from dpframe.plan.releases import ReleaseNode
+from dpframe.row_access import require_rows
+
+if TYPE_CHECKING:
+    from dpframe.backends.base import Backend
+    from dpframe.session import Session
+
+__all__ = ["Asked", "Family", "Node", "Released", "explain", "family_of", "run"]
+
+Node = Aggregate | ReleaseNode
+N = TypeVar("N", bound=Node)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A request as the accountant sees it, before any charge: for explanations."""
+
+    request: PrivacyRequest
+    charge: Charge
+    allocation: NoiseAllocation
+    accountant: Accountant
+    spent: Charge
+
+    def cost_only(self, label: str) -> Explanation:
+        """An explanation of the cost alone (for mechanisms without additive noise)."""
+        return explain_cost(label, self.request, self.charge, self.accountant, self.spent)
+
+
+@dataclass(frozen=True)
+class Released(Generic[N]):
+    """What a family's release gets once the charge stands.
+
+    Attributes:
+        node: the node released.
+        backend: the data's backend (exact, non-private evaluation).
+        allocation: the noise allocation of the whole node.
+        noise: the family's privacy map for this allocation (computed before the charge).
+        cost: the (ε, δ) charged.
+        rho: the zCDP ρ charged, in zCDP sessions (else None).
+        rng: the session's secure random source.
+        accounting: the session's accounting kind.
+        parts: the parts of a composite node, as admitted with it.
+        part: releases one part of a composite node (charged with the whole).
+    """
+
+    node: N
+    backend: Backend
+    allocation: NoiseAllocation
+    noise: Any
+    cost: Budget
+    rho: Fraction | None
+    rng: SecureRandom
+    accounting: str
+    parts: tuple[Node, ...]
+    part: Callable[[Node], Any] = field(repr=False)
+
+
+class Family(ABC, Generic[N]):
+    """How one kind of release node is released; subclasses live with their mechanisms.
+
+    Attributes:
+        mechanism: the mechanism's name for the ledger (None: the allocation's noise).
+        mechanism_delta: the mechanism has a δ of its own (the request's δ is charged as is).
+        needs_rows: the release reads row-level values (pandas backend only, checked
+            before the charge).
+    """
+
+    mechanism: str | None = None
+    mechanism_delta: bool = False
+    needs_rows: bool = False
+
+    def mechanism_of(self, node: N, allocation: NoiseAllocation) -> str:
+        """The mechanism's name for the ledger."""
+        if self.mechanism is not None:
+            return self.mechanism
+        return "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
+
+    def delta_of_its_own(self, node: N) -> bool:
+        """True when the mechanism has a δ of its own (charged as requested)."""
+        return self.mechanism_delta
+
+    def privacy_map(self, node: N, allocation: NoiseAllocation) -> Any:
+        """The noise plan for ``allocation`` (public inputs only); raise if unusable."""
+        return None
+
+    @abstractmethod
+    def release(self, run: Released[N]) -> tuple[Any, str]:
+        """Compute and release; returns the result and a short public text for the ledger."""
+
+    def explain(self, node: N, asked: Asked) -> Explanation:
+        """What the release would cost and how accurate it would be (no data read)."""
+        return asked.cost_only(node.label)
+
+
+def _families() -> Mapping[type, Family[Any]]:
+    from dpframe.aggregate_queries import AggregateFamily
+    from dpframe.discovery_queries import (
+        DiscoverKeysFamily,
+        DiscoverThenAggregateFamily,
+        SparseVectorFamily,
+    )
+    from dpframe.local_queries import SanitizedCopyFamily
+    from dpframe.model_queries import KernelDensityFamily, RegressionFamily
+    from dpframe.plan import releases as r
+    from dpframe.selection_queries import (
+        ArgMaxFamily,
+        DescribeFamily,
+        ModeFamily,
+        QuantileFamily,
+    )
+
+    return MappingProxyType(
+        {
+            Aggregate: AggregateFamily(),
+            r.Quantile: QuantileFamily(),
+            r.Mode: ModeFamily(),
+            r.ArgMax: ArgMaxFamily(),
+            r.Describe: DescribeFamily(),
+            r.SparseVector: SparseVectorFamily(),
+            r.DiscoverKeys: DiscoverKeysFamily(),
+            r.DiscoverThenAggregate: DiscoverThenAggregateFamily(),
+            r.SanitizedCopy: SanitizedCopyFamily(),
+            r.KernelDensity: KernelDensityFamily(),
+            r.Regression: RegressionFamily(),
+        }
+    )
+
+
+def family_of(node: object, families: Mapping[type, Family[Any]]) -> Family[Any]:
+    """The family that releases ``node``; an error for anything that is not a release node."""
+    family = families.get(type(node))
+    if family is None:
+        raise DPError(
+            f"A {type(node).__name__} is not a release node; build one with a PrivateFrame's "
+            "release methods (e.g. pf['x'].mean(...)) or from dpframe.plan.releases."
+        )
+    return family
+
+
+def _request(node: Node) -> PrivacyRequest:
+    if node.privacy is None:
+        raise InvalidBudgetError(
+            "This node has no privacy cost: give it privacy=PrivacyRequest(epsilon=...)."
+        )
+    return node.privacy
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    """A node's charge, allocation and privacy map, computed once before the charge."""
+
+    node: Node
+    family: Family[Any]
+    request: PrivacyRequest
+    charge: Charge
+    allocation: NoiseAllocation
+    noise: Any
+    parts: tuple[_Admitted, ...]
+
+
+def _admit(session: Session, node: Node, budget: Charge | None = None) -> _Admitted:
+    """Validate ``node`` and its parts and compute their privacy maps (before the charge).
+
+    ``budget``: for a part, what its composite was charged; the parts' charges
+    must add up to at most it (checked exactly), so one charge covers them all.
+    """
+    family = family_of(node, session._families)
+    request = _request(node)
+    charge, allocation = session._accountant.allocate(
+        request, mechanism_delta=family.delta_of_its_own(node)
+    )
+    noise = family.privacy_map(node, allocation)
+    parts = tuple(_admit(session, part) for part in _node_parts(node))
+    if parts:
+        total = Charge()
+        for part in parts:
+            total = total + part.charge
+        if not (
+            total.epsilon <= charge.epsilon
+            and total.delta <= charge.delta
+            and total.rho <= charge.rho
+        ):
+            raise DPError("The parts of this release would cost more than the whole.")
+    return _Admitted(node, family, request, charge, allocation, noise, parts)
+
+
+def _node_parts(node: Node) -> tuple[Node, ...]:
+    return node.parts() if isinstance(node, ReleaseNode) else ()
+
+
+def _source(node: Node) -> Source:
+    return lineage(node.plan)[0]
+
+
+def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
+    source = _source(node)
+    backend = session._backends.get((source.dataset, source.view))
+    if backend is None:
+        raise DPError("This frame belongs to another session.")
+    if family.needs_rows:
+        require_rows(session, source)
+    return backend
+
+
+def explain(session: Session, node: Node) -> Explanation:
+    """What ``node`` would cost and release; nothing is charged and no data is read."""
+    family = family_of(node, session._families)
+    request = _request(node)
+    charge, allocation = session._accountant.allocate(
+        request, mechanism_delta=family.delta_of_its_own(node)
+    )
+    _backend(session, node, family)
+    asked = Asked(request, charge, allocation, session._accountant, session._charges())
+    return family.explain(node, asked)
+
+
+def run(session: Session, node: Node) -> Any:
+    """Release ``node``: validate, privacy map, charge, compute, release, record, notify."""
+    admitted = _admit(session, node)
+    backend = _backend(session, node, admitted.family)
+    label = node.label
+    accountant = session._accountant
+    release_id = session._ledger.charge(
+        session.name,
+        _source(node).dataset,
+        admitted.charge,
+        lambda spent: accountant.check(spent, admitted.charge, admitted.request),
+        label,
+        admitted.family.mechanism_of(node, admitted.allocation),
+    )
+    cost = accountant.cost(admitted.request, admitted.charge)
+    try:
+        released, shown = _release(session, admitted, backend, cost)
+    except DPError:
+        session._ledger.complete(release_id, "", status="failed")
+        raise
+    except Exception as exc:
+        session._ledger.complete(release_id, "", status="failed")
+        raise QueryFailedError(
+            f"The query failed while reading the data ({type(exc).__name__}); its charge "
+            "stands. No detail is shown because it could hold private values: check the "
+            "column types used in the query's conditions and expressions."
+        ) from None
+    session._ledger.complete(release_id, shown)
+    session._notify(label, cost)
+    return released
+
+
+def _release(session: Session, admitted: _Admitted, backend: Backend, cost: Budget) -> Any:
+    """Compute and release an admitted node (its charge stands); parts are released on demand."""
+    accountant = session._accountant
+    zcdp = session.accounting == "zcdp"
+    statics = {id(p.node): p for p in admitted.parts}
+    templates = list(admitted.parts)
+
+    def part(node: Node) -> Any:
+        known = statics.get(id(node))
+        if known is None:
+            # A part built from an earlier part's release (e.g. an aggregate over
+            # discovered keys): it must cost exactly what its template was admitted at.
+            template = next(
+                (t for t in templates if type(t.node) is type(node) and t.request == node.privacy),
+                None,
+            )
+            if template is None:
+                raise DPError("A part of this release was not admitted with it.")
+            templates.remove(template)
+            known = _admit(session, node)
+            if known.charge != template.charge:
+                raise DPError("A part of this release was not admitted with it.")
+        part_cost = accountant.cost(known.request, known.charge)
+        released, _ = _release(session, known, backend, part_cost)
+        return released
+
+    run_ = Released(
+        admitted.node,
+        backend,
+        admitted.allocation,
+        admitted.noise,
+        cost,
+        admitted.charge.rho if zcdp else None,
+        session._rng,
+        session.accounting,
+        tuple(p.node for p in admitted.parts),
+        part,
+    )
+    return admitted.family.release(run_)
+
+
+def families() -> Mapping[type, Family[Any]]:
+    """Every release node type and its family (read-only)."""
+    return _families()

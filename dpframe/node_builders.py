@@ -1,0 +1,305 @@
+"""From the facade's arguments to release nodes: validation against the public schema.
+
+Each function checks what an analyst passed to a release method (columns,
+bounds, categories, parameters) and builds the node the engine releases.
+Nothing here reads data or charges anything; a bad argument raises a
+:class:`~dpframe.DPError` subclass before any node exists.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from dpframe.accounting.budget import Number, PrivacyRequest, to_fraction
+from dpframe.errors import InvalidBudgetError, SchemaError
+from dpframe.mechanisms.aggregates import MAX_CELLS
+from dpframe.mechanisms.kde import check_bandwidth
+from dpframe.mechanisms.quantiles import check_quantile
+from dpframe.plan.expressions import Bucket, Col, Expr
+from dpframe.plan.nodes import Aggregate, GroupKey
+from dpframe.plan.releases import (
+    ArgMax,
+    Describe,
+    KernelDensity,
+    Mode,
+    Quantile,
+    Regression,
+    SanitizedCopy,
+    SparseVector,
+    describe_plan,
+)
+from dpframe.plan.schema import ColumnInfo, infer_column
+
+if TYPE_CHECKING:
+    from dpframe.frame import PrivateFrame
+    from dpframe.series import PrivateSeries
+
+__all__ = [
+    "argmax_node",
+    "copy_node",
+    "describe_node",
+    "histogram_node",
+    "kde_node",
+    "mode_node",
+    "privacy",
+    "quantile_node",
+    "regression_node",
+    "require_bounds",
+    "sparse_vector_node",
+]
+
+
+def privacy(epsilon: Number | None, delta: Number | None, rho: Number | None) -> PrivacyRequest:
+    """The privacy request of a release method's ``epsilon=``, ``delta=``, ``rho=``."""
+    return PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+
+
+def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
+    """The clamping bounds of a column, or an error that says which bounds to add."""
+    if not info.summable:
+        raise SchemaError(
+            f"{statistic}() needs a numeric column; {info.name!r} is {info.kind}. "
+            "Use count(), value counts by groupby(), or derive a number first."
+        )
+    if info.bounds is None:
+        raise SchemaError(
+            f"{statistic}() of {info.name!r} needs public clamping bounds: pass "
+            f"bounds={{{info.name!r}: (low, high)}} when loading, or call "
+            f"pf.with_bounds({info.name}=(low, high)), or clip(low, high) the expression."
+        )
+    return info.bounds
+
+
+def quantile_node(series: PrivateSeries, qs: object, request: PrivacyRequest) -> Quantile:
+    """One or several quantiles of a bounded column."""
+    scalar = not isinstance(qs, (list, tuple, np.ndarray, pd.Index))
+    levels_raw = [qs] if scalar else list(qs)  # type: ignore[call-overload]
+    if not levels_raw:
+        raise SchemaError("quantile() needs at least one level q in [0, 1].")
+    levels = tuple(check_quantile(q) for q in levels_raw)
+    bounds = require_bounds(series._info, "quantile")
+    return Quantile(
+        plan=series._frame._plan,
+        privacy=request,
+        expr=series._expr,
+        bounds=bounds,
+        levels=levels,
+        scalar=scalar,
+    )
+
+
+def mode_node(series: PrivateSeries, request: PrivacyRequest) -> Mode:
+    """The most frequent declared category."""
+    info = series._info
+    if info.categories is None:
+        raise SchemaError(
+            f"mode() needs the public categories of {info.name!r}: declare "
+            f"categories={{{info.name!r}: [...]}}."
+        )
+    group = GroupKey(info.name, series._expr, info.categories)
+    return Mode(plan=series._frame._plan, privacy=request, group=group)
+
+
+def argmax_node(
+    frame: PrivateFrame,
+    keys: tuple[GroupKey, ...],
+    agg: str,
+    column: str | None,
+    request: PrivacyRequest,
+) -> ArgMax:
+    """The key whose count, sum or mean is largest."""
+    if agg not in ("count", "sum", "mean"):
+        raise SchemaError("argmax(agg=...) must be 'count', 'sum' or 'mean'.")
+    if agg != "count" and column is None:
+        raise SchemaError(f"argmax('{agg}') needs a column: argmax('{agg}', column='...').")
+    bounds = None
+    if column is not None:
+        info = frame._schema.get(column)
+        bounds = None if agg == "count" else require_bounds(info, f"argmax('{agg}')")
+    return ArgMax(
+        plan=frame._plan,
+        privacy=request,
+        keys=keys,
+        agg=agg,  # type: ignore[arg-type]  # checked above
+        expr=None if column is None else Col(column),
+        column=column,
+        bounds=bounds,
+    )
+
+
+def histogram_node(
+    series: PrivateSeries, bins: int | Sequence[float], request: PrivacyRequest
+) -> tuple[Aggregate, list[float]]:
+    """Counts per public bin: a count aggregate over a binned key, and the bin edges."""
+    clamp = isinstance(bins, int) and not isinstance(bins, bool)
+    if clamp:
+        assert isinstance(bins, int)
+        if bins < 1:
+            raise SchemaError("hist(bins=...) needs at least one bin.")
+        if bins > MAX_CELLS:
+            raise SchemaError(f"hist(bins=...) takes at most {MAX_CELLS} bins.")
+        low, high = require_bounds(series._info, "hist")
+        edges = [float(e) for e in np.linspace(low, high, bins + 1)]
+    else:
+        try:
+            edges = [float(e) for e in bins]  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise SchemaError(
+                "hist(bins=...) takes a number of bins or increasing edges."
+            ) from None
+        if (
+            len(edges) < 2
+            or not all(np.isfinite(edges))
+            or any(b <= a for a, b in itertools.pairwise(edges))
+        ):
+            raise SchemaError("hist(bins=...) edges must be finite and strictly increasing.")
+    plan = series._frame._plan
+    bucket = Bucket(series._expr, tuple(edges), clamp=clamp)
+    key = GroupKey(str(series._expr), bucket, tuple(range(len(edges) - 1)))
+    label = f"hist({series._expr}, {len(edges) - 1} bins){describe_plan(plan)}"
+    return Aggregate(plan, "count", series._expr, None, (key,), label, request), edges
+
+
+def describe_node(frame: PrivateFrame, request: PrivacyRequest) -> Describe:
+    """count, mean, std and quartiles of every bounded numeric column."""
+    columns = tuple(
+        (c.name, Col(c.name), c.bounds)
+        for c in frame._schema.columns
+        if c.kind == "numeric" and c.bounds
+    )
+    if not columns:
+        raise SchemaError("describe() needs numeric columns with declared bounds.")
+    return Describe(plan=frame._plan, privacy=request, columns=columns)
+
+
+def sparse_vector_node(
+    frame: PrivateFrame,
+    queries: object,
+    threshold: float,
+    max_hits: int,
+    numeric: bool,
+    request: PrivacyRequest,
+) -> SparseVector:
+    """Named row conditions for the sparse vector technique."""
+    from dpframe.frame import _to_expr
+
+    if isinstance(queries, Mapping):
+        items = [(str(name), cond) for name, cond in queries.items()]
+    elif isinstance(queries, Sequence) and not isinstance(queries, (str, bytes)):
+        items = [(str(_to_expr(cond, frame)), cond) for cond in queries]
+    else:
+        raise SchemaError(
+            "above_threshold() needs a dict {name: condition} or a list of conditions."
+        )
+    if not items:
+        raise SchemaError("above_threshold() needs at least one query.")
+    named: list[tuple[str, Expr]] = []
+    for name, cond in items:
+        expr = _to_expr(cond, frame)
+        if infer_column(name, expr, frame._schema).kind != "boolean":
+            raise SchemaError(f"Query {name!r} is not a row condition (comparison, isin, &, |, ~).")
+        named.append((name, expr))
+    return SparseVector(
+        plan=frame._plan,
+        privacy=request,
+        conditions=tuple(named),
+        threshold=threshold,
+        max_hits=max_hits,
+        numeric=numeric,
+    )
+
+
+def copy_node(
+    series: PrivateSeries,
+    kind: Literal["rr", "laplace"],
+    budget: tuple[Number | None, Number | None, Number | None],
+    length_share: object,
+) -> SanitizedCopy:
+    """A randomized-response or Laplace copy of a column."""
+    from dpframe.local_queries import check_length_share
+
+    epsilon, delta, rho = budget
+    info = series._info
+    share = check_length_share(length_share)
+    delta_q = to_fraction(0 if delta is None else delta, "delta")
+    if not 0 <= delta_q < 1:
+        raise InvalidBudgetError("delta must be in [0, 1).")
+    request = PrivacyRequest(epsilon=epsilon, delta=delta_q, rho=rho)
+    if kind == "rr":
+        if info.categories is None or len(info.categories) < 2:
+            raise SchemaError(
+                f"randomized_response() needs at least two declared categories for "
+                f"{info.name!r}: declare categories={{{info.name!r}: [...]}}."
+            )
+        return SanitizedCopy(
+            plan=series._frame._plan,
+            privacy=request,
+            expr=series._expr,
+            name=info.name,
+            kind=kind,
+            length_share=share,
+            categories=tuple(info.categories),
+        )
+    bounds = require_bounds(info, "laplace_copy")
+    if not bounds[1] > bounds[0]:
+        raise SchemaError(f"laplace_copy() needs bounds with low < high for {info.name!r}.")
+    return SanitizedCopy(
+        plan=series._frame._plan,
+        privacy=request,
+        expr=series._expr,
+        name=info.name,
+        kind=kind,
+        length_share=share,
+        bounds=bounds,
+    )
+
+
+def kde_node(
+    series: PrivateSeries, bandwidth: float, grid: object, request: PrivacyRequest
+) -> KernelDensity:
+    """A kernel density estimate on a public grid."""
+    from dpframe.model_queries import kde_grid
+
+    h = check_bandwidth(bandwidth)
+    bounds = require_bounds(series._info, "kde")
+    points = kde_grid(grid, bounds)
+    return KernelDensity(
+        plan=series._frame._plan,
+        privacy=request,
+        expr=series._expr,
+        bounds=bounds,
+        bandwidth=h,
+        points=tuple(float(p) for p in points),
+    )
+
+
+def regression_node(
+    frame: PrivateFrame,
+    loss: Literal["squared", "logistic"],
+    features: object,
+    target: object,
+    request: PrivacyRequest,
+    options: dict[str, Any],
+) -> Regression:
+    """A linear or logistic regression."""
+    from dpframe.model_queries import check_features, check_regression_options
+
+    names, bounds, target_name, target_bounds = check_features(
+        frame._schema, features, target, loss
+    )
+    checked = check_regression_options(options, loss)
+    return Regression(
+        plan=frame._plan,
+        privacy=request,
+        loss=loss,
+        features=tuple(names),
+        feature_bounds=tuple(bounds),
+        target=target_name,
+        target_bounds=target_bounds,
+        **checked,
+    )

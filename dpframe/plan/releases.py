@@ -1,0 +1,479 @@
+"""Release nodes: every kind of differentially private release, as plain data.
+
+A release node is a frozen dataclass that says *what* to release (the plan of
+rows, the columns and public parameters) and *at what privacy cost* (its
+:class:`~dpframe.accounting.budget.PrivacyRequest`).  It holds no data and no
+callables, so it can be compared by value (``key()``), explained, sized,
+serialized and sent to a curator before anything is read.  The engine
+(:meth:`dpframe.Session.run`) turns a node into a release:
+validate → privacy map → charge → compute → release → record → notify.
+
+Count, sum, mean, var and std (overall or per group, histograms and value
+counts included) are :class:`~dpframe.plan.nodes.Aggregate` nodes; the other
+kinds are defined here.  Composite nodes (:class:`Describe`,
+:class:`DiscoverThenAggregate`) are charged once for their total; their parts
+and the budget split between them are part of the node (:meth:`parts`).
+
+Every node validates its public parameters in ``__post_init__`` (structure,
+ranges and types); checks that need the schema or a mechanism's limits run in
+the engine, still before the charge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+from typing import Any, Literal, TypeAlias
+
+from dpframe.accounting.budget import PrivacyRequest
+from dpframe.errors import InvalidArgumentError, SchemaError
+from dpframe.plan.expressions import Expr
+from dpframe.plan.nodes import (
+    Aggregate,
+    Assign,
+    Filter,
+    GroupKey,
+    Plan,
+    Source,
+    Statistic,
+    lineage,
+)
+
+__all__ = [
+    "ArgMax",
+    "Describe",
+    "DiscoverKeys",
+    "DiscoverThenAggregate",
+    "KernelDensity",
+    "Mode",
+    "Quantile",
+    "Regression",
+    "ReleaseNode",
+    "SanitizedCopy",
+    "SparseVector",
+    "canonical",
+    "describe_plan",
+    "privacy_key",
+]
+
+Bounds: TypeAlias = tuple[float, float]
+
+
+def describe_plan(plan: Plan) -> str:
+    """A readable summary of a plan's filters and derived columns, for labels in the ledger."""
+    _, steps = lineage(plan)
+    parts = []
+    for step in steps:
+        if isinstance(step, Filter):
+            parts.append(f"where {step.predicate}")
+        else:
+            parts.append(f"with {step.name} = {step.expr}")
+    return (" " + " ".join(parts)) if parts else ""
+
+
+def privacy_key(privacy: PrivacyRequest | None) -> tuple[Any, ...]:
+    """The exact identity of a privacy request (fractions, never floats)."""
+    if privacy is None:
+        return ("privacy", None)
+    return ("privacy", privacy.epsilon, privacy.delta, privacy.rho)
+
+
+def canonical(value: Any) -> Hashable:
+    """A canonical hashable form of a node field: exact fractions, one tag for NaN."""
+    if isinstance(value, (Expr, ReleaseNode)):
+        return ("node", value.key())
+    if isinstance(value, GroupKey):
+        return ("group", value.name, value.expr.key(), canonical(value.categories))
+    if isinstance(value, (Filter, Assign, Source)):
+        return ("plan", _plan_key(value))
+    if isinstance(value, PrivacyRequest):
+        return privacy_key(value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ("nan",)
+        if math.isinf(value):
+            return ("inf", value > 0)
+        return ("num", Fraction(value))
+    if isinstance(value, (int, Fraction)):
+        return ("num", Fraction(value))
+    if isinstance(value, tuple):
+        return ("tuple", tuple(canonical(v) for v in value))
+    if isinstance(value, Hashable):  # a public key of another type (e.g. a date)
+        return ("other", type(value).__name__, value)
+    raise TypeError(f"{type(value).__name__} is not a node field type.")
+
+
+def _plan_key(plan: Plan) -> tuple[Any, ...]:
+    source, steps = lineage(plan)
+    parts: list[Any] = [
+        ("source", source.dataset, source.unit_rows, source.view, source.unit_column),
+        source.unit_groups,
+    ]
+    for step in steps:
+        if isinstance(step, Filter):
+            parts.append(("filter", step.predicate.key()))
+        else:
+            parts.append(("assign", step.name, step.expr.key()))
+    return tuple(parts)
+
+
+def plan_key(plan: Plan) -> tuple[Any, ...]:
+    """The structural identity of a plan (source and steps)."""
+    return _plan_key(plan)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ReleaseNode:
+    """Base class of the release kinds defined here.
+
+    Attributes:
+        plan: the rows released from (source, filters, derived columns).
+        privacy: the privacy cost requested (ε, δ, or ρ in zCDP sessions).
+    """
+
+    plan: Plan
+    privacy: PrivacyRequest
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.privacy, PrivacyRequest):
+            raise InvalidArgumentError("privacy= must be a PrivacyRequest.")
+
+    def key(self) -> tuple[Any, ...]:
+        """A canonical hashable identity: equal nodes have equal keys."""
+        compared = [f for f in fields(self) if f.compare]
+        return (
+            type(self).__name__,
+            *((f.name, canonical(getattr(self, f.name))) for f in compared),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReleaseNode):
+            return NotImplemented
+        return type(self) is type(other) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    @property
+    def label(self) -> str:
+        """A human-readable description for the ledger."""
+        return f"{self._what()}{describe_plan(self.plan)}"
+
+    def _what(self) -> str:
+        return type(self).__name__
+
+    def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
+        """The sub-releases of a composite node (empty for a simple one)."""
+        return ()
+
+
+def _check_bounds(bounds: object, what: str) -> None:
+    ok = (
+        isinstance(bounds, tuple)
+        and len(bounds) == 2
+        and all(isinstance(b, float) and math.isfinite(b) for b in bounds)
+        and bounds[0] <= bounds[1]
+    )
+    if not ok:
+        raise SchemaError(f"{what} needs finite public bounds (low, high) with low <= high.")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Quantile(ReleaseNode):
+    """Quantiles of a bounded column by the exponential mechanism (one or several levels q)."""
+
+    expr: Expr
+    bounds: Bounds
+    levels: tuple[Fraction, ...]
+    scalar: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_bounds(self.bounds, "quantile()")
+        if not self.levels:
+            raise SchemaError("quantile() needs at least one level q in [0, 1].")
+        if not all(isinstance(q, Fraction) and 0 <= q <= 1 for q in self.levels):
+            raise SchemaError("Quantile levels must be exact numbers in [0, 1].")
+        if self.scalar and len(self.levels) != 1:
+            raise SchemaError("A scalar quantile has exactly one level.")
+
+    def _what(self) -> str:
+        shown = ", ".join(f"{float(q):g}" for q in self.levels)
+        return f"quantile({self.expr}, q=[{shown}])"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Mode(ReleaseNode):
+    """The most frequent declared category (report noisy max); only the key is released."""
+
+    group: GroupKey
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.group.categories:
+            raise SchemaError(f"mode() needs the public categories of {self.group.name!r}.")
+
+    def _what(self) -> str:
+        return f"mode({self.group.expr})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ArgMax(ReleaseNode):
+    """The group of public keys whose count, sum or mean is largest; only the key is released."""
+
+    keys: tuple[GroupKey, ...]
+    agg: Literal["count", "sum", "mean"]
+    expr: Expr | None = None
+    column: str | None = None
+    bounds: Bounds | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.agg not in ("count", "sum", "mean"):
+            raise SchemaError("argmax(agg=...) must be 'count', 'sum' or 'mean'.")
+        if not self.keys or not all(k.categories for k in self.keys):
+            raise SchemaError("argmax needs declared keys for every group-by column.")
+        if self.agg != "count":
+            if self.expr is None:
+                raise SchemaError(
+                    f"argmax('{self.agg}') needs a column: argmax('{self.agg}', column='...')."
+                )
+            _check_bounds(self.bounds, f"argmax('{self.agg}')")
+
+    def _what(self) -> str:
+        by = ", ".join(k.name for k in self.keys)
+        return f"argmax {self.agg}({self.column or ''}) by {by}"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SparseVector(ReleaseNode):
+    """Which row conditions hold for more than ``threshold`` rows (sparse vector technique)."""
+
+    conditions: tuple[tuple[str, Expr], ...]
+    threshold: float
+    max_hits: int = 1
+    numeric: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.conditions:
+            raise SchemaError("above_threshold() needs at least one query.")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
+            raise SchemaError("threshold must be a number.")
+        if not math.isfinite(self.threshold):
+            raise SchemaError("threshold must be a finite number.")
+        if isinstance(self.max_hits, bool) or not isinstance(self.max_hits, int):
+            raise SchemaError("max_hits must be an integer >= 1.")
+        if self.max_hits < 1:
+            raise SchemaError("max_hits must be an integer >= 1.")
+
+    def _what(self) -> str:
+        return (
+            f"above_threshold({len(self.conditions)} queries, threshold={self.threshold:g}, "
+            f"max_hits={self.max_hits}{', numeric' if self.numeric else ''})"
+        )
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class DiscoverKeys(ReleaseNode):
+    """Noisy counts of the keys of ``column`` that clear a private threshold (needs δ > 0)."""
+
+    column: str
+
+    def _what(self) -> str:
+        return f"discover keys of {self.column}"
+
+
+_HALF = Fraction(1, 2)
+
+
+def _scaled(privacy: PrivacyRequest, share: Fraction, delta: Fraction) -> PrivacyRequest:
+    epsilon = None if privacy.epsilon is None else privacy.epsilon * share
+    rho = None if privacy.rho is None else privacy.rho * share
+    return PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class DiscoverThenAggregate(ReleaseNode):
+    """A group-by over keys found privately: discovery, then an aggregate over the keys found.
+
+    The split is part of the node: ``weights[0]`` of ε (or ρ) and all of δ
+    discover the keys, ``weights[1]`` of ε (or ρ) releases the aggregate.
+    """
+
+    column: str
+    statistic: Statistic
+    value: Expr | None = None
+    bounds: Bounds | None = None
+    weights: tuple[Fraction, Fraction] = (_HALF, _HALF)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.weights) != 2 or sum(self.weights) != 1 or min(self.weights) <= 0:
+            raise InvalidArgumentError("weights must be two positive fractions adding to 1.")
+        if self.statistic != "count" and self.value is None:
+            raise SchemaError(f"Select a column first: grouped['column'].{self.statistic}(...).")
+        if self.statistic != "count":
+            _check_bounds(self.bounds, f"{self.statistic}()")
+
+    def _what(self) -> str:
+        what = "" if self.value is None else str(self.value)
+        return f"{self.statistic}({what}) by {self.column}, keys discovered privately"
+
+    def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
+        """The discovery, and the aggregate with no keys yet (they come from the discovery)."""
+        discover = DiscoverKeys(
+            plan=self.plan,
+            privacy=_scaled(self.privacy, self.weights[0], self.privacy.delta),
+            column=self.column,
+        )
+        return (discover, self.aggregate(()))
+
+    def aggregate(self, keys: tuple[Hashable, ...]) -> Aggregate:
+        """The aggregate part over ``keys`` (found by the discovery part)."""
+        from dpframe.plan.expressions import Col
+
+        by = (GroupKey(self.column, Col(self.column), keys),)
+        what = "count()" if self.value is None else f"{self.statistic}({self.value})"
+        label = f"{what} by {self.column}{describe_plan(self.plan)}"
+        privacy = _scaled(self.privacy, self.weights[1], Fraction(0))
+        expr = self.value
+        return Aggregate(self.plan, self.statistic, expr, self.bounds, by, label, privacy)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Describe(ReleaseNode):
+    """count, mean, std and quartiles of bounded numeric columns, in one charge.
+
+    The request is split evenly over the columns; within a column, half goes
+    to the moments (one ``var`` aggregate) and half to the three quartiles
+    (one :class:`Quantile`).
+    """
+
+    columns: tuple[tuple[str, Expr, Bounds], ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.columns:
+            raise SchemaError("describe() needs numeric columns with declared bounds.")
+        for name, _, bounds in self.columns:
+            _check_bounds(bounds, f"describe() of {name!r}")
+
+    @property
+    def share(self) -> Fraction:
+        """Each part's share of the request."""
+        return Fraction(1, 2 * len(self.columns))
+
+    def _what(self) -> str:
+        return f"describe({', '.join(name for name, _, _ in self.columns)})"
+
+    def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
+        """Per column: a ``var`` aggregate and a quartiles :class:`Quantile`."""
+        privacy = _scaled(self.privacy, self.share, self.privacy.delta * self.share)
+        found: list[Aggregate | ReleaseNode] = []
+        for _, expr, bounds in self.columns:
+            label = f"var({expr}){describe_plan(self.plan)}"
+            found.append(Aggregate(self.plan, "var", expr, bounds, (), label, privacy))
+            quartiles = tuple(Fraction(k, 4) for k in (1, 2, 3))
+            found.append(
+                Quantile(
+                    plan=self.plan,
+                    privacy=privacy,
+                    expr=expr,
+                    bounds=bounds,
+                    levels=quartiles,
+                    scalar=False,
+                )
+            )
+        return tuple(found)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SanitizedCopy(ReleaseNode):
+    """A randomized-response (``rr``) or Laplace copy of one column: a public Series."""
+
+    expr: Expr
+    name: str
+    kind: Literal["rr", "laplace"]
+    length_share: Fraction
+    categories: tuple[Hashable, ...] = ()
+    bounds: Bounds = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind not in ("rr", "laplace"):
+            raise InvalidArgumentError("A sanitized copy is 'rr' or 'laplace'.")
+        if not isinstance(self.length_share, Fraction) or not 0 < self.length_share < 1:
+            raise InvalidArgumentError(
+                "length_share must be in (0, 1): the share of the request that hides the row count."
+            )
+        if self.kind == "rr" and len(self.categories) < 2:
+            raise SchemaError(
+                f"randomized_response() needs at least two declared categories for {self.name!r}."
+            )
+        if self.kind == "laplace":
+            _check_bounds(self.bounds, "laplace_copy()")
+            if not self.bounds[1] > self.bounds[0]:
+                raise SchemaError(f"laplace_copy() needs bounds with low < high for {self.name!r}.")
+
+    def _what(self) -> str:
+        return f"{'randomized_response' if self.kind == 'rr' else 'laplace_copy'}({self.expr})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class KernelDensity(ReleaseNode):
+    """A Gaussian kernel density estimate of a bounded column on public grid points."""
+
+    expr: Expr
+    bounds: Bounds
+    bandwidth: float
+    points: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_bounds(self.bounds, "kde()")
+        if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
+            raise InvalidArgumentError("bandwidth must be a positive finite number.")
+        if not self.points or not all(math.isfinite(p) for p in self.points):
+            raise InvalidArgumentError("kde() needs at least one finite grid point.")
+
+    def _what(self) -> str:
+        return f"kde({self.expr}, h={self.bandwidth:g}, {len(self.points)} points)"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Regression(ReleaseNode):
+    """A linear or logistic model by noisy projected gradient descent."""
+
+    loss: Literal["squared", "logistic"]
+    features: tuple[str, ...]
+    feature_bounds: tuple[Bounds, ...]
+    target: str
+    target_bounds: Bounds
+    accounting: Literal["rdp", "iteration"] = "rdp"
+    radius: float = 2.0
+    steps: int = 50
+    passes: int = 1
+    step_size: float | None = None
+    progress: bool = field(default=True, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.loss not in ("squared", "logistic"):
+            raise InvalidArgumentError("loss must be 'squared' or 'logistic'.")
+        if self.accounting not in ("rdp", "iteration"):
+            raise InvalidArgumentError("accounting= must be 'rdp' or 'iteration'.")
+        if not self.features or len(self.features) != len(self.feature_bounds):
+            raise SchemaError("features= takes a list of column names.")
+        if len(set(self.features)) != len(self.features):
+            raise SchemaError("features= lists a column twice.")
+        if self.target in self.features:
+            raise SchemaError("The target cannot also be a feature.")
+
+    def _what(self) -> str:
+        kind = "linear" if self.loss == "squared" else "logistic"
+        return f"{kind}_regression({self.target} ~ {' + '.join(self.features)}, {self.accounting})"
