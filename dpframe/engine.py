@@ -36,6 +36,8 @@ from dpframe.explain import Explanation, explain_cost
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.releases import ReleaseNode
+from dpframe.plan.schema import Schema
+from dpframe.plan.validate import validate_node
 from dpframe.row_access import require_rows
 
 if TYPE_CHECKING:
@@ -202,6 +204,7 @@ def _admit(session: Session, node: Node, budget: Charge | None = None) -> _Admit
     must add up to at most it (checked exactly), so one charge covers them all.
     """
     family = family_of(node, session._families)
+    validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
         request, mechanism_delta=family.delta_of_its_own(node)
@@ -229,6 +232,14 @@ def _source(node: Node) -> Source:
     return lineage(node.plan)[0]
 
 
+def _schema(session: Session, node: Node) -> Schema:
+    source = _source(node)
+    schema = session._schemas.get((source.dataset, source.view))
+    if schema is None:
+        raise DPError("This frame belongs to another session.")
+    return schema
+
+
 def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
     source = _source(node)
     backend = session._backends.get((source.dataset, source.view))
@@ -242,6 +253,7 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
 def explain(session: Session, node: Node) -> Explanation:
     """What ``node`` would cost and release; nothing is charged and no data is read."""
     family = family_of(node, session._families)
+    validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
         request, mechanism_delta=family.delta_of_its_own(node)

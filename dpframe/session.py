@@ -37,7 +37,7 @@ from dpframe.errors import (
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.plan.nodes import Source
-from dpframe.plan.schema import schema_from_frame
+from dpframe.plan.schema import Schema, schema_from_frame
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskDataFrame
@@ -182,6 +182,7 @@ class Session(Observable):
             raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
         self._backends: dict[tuple[str, str], Backend] = {}
+        self._schemas: dict[tuple[str, str], Schema] = {}
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._families = engine.families()
@@ -315,10 +316,12 @@ class Session(Observable):
             )
         if unit is None:
             self._backends.setdefault((dataset, ""), backend)
+            self._schemas.setdefault((dataset, ""), schema)
             return PrivateFrame._create(self, Source(dataset), schema)
         column, k = unit
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
         self._backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
+        self._schemas[(dataset, view)] = schema
         source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
         return PrivateFrame._create(self, source, schema)
 
