@@ -16,8 +16,7 @@ import pandas as pd
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.engine import Asked, Family, Released
 from dpframe.explain import Explanation, explain_aggregate
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for, noise_plan, release_aggregate
+from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
 from dpframe.plan.nodes import Aggregate
 from dpframe.release import GroupedRelease, Release, grouped_series
 
@@ -39,18 +38,16 @@ def group_index(agg: Aggregate) -> pd.Index:
 class AggregateFamily(Family[Aggregate]):
     """Counts, sums, means, variances and standard deviations (see mechanisms/aggregates.py)."""
 
-    def privacy_map(self, node: Aggregate, allocation: NoiseAllocation) -> Any:
-        """The measures and their sensitivities; every noise plan checked against the samplers."""
-        for _, sens, quantum, part in noise_plan(node, allocation):
-            noise_for(sens, quantum, part)  # raises for unusable parameters
-        return measures_for(node)
+    def privacy_map(self, node: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
+        """The measures, their sensitivities and noise (checked against the samplers)."""
+        return aggregate_noise(node, allocation)
 
     def release(self, run: Released[Aggregate]) -> tuple[Any, str]:
         """Exact measures from the backend, noise, post-processing."""
         agg = run.node
-        measures, _ = run.noise
-        exact = run.backend.compute(agg.plan, measures, agg.by)
-        result = release_aggregate(agg, exact, run.allocation, run.rng)
+        planned: AggregateNoise = run.noise
+        exact = run.backend.compute(agg.plan, planned.measures, agg.by)
+        result = release_aggregate(agg, exact, run.allocation, run.rng, planned)
         if agg.by:
             meta = GroupedRelease(
                 group_index(agg),

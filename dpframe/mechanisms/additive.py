@@ -136,6 +136,7 @@ def release_integer_sums(
     quantum: float,
     allocation: NoiseAllocation,
     rng: SecureRandom,
+    planned: tuple[int, int, NoiseSpec] | None = None,
 ) -> tuple[npt.NDArray[np.float64], NoiseSpec]:
     """Add discrete Laplace or discrete Gaussian noise to integer-valued sums.
 
@@ -167,11 +168,13 @@ def release_integer_sums(
         quantum: the value of one unit of ``exact`` (a power of two).
         allocation: the noise and its privacy parameter (ε or ρ).
         rng: the secure random source.
+        planned: ``noise_for(sensitivity, quantum, allocation)`` when the caller
+            already computed it (before the charge); computed here otherwise.
 
     Returns:
         The noisy values (exact floats on the public grid) and the noise used.
     """
-    grid_q, _, spec = noise_for(sensitivity, quantum, allocation)
+    grid_q, _, spec = planned or noise_for(sensitivity, quantum, allocation)
     if grid_q == 1:
         units = exact.astype(np.int64)
     elif exact.dtype == np.int64:  # exact integer rounding to the grid (half up)

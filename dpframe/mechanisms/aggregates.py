@@ -40,15 +40,17 @@ import numpy.typing as npt
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.errors import InvalidArgumentError, SchemaError
-from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
 from dpframe.mechanisms.mean import mean_noise_plan, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate, unit_rows
 
 __all__ = [
     "MAX_CELLS",
+    "AggregateNoise",
     "AggregateResult",
     "IntervalModel",
+    "aggregate_noise",
     "measures_for",
     "noise_plan",
     "release_aggregate",
@@ -154,6 +156,42 @@ _MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
 
 
 @dataclass(frozen=True)
+class AggregateNoise:
+    """The privacy map of an aggregate for one allocation, computed once per release.
+
+    Attributes:
+        measures: the exact quantities the backend computes.
+        sensitivities: their sensitivities in quanta (scaled by the unit's rows).
+        noise: for count, sum, var and std, ``noise_for`` of each measure's share
+            (grid, sensitivity in grid units, noise); empty for a mean, whose
+            second pass depends on released values.
+    """
+
+    measures: tuple[Measure, ...]
+    sensitivities: tuple[int, ...]
+    noise: tuple[tuple[int, int, NoiseSpec], ...]
+
+
+def aggregate_noise(agg: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
+    """Every measure and its noise under ``allocation``; raises for unusable parameters.
+
+    Public inputs only.  A mean's possible releases are all checked
+    (:func:`~dpframe.mechanisms.mean.mean_noise_plan`), its noise is chosen as it goes.
+    """
+    measures, sensitivities = measures_for(agg)
+    if agg.statistic == "mean":
+        for _, sens, quantum, part in mean_noise_plan(measures, sensitivities, allocation):
+            noise_for(sens, quantum, part)
+        return AggregateNoise(measures, sensitivities, ())
+    parts = allocation.split(tuple(1 for _ in measures))
+    noise = tuple(
+        noise_for(sens, m.quantum, part)
+        for m, sens, part in zip(measures, sensitivities, parts, strict=True)
+    )
+    return AggregateNoise(measures, sensitivities, noise)
+
+
+@dataclass(frozen=True)
 class IntervalModel:
     """Everything needed to compute confidence intervals of a release, free of privacy cost."""
 
@@ -235,6 +273,7 @@ def release_aggregate(
     exact: list[FloatArray],
     allocation: NoiseAllocation,
     rng: SecureRandom,
+    planned: AggregateNoise | None = None,
 ) -> AggregateResult:
     """Add noise to the exact measures of ``agg`` and post-process them.
 
@@ -243,11 +282,15 @@ def release_aggregate(
         exact: the backend's exact measures, in the order of :func:`measures_for`.
         allocation: the query's whole noise allocation, split evenly over measures.
         rng: the secure random source.
+        planned: the query's :func:`aggregate_noise` (computed before the charge);
+            computed here when None.
 
     Returns:
         The released values per cell with their intervals.
     """
-    measures, sensitivities = measures_for(agg)
+    if planned is None:
+        planned = aggregate_noise(agg, allocation)
+    measures, sensitivities = planned.measures, planned.sensitivities
     if agg.statistic == "mean":
         assert agg.bounds is not None
         mean = release_mean(measures, sensitivities, exact, agg.bounds, allocation, rng)
@@ -256,8 +299,10 @@ def release_aggregate(
     parts = allocation.split(tuple(1 for _ in measures))
     noisy: list[FloatArray] = []
     noise: list[NoiseSpec] = []
-    for measure, sens, part, values in zip(measures, sensitivities, parts, exact, strict=False):
-        released, spec = release_integer_sums(values, sens, measure.quantum, part, rng)
+    for measure, sens, part, values, noise_plan_ in zip(
+        measures, sensitivities, parts, exact, planned.noise, strict=False
+    ):
+        released, spec = release_integer_sums(values, sens, measure.quantum, part, rng, noise_plan_)
         noisy.append(released)
         noise.append(spec)
     values, scales = _combine(agg, noisy, noise)
