@@ -27,7 +27,6 @@ from dpframe.plan.schema import (
     check_categories,
     infer_column,
 )
-from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -226,7 +225,6 @@ class PrivateFrame(RowGuard):
 
     # -- releases ------------------------------------------------------------
 
-    @releases
     def above_threshold(
         self,
         queries: Any,
@@ -263,7 +261,6 @@ class PrivateFrame(RowGuard):
         node = sparse_vector_node(self, queries, threshold, max_hits, numeric, request)
         return self._session.run(node)
 
-    @releases
     def discover_keys(
         self,
         column: str,
@@ -290,7 +287,6 @@ class PrivateFrame(RowGuard):
         node = DiscoverKeys(plan=self._plan, privacy=privacy(epsilon, delta, rho), column=column)
         return list(self._session.run(node).index)
 
-    @releases
     def describe(
         self,
         *,
@@ -312,7 +308,6 @@ class PrivateFrame(RowGuard):
 
         return self._session.run(describe_node(self, privacy(epsilon, delta, rho)))  # type: ignore[no-any-return]
 
-    @releases
     def count(
         self,
         *,
@@ -334,7 +329,6 @@ class PrivateFrame(RowGuard):
         agg = Aggregate(self._plan, "count", None, None, (), label, request)
         return cast("Release", self._session.run(agg))
 
-    @releases
     def linear_regression(
         self,
         features: Sequence[str],
@@ -381,7 +375,6 @@ class PrivateFrame(RowGuard):
             regression_node(self, "squared", features, target, request, options)
         )
 
-    @releases
     def logistic_regression(
         self,
         features: Sequence[str],

@@ -19,7 +19,6 @@ from dpframe.node_builders import argmax_node, privacy, require_bounds
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, describe_plan
-from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -125,7 +124,6 @@ class PrivateGroupBy:
         agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label, request)
         return cast("pd.Series", frame._session.run(agg))
 
-    @releases
     def count(
         self,
         *,
@@ -136,7 +134,6 @@ class PrivateGroupBy:
         """Rows per group (or non-missing values of the selected column); sensitivity 1."""
         return self._aggregate("count", epsilon, delta, rho)
 
-    @releases
     def size(
         self,
         *,
@@ -149,7 +146,6 @@ class PrivateGroupBy:
             self._frame, tuple(k.name for k in self._keys), None
         )._aggregate("count", epsilon, delta, rho)
 
-    @releases
     def sum(
         self,
         *,
@@ -160,7 +156,6 @@ class PrivateGroupBy:
         """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
         return self._aggregate("sum", epsilon, delta, rho)
 
-    @releases
     def mean(
         self,
         *,
@@ -176,7 +171,6 @@ class PrivateGroupBy:
         """
         return self._aggregate("mean", epsilon, delta, rho)
 
-    @releases
     def var(
         self,
         *,
@@ -187,7 +181,6 @@ class PrivateGroupBy:
         """Clamped variance per group."""
         return self._aggregate("var", epsilon, delta, rho)
 
-    @releases
     def std(
         self,
         *,
@@ -198,7 +191,6 @@ class PrivateGroupBy:
         """Clamped standard deviation per group."""
         return self._aggregate("std", epsilon, delta, rho)
 
-    @releases
     def argmax(
         self,
         agg: str = "count",

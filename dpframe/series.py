@@ -30,7 +30,6 @@ from dpframe.plan.nodes import Aggregate, Statistic
 from dpframe.plan.releases import describe_plan
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 from dpframe.release import grouped_series
-from dpframe.remote.calls import releases
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number
@@ -230,7 +229,6 @@ class PrivateSeries(RowGuard):
         agg = Aggregate(self._frame._plan, statistic, self._expr, bounds, (), label, request)
         return cast("Release", self._frame._session.run(agg))
 
-    @releases
     def count(
         self,
         *,
@@ -246,7 +244,6 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("count", epsilon, delta, rho)
 
-    @releases
     def sum(
         self,
         *,
@@ -265,7 +262,6 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("sum", epsilon, delta, rho)
 
-    @releases
     def mean(
         self,
         *,
@@ -289,7 +285,6 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("mean", epsilon, delta, rho)
 
-    @releases
     def var(
         self,
         *,
@@ -306,7 +301,6 @@ class PrivateSeries(RowGuard):
         """
         return self._aggregate("var", epsilon, delta, rho)
 
-    @releases
     def quantile(
         self,
         q: float | Sequence[float] = 0.5,
@@ -330,7 +324,6 @@ class PrivateSeries(RowGuard):
         """
         return self._frame._session.run(quantile_node(self, q, privacy(epsilon, delta, rho)))
 
-    @releases
     def median(
         self,
         *,
@@ -341,7 +334,6 @@ class PrivateSeries(RowGuard):
         """The 0.5-quantile (see :meth:`quantile`)."""
         return cast("Release", self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho))
 
-    @releases
     def mode(
         self,
         *,
@@ -360,7 +352,6 @@ class PrivateSeries(RowGuard):
         """
         return self._frame._session.run(mode_node(self, privacy(epsilon, delta, rho)))
 
-    @releases
     def value_counts(
         self,
         *,
@@ -392,7 +383,6 @@ class PrivateSeries(RowGuard):
         sorted_counts.attrs["dpframe"] = _reorder(meta, order)
         return sorted_counts
 
-    @releases
     def hist(
         self,
         bins: int | Sequence[float] = 10,
@@ -417,7 +407,6 @@ class PrivateSeries(RowGuard):
         meta = dataclasses.replace(result.attrs["dpframe"], index=index)
         return grouped_series(result.to_numpy(), meta, "count")
 
-    @releases
     def std(
         self,
         *,
@@ -428,7 +417,6 @@ class PrivateSeries(RowGuard):
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", epsilon, delta, rho)
 
-    @releases
     def randomized_response(
         self,
         *,
@@ -452,7 +440,6 @@ class PrivateSeries(RowGuard):
         node = copy_node(self, "rr", (epsilon, delta, rho), length_share)
         return self._frame._session.run(node)  # type: ignore[no-any-return]
 
-    @releases
     def laplace_copy(
         self,
         *,
@@ -475,7 +462,6 @@ class PrivateSeries(RowGuard):
         node = copy_node(self, "laplace", (epsilon, delta, rho), length_share)
         return self._frame._session.run(node)  # type: ignore[no-any-return]
 
-    @releases
     def kde(
         self,
         bandwidth: float,

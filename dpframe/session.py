@@ -132,6 +132,18 @@ class Observable:
     def _explain_node(self, node: Any) -> Any:
         raise SchemaError("explain() takes a release node or a function that makes one release.")
 
+    def _announce(self, event: ReleaseEvent) -> None:
+        """Tell every listener of a release; a failing listener never loses the release."""
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception as exc:  # a broken meter must not lose the release
+                warnings.warn(
+                    f"A release listener failed ({type(exc).__name__}); the release stands.",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+
 
 class Session(Observable):
     """A privacy budget and the private data it protects.
@@ -413,15 +425,7 @@ class Session(Observable):
             self._accountant.remaining(charges),
             self.total,
         )
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # a broken meter must not lose the release
-                warnings.warn(
-                    f"A release listener failed ({type(exc).__name__}); the release stands.",
-                    RuntimeWarning,
-                    stacklevel=3,
-                )
+        self._announce(event)
 
 
 def read_table(

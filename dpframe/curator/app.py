@@ -6,7 +6,7 @@ Endpoints (all but ``/v1/health`` need ``Authorization: Bearer <token>``):
 * ``GET  /v1/datasets/{name}`` — public schema and the analyst's budget;
 * ``GET  /v1/datasets/{name}/budget`` — total, spent, remaining;
 * ``GET  /v1/datasets/{name}/ledger`` — the analyst's own releases;
-* ``POST /v1/datasets/{name}/query`` — one release (see :mod:`dpframe.remote.calls`).
+* ``POST /v1/datasets/{name}/query`` — one release node (see :mod:`dpframe.plan.codec`).
 
 Every error is ``{"error": {"code": ..., "message": ...}}`` with a fixed code;
 messages never hold data values.  Bodies over :data:`MAX_BODY` bytes are
@@ -39,37 +39,42 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class Step(BaseModel):
-    """A filter ``{kind: "filter", predicate}`` or a column ``{kind: "assign", name, expr}``."""
+class Privacy(BaseModel):
+    """ε, δ and ρ as exact decimal strings (at most 40 significant digits) or fractions."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["filter", "assign"]
-    predicate: dict[str, Any] | None = None
-    name: str | None = Field(default=None, max_length=256)
-    expr: dict[str, Any] | None = None
+    epsilon: str | None = Field(default=None, max_length=200)
+    delta: str = Field(max_length=200)
+    rho: str | None = Field(default=None, max_length=200)
 
 
-class Receiver(BaseModel):
-    """What the method is called on: the frame, a series (an expression) or a group-by."""
+class Node(BaseModel):
+    """A release node (``dpframe.plan.codec``): its type, plan, privacy and type's fields."""
 
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["frame", "series", "groupby"]
-    expr: dict[str, Any] | None = None
-    by: list[str] | None = Field(default=None, max_length=16)
-    column: str | None = None
+    model_config = ConfigDict(extra="allow")
+    type: Literal[
+        "aggregate",
+        "quantile",
+        "mode",
+        "argmax",
+        "sparse_vector",
+        "discover_keys",
+        "discover_then_aggregate",
+        "describe",
+        "sanitized_copy",
+        "kernel_density",
+        "regression",
+    ]
+    plan: list[dict[str, Any]] = Field(max_length=1_000)
+    privacy: Privacy
 
 
 class QueryRequest(BaseModel):
-    """One release: the frame's plan and public schema, a receiver, a method and arguments."""
+    """One release node, versioned; ``explain`` asks for its cost and accuracy only."""
 
     model_config = ConfigDict(extra="forbid")
-    steps: list[Step] = Field(default_factory=list, max_length=256)
-    columns: list[str] = Field(default_factory=list, max_length=4096)
-    bounds: dict[str, list[float]] = Field(default_factory=dict)
-    categories: dict[str, list[Any]] = Field(default_factory=dict)
-    receiver: Receiver
-    method: str = Field(max_length=64)
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    v: Literal[1]
+    node: Node
     explain: bool = False
 
 
@@ -213,7 +218,7 @@ def create_app(catalog: Catalog | Curator) -> FastAPI:
         who: Analyst = Depends(analyst),  # noqa: B008
     ) -> dict[str, Any]:
         """One release: charged to the analyst's budget only if it is released."""
-        return curator.query(who, name, request.model_dump(exclude_unset=True))
+        return curator.query(who, name, request.model_dump(exclude_unset=True, exclude_none=False))
 
     app.add_middleware(BodyLimit, curator=curator)
     return app

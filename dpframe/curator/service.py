@@ -32,7 +32,8 @@ from dpframe.errors import (
     QueryFailedError,
     SchemaError,
 )
-from dpframe.remote.calls import call_from_json, replay
+from dpframe.plan.codec import NodeFormatError, decode_node
+from dpframe.plan.nodes import Source
 from dpframe.remote.wire import ProtocolError, check_depth, encode_response
 from dpframe.session import ReleaseEvent, read_table
 
@@ -80,6 +81,8 @@ def classify(exc: Exception) -> ServiceError:
         return exc
     if isinstance(exc, ProtocolError):
         return ServiceError(413 if exc.code == "too_large" else 400, exc.code, str(exc))
+    if isinstance(exc, NodeFormatError):
+        return ServiceError(400, "invalid_query", str(exc))
     for cls, status, code in _CODES:
         if isinstance(exc, cls):
             return ServiceError(status, code, str(exc))
@@ -100,6 +103,14 @@ class _Seat:
     session: dp.Session
     frame: dp.PrivateFrame
     lock: threading.Lock
+
+    @property
+    def source(self) -> Source:
+        """The dataset's source as loaded by the curator (with its privacy-unit setting)."""
+        plan = self.frame.plan
+        if not isinstance(plan, Source):
+            raise ServiceError(500, "internal", "The dataset is not a plain source.")
+        return plan
 
 
 class Curator:
@@ -248,18 +259,16 @@ class Curator:
         seat = self._seat(analyst, dataset)
         try:
             check_depth(body)
-            call = call_from_json(dataset, body)
             explain = body.get("explain", False)
             if not isinstance(explain, bool):
                 raise ProtocolError("invalid_query", "explain must be true or false.")
+            envelope = {k: v for k, v in body.items() if k != "explain"}
+            node = decode_node(envelope, seat.source)  # on the curator's own source
             events: list[ReleaseEvent] = []
             with seat.lock:
                 unsubscribe = seat.session.subscribe(events.append)
                 try:
-                    if explain:
-                        result = seat.session.explain(lambda: replay(seat.frame, call))
-                    else:
-                        result = replay(seat.frame, call)
+                    result = seat.session.explain(node) if explain else seat.session.run(node)
                 finally:
                     unsubscribe()
                 state = self._budget_state(seat.session)
@@ -273,5 +282,5 @@ class Curator:
         cost = Budget()
         for event in events:
             cost = cost + event.cost
-        label = "; ".join(e.query for e in events) if events else call.method
+        label = "; ".join(e.query for e in events) if events else node.label
         return {"result": encoded, "budget": state, "cost": encode_response(cost), "query": label}

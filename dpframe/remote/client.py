@@ -29,14 +29,14 @@ from dpframe.errors import (
     QueryFailedError,
     SchemaError,
 )
-from dpframe.explain import Explanation
+from dpframe.plan.codec import encode_node
 from dpframe.plan.nodes import Source
 from dpframe.plan.schema import ColumnInfo, Schema
-from dpframe.remote.calls import Call
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
-from dpframe.session import Observable, ReleaseEvent, capture, is_capturing
+from dpframe.session import Observable, ReleaseEvent, capture
 
 if TYPE_CHECKING:
+    from dpframe.engine import Node
     from dpframe.frame import PrivateFrame
     from dpframe.session import Session
 
@@ -185,33 +185,32 @@ class RemoteSession(Observable):
         table = decode_response(self._http.request("GET", path)["ledger"])
         return cast(pd.DataFrame, table)
 
-    def _explain_node(self, node: Any) -> Any:
-        if isinstance(node, Explanation):  # the curator explained the captured call
-            return node
-        return super()._explain_node(node)
+    def run(self, node: Node) -> Any:
+        """Send ``node`` to the curator, which validates, charges and releases it."""
+        capture(self, node)
+        answer = self._send(node, explain=False)
+        cost = _budget(answer["cost"])
+        event = ReleaseEvent(
+            str(answer["query"]),
+            cost,
+            _budget(self._state["spent"]),
+            _budget(self._state["remaining"]),
+            self.total,
+        )
+        self._announce(event)
+        return answer["result"]
 
-    def _remote_call(self, call: Call) -> Any:
-        body = call.to_json()
-        explaining = is_capturing(self)
-        body["explain"] = explaining
+    def _explain_node(self, node: Any) -> Any:
+        return self._send(node, explain=True)["result"]
+
+    def _send(self, node: Node, *, explain: bool) -> dict[str, Any]:
+        body = encode_node(node)
+        body["explain"] = explain
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
-        answer = self._http.request("POST", path, body)
+        answer: dict[str, Any] = self._http.request("POST", path, body)
         self._state.update(answer["budget"])
-        result = decode_response(answer["result"])
-        if explaining:
-            capture(self, result)
-        else:
-            cost = _budget(answer["cost"])
-            event = ReleaseEvent(
-                str(answer["query"]),
-                cost,
-                _budget(self._state["spent"]),
-                _budget(self._state["remaining"]),
-                self.total,
-            )
-            for listener in list(self._listeners):
-                listener(event)
-        return result
+        answer["result"] = decode_response(answer["result"])
+        return answer
 
     def __repr__(self) -> str:
         return (

@@ -2,13 +2,13 @@
 
 Two directions, two codecs:
 
-* **requests** (analyst → curator) carry only plain data: JSON scalars,
-  lists, string-keyed objects, expression trees (``{"$expr": ...}``), exact
-  fractions and tuples.  Nothing else can be decoded: no pickle, no code, no
-  class names chosen by the sender.
-* **responses** (curator → analyst) carry releases: the same plus numpy
-  arrays, pandas Index/Series/DataFrame and the frozen dataclasses of a fixed
-  list (:data:`RESPONSE_TYPES`).
+* **requests** (analyst → curator) are release nodes, encoded by
+  :mod:`dpframe.plan.codec` (a strict, versioned format whose node types are
+  the allow-list; no pickle, no code, no class names chosen by the sender);
+  this module only parses the JSON (strict, depth-limited).
+* **responses** (curator → analyst) carry releases: JSON scalars, exact
+  fractions, tuples, expressions, numpy arrays, pandas Index/Series/DataFrame
+  and the frozen dataclasses of a fixed list (:func:`_response_types`).
 
 Non-finite floats travel as ``{"$float": "nan"}`` so that the JSON itself is
 standard (no ``NaN`` literals), and large integers as strings.
@@ -33,10 +33,8 @@ from dpframe.plan.expressions import Expr, expr_from_dict
 __all__ = [
     "MAX_DEPTH",
     "ProtocolError",
-    "decode_request_value",
     "decode_response",
     "dumps",
-    "encode_request_value",
     "encode_response",
     "loads",
 ]
@@ -149,41 +147,6 @@ def _encode_plain(value: Any, recurse: Callable[[Any], Any]) -> Any:
     if isinstance(value, list):
         return [recurse(v) for v in value]
     return NotImplemented
-
-
-def encode_request_value(value: Any) -> Any:
-    """Encode a query argument (series already replaced by their expressions)."""
-    plain = _encode_plain(value, encode_request_value)
-    if plain is not NotImplemented:
-        return plain
-    if isinstance(value, Mapping):
-        if not all(isinstance(k, str) for k in value):
-            raise ProtocolError("invalid_value", "Mappings sent to a curator need string keys.")
-        return {"$map": {k: encode_request_value(v) for k, v in value.items()}}
-    raise ProtocolError(
-        "invalid_value",
-        f"A {type(value).__name__} cannot be sent to a curator; use numbers, strings, "
-        "lists, dicts with string keys, or column expressions.",
-    )
-
-
-def decode_request_value(data: Any) -> Any:
-    """Decode a query argument: only plain data and expression trees."""
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
-    if isinstance(data, list):
-        return [decode_request_value(v) for v in data]
-    if isinstance(data, dict) and len(data) == 1:
-        ((tag, body),) = data.items()
-        if tag in _SCALAR_TAGS:
-            return _decode_tagged_scalar(tag, body)
-        if tag == "$expr":
-            return decode_expr(body)
-        if tag == "$tuple" and isinstance(body, list):
-            return tuple(decode_request_value(v) for v in body)
-        if tag == "$map" and isinstance(body, dict):
-            return {str(k): decode_request_value(v) for k, v in body.items()}
-    raise ProtocolError("invalid_value", "An argument is not a value this protocol knows.")
 
 
 def decode_expr(data: Any) -> Expr:

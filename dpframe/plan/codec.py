@@ -1,0 +1,458 @@
+"""The JSON form of release nodes: what an analyst's kernel sends a curator.
+
+``encode_node(node)`` gives ``{"v": 1, "node": {...}}``; ``decode_node(data,
+source)`` rebuilds the node on the curator's own :class:`~dpframe.plan.nodes.Source`
+(the analyst never chooses the dataset's privacy-unit setting or view).
+The format is strict:
+
+* the node types below are the allow-list; every field is required and no
+  other field is accepted (``"v"`` must be 1);
+* ε, δ and ρ are decimal strings of at most 40 significant digits (exponent
+  at most 99 in size) or exact fractions ``"n/d"`` of at most 64-bit parts;
+* numbers are finite JSON numbers, integers are integers, booleans booleans;
+* the whole message holds at most :data:`MAX_ITEMS` JSON containers (checked
+  before anything is built); expressions are limited in depth by the transport
+  (``dpframe.remote.wire.MAX_DEPTH``) and in size by the engine's resource check.
+
+Every decoding failure is a :class:`NodeFormatError` whose message names the
+field, never a value from the data (the sender wrote every value it holds).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpframe.accounting.budget import PrivacyRequest
+from dpframe.errors import DPError
+from dpframe.plan.expressions import Expr, expr_from_dict
+from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
+from dpframe.plan.releases import (
+    ArgMax,
+    Describe,
+    DiscoverKeys,
+    DiscoverThenAggregate,
+    KernelDensity,
+    Mode,
+    Quantile,
+    Regression,
+    ReleaseNode,
+    SanitizedCopy,
+    SparseVector,
+)
+
+__all__ = ["FORMAT_VERSION", "MAX_ITEMS", "NodeFormatError", "decode_node", "encode_node"]
+
+FORMAT_VERSION = 1
+#: The most JSON objects and arrays one encoded node may hold.
+MAX_ITEMS = 50_000
+_MAX_DIGITS = 40
+_MAX_EXPONENT = 99
+_MAX_PART = 2**64
+_MAX_TEXT = 1_000
+_DECIMAL = re.compile(r"(\d+)(?:\.(\d+))?(?:[eE]([-+]?\d{1,3}))?")
+_FRACTION = re.compile(r"(\d+)/(\d+)")
+
+Node = Aggregate | ReleaseNode
+
+
+class NodeFormatError(DPError):
+    """An encoded release node does not follow the format (nothing was charged)."""
+
+
+def _bad(message: str) -> NodeFormatError:
+    return NodeFormatError(message)
+
+
+# -- exact numbers -------------------------------------------------------------------
+
+
+def encode_exact(value: Fraction) -> str:
+    """A fraction as a short exact decimal when it has one, else ``"n/d"``."""
+    d = value.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d == 1:
+        places = max(twos, fives)
+        digits = str(value.numerator * 10**places // value.denominator)
+        if len(digits.lstrip("-0")) <= _MAX_DIGITS and places <= _MAX_EXPONENT:
+            return f"{digits}e-{places}" if places else digits
+    return f"{value.numerator}/{value.denominator}"
+
+
+def decode_exact(text: object, what: str) -> Fraction:
+    """Read a privacy parameter: a bounded decimal string or a fraction of 64-bit parts."""
+    if not isinstance(text, str) or len(text) > 200:
+        raise _bad(f"{what} must be a decimal string or a fraction 'n/d'.")
+    fraction = _FRACTION.fullmatch(text)
+    if fraction is not None:
+        n, d = int(fraction[1]), int(fraction[2])
+        if d == 0 or n >= _MAX_PART or d >= _MAX_PART:
+            raise _bad(f"{what}: a fraction needs a nonzero denominator and parts below 2**64.")
+        return Fraction(n, d)
+    decimal = _DECIMAL.fullmatch(text)
+    if decimal is None:
+        raise _bad(f"{what} must be a decimal string or a fraction 'n/d'.")
+    whole, part, exponent = decimal[1], decimal[2] or "", int(decimal[3] or 0)
+    digits = (whole + part).lstrip("0")
+    if len(digits) > _MAX_DIGITS or abs(exponent) > _MAX_EXPONENT:
+        raise _bad(
+            f"{what} has more than {_MAX_DIGITS} significant digits or an exponent beyond "
+            f"±{_MAX_EXPONENT}."
+        )
+    return Fraction(int(whole + part), 10 ** len(part)) * Fraction(10) ** exponent
+
+
+def _privacy(request: PrivacyRequest) -> dict[str, Any]:
+    return {
+        "epsilon": None if request.epsilon is None else encode_exact(request.epsilon),
+        "delta": encode_exact(request.delta),
+        "rho": None if request.rho is None else encode_exact(request.rho),
+    }
+
+
+def _decode_privacy(data: object) -> PrivacyRequest:
+    fields = _fields(data, "privacy", ("epsilon", "delta", "rho"))
+    epsilon = None if fields["epsilon"] is None else decode_exact(fields["epsilon"], "epsilon")
+    rho = None if fields["rho"] is None else decode_exact(fields["rho"], "rho")
+    return PrivacyRequest(epsilon=epsilon, delta=decode_exact(fields["delta"], "delta"), rho=rho)
+
+
+# -- field codecs --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Codec:
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any, str], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(f"{what} must be a number.")
+    if not math.isfinite(value):
+        raise _bad(f"{what} must be finite.")
+    return float(value)
+
+
+def _integer(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(f"{what} must be an integer.")
+    return value
+
+
+def _boolean(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(f"{what} must be true or false.")
+    return value
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or len(value) > _MAX_TEXT:
+        raise _bad(f"{what} must be a string of at most {_MAX_TEXT} characters.")
+    return value
+
+
+def _expr(value: object, what: str) -> Expr:
+    try:
+        return expr_from_dict(value)  # type: ignore[arg-type]
+    except DPError as exc:
+        raise _bad(f"{what}: {exc}") from None
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
+        raise _bad(f"{what} is not a valid column expression.") from None
+
+
+def _optional(codec: _Codec) -> _Codec:
+    return _Codec(
+        lambda v: None if v is None else codec.encode(v),
+        lambda v, what: None if v is None else codec.decode(v, what),
+    )
+
+
+def _tuple_of(codec: _Codec, limit: int = 100_000) -> _Codec:
+    def decode(value: object, what: str) -> tuple[Any, ...]:
+        if not isinstance(value, list) or len(value) > limit:
+            raise _bad(f"{what} must be a list of at most {limit} items.")
+        return tuple(codec.decode(v, f"{what}[{i}]") for i, v in enumerate(value))
+
+    return _Codec(lambda v: [codec.encode(x) for x in v], decode)
+
+
+def _pair(first: _Codec, second: _Codec) -> _Codec:
+    def decode(value: object, what: str) -> tuple[Any, Any]:
+        if not isinstance(value, list) or len(value) != 2:
+            raise _bad(f"{what} must be a pair.")
+        return first.decode(value[0], what), second.decode(value[1], what)
+
+    return _Codec(lambda v: [first.encode(v[0]), second.encode(v[1])], decode)
+
+
+def _choice(*options: str) -> _Codec:
+    def decode(value: object, what: str) -> str:
+        if value not in options:
+            raise _bad(f"{what} must be one of {', '.join(options)}.")
+        return str(value)
+
+    return _Codec(_identity, decode)
+
+
+def _key_value(value: object, what: str) -> Hashable:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, dict) and set(value) == {"$float"} and value["$float"] == "nan":
+        return float("nan")
+    raise _bad(f"{what} must be a string, number, boolean or null.")
+
+
+def _encode_key_value(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return {"$float": "nan"}
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
+
+
+NUMBER = _Codec(_identity, _number)
+INTEGER = _Codec(_identity, _integer)
+BOOLEAN = _Codec(_identity, _boolean)
+TEXT = _Codec(_identity, _text)
+EXPR = _Codec(lambda e: e.to_dict(), _expr)
+EXACT = _Codec(encode_exact, decode_exact)
+BOUNDS = _pair(NUMBER, NUMBER)
+KEYS = _tuple_of(_Codec(_encode_key_value, _key_value), 2**24)
+
+
+def _group_key(value: object, what: str) -> GroupKey:
+    fields = _fields(value, what, ("name", "expr", "categories"))
+    return GroupKey(
+        _text(fields["name"], f"{what}.name"),
+        _expr(fields["expr"], f"{what}.expr"),
+        KEYS.decode(fields["categories"], f"{what}.categories"),
+    )
+
+
+GROUP_KEY = _Codec(
+    lambda k: {"name": k.name, "expr": k.expr.to_dict(), "categories": KEYS.encode(k.categories)},
+    _group_key,
+)
+
+#: Every node kind on the wire: its class and its fields' codecs (the allow-list).
+_KINDS: Mapping[str, tuple[type, Mapping[str, _Codec]]] = {
+    "aggregate": (
+        Aggregate,
+        {
+            "statistic": _choice("count", "sum", "mean", "var", "std"),
+            "expr": _optional(EXPR),
+            "bounds": _optional(BOUNDS),
+            "by": _tuple_of(GROUP_KEY, 16),
+            "label": TEXT,
+        },
+    ),
+    "quantile": (
+        Quantile,
+        {"expr": EXPR, "bounds": BOUNDS, "levels": _tuple_of(EXACT, 1_000), "scalar": BOOLEAN},
+    ),
+    "mode": (Mode, {"group": GROUP_KEY}),
+    "argmax": (
+        ArgMax,
+        {
+            "keys": _tuple_of(GROUP_KEY, 16),
+            "agg": _choice("count", "sum", "mean"),
+            "expr": _optional(EXPR),
+            "column": _optional(TEXT),
+            "bounds": _optional(BOUNDS),
+        },
+    ),
+    "sparse_vector": (
+        SparseVector,
+        {
+            "conditions": _tuple_of(_pair(TEXT, EXPR), 10_000),
+            "threshold": NUMBER,
+            "max_hits": INTEGER,
+            "numeric": BOOLEAN,
+        },
+    ),
+    "discover_keys": (DiscoverKeys, {"column": TEXT}),
+    "discover_then_aggregate": (
+        DiscoverThenAggregate,
+        {
+            "column": TEXT,
+            "statistic": _choice("count", "sum", "mean", "var", "std"),
+            "value": _optional(EXPR),
+            "bounds": _optional(BOUNDS),
+            "weights": _pair(EXACT, EXACT),
+        },
+    ),
+    "describe": (
+        Describe,
+        {
+            "columns": _tuple_of(
+                _Codec(
+                    lambda c: [c[0], c[1].to_dict(), BOUNDS.encode(c[2])],
+                    lambda v, what: _describe_column(v, what),
+                ),
+                4_096,
+            )
+        },
+    ),
+    "sanitized_copy": (
+        SanitizedCopy,
+        {
+            "expr": EXPR,
+            "name": TEXT,
+            "kind": _choice("rr", "laplace"),
+            "length_share": EXACT,
+            "categories": KEYS,
+            "bounds": BOUNDS,
+        },
+    ),
+    "kernel_density": (
+        KernelDensity,
+        {
+            "expr": EXPR,
+            "bounds": BOUNDS,
+            "bandwidth": NUMBER,
+            "points": _tuple_of(NUMBER, 100_000),
+        },
+    ),
+    "regression": (
+        Regression,
+        {
+            "loss": _choice("squared", "logistic"),
+            "features": _tuple_of(TEXT, 1_000),
+            "feature_bounds": _tuple_of(BOUNDS, 1_000),
+            "target": TEXT,
+            "target_bounds": BOUNDS,
+            "accounting": _choice("rdp", "iteration"),
+            "radius": NUMBER,
+            "steps": INTEGER,
+            "passes": INTEGER,
+            "step_size": _optional(NUMBER),
+        },
+    ),
+}
+_NAMES: Mapping[type, str] = {cls: name for name, (cls, _) in _KINDS.items()}
+
+
+def _describe_column(value: object, what: str) -> tuple[str, Expr, tuple[float, float]]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise _bad(f"{what} must be [name, expression, bounds].")
+    return _text(value[0], what), _expr(value[1], what), BOUNDS.decode(value[2], what)
+
+
+def _fields(data: object, what: str, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _bad(f"{what} must be an object.")
+    if set(data) != set(names):
+        unknown = sorted(set(map(str, data)) - set(names))[:5]
+        missing = sorted(set(names) - set(data))
+        raise _bad(
+            f"{what} has exactly the fields {', '.join(names)}"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+            + "."
+        )
+    return data
+
+
+# -- plans and nodes -----------------------------------------------------------------
+
+
+def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for step in lineage(plan)[1]:
+        if isinstance(step, Filter):
+            steps.append({"filter": step.predicate.to_dict()})
+        else:
+            steps.append({"assign": [step.name, step.expr.to_dict()]})
+    return steps
+
+
+def _decode_plan(data: object, source: Source) -> Plan:
+    if not isinstance(data, list):
+        raise _bad("plan must be a list of steps.")
+    plan: Plan = source
+    for i, step in enumerate(data):
+        what = f"plan[{i}]"
+        if isinstance(step, dict) and set(step) == {"filter"}:
+            plan = Filter(plan, _expr(step["filter"], what))
+        elif isinstance(step, dict) and set(step) == {"assign"}:
+            pair = step["assign"]
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise _bad(f"{what}: an assignment is [name, expression].")
+            name = _text(pair[0], what)
+            if not name:
+                raise _bad(f"{what}: an assignment needs a non-empty column name.")
+            plan = Assign(plan, name, _expr(pair[1], what))
+        else:
+            raise _bad(f"{what} must be {{'filter': expression}} or {{'assign': [name, expr]}}.")
+    return plan
+
+
+def encode_node(node: Node) -> dict[str, Any]:
+    """The JSON-ready form of a release node (its source is left out: the curator knows it)."""
+    kind = _NAMES.get(type(node))
+    if kind is None:
+        raise _bad(f"A {type(node).__name__} is not a release node.")
+    if node.privacy is None:
+        raise _bad("The node has no privacy cost.")
+    _, codecs = _KINDS[kind]
+    body: dict[str, Any] = {
+        "type": kind,
+        "plan": _encode_plan(node.plan),
+        "privacy": _privacy(node.privacy),
+    }
+    for name, codec in codecs.items():
+        body[name] = codec.encode(getattr(node, name))
+    return {"v": FORMAT_VERSION, "node": body}
+
+
+def count_items(data: object, limit: int = MAX_ITEMS) -> int:
+    """The JSON containers in ``data`` (iteratively); raises beyond ``limit``."""
+    count = 0
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (dict, list)):
+            count += 1
+            if count > limit:
+                raise _bad(f"The request holds more than {limit} JSON objects and arrays.")
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return count
+
+
+def decode_node(data: object, source: Source) -> Node:
+    """Rebuild a release node on ``source`` from :func:`encode_node`'s form; strict."""
+    count_items(data)
+    envelope = _fields(data, "the request", ("v", "node"))
+    if envelope["v"] != FORMAT_VERSION or isinstance(envelope["v"], bool):
+        raise _bad(f"Unknown format version; this curator speaks v{FORMAT_VERSION}.")
+    body = envelope["node"]
+    if not isinstance(body, dict) or body.get("type") not in _KINDS:
+        raise _bad(f"node.type must be one of {', '.join(_KINDS)}.")
+    cls, codecs = _KINDS[body["type"]]
+    fields = _fields(body, f"a {body['type']} node", ("type", "plan", "privacy", *codecs))
+    plan = _decode_plan(fields["plan"], source)
+    privacy = _decode_privacy(fields["privacy"])
+    values = {name: codec.decode(fields[name], name) for name, codec in codecs.items()}
+    if cls is Aggregate:
+        return Aggregate(plan, privacy=privacy, **values)
+    if cls is Regression:
+        values["progress"] = False  # a curator draws no progress bar
+    node: Node = cls(plan=plan, privacy=privacy, **values)
+    return node
