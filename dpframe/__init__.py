@@ -22,6 +22,7 @@ from dpframe.errors import (
 )
 from dpframe.frame import PrivateFrame
 from dpframe.groupby import PrivateGroupBy
+from dpframe.parameters import Accounting, Analysis, Privacy, PrivacyUnit
 from dpframe.plan.expressions import col, lit
 from dpframe.plotting import plot
 from dpframe.release import GroupedRelease, Release, ci
@@ -30,6 +31,8 @@ from dpframe.series import PrivateSeries
 from dpframe.session import ReleaseEvent, Session
 
 __all__ = [
+    "Accounting",
+    "Analysis",
     "Budget",
     "BudgetExceededError",
     "Connection",
@@ -38,6 +41,8 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidBudgetError",
     "LedgerError",
+    "Privacy",
+    "PrivacyUnit",
     "PrivacyViolationError",
     "PrivateFrame",
     "PrivateGroupBy",

@@ -10,6 +10,7 @@ value: ``repr`` shows the public schema, and ``len``, iteration, ``head``,
 from __future__ import annotations
 
 import html
+import warnings
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,7 +30,7 @@ from dpframe.plan.schema import (
 )
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number
+    from dpframe.accounting.budget import Number, Privacy
     from dpframe.groupby import PrivateGroupBy
     from dpframe.release import Release
     from dpframe.series import PrivateSeries
@@ -233,6 +234,7 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
         max_hits: int = 1,
         numeric: bool = False,
     ) -> Any:
@@ -255,9 +257,9 @@ class PrivateFrame(RowGuard):
             The list of names found above the threshold; with ``numeric=True`` a
             Series of their noisy counts.
         """
-        from dpframe.node_builders import privacy, sparse_vector_node
+        from dpframe.node_builders import request_of, sparse_vector_node
 
-        request = privacy(epsilon, delta, rho)
+        request = request_of(epsilon, delta, rho, privacy)
         node = sparse_vector_node(self, queries, threshold, max_hits, numeric, request)
         return self._session.run(node)
 
@@ -268,6 +270,7 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> list[Any]:
         """The keys of ``column`` that a private threshold lets through, sorted.
 
@@ -281,10 +284,12 @@ class PrivateFrame(RowGuard):
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
-        from dpframe.node_builders import privacy
+        from dpframe.node_builders import request_of
 
         self._schema.get(column)
-        node = DiscoverKeys(plan=self._plan, privacy=privacy(epsilon, delta, rho), column=column)
+        node = DiscoverKeys(
+            plan=self._plan, privacy=request_of(epsilon, delta, rho, privacy), column=column
+        )
         return list(self._session.run(node).index)
 
     def describe(
@@ -293,6 +298,7 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.DataFrame:
         """A private summary (count, mean, std, quartiles) of the bounded numeric columns.
 
@@ -304,9 +310,9 @@ class PrivateFrame(RowGuard):
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
         at their shares of the budget.
         """
-        from dpframe.node_builders import describe_node, privacy
+        from dpframe.node_builders import describe_node, request_of
 
-        return self._session.run(describe_node(self, privacy(epsilon, delta, rho)))  # type: ignore[no-any-return]
+        return self._session.run(describe_node(self, request_of(epsilon, delta, rho, privacy)))  # type: ignore[no-any-return]
 
     def count(
         self,
@@ -314,6 +320,7 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The number of rows (after filters), released with noise.
 
@@ -322,10 +329,10 @@ class PrivateFrame(RowGuard):
 
         Accuracy: unbiased; ``release.ci(level)`` gives the exact interval.
         """
-        from dpframe.node_builders import privacy
+        from dpframe.node_builders import request_of
 
         label = f"count(){describe_plan(self._plan)}"
-        request = privacy(epsilon, delta, rho)
+        request = request_of(epsilon, delta, rho, privacy)
         agg = Aggregate(self._plan, "count", None, None, (), label, request)
         return cast("Release", self._session.run(agg))
 
@@ -337,21 +344,23 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
-        accounting: str = "rdp",
+        privacy: Privacy | None = None,
+        analysis: str = "rdp",
         radius: float = 2.0,
         steps: int = 50,
         passes: int = 1,
         step_size: float | None = None,
         progress: bool = True,
+        accounting: str | None = None,
     ) -> Any:
         """Least squares by noisy projected gradient descent; a model with ``coef_``, ``predict``.
 
         Privacy: features and target are clamped to their declared bounds and
         rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
         stay in a ball of ``radius`` (per-row gradient norm ≤ radius + 1).
-        ``accounting="rdp"``: ``steps`` full-batch steps, each a discrete
+        ``analysis="rdp"``: ``steps`` full-batch steps, each a discrete
         Gaussian release of the gradient sum, composed in zCDP.
-        ``accounting="iteration"``: ``passes`` of per-row noisy SGD, only the
+        ``analysis="iteration"``: ``passes`` of per-row noisy SGD, only the
         final weights released, charged by amplification by iteration
         (Feldman, Mironov, Talwar, Thakurta 2018, Thm 22, worst row).  A noisy
         count (1/10 of ρ) normalises the gradients / sets the pass length.
@@ -360,17 +369,17 @@ class PrivateFrame(RowGuard):
         Accuracy: see ``dpframe.mechanisms.regression``; the notebook
         ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
-        from dpframe.node_builders import privacy, regression_node
+        from dpframe.node_builders import regression_node, request_of
 
         options = {
-            "accounting": accounting,
+            "analysis": _analysis(analysis, accounting),
             "radius": radius,
             "steps": steps,
             "passes": passes,
             "step_size": step_size,
             "progress": progress,
         }
-        request = privacy(epsilon, delta, rho)
+        request = request_of(epsilon, delta, rho, privacy)
         return self._session.run(
             regression_node(self, "squared", features, target, request, options)
         )
@@ -383,12 +392,14 @@ class PrivateFrame(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
-        accounting: str = "rdp",
+        privacy: Privacy | None = None,
+        analysis: str = "rdp",
         radius: float = 2.0,
         steps: int = 50,
         passes: int = 1,
         step_size: float | None = None,
         progress: bool = True,
+        accounting: str | None = None,
     ) -> Any:
         """Logistic regression (boolean or [0, 1] target) by noisy projected gradient descent.
 
@@ -397,20 +408,33 @@ class PrivateFrame(RowGuard):
 
         Accuracy: see ``dpframe.mechanisms.regression``.
         """
-        from dpframe.node_builders import privacy, regression_node
+        from dpframe.node_builders import regression_node, request_of
 
         options = {
-            "accounting": accounting,
+            "analysis": _analysis(analysis, accounting),
             "radius": radius,
             "steps": steps,
             "passes": passes,
             "step_size": step_size,
             "progress": progress,
         }
-        request = privacy(epsilon, delta, rho)
+        request = request_of(epsilon, delta, rho, privacy)
         return self._session.run(
             regression_node(self, "logistic", features, target, request, options)
         )
+
+
+def _analysis(analysis: str, accounting: str | None) -> str:
+    """``analysis=``, or the deprecated ``accounting=`` it replaces (with a FutureWarning)."""
+    if accounting is None:
+        return analysis
+    warnings.warn(
+        "The regressions' accounting= is now analysis= (accounting= names the session's "
+        "accounting); accounting= will be removed.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return accounting
 
 
 def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:

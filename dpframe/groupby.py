@@ -15,13 +15,13 @@ import pandas as pd
 from dpframe.errors import SchemaError
 from dpframe.frame import PrivateFrame
 from dpframe.guard import UnknownAttributeError
-from dpframe.node_builders import argmax_node, privacy, require_bounds
+from dpframe.node_builders import argmax_node, request_of, require_bounds
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, describe_plan
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number
+    from dpframe.accounting.budget import Number, Privacy, PrivacyRequest
 
 __all__ = ["PrivateGroupBy"]
 
@@ -88,9 +88,7 @@ class PrivateGroupBy:
     def _aggregate(
         self,
         statistic: Statistic,
-        epsilon: Number | None,
-        delta: Number | None,
-        rho: Number | None,
+        request: PrivacyRequest,
     ) -> pd.Series:
         frame = self._frame
         if self._column is None:
@@ -103,7 +101,6 @@ class PrivateGroupBy:
             expr = Col(self._column)
             bounds = None if statistic == "count" else require_bounds(info, statistic)
             what = f"{statistic}({self._column})"
-        request = privacy(epsilon, delta, rho)
         if not self._keys[0].categories:
             name = self._keys[0].name
             node: Any
@@ -130,9 +127,10 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Rows per group (or non-missing values of the selected column); sensitivity 1."""
-        return self._aggregate("count", epsilon, delta, rho)
+        return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
     def size(
         self,
@@ -140,11 +138,12 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Rows per group (pandas' ``size``); sensitivity 1."""
         return PrivateGroupBy._create(
             self._frame, tuple(k.name for k in self._keys), None
-        )._aggregate("count", epsilon, delta, rho)
+        )._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
     def sum(
         self,
@@ -152,9 +151,10 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
-        return self._aggregate("sum", epsilon, delta, rho)
+        return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
     def mean(
         self,
@@ -162,6 +162,7 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Clamped mean per group: always inside the bounds, also for empty groups.
 
@@ -169,7 +170,7 @@ class PrivateGroupBy:
         own privately chosen centre; one charge covers all groups (they are
         disjoint).
         """
-        return self._aggregate("mean", epsilon, delta, rho)
+        return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
 
     def var(
         self,
@@ -177,9 +178,10 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Clamped variance per group."""
-        return self._aggregate("var", epsilon, delta, rho)
+        return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
 
     def std(
         self,
@@ -187,9 +189,10 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Clamped standard deviation per group."""
-        return self._aggregate("std", epsilon, delta, rho)
+        return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
     def argmax(
         self,
@@ -199,6 +202,7 @@ class PrivateGroupBy:
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Any:
         """The key whose count, sum or mean is largest; only the key is released.
 
@@ -215,12 +219,13 @@ class PrivateGroupBy:
             epsilon: privacy cost (or ``rho=`` in zCDP sessions).
             delta: must be 0 except in approximate-DP sessions.
             rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
         """
         if not self._keys[0].categories:
             raise SchemaError(
                 f"argmax needs declared keys for {self._keys[0].name!r}; find them first with "
                 f"pf.discover_keys({self._keys[0].name!r}, ...)."
             )
-        request = privacy(epsilon, delta, rho)
+        request = request_of(epsilon, delta, rho, privacy)
         node = argmax_node(self._frame, self._keys, agg, column or self._column, request)
         return self._frame._session.run(node)

@@ -393,9 +393,9 @@ def check_features(
 
 def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, Any]:
     """Validate a regression's options (public inputs; nothing is charged for bad ones)."""
-    accounting = options.get("accounting", "rdp")
+    accounting = options.get("analysis", "rdp")
     if accounting not in ("rdp", "iteration"):
-        raise InvalidArgumentError("accounting= must be 'rdp' or 'iteration'.")
+        raise InvalidArgumentError("analysis= must be 'rdp' or 'iteration'.")
     spec = loss_spec(loss, options.get("radius", 2.0))
     steps = check_steps(options.get("steps", 50), "steps", 10_000)
     passes = check_steps(options.get("passes", 1), "passes", 100)
@@ -405,7 +405,7 @@ def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, A
     if accounting == "iteration" and not 0 < checked_step <= 2 / spec.smoothness:
         raise InvalidArgumentError(f"step_size must be in (0, {2 / spec.smoothness:g}] (2/β).")
     return {
-        "accounting": accounting,
+        "analysis": str(accounting),
         "radius": spec.radius,
         "steps": steps,
         "passes": passes,
@@ -421,7 +421,7 @@ class RegressionFamily(Family[Regression]):
 
     def mechanism_of(self, node: Regression, allocation: NoiseAllocation) -> str:
         """Per-step Gaussian composition, or amplification by iteration."""
-        if node.accounting == "rdp":
+        if node.analysis == "rdp":
             return "noisy gradient descent (discrete Gaussian, zCDP composition)"
         return "noisy projected SGD (Gaussian, amplification by iteration)"
 
@@ -429,17 +429,17 @@ class RegressionFamily(Family[Regression]):
         """Gaussian only; 1/10 of ρ to the count, the rest to the model."""
         kind = "linear" if node.loss == "squared" else "logistic"
         rows_per_unit = unit_rows(node.plan)
-        if node.accounting == "iteration" and rows_per_unit > 1:
+        if node.analysis == "iteration" and rows_per_unit > 1:
             raise SchemaError(
                 "Amplification by iteration is analysed for one row per person; use "
-                "accounting='rdp' with a privacy unit."
+                "analysis='rdp' with a privacy unit."
             )
         _gaussian_only(allocation, f"{kind}_regression()")
         spec = loss_spec(node.loss, node.radius)
         count, rho_model = _split(allocation)
         noise_for(rows_per_unit, 1.0, count)
         dims = len(node.features) + 1
-        if node.accounting == "rdp":
+        if node.analysis == "rdp":
             from dpframe.mechanisms.gaussian_vector import vector_noise
 
             vector_noise(spec.lipschitz * rows_per_unit, dims, rho_model / node.steps)
@@ -465,7 +465,7 @@ class RegressionFamily(Family[Regression]):
         y = normalize_target(columns[-1][complete], node.target_bounds, node.loss)
         z = normalize_features(xs, list(node.feature_bounds))
         n_hat, _ = _noisy_count(len(y), rows_per_unit, count, rng)
-        if node.accounting == "rdp":
+        if node.analysis == "rdp":
             w, sigma = fit_composition(
                 z, y, spec, rho_model, n_hat, node.steps, rows_per_unit, rng, progress
             )
@@ -488,7 +488,7 @@ class RegressionFamily(Family[Regression]):
             float(intercept),
             tuple(names),
             node.target,
-            node.accounting,
+            node.analysis,
             run.cost,
             n_hat,
             sigma,

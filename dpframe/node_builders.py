@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpframe.accounting.budget import Number, PrivacyRequest, to_fraction
+from dpframe.accounting.budget import Number, PrivacyRequest
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.kde import check_bandwidth
@@ -46,17 +46,38 @@ __all__ = [
     "histogram_node",
     "kde_node",
     "mode_node",
-    "privacy",
     "quantile_node",
     "regression_node",
+    "request_of",
     "require_bounds",
     "sparse_vector_node",
 ]
 
 
-def privacy(epsilon: Number | None, delta: Number | None, rho: Number | None) -> PrivacyRequest:
-    """The privacy request of a release method's ``epsilon=``, ``delta=``, ``rho=``."""
-    return PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+def request_of(
+    epsilon: Number | None,
+    delta: Number | None,
+    rho: Number | None,
+    given: PrivacyRequest | None = None,
+) -> PrivacyRequest:
+    """The privacy request of a release method: ``privacy=`` or ``epsilon=``/``delta=``/``rho=``.
+
+    Raises:
+        InvalidBudgetError: when both forms are given, or ``privacy=`` is not a
+            :class:`~dpframe.Privacy`.
+    """
+    if given is None:
+        return PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+    if not isinstance(given, PrivacyRequest):
+        raise InvalidBudgetError(
+            "privacy= takes dp.Privacy(epsilon=..., delta=..., rho=...), not a "
+            f"{type(given).__name__}."
+        )
+    if epsilon is not None or delta is not None or rho is not None:
+        raise InvalidBudgetError(
+            "Give the cost either as privacy=dp.Privacy(...) or as epsilon=/delta=/rho=, not both."
+        )
+    return given
 
 
 def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
@@ -217,19 +238,14 @@ def sparse_vector_node(
 def copy_node(
     series: PrivateSeries,
     kind: Literal["rr", "laplace"],
-    budget: tuple[Number | None, Number | None, Number | None],
+    request: PrivacyRequest,
     length_share: object,
 ) -> SanitizedCopy:
     """A randomized-response or Laplace copy of a column."""
     from dpframe.local_queries import check_length_share
 
-    epsilon, delta, rho = budget
     info = series._info
     share = check_length_share(length_share)
-    delta_q = to_fraction(0 if delta is None else delta, "delta")
-    if not 0 <= delta_q < 1:
-        raise InvalidBudgetError("delta must be in [0, 1).")
-    request = PrivacyRequest(epsilon=epsilon, delta=delta_q, rho=rho)
     if kind == "rr":
         if info.categories is None or len(info.categories) < 2:
             raise SchemaError(

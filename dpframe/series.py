@@ -21,8 +21,8 @@ from dpframe.node_builders import (
     histogram_node,
     kde_node,
     mode_node,
-    privacy,
     quantile_node,
+    request_of,
     require_bounds,
 )
 from dpframe.plan.expressions import Clip, Expr
@@ -32,7 +32,7 @@ from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 from dpframe.release import grouped_series
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number
+    from dpframe.accounting.budget import Number, Privacy, PrivacyRequest
     from dpframe.release import Release
 
 __all__ = ["PrivateSeries", "require_bounds"]
@@ -219,13 +219,10 @@ class PrivateSeries(RowGuard):
     def _aggregate(
         self,
         statistic: Statistic,
-        epsilon: Number | None,
-        delta: Number | None,
-        rho: Number | None,
+        request: PrivacyRequest,
     ) -> Release:
         bounds = None if statistic == "count" else require_bounds(self._info, statistic)
         label = f"{statistic}({self._expr}){describe_plan(self._frame._plan)}"
-        request = privacy(epsilon, delta, rho)
         agg = Aggregate(self._frame._plan, statistic, self._expr, bounds, (), label, request)
         return cast("Release", self._frame._session.run(agg))
 
@@ -235,6 +232,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The number of non-missing values.
 
@@ -242,7 +240,7 @@ class PrivateSeries(RowGuard):
 
         Accuracy: unbiased, noise scale 1/ε (Laplace) or 1/sqrt(2ρ) (Gaussian σ).
         """
-        return self._aggregate("count", epsilon, delta, rho)
+        return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
     def sum(
         self,
@@ -250,6 +248,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The sum of values clamped to the column's bounds [L, U].
 
@@ -260,7 +259,7 @@ class PrivateSeries(RowGuard):
         Accuracy: unbiased up to clamping; noise scale max(|L|, |U|)/ε
         (+0.1% grid widening).
         """
-        return self._aggregate("sum", epsilon, delta, rho)
+        return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
     def mean(
         self,
@@ -268,6 +267,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
 
@@ -283,7 +283,7 @@ class PrivateSeries(RowGuard):
         0.56–1.11 × (U − L)/(ε·n); ``ci()`` is a conservative
         (Bonferroni, interval-arithmetic) interval.
         """
-        return self._aggregate("mean", epsilon, delta, rho)
+        return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
 
     def var(
         self,
@@ -291,6 +291,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The (population) variance of values clamped to [L, U], within [0, ((U − L)/2)²].
 
@@ -299,7 +300,7 @@ class PrivateSeries(RowGuard):
 
         Accuracy: error about 3·((U − L)/2)²/(ε·n); ``ci()`` is conservative.
         """
-        return self._aggregate("var", epsilon, delta, rho)
+        return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
 
     def quantile(
         self,
@@ -308,6 +309,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Any:
         """The q-quantile(s) over the declared bounds, by the exponential mechanism.
 
@@ -322,7 +324,9 @@ class PrivateSeries(RowGuard):
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
         """
-        return self._frame._session.run(quantile_node(self, q, privacy(epsilon, delta, rho)))
+        return self._frame._session.run(
+            quantile_node(self, q, request_of(epsilon, delta, rho, privacy))
+        )
 
     def median(
         self,
@@ -330,9 +334,13 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The 0.5-quantile (see :meth:`quantile`)."""
-        return cast("Release", self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho))
+        return cast(
+            "Release",
+            self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy),
+        )
 
     def mode(
         self,
@@ -340,6 +348,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Any:
         """The most frequent declared category (report noisy max); only the key is released.
 
@@ -350,7 +359,7 @@ class PrivateSeries(RowGuard):
         Accuracy: with probability 1 − β the returned key's count is within
         (2/ε)·ln(k/β) of the largest count, for k categories.
         """
-        return self._frame._session.run(mode_node(self, privacy(epsilon, delta, rho)))
+        return self._frame._session.run(mode_node(self, request_of(epsilon, delta, rho, privacy)))
 
     def value_counts(
         self,
@@ -358,6 +367,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
         sort: bool = True,
     ) -> pd.Series:
         """Noisy counts per declared category (one charge: categories are disjoint).
@@ -373,7 +383,9 @@ class PrivateSeries(RowGuard):
                 f"value_counts() needs the public categories of {info.name!r}: declare "
                 f"categories={{{info.name!r}: [...]}}."
             )
-        counts = self._frame.groupby(info.name).size(epsilon=epsilon, delta=delta, rho=rho)
+        counts = self._frame.groupby(info.name).size(
+            epsilon=epsilon, delta=delta, rho=rho, privacy=privacy
+        )
         if not sort:
             return counts
         order = np.argsort(-counts.to_numpy(), kind="stable")
@@ -390,6 +402,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> pd.Series:
         """Noisy counts per public bin; ``dp.plot(result)`` draws bars with error bars.
 
@@ -401,7 +414,7 @@ class PrivateSeries(RowGuard):
 
         Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
-        agg, edges = histogram_node(self, bins, privacy(epsilon, delta, rho))
+        agg, edges = histogram_node(self, bins, request_of(epsilon, delta, rho, privacy))
         result = self._frame._session.run(agg)
         index = pd.IntervalIndex.from_breaks(edges, closed="left", name=str(self._expr))
         meta = dataclasses.replace(result.attrs["dpframe"], index=index)
@@ -413,16 +426,18 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
     ) -> Release:
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
-        return self._aggregate("std", epsilon, delta, rho)
+        return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
     def randomized_response(
         self,
         *,
         epsilon: Number | None = None,
-        delta: Number | None = 0,
+        delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
         length_share: float = 0.05,
     ) -> pd.Series:
         """A sanitized copy of a categorical column by randomized response (a public Series).
@@ -437,15 +452,16 @@ class PrivateSeries(RowGuard):
         ``copy.attrs["dpframe_copy"]``); ``dpframe.local_queries.estimate_frequencies``
         debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
         """
-        node = copy_node(self, "rr", (epsilon, delta, rho), length_share)
+        node = copy_node(self, "rr", request_of(epsilon, delta, rho, privacy), length_share)
         return self._frame._session.run(node)  # type: ignore[no-any-return]
 
     def laplace_copy(
         self,
         *,
         epsilon: Number | None = None,
-        delta: Number | None = 0,
+        delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
         length_share: float = 0.05,
     ) -> pd.Series:
         """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
@@ -459,7 +475,7 @@ class PrivateSeries(RowGuard):
         about sqrt(2)·b per value.  Source: Dwork, McSherry, Nissim, Smith
         2006; the seed texts of issue 8.
         """
-        node = copy_node(self, "laplace", (epsilon, delta, rho), length_share)
+        node = copy_node(self, "laplace", request_of(epsilon, delta, rho, privacy), length_share)
         return self._frame._session.run(node)  # type: ignore[no-any-return]
 
     def kde(
@@ -469,6 +485,7 @@ class PrivateSeries(RowGuard):
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
+        privacy: Privacy | None = None,
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
         """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).
@@ -482,7 +499,7 @@ class PrivateSeries(RowGuard):
         Accuracy: pointwise standard deviation in
         ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
         """
-        node = kde_node(self, bandwidth, grid, privacy(epsilon, delta, rho))
+        node = kde_node(self, bandwidth, grid, request_of(epsilon, delta, rho, privacy))
         return self._frame._session.run(node)  # type: ignore[no-any-return]
 
 

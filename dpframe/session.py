@@ -36,6 +36,7 @@ from dpframe.errors import (
 )
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
+from dpframe.parameters import PrivacyUnit
 from dpframe.plan.nodes import Source
 from dpframe.plan.schema import Schema, schema_from_frame
 
@@ -159,8 +160,9 @@ class Session(Observable):
             (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
             for one that is forgotten when the session ends, or a
             :class:`~dpframe.accounting.Ledger`.
-        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"``; default ``"pure"``
-            when ``delta == 0``, else ``"zcdp"``.
+        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
+            :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
+            else ``"zcdp"``.
 
     Example:
         >>> import dpframe as dp
@@ -280,7 +282,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
-        privacy_unit: str | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
     ) -> PrivateFrame:
@@ -295,7 +297,8 @@ class Session(Observable):
             categories: public keys ``{column: [key, ...]}`` for group-bys;
                 rows with other values are dropped from grouped results.
             privacy_unit: the column identifying a person (or household...)
-                when one unit can have several rows.
+                when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
+                (which then also holds the two limits below).
             max_rows_per_unit: with ``privacy_unit``: keep at most this many
                 rows per unit (a uniformly random subset from the secure
                 source; this makes a bounded copy) and multiply every
@@ -314,6 +317,15 @@ class Session(Observable):
         """
         from dpframe.frame import PrivateFrame
 
+        if isinstance(privacy_unit, PrivacyUnit):
+            if max_rows_per_unit is not None or max_groups_per_unit is not None:
+                raise SchemaError(
+                    "Give privacy_unit=dp.PrivacyUnit(column, max_rows, max_groups) alone, or "
+                    "privacy_unit='column' with max_rows_per_unit=, not both."
+                )
+            unit_spec = privacy_unit
+            privacy_unit = unit_spec.column
+            max_rows_per_unit, max_groups_per_unit = unit_spec.max_rows, unit_spec.max_groups
         backend = make_backend(df)  # pandas, or dask for a dask DataFrame (docs/backends.md)
         schema = schema_from_frame(backend.schema_frame(), bounds, categories)
         unit = _check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
@@ -342,7 +354,7 @@ class Session(Observable):
         df: pd.DataFrame | DaskDataFrame,
         bounds: Mapping[str, tuple[float, float]] | None,
         categories: Mapping[str, Sequence[Hashable]] | None,
-        units: tuple[str | None, int | None, int | None],
+        units: tuple[str | PrivacyUnit | None, int | None, int | None],
     ) -> PrivateFrame:
         privacy_unit, max_rows, max_groups = units
         return self.private_frame(
@@ -360,7 +372,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
-        privacy_unit: str | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
         backend: str = "pandas",
@@ -381,7 +393,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
-        privacy_unit: str | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
         backend: str = "pandas",

@@ -15,7 +15,7 @@ from numbers import Rational
 
 from dpframe.errors import InvalidBudgetError
 
-__all__ = ["Budget", "Number", "PrivacyRequest", "to_fraction"]
+__all__ = ["Budget", "Number", "Privacy", "PrivacyRequest", "to_fraction"]
 
 Number = int | float | Fraction | Decimal | str
 
@@ -177,3 +177,7 @@ class PrivacyRequest:
             return f"ρ={_fmt(self.rho)}"
         assert self.epsilon is not None
         return str(Budget(self.epsilon, self.delta))
+
+
+#: The public name of a privacy request: ``dp.Privacy(epsilon=0.1)``, passed as ``privacy=``.
+Privacy = PrivacyRequest

@@ -338,7 +338,7 @@ _KINDS: Mapping[str, tuple[type, Mapping[str, _Codec]]] = {
             "feature_bounds": _tuple_of(BOUNDS, 1_000),
             "target": TEXT,
             "target_bounds": BOUNDS,
-            "accounting": _choice("rdp", "iteration"),
+            "analysis": _choice("rdp", "iteration"),
             "radius": NUMBER,
             "steps": INTEGER,
             "passes": INTEGER,

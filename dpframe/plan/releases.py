@@ -454,7 +454,7 @@ class Regression(ReleaseNode):
     feature_bounds: tuple[Bounds, ...]
     target: str
     target_bounds: Bounds
-    accounting: Literal["rdp", "iteration"] = "rdp"
+    analysis: Literal["rdp", "iteration"] = "rdp"
     radius: float = 2.0
     steps: int = 50
     passes: int = 1
@@ -465,8 +465,8 @@ class Regression(ReleaseNode):
         super().__post_init__()
         if self.loss not in ("squared", "logistic"):
             raise InvalidArgumentError("loss must be 'squared' or 'logistic'.")
-        if self.accounting not in ("rdp", "iteration"):
-            raise InvalidArgumentError("accounting= must be 'rdp' or 'iteration'.")
+        if self.analysis not in ("rdp", "iteration"):
+            raise InvalidArgumentError("analysis= must be 'rdp' or 'iteration'.")
         if not self.features or len(self.features) != len(self.feature_bounds):
             raise SchemaError("features= takes a list of column names.")
         if len(set(self.features)) != len(self.features):
@@ -476,4 +476,4 @@ class Regression(ReleaseNode):
 
     def _what(self) -> str:
         kind = "linear" if self.loss == "squared" else "logistic"
-        return f"{kind}_regression({self.target} ~ {' + '.join(self.features)}, {self.accounting})"
+        return f"{kind}_regression({self.target} ~ {' + '.join(self.features)}, {self.analysis})"
