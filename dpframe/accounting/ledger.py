@@ -468,7 +468,7 @@ class Ledger:
             ``mechanism``, ``epsilon``, ``delta``, ``rho``, ``value``,
             ``status``, ``time``, ``dataset`` (its first 12 characters), then
             ``currency``, ``privacy_unit`` and ``parts`` (JSON text, see
-            :func:`decode_parts`), None where not recorded.
+            :func:`decode_parts`), missing (``pd.isna``) where not recorded.
         """
         with self._lock, ledger_errors(self.path):
             rows = self._conn.execute(
@@ -480,8 +480,6 @@ class Ledger:
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
         frame["dataset"] = frame["dataset"].str.slice(0, 12)
-        for col in ("currency", "privacy_unit", "parts"):
-            frame[col] = frame[col].astype(object)
         indexed: pd.DataFrame = frame.set_index("id")[_ORDER]
         return indexed
 
