@@ -116,10 +116,14 @@ _ORDER = [
 _CURRENCIES = frozenset(get_args(AccountingKind))
 _INSERT = (
     "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
-    " status, value, currency, privacy_unit, parts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
-    " NULL, COALESCE(?, (SELECT accounting FROM budgets WHERE session=? AND dataset='*')), ?, ?)"
+    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
+    " NULL, ?, ?, {currency})"
 )
-_Row = tuple[str, str, float, str, str, str, str, str, str | None, str, str | None, str | None]
+#: The new row's currency: given (or the session's accounting registered through this
+#: object), or else read from the session's budget row in the same statement.
+_GIVEN, _LOOKUP = "?", "(SELECT accounting FROM budgets WHERE session=? AND dataset='*')"
+_INSERT_GIVEN, _INSERT_LOOKUP = _INSERT.format(currency=_GIVEN), _INSERT.format(currency=_LOOKUP)
+_Row = tuple[str, tuple[object, ...]]
 
 
 @dataclass(frozen=True)
@@ -188,27 +192,40 @@ def decode_parts(text: str | None) -> list[tuple[str, Charge]] | None:
     ]
 
 
-def _row(session: str, dataset: str, now: float, item: PendingCharge) -> _Row:
-    """The parameters of :data:`_INSERT` for one pending charge."""
-    if item.currency is not None and item.currency not in _CURRENCIES:
+def _row(
+    head: tuple[str, str, float],
+    cost: Charge,
+    query: str,
+    mechanism: str,
+    parts: Sequence[tuple[str, Charge]] | None,
+    privacy_unit: str | None,
+    currency: str | None,
+    registered: str | None,
+) -> _Row:
+    """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
+
+    ``head`` is (session, dataset, time); ``registered`` is the session's accounting
+    if known (the currency when none is given).
+    """
+    if currency is not None and currency not in _CURRENCIES:
         raise InvalidArgumentError(
-            f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {item.currency!r}."
+            f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {currency!r}."
         )
-    cost = item.charge
-    return (
-        session,
-        dataset,
-        now,
-        item.query,
-        item.mechanism,
+    session = head[0]
+    params = (
+        *head,
+        query,
+        mechanism,
         str(cost.epsilon),
         str(cost.delta),
         str(cost.rho),
-        item.currency,
-        session,
-        item.privacy_unit,
-        _encode_parts(cost, item.parts),
+        privacy_unit,
+        _encode_parts(cost, parts),
     )
+    currency = currency or registered
+    if currency is None:
+        return _INSERT_LOOKUP, (*params, session)
+    return _INSERT_GIVEN, (*params, currency)
 
 
 class Ledger:
@@ -245,6 +262,8 @@ class Ledger:
             self._conn, self._journal = open_file(file)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
+        # The accounting of each session registered through this object (fixed at first use).
+        self._accounting: dict[str, str] = {}
 
     @property
     def journal_mode(self) -> str:
@@ -294,6 +313,7 @@ class Ledger:
                         time.time(),
                     ),
                 )
+                self._accounting[session] = accounting
                 return
             recorded = Budget(Fraction(row[1]), Fraction(row[2]))
             if row[0] != accounting or recorded != total:
@@ -303,6 +323,7 @@ class Ledger:
                     f"asks for {accounting} accounting and total {total}. A budget is fixed "
                     "at first use: resume with the same settings, or choose a new name=."
                 )
+            self._accounting[session] = accounting
 
     def spent(self, session: str) -> Charge:
         """The exact sum of all charges of ``session``."""
@@ -369,10 +390,14 @@ class Ledger:
             LedgerError: SQLite failed (nothing is recorded).
         """
         row = _row(
-            session,
-            dataset,
-            time.time(),
-            PendingCharge(charge, query, mechanism, parts, privacy_unit, currency),
+            (session, dataset, time.time()),
+            charge,
+            query,
+            mechanism,
+            parts,
+            privacy_unit,
+            currency,
+            self._accounting.get(session),
         )
         return self._admit(session, [row], charge, check)[0]
 
@@ -406,8 +431,20 @@ class Ledger:
         """
         if not items:
             return []
-        now = time.time()
-        rows = [_row(session, dataset, now, item) for item in items]
+        head, registered = (session, dataset, time.time()), self._accounting.get(session)
+        rows = [
+            _row(
+                head,
+                i.charge,
+                i.query,
+                i.mechanism,
+                i.parts,
+                i.privacy_unit,
+                i.currency,
+                registered,
+            )
+            for i in items
+        ]
         total = Charge()
         for item in items:
             total = total + item.charge
@@ -422,7 +459,7 @@ class Ledger:
             spent = self._sum(conn, session)
             check(spent)
             for row in rows:
-                release_id = conn.execute(_INSERT, row).lastrowid
+                release_id = conn.execute(*row).lastrowid
                 assert release_id is not None
                 ids.append(release_id)
         # Only once committed (a failed COMMIT rolls the ids back for reuse): every row
