@@ -258,11 +258,14 @@ def test_charge_records_parts_privacy_unit_and_currency() -> None:
     assert ledger.spent("s") == total + count
 
 
-def test_currency_defaults_to_the_registered_accounting() -> None:
-    ledger = Ledger(":memory:")
+def test_currency_defaults_to_the_registered_accounting(ledger_path: Path) -> None:
+    ledger = Ledger(ledger_path)
     ledger.register("z", "zcdp", dp.Budget(1, Fraction(1, 10**6)))
     ledger.charge("z", "d", Charge(rho=Fraction(1, 100)), _accept, "q", "m")
-    assert list(ledger.releases("z")["currency"]) == ["zcdp"]
+    other = Ledger(ledger_path)  # did not register "z" itself: reads the budget row
+    other.charge("z", "d", Charge(rho=Fraction(1, 100)), _accept, "q", "m")
+    other.charge("z", "d", Charge(epsilon=Fraction(1)), _accept, "q", "m", currency="pure")
+    assert list(ledger.releases("z")["currency"]) == ["zcdp", "zcdp", "pure"]
 
 
 def test_invalid_parts_or_currency_are_refused_and_record_nothing() -> None:

@@ -99,7 +99,7 @@ _SHOWN = (
     "parts",
 )
 #: The order of :meth:`Ledger.releases`' columns: schema-1 columns first, newer ones after.
-_ORDER = [
+_ORDER = (
     "query",
     "mechanism",
     "epsilon",
@@ -112,7 +112,7 @@ _ORDER = [
     "currency",
     "privacy_unit",
     "parts",
-]
+)
 _CURRENCIES = frozenset(get_args(AccountingKind))
 _INSERT = (
     "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
@@ -517,7 +517,7 @@ class Ledger:
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
         frame["dataset"] = frame["dataset"].str.slice(0, 12)
-        indexed: pd.DataFrame = frame.set_index("id")[_ORDER]
+        indexed: pd.DataFrame = frame.set_index("id")[list(_ORDER)]
         return indexed
 
     def record_digests(self, dataset: str, digests: Mapping[str, str]) -> None:
