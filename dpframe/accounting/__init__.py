@@ -12,7 +12,7 @@ from dpframe.accounting.accountants import (
     zcdp_epsilon,
 )
 from dpframe.accounting.budget import Budget, PrivacyRequest, to_fraction
-from dpframe.accounting.ledger import Ledger, default_ledger_path
+from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
 
 __all__ = [
     "Accountant",
@@ -21,6 +21,7 @@ __all__ = [
     "Charge",
     "Ledger",
     "NoiseAllocation",
+    "PendingCharge",
     "PrivacyRequest",
     "PureDPAccountant",
     "ZCDPAccountant",

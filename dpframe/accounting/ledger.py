@@ -9,63 +9,56 @@ insert the row), so two processes sharing a ledger file can never overspend:
 SQLite serializes the writers, and the spend is always re-read inside the
 transaction rather than kept in memory.
 
-The file identifies itself: SQLite's ``application_id`` holds
-:data:`APPLICATION_ID` and ``user_version`` the schema version.  A new ledger
-is built in a temporary file and linked into place, so a ledger file is never
-empty; an existing file that is empty, damaged (``PRAGMA quick_check``), another
-application's database, or written by a newer schema is refused with a
-:class:`~dpframe.errors.LedgerError` and left untouched (never reset).
+Durability, at one synchronous commit per release: the file is in WAL mode
+(see :mod:`dpframe.accounting.ledger_schema`) and the charge commits with
+``synchronous=FULL``, so it is on stable storage before :meth:`Ledger.charge`
+returns and before any data is read.  The completion (status and shown
+value) commits with ``synchronous=NORMAL``: it survives a crash of the
+process, and a power loss can only lose it, leaving the row ``charged``,
+which still counts toward the spend.  Where WAL does not work the ledger
+keeps the rollback journal and both commits are synchronous, as before.
+
+The file identifies itself and carries a schema version; older versions are
+migrated in place, newer ones refused (:mod:`dpframe.accounting.ledger_schema`).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import secrets
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import get_args
 
 import pandas as pd
 
-from dpframe.accounting.accountants import Charge
+from dpframe.accounting.accountants import AccountingKind, Charge
 from dpframe.accounting.budget import Budget
-from dpframe.errors import LedgerError
+from dpframe.accounting.ledger_schema import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    create_file,
+    ledger_errors,
+    open_file,
+    open_memory,
+)
+from dpframe.errors import InvalidArgumentError, LedgerError
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Ledger", "default_ledger_path"]
-
-APPLICATION_ID = 0x44504652  # "DPFR", stored in the SQLite header of every ledger
-SCHEMA_VERSION = 1  # the newest ledger schema this code reads and writes
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS budgets (
-    session TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    accounting TEXT NOT NULL,
-    epsilon TEXT NOT NULL,
-    delta TEXT NOT NULL,
-    created REAL NOT NULL,
-    PRIMARY KEY (session, dataset)
-);
-CREATE TABLE IF NOT EXISTS releases (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    time REAL NOT NULL,
-    query TEXT NOT NULL,
-    mechanism TEXT NOT NULL,
-    epsilon TEXT NOT NULL,
-    delta TEXT NOT NULL,
-    rho TEXT NOT NULL,
-    status TEXT NOT NULL,
-    value TEXT
-);
-CREATE INDEX IF NOT EXISTS releases_by_session ON releases (session, dataset);
-"""
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "Ledger",
+    "PendingCharge",
+    "decode_parts",
+    "default_ledger_path",
+]
 
 
 def default_ledger_path() -> Path:
@@ -89,7 +82,7 @@ def default_ledger_path() -> Path:
     return base / "dpframe" / "ledger.sqlite"
 
 
-#: The columns of a release row that :meth:`Ledger.releases` shows (all but ``session``).
+#: The columns of a release row that :meth:`Ledger.releases` reads (all but ``session``).
 _SHOWN = (
     "id",
     "time",
@@ -101,16 +94,147 @@ _SHOWN = (
     "rho",
     "status",
     "value",
+    "currency",
+    "privacy_unit",
+    "parts",
 )
+#: The order of :meth:`Ledger.releases`' columns: schema-1 columns first, newer ones after.
+_ORDER = (
+    "query",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "rho",
+    "value",
+    "status",
+    "time",
+    "dataset",
+    "currency",
+    "privacy_unit",
+    "parts",
+)
+_CURRENCIES = frozenset(get_args(AccountingKind))
+_INSERT = (
+    "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
+    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
+    " NULL, ?, ?, {currency})"
+)
+#: The new row's currency: given (or the session's accounting registered through this
+#: object), or else read from the session's budget row in the same statement.
+_GIVEN, _LOOKUP = "?", "(SELECT accounting FROM budgets WHERE session=? AND dataset='*')"
+_INSERT_GIVEN, _INSERT_LOOKUP = _INSERT.format(currency=_GIVEN), _INSERT.format(currency=_LOOKUP)
+_Row = tuple[str, tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class PendingCharge:
+    """One release waiting for admission in :meth:`Ledger.charge_many`.
+
+    Attributes:
+        charge: its cost in the accountant's native units.
+        query: the ledger label.
+        mechanism: the mechanism's name.
+        parts: for a composite release, each part's name and cost; the costs
+            must add up to ``charge`` exactly.
+        privacy_unit: the privacy-unit setting of the dataset (public text,
+            for example ``"row"`` or the unit column and its limits).
+        currency: the accounting the cost is in (``"pure"``, ``"approx"``,
+            ``"zcdp"``); None records the session's registered accounting.
+    """
+
+    charge: Charge
+    query: str
+    mechanism: str
+    parts: Sequence[tuple[str, Charge]] | None = None
+    privacy_unit: str | None = None
+    currency: str | None = None
+
+
+def _encode_parts(total: Charge, parts: Sequence[tuple[str, Charge]] | None) -> str | None:
+    """The JSON text of a composite release's parts, checked to add up to its cost."""
+    if parts is None:
+        return None
+    if not parts or not all(isinstance(name, str) and name for name, _ in parts):
+        raise InvalidArgumentError("parts= takes a non-empty list of (name, Charge) pairs.")
+    summed = Charge()
+    for _, cost in parts:
+        summed = summed + cost
+    if summed != total:
+        raise InvalidArgumentError(
+            f"The parts of a composite release cost {summed} in total, not its charge "
+            f"{total}: the ledger records parts that add up to the charge exactly."
+        )
+    return json.dumps(
+        [
+            {"name": name, "epsilon": str(c.epsilon), "delta": str(c.delta), "rho": str(c.rho)}
+            for name, c in parts
+        ]
+    )
+
+
+def decode_parts(text: str | None) -> list[tuple[str, Charge]] | None:
+    """The parts of a composite release from their JSON text in the ledger.
+
+    Args:
+        text: the ``parts`` field of a release row (None for a simple release).
+
+    Returns:
+        Each part's name and exact cost, in recorded order, or None.
+    """
+    if text is None:
+        return None
+    return [
+        (
+            part["name"],
+            Charge(Fraction(part["epsilon"]), Fraction(part["delta"]), Fraction(part["rho"])),
+        )
+        for part in json.loads(text)
+    ]
+
+
+def _row(
+    head: tuple[str, str, float],
+    cost: Charge,
+    query: str,
+    mechanism: str,
+    parts: Sequence[tuple[str, Charge]] | None,
+    privacy_unit: str | None,
+    currency: str | None,
+    registered: str | None,
+) -> _Row:
+    """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
+
+    ``head`` is (session, dataset, time); ``registered`` is the session's accounting
+    if known (the currency when none is given).
+    """
+    if currency is not None and currency not in _CURRENCIES:
+        raise InvalidArgumentError(
+            f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {currency!r}."
+        )
+    session = head[0]
+    params = (
+        *head,
+        query,
+        mechanism,
+        str(cost.epsilon),
+        str(cost.delta),
+        str(cost.rho),
+        privacy_unit,
+        _encode_parts(cost, parts),
+    )
+    currency = currency or registered
+    if currency is None:
+        return _INSERT_LOOKUP, (*params, session)
+    return _INSERT_GIVEN, (*params, currency)
 
 
 class Ledger:
     """A persistent record of releases and the budgets they were charged to.
 
     Args:
-        path: the SQLite file (created with its folder if missing), ``":memory:"``
-            for a ledger that lives only as long as this object, or None for
-            :func:`default_ledger_path`.
+        path: the SQLite file (created with its folder if missing; a new file
+            has mode 0600), ``":memory:"`` for a ledger that lives only as long
+            as this object, or None for :func:`default_ledger_path`.
 
     Raises:
         LedgerError: the file cannot be created, or exists but is empty,
@@ -123,8 +247,8 @@ class Ledger:
             path = default_ledger_path()
         self.path = str(path)
         if self.path == ":memory:":
-            self._conn = _connect(self.path)
-            _initialize(self._conn, self.path)
+            self._conn = open_memory()
+            self._journal = "memory"
         else:
             file = Path(self.path)
             try:
@@ -134,15 +258,22 @@ class Ledger:
                     f"Cannot create the ledger folder for {self.path}: {exc}"
                 ) from None
             if not file.exists():
-                _create_file(file)
-            self._conn = _open_existing(file)
+                create_file(file)
+            self._conn, self._journal = open_file(file)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
+        # The accounting of each session registered through this object (fixed at first use).
+        self._accounting: dict[str, str] = {}
+
+    @property
+    def journal_mode(self) -> str:
+        """``"wal"`` (one synchronous commit per release), ``"memory"``, or a rollback mode."""
+        return self._journal
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; SQLite failures become :class:`LedgerError`."""
-        with self._lock, _ledger_errors(self.path):
+        with self._lock, ledger_errors(self.path):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -154,6 +285,11 @@ class Ledger:
 
     def register(self, session: str, accounting: str, total: Budget) -> None:
         """Record the budget of ``session``, or check it matches the recorded one.
+
+        Args:
+            session: the session's name.
+            accounting: its accounting (``"pure"``, ``"approx"``, ``"zcdp"``).
+            total: its total budget.
 
         Raises:
             LedgerError: the ledger already holds this session with a different
@@ -177,6 +313,7 @@ class Ledger:
                         time.time(),
                     ),
                 )
+                self._accounting[session] = accounting
                 return
             recorded = Budget(Fraction(row[1]), Fraction(row[2]))
             if row[0] != accounting or recorded != total:
@@ -186,10 +323,11 @@ class Ledger:
                     f"asks for {accounting} accounting and total {total}. A budget is fixed "
                     "at first use: resume with the same settings, or choose a new name=."
                 )
+            self._accounting[session] = accounting
 
     def spent(self, session: str) -> Charge:
         """The exact sum of all charges of ``session``."""
-        with self._lock, _ledger_errors(self.path):
+        with self._lock, ledger_errors(self.path):
             return self._sum(self._conn, session)
 
     def _sum(self, conn: sqlite3.Connection, session: str) -> Charge:
@@ -221,52 +359,155 @@ class Ledger:
         check: Callable[[Charge], None],
         query: str,
         mechanism: str,
+        *,
+        parts: Sequence[tuple[str, Charge]] | None = None,
+        privacy_unit: str | None = None,
+        currency: str | None = None,
     ) -> int:
-        """Atomically test and record a charge; return the release id.
+        """Atomically test and record a charge, durably; return the release id.
 
         ``check(spent)`` is the accountant's filter: it raises (and so rolls
-        back, recording nothing) when the charge does not fit.
+        back, recording nothing) when the charge does not fit.  The row is
+        committed with ``synchronous=FULL`` before this returns.
+
+        Args:
+            session: the session's name.
+            dataset: the dataset's fingerprint.
+            charge: the cost, in the accountant's native units.
+            check: the filter, called with the session's spend inside the transaction.
+            query: the ledger label.
+            mechanism: the mechanism's name.
+            parts: see :class:`PendingCharge`.
+            privacy_unit: see :class:`PendingCharge`.
+            currency: see :class:`PendingCharge`.
+
+        Returns:
+            The new row's id, for :meth:`complete`.
+
+        Raises:
+            InvalidArgumentError: ``parts`` do not add up to ``charge``, or an
+                unknown ``currency``.
+            LedgerError: SQLite failed (nothing is recorded).
         """
+        row = _row(
+            (session, dataset, time.time()),
+            charge,
+            query,
+            mechanism,
+            parts,
+            privacy_unit,
+            currency,
+            self._accounting.get(session),
+        )
+        return self._admit(session, [row], charge, check)[0]
+
+    def charge_many(
+        self,
+        session: str,
+        dataset: str,
+        items: Sequence[PendingCharge],
+        check: Callable[[Charge], None],
+    ) -> list[int]:
+        """Admit several charges at once, all or none, in one durable transaction.
+
+        ``check(spent)`` is called once, with the session's spend before the
+        batch; it must test the batch's total (the sum of the items' charges,
+        which the caller knows) and raise to refuse them all.  Each item gets
+        its own row, ``charged`` until :meth:`complete`; a later failure of one
+        release leaves its charge standing.
+
+        Args:
+            session: the session's name.
+            dataset: the dataset's fingerprint.
+            items: the releases to admit, in order.
+            check: the filter for the total.
+
+        Returns:
+            The release ids, in the order of ``items`` (empty for no items).
+
+        Raises:
+            InvalidArgumentError: an item's parts or currency are invalid.
+            LedgerError: SQLite failed (nothing is recorded).
+        """
+        if not items:
+            return []
+        head, registered = (session, dataset, time.time()), self._accounting.get(session)
+        rows = [
+            _row(
+                head,
+                i.charge,
+                i.query,
+                i.mechanism,
+                i.parts,
+                i.privacy_unit,
+                i.currency,
+                registered,
+            )
+            for i in items
+        ]
+        total = Charge()
+        for item in items:
+            total = total + item.charge
+        return self._admit(session, rows, total, check)
+
+    def _admit(
+        self, session: str, rows: list[_Row], total: Charge, check: Callable[[Charge], None]
+    ) -> list[int]:
+        """Check the filter and insert ``rows`` in one transaction; move the cached total after."""
+        ids: list[int] = []
         with self._transaction() as conn:
             spent = self._sum(conn, session)
             check(spent)
-            cursor = conn.execute(
-                "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta,"
-                " rho, status, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged', NULL)",
-                (
-                    session,
-                    dataset,
-                    time.time(),
-                    query,
-                    mechanism,
-                    str(charge.epsilon),
-                    str(charge.delta),
-                    str(charge.rho),
-                ),
-            )
-            release_id = cursor.lastrowid
-        assert release_id is not None
-        # Only once committed (a failed COMMIT rolls the id back for reuse): every row
-        # up to this one was read in the transaction, under the write lock, or is this.
+            for row in rows:
+                release_id = conn.execute(*row).lastrowid
+                assert release_id is not None
+                ids.append(release_id)
+        # Only once committed (a failed COMMIT rolls the ids back for reuse): every row
+        # up to the last one was read in the transaction, under the write lock, or is ours.
         # Another thread may have cached a later pair meanwhile; an earlier consistent
         # pair is still exact (the rows after it are read again).
-        self._totals[session] = (release_id, spent + charge)
-        return release_id
+        self._totals[session] = (ids[-1], spent + total)
+        return ids
 
     def complete(self, release_id: int, value: str, status: str = "released") -> None:
         """Store the (public) released value of a charged row.
 
-        One statement in autocommit mode, so atomic and durable by itself
-        (no BEGIN/COMMIT round trips).
+        One statement in autocommit mode, so atomic by itself.  In WAL mode
+        it commits with ``synchronous=NORMAL`` (no sync: it survives a crash
+        of the process, and a power loss can only leave the row ``charged``,
+        which still counts toward the spend); with a rollback journal it is
+        synchronous, since NORMAL there risks more than the one row.
+
+        Args:
+            release_id: the id :meth:`charge` returned.
+            value: the public text shown for the release.
+            status: ``"released"`` or ``"failed"``.
         """
-        with self._lock, _ledger_errors(self.path):
-            self._conn.execute(
-                "UPDATE releases SET status=?, value=? WHERE id=?", (status, value, release_id)
-            )
+        update = "UPDATE releases SET status=?, value=? WHERE id=?"
+        with self._lock, ledger_errors(self.path):
+            if self._journal != "wal":
+                self._conn.execute(update, (status, value, release_id))
+                return
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._conn.execute(update, (status, value, release_id))
+            finally:
+                self._conn.execute("PRAGMA synchronous=FULL")
 
     def releases(self, session: str) -> pd.DataFrame:
-        """One row per release of ``session``, oldest first."""
-        with self._lock, _ledger_errors(self.path):
+        """One row per release of ``session``, oldest first.
+
+        Args:
+            session: the session's name.
+
+        Returns:
+            A frame indexed by release id with the columns ``query``,
+            ``mechanism``, ``epsilon``, ``delta``, ``rho``, ``value``,
+            ``status``, ``time``, ``dataset`` (its first 12 characters), then
+            ``currency``, ``privacy_unit`` and ``parts`` (JSON text, see
+            :func:`decode_parts`), missing (``pd.isna``) where not recorded.
+        """
+        with self._lock, ledger_errors(self.path):
             rows = self._conn.execute(
                 f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? ORDER BY id",
                 (session,),
@@ -276,154 +517,45 @@ class Ledger:
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
         frame["dataset"] = frame["dataset"].str.slice(0, 12)
-        order = ["query", "mechanism", "epsilon", "delta", "rho", "value", "status", "time"]
-        indexed: pd.DataFrame = frame.set_index("id")[[*order, "dataset"]]
+        indexed: pd.DataFrame = frame.set_index("id")[list(_ORDER)]
         return indexed
+
+    def record_digests(self, dataset: str, digests: Mapping[str, str]) -> None:
+        """Record (or replace) per-column digests of ``dataset``, durably.
+
+        Args:
+            dataset: the dataset's fingerprint.
+            digests: column name to its digest.
+        """
+        now = time.time()
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT INTO digests (dataset, column_name, digest, time) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (dataset, column_name) DO UPDATE SET digest=excluded.digest,"
+                " time=excluded.time",
+                [(dataset, column, digest, now) for column, digest in digests.items()],
+            )
+
+    def digests(self, dataset: str) -> dict[str, str]:
+        """The recorded per-column digests of ``dataset`` (column name to digest)."""
+        with self._lock, ledger_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT column_name, digest FROM digests WHERE dataset=? ORDER BY column_name",
+                (dataset,),
+            ).fetchall()
+        return dict(rows)
+
+    def columns_with_digest(self, digest: str) -> list[tuple[str, str]]:
+        """Every (dataset, column name) recorded with ``digest``, in a stable order."""
+        with self._lock, ledger_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT dataset, column_name FROM digests WHERE digest=?"
+                " ORDER BY dataset, column_name",
+                (digest,),
+            ).fetchall()
+        return [(str(d), str(c)) for d, c in rows]
 
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
             self._conn.close()
-
-
-# -- opening and checking the file ---------------------------------------------
-
-_TABLES = {
-    "budgets": {"session", "dataset", "accounting", "epsilon", "delta", "created"},
-    "releases": {"session", *_SHOWN},
-}
-_NOT_RESET = (
-    "Nothing was changed or reset. Restore the file from a backup, or pass another "
-    "ledger= path (a new ledger starts with no spend)."
-)
-
-
-@contextmanager
-def _ledger_errors(path: str) -> Iterator[None]:
-    """Turn a SQLite failure in the middle of work into a :class:`LedgerError`."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise LedgerError(
-            f"The ledger {path} failed ({type(exc).__name__}: {exc}). If the file is "
-            f"damaged, the spend it records cannot be trusted. {_NOT_RESET}"
-        ) from None
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    try:
-        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise LedgerError(f"Cannot open the ledger {path}: {exc}") from None
-    return conn
-
-
-def _initialize(conn: sqlite3.Connection, path: str) -> None:
-    """Create the tables in an empty database and stamp its id and schema version."""
-    try:
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.executescript(
-            f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA application_id={APPLICATION_ID};"
-            f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-        )
-    except sqlite3.Error as exc:
-        raise LedgerError(f"Cannot create the ledger {path}: {exc}") from None
-
-
-def _create_file(file: Path) -> None:
-    """Build a new ledger next to ``file`` and link it into place (never over a file).
-
-    Two processes creating the same ledger at once both succeed: the first
-    link wins and the other process opens that file.
-    """
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
-    try:
-        conn = _connect(str(tmp))
-        try:
-            _initialize(conn, str(file))
-        finally:
-            conn.close()
-        try:
-            os.link(tmp, file)
-        except FileExistsError:
-            pass  # created meanwhile by another process: use that one
-        except OSError:
-            if not file.exists():  # a file system without hard links
-                os.replace(tmp, file)
-    except OSError as exc:
-        raise LedgerError(f"Cannot create the ledger {file}: {exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _open_existing(file: Path) -> sqlite3.Connection:
-    """Open a ledger file that exists, refusing anything that is not a sound ledger."""
-    path = str(file)
-    if file.is_dir():
-        raise LedgerError(f"The ledger path {path} is a folder; pass a file path.")
-    if file.stat().st_size == 0:
-        raise LedgerError(
-            f"The ledger file {path} is empty. dpframe never writes an empty ledger, so the "
-            f"file was truncated or is not a ledger. {_NOT_RESET}"
-        )
-    conn = _connect(path)
-    try:
-        _check_file(conn, path)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _check_file(conn: sqlite3.Connection, path: str) -> None:
-    try:
-        conn.execute("PRAGMA synchronous=FULL")
-        check = conn.execute("PRAGMA quick_check").fetchall()
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {
-            name: {row[1] for row in conn.execute(f"PRAGMA table_info('{name}')")}
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-            )
-        }
-    except sqlite3.DatabaseError as exc:
-        raise LedgerError(
-            f"The ledger file {path} is not a readable SQLite database ({exc}): it is "
-            f"damaged or not a dpframe ledger. {_NOT_RESET}"
-        ) from None
-    if check != [("ok",)]:
-        raise LedgerError(
-            f"The ledger file {path} is damaged (SQLite integrity check failed), so the "
-            f"spend it records cannot be trusted. {_NOT_RESET}"
-        )
-    if app_id not in (0, APPLICATION_ID):
-        raise LedgerError(
-            f"The file {path} is another application's SQLite database "
-            f"(application_id {app_id}), not a dpframe ledger. {_NOT_RESET}"
-        )
-    if version > SCHEMA_VERSION:
-        raise LedgerError(
-            f"The ledger {path} has schema version {version}, written by a newer dpframe; "
-            f"this dpframe reads versions up to {SCHEMA_VERSION}. Upgrade dpframe "
-            "(pip install -U dpframe) to use it; the file was not changed."
-        )
-    missing = {
-        name: columns - tables.get(name, set())
-        for name, columns in _TABLES.items()
-        if columns - tables.get(name, set())
-    }
-    if missing or (app_id == 0 and set(tables) != set(_TABLES)):
-        raise LedgerError(
-            f"The file {path} is a SQLite database but not a dpframe ledger "
-            f"(tables: {', '.join(sorted(tables)) or 'none'}). {_NOT_RESET}"
-        )
-    if app_id == 0 or version < SCHEMA_VERSION:
-        # A ledger from before the file was stamped: same tables, so adopt it.
-        try:
-            conn.executescript(
-                f"BEGIN IMMEDIATE; PRAGMA application_id={APPLICATION_ID};"
-                f" PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-            )
-        except sqlite3.Error as exc:
-            raise LedgerError(f"Cannot update the ledger {path}: {exc}") from None
