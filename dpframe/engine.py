@@ -44,7 +44,19 @@ if TYPE_CHECKING:
     from dpframe.backends.base import Backend
     from dpframe.session import Session
 
-__all__ = ["Asked", "Family", "Node", "Released", "explain", "family_of", "run"]
+__all__ = [
+    "Admission",
+    "Asked",
+    "Family",
+    "Node",
+    "Released",
+    "abandon",
+    "admit_batch",
+    "explain",
+    "family_of",
+    "finish",
+    "run",
+]
 
 Node = Aggregate | ReleaseNode
 N = TypeVar("N", bound=Node)
@@ -197,11 +209,11 @@ class _Admitted:
     parts: tuple[_Admitted, ...]
 
 
-def _admit(session: Session, node: Node, budget: Charge | None = None) -> _Admitted:
+def _admit(session: Session, node: Node) -> _Admitted:
     """Validate ``node`` and its parts and compute their privacy maps (before the charge).
 
-    ``budget``: for a part, what its composite was charged; the parts' charges
-    must add up to at most it (checked exactly), so one charge covers them all.
+    A composite's parts must cost exactly its charge together (checked in exact
+    arithmetic), so one charge covers them all and the ledger can list them.
     """
     family = family_of(node, session._families)
     validate_node(node, _schema(session, node))
@@ -215,12 +227,8 @@ def _admit(session: Session, node: Node, budget: Charge | None = None) -> _Admit
         total = Charge()
         for part in parts:
             total = total + part.charge
-        if not (
-            total.epsilon <= charge.epsilon
-            and total.delta <= charge.delta
-            and total.rho <= charge.rho
-        ):
-            raise DPError("The parts of this release would cost more than the whole.")
+        if total != charge:
+            raise DPError("The parts of this release do not add up to its cost.")
     return _Admitted(node, family, request, charge, allocation, noise, parts)
 
 
@@ -276,7 +284,80 @@ def run(session: Session, node: Node) -> Any:
         lambda spent: accountant.check(spent, admitted.charge, admitted.request),
         label,
         admitted.family.mechanism_of(node, admitted.allocation),
+        parts=_parts(admitted),
+        privacy_unit=_unit_text(_source(node)),
     )
+    return finish(session, Admission(admitted, backend, release_id))
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A node admitted and charged (its ledger row written), not yet computed."""
+
+    admitted: _Admitted
+    backend: Backend
+    release_id: int
+
+
+def admit_batch(session: Session, nodes: list[Node]) -> list[Admission]:
+    """Admit every node at once, or none: one filter check of the total, one ledger commit."""
+    from dpframe.accounting.ledger import PendingCharge
+
+    admitted = [_admit(session, node) for node in nodes]
+    backends = [_backend(session, a.node, a.family) for a in admitted]
+    datasets = {_source(a.node).dataset for a in admitted}
+    if len(datasets) > 1:
+        raise DPError("A batch's releases must all read the same data.")
+    if not admitted:
+        return []
+    total = Charge()
+    for entry in admitted:
+        total = total + entry.charge
+    accountant = session._accountant
+    if session.accounting == "zcdp":
+        asked = PrivacyRequest(rho=total.rho) if total.rho else PrivacyRequest(epsilon=1)
+    else:
+        asked = PrivacyRequest(epsilon=total.epsilon, delta=total.delta)
+    items = [
+        PendingCharge(
+            a.charge,
+            a.node.label,
+            a.family.mechanism_of(a.node, a.allocation),
+            parts=_parts(a),
+            privacy_unit=_unit_text(_source(a.node)),
+        )
+        for a in admitted
+    ]
+    ids = session._ledger.charge_many(
+        session.name,
+        datasets.pop(),
+        items,
+        lambda spent: accountant.check(spent, total, asked),
+    )
+    return [Admission(a, b, i) for a, b, i in zip(admitted, backends, ids, strict=True)]
+
+
+def abandon(session: Session, admission: Admission) -> None:
+    """Mark an admitted release that was never computed as failed (its charge stands)."""
+    session._ledger.complete(admission.release_id, "", status="failed")
+
+
+def _parts(admitted: _Admitted) -> list[tuple[str, Charge]] | None:
+    """A composite's parts for the ledger: each part's label and charge."""
+    return [(p.node.label, p.charge) for p in admitted.parts] or None
+
+
+def _unit_text(source: Source) -> str | None:
+    """The privacy-unit setting of a source, for the ledger (None: one row per person)."""
+    if source.unit_rows == 1 and not source.unit_column:
+        return None
+    return f"{source.unit_column}: at most {source.unit_rows} rows, {source.unit_groups} keys"
+
+
+def finish(session: Session, admission: Admission) -> Any:
+    """Compute and release an admitted, charged node; complete its ledger row and notify."""
+    admitted, backend, release_id = admission.admitted, admission.backend, admission.release_id
+    label, accountant = admitted.node.label, session._accountant
     cost = accountant.cost(admitted.request, admitted.charge)
     try:
         released, shown = _release(session, admitted, backend, cost)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from dpframe.accounting.accountants import Accountant, Charge, make_accountant
 from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend, make_backend
+from dpframe.batch import Batch, is_unset, prepaid_release
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -114,21 +116,25 @@ class Observable:
         """
         if not callable(query):
             return self._explain_node(query)
+        return self._explain_node(self.capture_node(query))
+
+    def capture_node(self, function: Callable[[], Any]) -> Any:
+        """The release node that ``function`` makes, captured before anything is spent."""
+        if not callable(function):
+            raise SchemaError("Give a function that makes one release, e.g. lambda: pf.count(...).")
         token = _CAPTURING.set(self)
         try:
-            query()
+            function()
         except _Captured as captured:
             if captured.session is not self:
                 raise
-            node = captured.node
-        else:
-            raise SchemaError(
-                "explain() found no release in the function: give it a function that makes "
-                "one release, e.g. lambda: pf.count(epsilon=0.1)."
-            )
+            return captured.node
         finally:
             _CAPTURING.reset(token)
-        return self._explain_node(node)
+        raise SchemaError(
+            "The function made no release: give a function that makes one release, "
+            "e.g. lambda: pf.count(epsilon=0.1)."
+        )
 
     def _explain_node(self, node: Any) -> Any:
         raise SchemaError("explain() takes a release node or a function that makes one release.")
@@ -421,7 +427,27 @@ class Session(Observable):
             BudgetExceededError: when the budget would be exceeded (nothing charged).
         """
         capture(self, node)
+        prepaid = prepaid_release(self, node)
+        if not is_unset(prepaid):
+            return prepaid
         return engine.run(self, node)
+
+    @contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """Admit several releases at once, all or none, in one durable ledger commit.
+
+        Releases added with ``batch.add(lambda: ...)`` are captured (nothing is
+        read or charged) and, when the block ends without an error, admitted
+        together by the budget filter and the ledger, then computed in order;
+        each one's result is ``pending.result``.  See :mod:`dpframe.batch`.
+
+        Raises:
+            BudgetExceededError: when the releases together exceed the budget
+                (none is charged).
+        """
+        batch = Batch(self)
+        yield batch
+        batch.run()
 
     def _explain_node(self, node: Any) -> Explanation:
         return engine.explain(self, node)

@@ -98,7 +98,7 @@ def test_explain_captures_the_node_of_methods_that_post_process(
 
 
 def test_explain_without_a_release_says_so(session: dp.Session) -> None:
-    with pytest.raises(dp.DPError, match="found no release"):
+    with pytest.raises(dp.DPError, match="made no release"):
         session.explain(lambda: 3)
 
 
