@@ -14,6 +14,7 @@ __all__ = [
     "LedgerError",
     "PrivacyViolationError",
     "QueryFailedError",
+    "ResourceLimitError",
     "SchemaError",
 ]
 
@@ -48,3 +49,11 @@ class InvalidArgumentError(DPError, ValueError):
 
 class QueryFailedError(DPError):
     """Evaluating a query on the data failed; no detail is shown (it could hold private values)."""
+
+
+class ResourceLimitError(DPError):
+    """A request is too large to evaluate (see ``dpframe.plan.estimate``); nothing was charged.
+
+    The message names the size that is over and its limit; both are computed
+    from the request alone (plan, expressions, declared keys), never from data.
+    """

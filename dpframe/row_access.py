@@ -10,16 +10,20 @@ release path and never leave it unperturbed.  Other backends are refused
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from dpframe.backends.base import Backend
+from dpframe.backends.evaluate import float_values
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import Plan, Source
+
+if TYPE_CHECKING:
+    from dpframe.backends.pandas_backend import PandasBackend
 
 __all__ = ["category_codes", "numeric_rows", "require_rows"]
 
@@ -36,24 +40,28 @@ def require_rows(session: Any, source: Source) -> None:
         )
 
 
-def _prepared(backend: Backend, plan: Plan) -> tuple[Any, dict[str, Expr], Any]:
+def _pandas(backend: Backend) -> PandasBackend:
     from dpframe.backends.pandas_backend import PandasBackend
 
     if not isinstance(backend, PandasBackend):
         raise SchemaError("Row-level mechanisms need the pandas backend.")
-    defs, mask = backend._prepare(plan)
-    return backend, defs, mask
+    return backend
 
 
 def numeric_rows(
     backend: Backend, plan: Plan, exprs: Sequence[Expr]
 ) -> list[npt.NDArray[np.float64]]:
-    """The float values (NaN for missing) of ``exprs`` on the rows the plan keeps."""
-    pandas_backend, defs, mask = _prepared(backend, plan)
+    """The float values (NaN for missing) of ``exprs`` on the rows the plan keeps.
+
+    The plan's derived columns are evaluated once for all of ``exprs``.
+    """
+    pandas_backend = _pandas(backend)
+    values, mask = pandas_backend.row_values(plan, exprs)
+    n = len(pandas_backend._frame)
     out = []
-    for expr in exprs:
-        values = np.asarray(pandas_backend._values(expr, defs), dtype=np.float64)
-        out.append(values if mask is None else values[mask])
+    for value in values:
+        floats = np.asarray(float_values(value, n), dtype=np.float64)
+        out.append(floats if mask is None else floats[mask])
     return out
 
 
@@ -63,8 +71,8 @@ def category_codes(
     """Each kept row's position among ``categories`` (−1: missing or not declared)."""
     from dpframe.backends.pandas_backend import _category_codes
 
-    pandas_backend, defs, mask = _prepared(backend, plan)
-    values = pandas_backend._eval(expr, defs)
+    pandas_backend = _pandas(backend)
+    (values,), mask = pandas_backend.row_values(plan, [expr])
     if not isinstance(values, pd.Series):
         values = pd.Series(np.full(len(pandas_backend._frame), values, dtype=object))
     codes = np.asarray(_category_codes(values, tuple(categories)), dtype=np.int64)

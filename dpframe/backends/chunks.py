@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.backends.base import Measure
-from dpframe.backends.evaluate import Rows, float_values, present
-from dpframe.plan.expressions import Expr
+from dpframe.backends.evaluate import float_values, present
+from dpframe.backends.program import Run
 
 __all__ = [
     "CHUNK_ROWS",
@@ -97,25 +97,28 @@ def combine_slots(
 class MeasurePlan:
     """What the measures of one release share (see :func:`measure_totals`).
 
-    A numeric column read (and its missing-value mask) and its clamped,
+    A numeric value read (and its missing-value mask) and its clamped,
     centred values are computed once per chunk for all the measures that use
-    them (a mean's count and sum; a variance's three measures).  ``summed``
-    holds the keys of the expressions that some sum reads; ``reused`` the
-    clamping keys that more than one sum uses.
+    them (a mean's count and sum; a variance's three measures).  ``nodes``
+    holds the program node of each measure's expression (-1: a row count;
+    equal expressions, however written, share a node); ``summed`` the nodes
+    that some sum reads; ``reused`` the clamping keys that more than one sum uses.
     """
 
     measures: tuple[Measure, ...]
-    summed: frozenset[Any]
+    nodes: tuple[int, ...]
+    summed: frozenset[int]
     reused: frozenset[Any]
 
     @classmethod
-    def of(cls, measures: tuple[Measure, ...]) -> MeasurePlan:
-        """The sharing plan of ``measures``."""
-        sums = [m for m in measures if m.kind == "sum" and m.expr is not None]
-        clamps = [_clamp_key(m) for m in sums]
+    def of(cls, measures: tuple[Measure, ...], nodes: tuple[int, ...]) -> MeasurePlan:
+        """The sharing plan of ``measures`` whose expressions are the program ``nodes``."""
+        sums = [(m, node) for m, node in zip(measures, nodes, strict=True) if m.kind == "sum"]
+        clamps = [_clamp_key(m, node) for m, node in sums]
         return cls(
             measures,
-            frozenset(m.expr.key() for m in sums if m.expr is not None),
+            nodes,
+            frozenset(node for _, node in sums),
             frozenset(k for k in clamps if clamps.count(k) > 1),
         )
 
@@ -124,18 +127,21 @@ class MeasurePlan:
 class _ChunkWork:
     """Work shared by the measures of one release on one chunk; dropped after it."""
 
-    values: dict[Any, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(
+    values: dict[int, tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = field(
         default_factory=dict
     )
     centred: dict[Any, npt.NDArray[np.float64]] = field(default_factory=dict)
 
 
 def measure_totals(
-    rows: Rows, plan: MeasurePlan, defs: dict[str, Expr], cells: Cells, size: int
+    run: Run, plan: MeasurePlan, cells: Cells, size: int
 ) -> list[npt.NDArray[np.float64]]:
-    """Per-cell totals of every measure of ``plan`` over ``rows`` (one chunk)."""
+    """Per-cell totals of every measure of ``plan`` over the rows of ``run`` (one chunk)."""
     work = _ChunkWork()
-    return [_measure(rows, m, plan, defs, cells, size, work) for m in plan.measures]
+    return [
+        _measure(run, m, node, plan, cells, size, work)
+        for m, node in zip(plan.measures, plan.nodes, strict=True)
+    ]
 
 
 def add_totals(
@@ -150,29 +156,29 @@ def add_totals(
 
 
 def _measure(
-    rows: Rows,
+    run: Run,
     measure: Measure,
+    node: int,
     plan: MeasurePlan,
-    defs: dict[str, Expr],
     cells: Cells,
     size: int,
     work: _ChunkWork,
 ) -> npt.NDArray[np.float64]:
+    n = len(run.rows)
     if measure.kind == "rows":
         if cells is None:
-            return np.array([float(len(rows))])
+            return np.array([float(n)])
         return bincount(cells, None, size)
-    assert measure.expr is not None
     if measure.kind == "nonnull":
-        if measure.expr.key() in plan.summed:  # numeric: the same mask as its sum's
-            is_present = _shared_values(rows, measure.expr, defs, work)[1]
+        if node in plan.summed:  # numeric: the same mask as its sum's
+            is_present = _shared_values(run, node, work)[1]
         else:
-            is_present = present(rows, measure.expr, defs)
+            is_present = present(run.value(node), n)
         if is_present.all():  # no missing value: the row count
-            return np.array([float(len(rows))]) if cells is None else bincount(cells, None, size)
+            return np.array([float(n)]) if cells is None else bincount(cells, None, size)
         return _count_present(cells, is_present, size)
-    values, is_present = _shared_values(rows, measure.expr, defs, work)
-    clamp_key = _clamp_key(measure)
+    values, is_present = _shared_values(run, node, work)
+    clamp_key = _clamp_key(measure, node)
     centred = work.centred.get(clamp_key)
     if centred is None:
         centred = np.clip(values, measure.lower, measure.upper)
@@ -211,19 +217,18 @@ def _count_present(
 
 
 def _shared_values(
-    rows: Rows, expr: Expr, defs: dict[str, Expr], work: _ChunkWork
+    run: Run, node: int, work: _ChunkWork
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-    found = work.values.get(expr.key())
+    found = work.values.get(node)
     if found is None:
-        values = np.asarray(float_values(rows, expr, defs), dtype=np.float64)
+        values = np.asarray(float_values(run.value(node), len(run.rows)), dtype=np.float64)
         found = (values, ~np.isnan(values))
-        work.values[expr.key()] = found
+        work.values[node] = found
     return found
 
 
-def _clamp_key(measure: Measure) -> tuple[Hashable, ...]:
-    assert measure.expr is not None
-    return (measure.expr.key(), measure.lower, measure.upper, measure.center)
+def _clamp_key(measure: Measure, node: int) -> tuple[Hashable, ...]:
+    return (node, measure.lower, measure.upper, measure.center)
 
 
 def bincount(

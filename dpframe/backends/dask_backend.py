@@ -37,10 +37,11 @@ from dask.tokenize import TokenizationError as TokenizationError
 
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.backends.program import Program, Query, compile_query
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
-from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, lineage
+from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["DaskBackend", "read_dask"]
 
@@ -142,10 +143,14 @@ class DaskBackend:
     def compute(
         self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
     ) -> list[npt.NDArray[np.float64]]:
-        """Exact per-group values of ``measures``, bit-identical to the pandas backend's."""
-        exprs = [m.expr for m in measures] + [k.expr for k in by]
-        parts = self._partitions(_needed_columns(self._frame.columns, plan, exprs))
-        evaluate = functools.partial(_partition_measures, plan, measures, by)
+        """Exact per-group values of ``measures``, bit-identical to the pandas backend's.
+
+        The plan is compiled once here (:func:`~dpframe.backends.program.compile_query`)
+        and the flat query (no nested expressions) is sent to every partition.
+        """
+        query = compile_query(plan, measures, by)
+        parts = self._partitions(_needed_columns(self._frame.columns, query.program))
+        evaluate = functools.partial(_partition_measures, query)
         partials = [delayed(evaluate, pure=False)(part) for part in parts]
         total: Measures = _compute(_tree_reduce(partials, _add_measures))
         rows, values = total
@@ -173,11 +178,12 @@ class DaskBackend:
         shuffled by ``unit`` first unless it is already grouped by it.
         """
         limit = bool(unit and max_keys)
-        columns = _needed_columns(self._frame.columns, plan, [expr], unit if limit else "")
+        program = Program.compile(plan, [expr])
+        columns = _needed_columns(self._frame.columns, program, unit if limit else "")
         frame = self._frame[columns]
         if limit and self._unit != unit:
             frame = frame.shuffle(on=unit)
-        count = functools.partial(_partition_keys, plan, expr, unit if limit else "", max_keys)
+        count = functools.partial(_partition_keys, program, unit if limit else "", max_keys)
         partials = [delayed(count, pure=False)(part) for part in _to_delayed(frame)]
         merged: KeyCounts = _compute(_tree_reduce(partials, _merge_keys))
         keys = list(merged.counts)
@@ -232,10 +238,8 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
     return converted
 
 
-def _partition_measures(
-    plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...], part: pd.DataFrame
-) -> Measures:
-    return len(part), PandasBackend(_as_pandas_dtypes(part)).compute(plan, measures, by)
+def _partition_measures(query: Query, part: pd.DataFrame) -> Measures:
+    return len(part), PandasBackend(_as_pandas_dtypes(part)).run_query(query)
 
 
 def _add_measures(*partials: Measures) -> Measures:
@@ -244,15 +248,11 @@ def _add_measures(*partials: Measures) -> Measures:
     return rows, values
 
 
-def _partition_keys(
-    plan: Plan, expr: Expr, unit: str, max_keys: int, part: pd.DataFrame
-) -> KeyCounts:
+def _partition_keys(program: Program, unit: str, max_keys: int, part: pd.DataFrame) -> KeyCounts:
     if len(part) == 0:
         return KeyCounts({})
     rng = SecureRandom() if unit else None
-    keys, counts = PandasBackend(_as_pandas_dtypes(part)).key_counts(
-        plan, expr, unit, max_keys, rng
-    )
+    keys, counts = PandasBackend(_as_pandas_dtypes(part)).count_keys(program, unit, max_keys, rng)
     return KeyCounts(dict(zip(keys, counts.tolist(), strict=True)))
 
 
@@ -291,19 +291,11 @@ def _tree_reduce(partials: Sequence[Delayed], combine: Callable[..., Any]) -> De
     return level[0]
 
 
-def _needed_columns(
-    columns: Iterable[str], plan: Plan, exprs: Iterable[Expr | None], extra: str = ""
-) -> list[str]:
-    """The source columns a query may read (a superset; at least one column)."""
-    names: set[str] = {extra} if extra else set()
-    for step in lineage(plan)[1]:
-        if isinstance(step, Filter):
-            names |= step.predicate.columns()
-        elif isinstance(step, Assign):
-            names |= step.expr.columns()
-    for expr in exprs:
-        if expr is not None:
-            names |= expr.columns()
+def _needed_columns(columns: Iterable[str], program: Program, extra: str = "") -> list[str]:
+    """The source columns a compiled query reads, in the frame's order (at least one column)."""
+    names: set[str] = set(program.columns)
+    if extra:
+        names.add(extra)
     ordered = list(columns)
     needed = [c for c in ordered if c in names]
     return needed or ordered[:1]

@@ -1,18 +1,22 @@
-"""Evaluating plan expressions on the rows of a pandas DataFrame.
+"""Evaluating the nodes of a plan's DAG on the rows of a pandas DataFrame.
 
-Every function here takes the rows to evaluate on as :class:`Rows`: all the
-rows of the private frame, or a range of them whose columns are sliced on
-use (views: no data is copied).  Every expression is evaluated row by row
-(the result of a row never depends on the other rows, see :func:`_order`),
-so evaluating a range of rows gives exactly those rows of evaluating the
-whole frame; the pandas backend relies on that to evaluate plans in chunks
-of rows.
+A plan's expressions are compiled to a flat DAG of instructions
+(:mod:`dpframe.plan.dag`, :class:`~dpframe.backends.program.Program`); this
+module evaluates one instruction (:func:`apply`) given the values of its
+arguments.  Every function here takes the rows to evaluate on as
+:class:`Rows`: all the rows of the private frame, or a range of them whose
+columns are sliced on use (views: no data is copied).  Every instruction is
+evaluated row by row (the result of a row never depends on the other rows,
+see :func:`_order`), so evaluating a range of rows gives exactly those rows
+of evaluating the whole frame; the pandas backend relies on that to evaluate
+plans in chunks of rows.  Values are never modified in place: one value may
+be read by several instructions.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,35 +24,18 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import SchemaError
-from dpframe.plan.expressions import (
-    Abs,
-    Arith,
-    Bucket,
-    Clip,
-    Col,
-    Compare,
-    Expr,
-    IsIn,
-    IsNull,
-    Lit,
-    Logical,
-    Neg,
-    Not,
-)
-from dpframe.plan.inline import SourceCol, inline
-from dpframe.plan.nodes import Assign, Filter, Plan, lineage
+from dpframe.plan.dag import Instruction
 
 __all__ = [
     "Rows",
+    "apply",
     "as_float",
     "bucket_codes",
     "category_codes",
     "edges_at_or_below",
-    "evaluate",
     "float_values",
+    "mask_values",
     "present",
-    "row_mask",
-    "split_plan",
 ]
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -112,91 +99,69 @@ class Rows:
         return index if self._whole else index[self._start : self._stop]
 
 
-def evaluate(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> Any:
-    """The value of ``expr`` on ``rows``: a Series aligned with ``rows``, or a scalar.
+def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
+    """The value of one DAG node on ``rows`` (a Series aligned with ``rows``, or a scalar).
 
-    ``defs`` maps derived column names to their inlined definitions.
+    Args:
+        instruction: ``(tag, params, argument positions)`` (see :mod:`dpframe.plan.dag`).
+        args: the values of the arguments, in order.
+        rows: the rows evaluated on.
     """
-    if isinstance(expr, SourceCol):
-        return rows[expr.name]
-    if isinstance(expr, Col):
-        return evaluate(rows, inline(expr, defs), defs)
-    if isinstance(expr, Lit):
-        return expr.value
-    if isinstance(expr, (Arith, Compare, Logical)):
-        left = evaluate(rows, expr.left, defs)
-        right = evaluate(rows, expr.right, defs)
-        if isinstance(expr, Logical):
+    tag, params, _ = instruction
+    if tag == "source":
+        return rows[params[0]]
+    if tag == "lit":
+        return params[0]
+    if tag in ("arith", "compare", "logical"):
+        op = params[0]
+        left, right = args
+        if tag == "logical":
             left, right = _as_mask(left), _as_mask(right)
-        elif isinstance(expr, Arith):
+        elif tag == "arith":
             left, right = _as_number(left), _as_number(right)
-        elif expr.op in ("<", "<=", ">", ">="):
-            return _order(expr.op, left, right)
-        return _BINARY[expr.op](left, right)
-    if isinstance(expr, Neg):
-        return -_as_number(evaluate(rows, expr.operand, defs))
-    if isinstance(expr, Abs):
-        return abs(_as_number(evaluate(rows, expr.operand, defs)))
-    if isinstance(expr, Not):
-        return ~_as_mask(evaluate(rows, expr.operand, defs))
-    if isinstance(expr, IsNull):
-        value = evaluate(rows, expr.operand, defs)
+        elif op in ("<", "<=", ">", ">="):
+            return _order(op, left, right)
+        return _BINARY[op](left, right)
+    (value,) = args
+    if tag == "neg":
+        return -_as_number(value)
+    if tag == "abs":
+        return abs(_as_number(value))
+    if tag == "not":
+        return ~_as_mask(value)
+    if tag == "isnull":
         return value.isna() if isinstance(value, pd.Series) else pd.isna(value)
-    if isinstance(expr, IsIn):
-        value = evaluate(rows, expr.operand, defs)
+    if tag == "isin":
         if isinstance(value, pd.Series):
-            return value.isin(list(expr.values))
-        return value in expr.values
-    if isinstance(expr, Bucket):
-        value = evaluate(rows, expr.operand, defs)
-        codes = bucket_codes(as_float(value, len(rows)), expr)
+            return value.isin(list(params[0]))
+        return value in params[0]
+    if tag == "bucket":
+        codes = bucket_codes(as_float(value, len(rows)), params[0], params[1])
         return pd.Series(np.where(codes >= 0, codes, np.nan), index=rows.index)
-    if isinstance(expr, Clip):
-        value = evaluate(rows, expr.operand, defs)
-        return np.clip(value, expr.lower, expr.upper)
-    raise SchemaError(f"Unsupported expression {type(expr).__name__}.")
+    if tag == "clip":
+        return np.clip(value, params[0], params[1])
+    raise SchemaError(f"Unsupported expression {tag!r}.")
 
 
-def split_plan(plan: Plan) -> tuple[dict[str, Expr], tuple[Expr, ...]]:
-    """The inlined definitions of the plan's derived columns and its inlined filters."""
-    _, steps = lineage(plan)
-    defs: dict[str, Expr] = {}
-    filters: list[Expr] = []
-    for step in steps:
-        if isinstance(step, Assign):
-            defs[step.name] = inline(step.expr, defs)
-        elif isinstance(step, Filter):
-            filters.append(inline(step.predicate, defs))
-    return defs, tuple(filters)
+def mask_values(value: Any, n: int) -> npt.NDArray[np.bool_]:
+    """A predicate's value as a boolean array of ``n`` rows (missing counts as false)."""
+    return _full_mask(_as_mask(value), n)
 
 
-def row_mask(
-    rows: Rows, filters: tuple[Expr, ...], defs: dict[str, Expr]
-) -> npt.NDArray[np.bool_] | None:
-    """The rows of ``rows`` that every filter keeps (None: no filter)."""
-    mask: npt.NDArray[np.bool_] | None = None
-    for predicate in filters:
-        keep = _full_mask(_as_mask(evaluate(rows, predicate, defs)), len(rows))
-        mask = keep if mask is None else (mask & keep)
-    return mask
-
-
-def float_values(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> Any:
-    """``expr`` as a float64 array over ``rows`` (NaN where missing)."""
-    value = evaluate(rows, expr, defs)
+def float_values(value: Any, n: int) -> Any:
+    """A value as a float64 array of ``n`` rows (NaN where missing)."""
     if isinstance(value, pd.Series):
         if pd.api.types.is_bool_dtype(value.dtype) and value.hasnans:
             return value.astype("float64").to_numpy()
         return value.to_numpy(dtype=np.float64, na_value=np.nan)
-    return np.full(len(rows), float(value))
+    return np.full(n, float(value))
 
 
-def present(rows: Rows, expr: Expr, defs: dict[str, Expr]) -> npt.NDArray[np.bool_]:
-    """True where ``expr`` has a value (any dtype: text, dates, numbers)."""
-    value = evaluate(rows, expr, defs)
+def present(value: Any, n: int) -> npt.NDArray[np.bool_]:
+    """True where a value of ``n`` rows is present (any dtype: text, dates, numbers)."""
     if isinstance(value, pd.Series):
         return np.asarray(value.notna().to_numpy(dtype=bool))
-    return np.full(len(rows), not pd.isna(value))
+    return np.full(n, not pd.isna(value))
 
 
 def category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
@@ -219,13 +184,15 @@ def as_float(value: Any, n: int) -> npt.NDArray[np.float64]:
     return np.full(n, float(value))
 
 
-def bucket_codes(values: npt.NDArray[np.float64], bucket: Bucket) -> npt.NDArray[np.intp]:
+def bucket_codes(
+    values: npt.NDArray[np.float64], bin_edges: Sequence[float], clamp: bool
+) -> npt.NDArray[np.intp]:
     """Bin index per value (-1: missing, or outside the edges without ``clamp``)."""
-    edges = np.asarray(bucket.edges, dtype=np.float64)
+    edges = np.asarray(bin_edges, dtype=np.float64)
     last = len(edges) - 2
     codes = edges_at_or_below(values, edges) - 1
     codes[values == edges[-1]] = last
-    if bucket.clamp:
+    if clamp:
         np.clip(codes, 0, last, out=codes)
     else:
         codes[(values < edges[0]) | (values > edges[-1])] = -1

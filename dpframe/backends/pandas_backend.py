@@ -4,7 +4,10 @@ Evaluates plans on a DataFrame it holds by reference (no copy at load), in
 row chunks of :data:`~dpframe.backends.chunks.CHUNK_ROWS` rows (2**20): each
 chunk is a view of the frame, its filters, derived columns, group slots and
 measures are evaluated on it, and the per-cell totals of the chunks are
-added (exactly: see :mod:`dpframe.backends.chunks`).  Temporaries are thus
+added (exactly: see :mod:`dpframe.backends.chunks`).  The plan is compiled
+once per release to a DAG (:mod:`dpframe.backends.program`): every derived
+column and every shared sub-expression is evaluated once per chunk and
+reused wherever it is read.  Temporaries are thus
 chunk-sized (about 8 MiB for a float64 column) whatever the frame's size; a
 frame of at most one chunk is evaluated in one piece, as a whole.
 
@@ -23,7 +26,7 @@ filter or a release is cached.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,15 +50,11 @@ from dpframe.backends.evaluate import (
     bucket_codes,
     category_codes,
     edges_at_or_below,
-    evaluate,
-    float_values,
-    row_mask,
-    split_plan,
 )
+from dpframe.backends.program import KeySpec, Program, Query, Run, compile_query
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
-from dpframe.plan.expressions import Bucket, Col, Expr
-from dpframe.plan.inline import inline
+from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["PandasBackend"]
@@ -118,18 +117,18 @@ class PandasBackend:
 
     # -- whole-frame row access (dpframe.row_access) -------------------------
 
-    def _eval(self, expr: Expr, defs: dict[str, Expr]) -> Any:
-        """``expr`` on every row (see :func:`~dpframe.backends.evaluate.evaluate`)."""
-        return evaluate(Rows(self._frame), expr, defs)
+    def row_values(
+        self, plan: Plan, exprs: Sequence[Expr]
+    ) -> tuple[list[Any], npt.NDArray[np.bool_] | None]:
+        """Values of ``exprs`` on every row (Series or scalars) and the plan's row mask (or None).
 
-    def _prepare(self, plan: Plan) -> tuple[dict[str, Expr], npt.NDArray[np.bool_] | None]:
-        """Definitions of derived columns and the combined row mask (or None)."""
-        defs, filters = split_plan(plan)
-        return defs, row_mask(Rows(self._frame), filters, defs)
-
-    def _values(self, expr: Expr, defs: dict[str, Expr]) -> Any:
-        """``expr`` as float64 on every row (NaN where missing)."""
-        return float_values(Rows(self._frame), expr, defs)
+        The whole frame is evaluated at once; derived columns shared by the
+        expressions and the filters are computed once.
+        """
+        program = Program.compile(plan, exprs)
+        run = Run(program, Rows(self._frame))
+        mask = run.mask()
+        return [run.value(node) for node in program.outputs], mask
 
     # -- key discovery -------------------------------------------------------
 
@@ -148,8 +147,19 @@ class PandasBackend:
         The keys never leave the session unless partition selection releases them.
         Evaluated on the whole frame at once (not in chunks).
         """
-        defs, mask = self._prepare(plan)
-        values = self._eval(inline(expr, defs), defs)
+        return self.count_keys(Program.compile(plan, [expr]), unit, max_keys, rng)
+
+    def count_keys(
+        self,
+        program: Program,
+        unit: str = "",
+        max_keys: int = 0,
+        rng: SecureRandom | None = None,
+    ) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+        """:meth:`key_counts` of a compiled program (its only output is the key expression)."""
+        run = Run(program, Rows(self._frame))
+        mask = run.mask()
+        values = run.value(program.outputs[0])
         if not isinstance(values, pd.Series):
             values = pd.Series(np.full(len(self._frame), values, dtype=object))
         row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
@@ -168,45 +178,48 @@ class PandasBackend:
     ) -> list[npt.NDArray[np.float64]]:
         """Exact per-group values of ``measures`` (see :class:`Measure`).
 
-        The plan is evaluated chunk by chunk (filters, derived columns, group
-        slots, measures) and the per-chunk totals are added: bit-identical
-        to one pass over all rows (see :mod:`dpframe.backends.chunks`), with
-        chunk-sized temporaries.
+        The plan is compiled once (:func:`~dpframe.backends.program.compile_query`)
+        and evaluated chunk by chunk (filters, derived columns, group slots,
+        measures; each distinct computation once per chunk) and the per-chunk
+        totals are added: bit-identical to one pass over all rows (see
+        :mod:`dpframe.backends.chunks`), with chunk-sized temporaries.
         """
+        return self.run_query(compile_query(plan, measures, by))
+
+    def run_query(self, query: Query) -> list[npt.NDArray[np.float64]]:
+        """:meth:`compute` of a compiled query."""
         n = len(self._frame)
         if n > MAX_ROWS:  # also what keeps every partial total exact (chunks module)
             raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
-        defs, filters = split_plan(plan)
-        if not filters and not by and all(m.kind == "rows" for m in measures):
+        program, measures = query.program, query.measures
+        if not program.filters and not query.keys and all(m.kind == "rows" for m in measures):
             return [np.array([float(n)]) for _ in measures]  # a plain row count reads no rows
-        size = 1
-        for key in by:
-            size *= len(key.categories)
-        cached = [self._cached_slots(key, defs) for key in by]
-        shared = MeasurePlan.of(measures)
+        size = query.cells
+        cached = [self._cached_slots(key) for key in query.keys]
+        shared = MeasurePlan.of(measures, query.nodes)
         totals: list[npt.NDArray[np.float64]] | None = None
         columns: dict[str, Any] = {}  # the frame's column Series, shared by the chunks
         for start, stop in chunk_bounds(n, self._chunk_rows):
-            rows = Rows(self._frame, start, stop, columns)
-            mask = row_mask(rows, filters, defs)
-            slots = _chunk_slots(rows, by, defs, cached, start, stop)
+            run = Run(program, Rows(self._frame, start, stop, columns))
+            mask = run.mask()
+            slots = _chunk_slots(run, query.keys, cached, start, stop)
             cells: Cells = slots
             if slots is None:
                 cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
             elif mask is not None:
                 cells = np.where(mask, slots, 0)
-            totals = add_totals(totals, measure_totals(rows, shared, defs, cells, size))
+            totals = add_totals(totals, measure_totals(run, shared, cells, size))
         assert totals is not None  # chunk_bounds gives at least one range
         return totals
 
-    def _cached_slots(self, key: GroupKey, defs: dict[str, Expr]) -> _Codes | None:
+    def _cached_slots(self, key: KeySpec) -> _Codes | None:
         """The cached slot codes of a source key column (built on first use); None otherwise."""
-        if not isinstance(key.expr, Col) or key.expr.name in defs:
-            return None  # an expression or a derived column: evaluated per chunk
-        cache_key = (key.expr.name, key.categories)
+        if not key.source:
+            return None  # an expression or a bucket: evaluated per chunk
+        cache_key = (key.source, key.categories)
         codes = self._codes.get(cache_key)
         if codes is None:
-            column = self._frame[key.expr.name]
+            column = self._frame[key.source]
             n = len(column)
             bounds = chunk_bounds(n, self._chunk_rows)
             dtype = code_dtype(len(key.categories), n, self._chunk_rows)
@@ -223,27 +236,28 @@ class PandasBackend:
 
 
 def _chunk_slots(
-    rows: Rows,
-    by: tuple[GroupKey, ...],
-    defs: dict[str, Expr],
+    run: Run,
+    keys: tuple[KeySpec, ...],
     cached: list[_Codes | None],
     start: int,
     stop: int,
 ) -> npt.NDArray[np.intp] | None:
     """Cell slot of each row of the chunk ``[start, stop)``: 1 + the cell's index, or 0."""
     slots: npt.NDArray[np.intp] | None = None
-    for key, codes in zip(by, cached, strict=True):
+    n = len(run.rows)
+    for key, codes in zip(keys, cached, strict=True):
         key_slots: npt.NDArray[np.intp]
         if codes is not None:  # a view when the cache already holds intp codes
             key_slots = codes[start:stop].astype(np.intp, copy=False)
-        elif isinstance(key.expr, Bucket):
-            inner = evaluate(rows, inline(key.expr.operand, defs), defs)
-            key_slots = bucket_codes(as_float(inner, len(rows)), key.expr) + 1
+        elif key.bucket is not None:
+            inner = run.value(key.node)
+            key_slots = bucket_codes(as_float(inner, n), *key.bucket) + 1
         else:
-            values = evaluate(rows, key.expr, defs)
+            values = run.value(key.node)
             if not isinstance(values, pd.Series):
-                values = pd.Series(np.full(len(rows), values, dtype=object))
+                values = pd.Series(np.full(n, values, dtype=object))
             key_slots = category_codes(values, key.categories) + 1
+        run.release(key.node)
         slots = combine_slots(slots, key_slots, len(key.categories))
     return slots
 

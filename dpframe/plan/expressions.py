@@ -11,9 +11,10 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from dpframe.errors import SchemaError
+from dpframe.plan.keys import KeyTable, intern
 
 __all__ = [
     "Abs",
@@ -33,6 +34,13 @@ __all__ = [
     "expr_from_dict",
     "lit",
 ]
+
+#: ``str(expr)`` shows at most this many characters, then ``…`` (computed without
+#: expanding the rest of the tree, so a huge shared expression prints quickly).
+STR_LIMIT = 1000
+#: ``to_dict()`` writes out at most this many nodes (the JSON form is a tree: an
+#: expression whose sub-trees are shared can be exponentially larger written out).
+DICT_NODE_LIMIT = 100_000
 
 Scalar: TypeAlias = bool | int | float | str
 ArithOp = Literal["+", "-", "*", "/"]
@@ -59,7 +67,15 @@ def _wrap(value: Any) -> Expr:
 
 @dataclass(frozen=True, eq=False)
 class Expr:
-    """Base class of column expressions (see the module docstring)."""
+    """Base class of column expressions (see the module docstring).
+
+    Expressions are compared by :meth:`key` (``==`` builds a condition), and
+    every walk over one (``key``, ``str``, ``to_dict``, ``columns``) is
+    iterative and visits each shared sub-expression object once, so a deep
+    or heavily shared expression costs time linear in its distinct nodes.
+    """
+
+    tag: ClassVar[str] = "expr"
 
     def __add__(self, other: ExprLike) -> Expr:
         return Arith("+", self, _wrap(other))
@@ -129,7 +145,10 @@ class Expr:
         return Not(self)
 
     def __hash__(self) -> int:
-        return hash(self.key())
+        cached: int | None = self.__dict__.get("_dp_hash")
+        if cached is None:
+            cached = self.__dict__["_dp_hash"] = hash(self.key())
+        return cached
 
     def __bool__(self) -> bool:
         raise SchemaError(
@@ -162,27 +181,97 @@ class Expr:
         return Not(IsNull(self))
 
     def columns(self) -> frozenset[str]:
-        """The column names this expression reads."""
+        """The column names this expression reads (each shared node visited once)."""
         found: set[str] = set()
+        seen: set[int] = set()
         stack: list[Expr] = [self]
         while stack:
             node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
             if isinstance(node, Col):
                 found.add(node.name)
             stack.extend(node.children())
         return frozenset(found)
 
     def children(self) -> tuple[Expr, ...]:
-        """Direct sub-expressions."""
+        """Direct sub-expressions, in declaration order."""
+        return ()
+
+    def params(self) -> tuple[Any, ...]:
+        """The node's own fields that are not sub-expressions, in declaration order."""
         return ()
 
     def key(self) -> tuple[Any, ...]:
-        """A structural identity (equal trees have equal keys)."""
+        """The canonical structural key: equal trees, and only they, have equal keys.
+
+        A flat tuple of entries (see :mod:`dpframe.plan.keys` for the format
+        and how numbers are keyed), computed once per object in time linear
+        in the number of distinct node objects, then cached on the object.
+        """
+        cached: tuple[Any, ...] | None = self.__dict__.get("_dp_key")
+        if cached is None:
+            table = KeyTable()
+            intern(self, table, {})
+            cached = self.__dict__["_dp_key"] = tuple(table.entries)
+        return cached
+
+    def pieces(self) -> tuple[str | Expr, ...]:
+        """The printed form: text and sub-expressions, in order (see ``__str__``)."""
         return (type(self).__name__,)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready description of the tree."""
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:
+        """This node's JSON form, given its children's (see :meth:`to_dict`)."""
         raise SchemaError(f"{type(self).__name__} cannot be serialized.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description of the tree.
+
+        Raises:
+            SchemaError: the tree written out (shared sub-expressions written
+                once per use) has more than :data:`DICT_NODE_LIMIT` nodes, or
+                holds a node that cannot be serialized.
+        """
+        written = 0
+        stack: list[tuple[Expr, bool]] = [(self, False)]
+        done: list[dict[str, Any]] = []
+        while stack:
+            node, expanded = stack.pop()
+            children = node.children()
+            if expanded:
+                taken = [done.pop() for _ in children]
+                taken.reverse()
+                done.append(node.node_dict(taken))
+                continue
+            written += 1
+            if written > DICT_NODE_LIMIT:
+                raise SchemaError(
+                    f"This expression has more than {DICT_NODE_LIMIT} nodes when written out "
+                    "(its parts are reused many times); define the reused parts as columns "
+                    "with assign() instead."
+                )
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
+        return done[0]
+
+    def __str__(self) -> str:
+        out: list[str] = []
+        size = 0
+        steps = 0
+        stack: list[str | Expr] = [self]
+        while stack and size <= STR_LIMIT and steps <= 4 * STR_LIMIT:
+            steps += 1
+            item = stack.pop()
+            if isinstance(item, str):
+                out.append(item)
+                size += len(item)
+            else:
+                stack.extend(reversed(item.pieces()))
+        text = "".join(out)
+        if stack:
+            return text[:STR_LIMIT] + "…"
+        return text
 
     def __repr__(self) -> str:
         return str(self)
@@ -192,95 +281,77 @@ class Expr:
 class Col(Expr):
     """A column of the frame, by name."""
 
+    tag: ClassVar[str] = "col"
     name: str
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("col", self.name)
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.name,)
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
         return {"op": "col", "name": self.name}
 
-    def __str__(self) -> str:
-        return self.name
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return (self.name,)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Lit(Expr):
     """A public constant."""
 
+    tag: ClassVar[str] = "lit"
     value: Scalar
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("lit", type(self.value).__name__, self.value)
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.value,)
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
         return {"op": "lit", "value": self.value}
 
-    def __str__(self) -> str:
-        return repr(self.value)
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return (repr(self.value),)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Arith(Expr):
+class _Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def params(self) -> tuple[Any, ...]:
+        return (self.op,)
+
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"op": self.op, "left": children[0], "right": children[1]}
+
+    def pieces(self) -> tuple[str | Expr, ...]:
+        return ("(", self.left, f" {self.op} ", self.right, ")")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Arith(_Binary):
     """``left op right`` for op in + - * /."""
 
+    tag: ClassVar[str] = "arith"
     op: ArithOp
-    left: Expr
-    right: Expr
-
-    def children(self) -> tuple[Expr, ...]:  # noqa: D102
-        return (self.left, self.right)
-
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("arith", self.op, self.left.key(), self.right.key())
-
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"op": self.op, "left": self.left.to_dict(), "right": self.right.to_dict()}
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Compare(Expr):
+class Compare(_Binary):
     """``left op right`` for comparisons; the result is boolean."""
 
+    tag: ClassVar[str] = "compare"
     op: CompareOp
-    left: Expr
-    right: Expr
-
-    def children(self) -> tuple[Expr, ...]:  # noqa: D102
-        return (self.left, self.right)
-
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("compare", self.op, self.left.key(), self.right.key())
-
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"op": self.op, "left": self.left.to_dict(), "right": self.right.to_dict()}
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Logical(Expr):
+class Logical(_Binary):
     """``left & right`` or ``left | right`` of boolean expressions."""
 
+    tag: ClassVar[str] = "logical"
     op: LogicalOp
-    left: Expr
-    right: Expr
-
-    def children(self) -> tuple[Expr, ...]:  # noqa: D102
-        return (self.left, self.right)
-
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("logical", self.op, self.left.key(), self.right.key())
-
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"op": self.op, "left": self.left.to_dict(), "right": self.right.to_dict()}
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -290,50 +361,56 @@ class _Unary(Expr):
     def children(self) -> tuple[Expr, ...]:
         return (self.operand,)
 
-    def key(self) -> tuple[Any, ...]:
-        return (type(self).__name__.lower(), self.operand.key())
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"op": self.tag, "operand": children[0]}
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": type(self).__name__.lower(), "operand": self.operand.to_dict()}
-
-    def __str__(self) -> str:
-        return f"{type(self).__name__.lower()}({self.operand})"
+    def pieces(self) -> tuple[str | Expr, ...]:
+        return (f"{self.tag}(", self.operand, ")")
 
 
 class Neg(_Unary):
     """``-x``."""
 
+    tag: ClassVar[str] = "neg"
+
 
 class Abs(_Unary):
     """``abs(x)``."""
+
+    tag: ClassVar[str] = "abs"
 
 
 class Not(_Unary):
     """``~x`` of a boolean expression."""
 
+    tag: ClassVar[str] = "not"
+
 
 class IsNull(_Unary):
     """True where ``x`` is missing."""
+
+    tag: ClassVar[str] = "isnull"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IsIn(Expr):
     """True where ``operand`` is one of the public ``values``."""
 
+    tag: ClassVar[str] = "isin"
     operand: Expr
     values: tuple[Scalar, ...]
 
     def children(self) -> tuple[Expr, ...]:  # noqa: D102
         return (self.operand,)
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("isin", self.operand.key(), self.values)
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.values,)
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"op": "isin", "operand": self.operand.to_dict(), "values": list(self.values)}
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
+        return {"op": "isin", "operand": children[0], "values": list(self.values)}
 
-    def __str__(self) -> str:
-        return f"{self.operand}.isin({list(self.values)!r})"
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return (self.operand, f".isin({list(self.values)!r})")
 
 
 def _plain_scalar(value: object) -> Scalar:
@@ -349,6 +426,7 @@ def _plain_scalar(value: object) -> Scalar:
 class Clip(Expr):
     """``operand`` clamped to ``[lower, upper]``."""
 
+    tag: ClassVar[str] = "clip"
     operand: Expr
     lower: float
     upper: float
@@ -356,19 +434,14 @@ class Clip(Expr):
     def children(self) -> tuple[Expr, ...]:  # noqa: D102
         return (self.operand,)
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("clip", self.operand.key(), self.lower, self.upper)
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.lower, self.upper)
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {
-            "op": "clip",
-            "operand": self.operand.to_dict(),
-            "lower": self.lower,
-            "upper": self.upper,
-        }
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
+        return {"op": "clip", "operand": children[0], "lower": self.lower, "upper": self.upper}
 
-    def __str__(self) -> str:
-        return f"{self.operand}.clip({self.lower}, {self.upper})"
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return (self.operand, f".clip({self.lower}, {self.upper})")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -379,6 +452,7 @@ class Bucket(Expr):
     (and missing values) belong to no bin.
     """
 
+    tag: ClassVar[str] = "bucket"
     operand: Expr
     edges: tuple[float, ...]
     clamp: bool = False
@@ -386,19 +460,19 @@ class Bucket(Expr):
     def children(self) -> tuple[Expr, ...]:  # noqa: D102
         return (self.operand,)
 
-    def key(self) -> tuple[Any, ...]:  # noqa: D102
-        return ("bucket", self.operand.key(), self.edges, self.clamp)
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.edges, self.clamp)
 
-    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
         return {
             "op": "bucket",
-            "operand": self.operand.to_dict(),
+            "operand": children[0],
             "edges": list(self.edges),
             "clamp": self.clamp,
         }
 
-    def __str__(self) -> str:
-        return f"bucket({self.operand}, {len(self.edges) - 1} bins)"
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return ("bucket(", self.operand, f", {len(self.edges) - 1} bins)")
 
 
 def col(name: str) -> Col:

@@ -4,16 +4,26 @@ A plan is the non-private part of a query: a source, then filters and
 derived columns.  An :class:`Aggregate` puts a statistic on top, with the
 public clamping bounds and group keys it needs, so the whole query can be
 validated, costed and serialized before any data is read.
+
+Every node has :meth:`key`, a canonical hashable tuple (see
+:mod:`dpframe.plan.keys`), and is compared and hashed by it: two nodes are
+equal exactly when they are structurally equal (``==`` on expressions builds
+conditions, so the generated dataclass comparison could not be used).  A
+plan's key is flat: the source's fields, one table of the distinct
+expression structures of all its steps, and the steps in order referring to
+it; it is computed without recursion in time linear in the steps and the
+distinct expression objects, once per node (cached on the object).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.plan.expressions import Expr
+from dpframe.plan.keys import KeyTable, intern, scalar_key
 
 __all__ = [
     "Aggregate",
@@ -30,7 +40,46 @@ __all__ = [
 Statistic = Literal["count", "sum", "mean", "var", "std"]
 
 
-@dataclass(frozen=True)
+def _cached_key(node: object, build: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """``build()``, computed once per node and kept in its ``__dict__`` (frozen-safe)."""
+    cached: tuple[Any, ...] | None = node.__dict__.get("_dp_key")
+    if cached is None:
+        cached = node.__dict__["_dp_key"] = build()
+    return cached
+
+
+def _node_eq(self: Any, other: Any) -> bool:
+    if type(other) is not type(self):
+        unknown: bool = NotImplemented
+        return unknown
+    mine: tuple[Any, ...] = self.key()
+    theirs: tuple[Any, ...] = other.key()
+    return self is other or mine == theirs
+
+
+def _node_hash(self: Any) -> int:
+    cached: int | None = self.__dict__.get("_dp_hash")
+    if cached is None:
+        cached = self.__dict__["_dp_hash"] = hash(self.key())
+    return cached
+
+
+def _plan_key(plan: Plan) -> tuple[Any, ...]:
+    """``("plan", source fields, expression entries, steps)``; see the module docstring."""
+    source, steps = lineage(plan)
+    table = KeyTable()
+    memo: dict[int, int] = {}
+    written: list[tuple[Any, ...]] = []
+    for step in steps:
+        if isinstance(step, Filter):
+            written.append(("filter", intern(step.predicate, table, memo)))
+        else:
+            written.append(("assign", step.name, intern(step.expr, table, memo)))
+    fields = (source.dataset, source.unit_rows, source.view, source.unit_column, source.unit_groups)
+    return ("plan", scalar_key(fields), tuple(table.entries), tuple(written))
+
+
+@dataclass(frozen=True, eq=False)
 class Source:
     """The rows of one registered dataset, identified by its fingerprint.
 
@@ -48,6 +97,13 @@ class Source:
     unit_column: str = ""
     unit_groups: int = 0
 
+    __eq__ = _node_eq
+    __hash__ = _node_hash
+
+    def key(self) -> tuple[Any, ...]:
+        """The canonical key of the plan (see the module docstring)."""
+        return _cached_key(self, lambda: _plan_key(self))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
@@ -60,12 +116,19 @@ class Source:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Filter:
     """Keep the rows where ``predicate`` is true (missing counts as false)."""
 
     child: Plan
     predicate: Expr
+
+    __eq__ = _node_eq
+    __hash__ = _node_hash
+
+    def key(self) -> tuple[Any, ...]:
+        """The canonical key of the plan (see the module docstring)."""
+        return _cached_key(self, lambda: _plan_key(self))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -76,13 +139,20 @@ class Filter:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Assign:
     """Add (or replace) the column ``name`` computed row by row from ``expr``."""
 
     child: Plan
     name: str
     expr: Expr
+
+    __eq__ = _node_eq
+    __hash__ = _node_hash
+
+    def key(self) -> tuple[Any, ...]:
+        """The canonical key of the plan (see the module docstring)."""
+        return _cached_key(self, lambda: _plan_key(self))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -112,7 +182,7 @@ def lineage(plan: Plan) -> tuple[Source, tuple[Filter | Assign, ...]]:
     return node, tuple(reversed(steps))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GroupKey:
     """A group-by key: an expression and its declared (public) categories."""
 
@@ -120,8 +190,18 @@ class GroupKey:
     expr: Expr
     categories: tuple[Hashable, ...]
 
+    __eq__ = _node_eq
+    __hash__ = _node_hash
 
-@dataclass(frozen=True)
+    def key(self) -> tuple[Any, ...]:
+        """``("groupkey", name, expression key, category keys)``."""
+        return _cached_key(
+            self,
+            lambda: ("groupkey", self.name, self.expr.key(), scalar_key(tuple(self.categories))),
+        )
+
+
+@dataclass(frozen=True, eq=False)
 class Aggregate:
     """A statistic of a plan, optionally per group of public keys.
 
@@ -143,6 +223,20 @@ class Aggregate:
     by: tuple[GroupKey, ...]
     label: str
     privacy: PrivacyRequest | None = None
+
+    __eq__ = _node_eq
+    __hash__ = _node_hash
+
+    def key(self) -> tuple[Any, ...]:
+        """``("aggregate", plan key, statistic, expr key, bounds, group keys, label)``."""
+
+        def build() -> tuple[Any, ...]:
+            expr = None if self.expr is None else self.expr.key()
+            bounds = None if self.bounds is None else scalar_key(tuple(self.bounds))
+            by = tuple(k.key() for k in self.by)
+            return ("aggregate", self.plan.key(), self.statistic, expr, bounds, by, self.label)
+
+        return _cached_key(self, build)
 
     @property
     def n_groups(self) -> int:

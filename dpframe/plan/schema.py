@@ -236,7 +236,26 @@ def _arith_bounds(op: str, a: Bounds, b: Bounds) -> Bounds | None:
     return (min(quotients), max(quotients))
 
 
-def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
+def _postorder(root: Expr) -> list[Expr]:
+    """The distinct node objects of ``root``, children before parents (iterative)."""
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(node.children()))
+    return order
+
+
+def _node_bounds(expr: Expr, schema: Schema, found: dict[int, Bounds | None]) -> Bounds | None:
+    """The bounds of ``expr`` given those of its children in ``found`` (by object id)."""
     if isinstance(expr, Col):
         return schema.get(expr.name).bounds
     if isinstance(expr, Lit):
@@ -246,27 +265,20 @@ def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
         return None
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return (0.0, 1.0)
-    if isinstance(expr, Neg):
-        inner = _expr_bounds(expr.operand, schema)
-        return None if inner is None else (-inner[1], -inner[0])
-    if isinstance(expr, Abs):
-        inner = _expr_bounds(expr.operand, schema)
+    if isinstance(expr, (Neg, Abs, Clip)):
+        inner = found[id(expr.operand)]
+        if isinstance(expr, Clip):
+            if inner is None:
+                return (expr.lower, expr.upper)
+            return (_clamp(inner[0], expr), _clamp(inner[1], expr))
         if inner is None:
             return None
+        if isinstance(expr, Neg):
+            return (-inner[1], -inner[0])
         low = 0.0 if inner[0] <= 0 <= inner[1] else min(abs(inner[0]), abs(inner[1]))
         return (low, max(abs(inner[0]), abs(inner[1])))
-    if isinstance(expr, Clip):
-        inner = _expr_bounds(expr.operand, schema)
-        if inner is None:
-            return (expr.lower, expr.upper)
-
-        def clamp(value: float) -> float:
-            return min(max(value, expr.lower), expr.upper)
-
-        return (clamp(inner[0]), clamp(inner[1]))
     if isinstance(expr, Arith):
-        left = _expr_bounds(expr.left, schema)
-        right = _expr_bounds(expr.right, schema)
+        left, right = found[id(expr.left)], found[id(expr.right)]
         if left is None or right is None:
             return None
         result = _arith_bounds(expr.op, left, right)
@@ -276,28 +288,43 @@ def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
     return None
 
 
+def _clamp(value: float, clip: Clip) -> float:
+    return min(max(value, clip.lower), clip.upper)
+
+
+def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
+    """Interval-arithmetic bounds of ``expr``, each shared node computed once."""
+    found: dict[int, Bounds | None] = {}
+    for node in _postorder(expr):
+        found[id(node)] = _node_bounds(node, schema, found)
+    return found[id(expr)]
+
+
+_KIND_OF_COLUMN = {"numeric": "number", "boolean": "number", "text": "text", "categorical": "text"}
+
+
 def _value_kind(expr: Expr, schema: Schema) -> str:
-    """``number``, ``text`` or ``other``, checking operand types on the way (public facts only)."""
-    if isinstance(expr, Col):
-        kind = schema.get(expr.name).kind
-        return {
-            "numeric": "number",
-            "boolean": "number",
-            "text": "text",
-            "categorical": "text",
-        }.get(kind, "other")
-    if isinstance(expr, Lit):
-        return "text" if isinstance(expr.value, str) else "number"
-    kinds = [_value_kind(child, schema) for child in expr.children()]
-    if isinstance(expr, (Arith, Neg, Abs, Clip)):
-        if "text" in kinds:
-            raise SchemaError(f"Arithmetic needs numbers; {expr} involves text.")
-        return "number"
-    if isinstance(expr, Compare) and expr.op in ("<", "<=", ">", ">="):
-        left, right = kinds
-        if {left, right} == {"number", "text"}:
-            raise SchemaError(f"{expr} compares a number with text; compare like with like.")
-    return "number"
+    """``number``, ``text`` or ``other``, checking operand types on the way (public facts only).
+
+    Each shared node is checked once, children first (the first offending
+    node in a left-to-right post-order walk is the one reported).
+    """
+    found: dict[int, str] = {}
+    for node in _postorder(expr):
+        if isinstance(node, Col):
+            found[id(node)] = _KIND_OF_COLUMN.get(schema.get(node.name).kind, "other")
+            continue
+        if isinstance(node, Lit):
+            found[id(node)] = "text" if isinstance(node.value, str) else "number"
+            continue
+        kinds = [found[id(child)] for child in node.children()]
+        if isinstance(node, (Arith, Neg, Abs, Clip)) and "text" in kinds:
+            raise SchemaError(f"Arithmetic needs numbers; {node} involves text.")
+        ordered = isinstance(node, Compare) and node.op in ("<", "<=", ">", ">=")
+        if ordered and set(kinds) == {"number", "text"}:
+            raise SchemaError(f"{node} compares a number with text; compare like with like.")
+        found[id(node)] = "number"
+    return found[id(expr)]
 
 
 def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
@@ -306,9 +333,12 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     Every referenced column must exist.  Comparisons and logical operators
     give boolean columns; arithmetic needs numeric inputs and gets bounds by
     interval arithmetic (None when an input is unbounded or a divisor's
-    bounds contain zero); a bare column reference keeps its facts.
+    bounds contain zero); a bare column reference keeps its facts.  Time is
+    linear in the distinct node objects of ``expr`` (shared sub-expressions
+    are examined once) and any depth works (no recursion).
     """
-    for ref in sorted(expr.columns()):
+    refs = expr.columns()
+    for ref in sorted(refs):
         schema.get(ref)
     _value_kind(expr, schema)
     if isinstance(expr, Col):
@@ -318,7 +348,7 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
         return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
-    for ref in expr.columns():
+    for ref in refs:
         if not schema.get(ref).summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
     return ColumnInfo(name, "numeric", "float64", _expr_bounds(expr, schema))

@@ -1,0 +1,190 @@
+"""How much work a release asks for, from public inputs only, checked before the charge.
+
+:func:`estimate` sizes a request from its plan, the expressions it evaluates
+and the number of output cells (the product of the declared key and bin
+counts).  It never looks at the data or its row count: the result, and
+whether :func:`check_resources` refuses, must not depend on the private rows
+(an analyst could otherwise probe them through refusals or timing).  The
+engine calls both before charging the budget, so an oversized request is
+refused for free.
+
+Every count is computed in time linear in the plan's steps and distinct
+expression objects, without recursion, so even a very large request (a chain
+of 10**4 derived columns, an expression doubled 60 times over shared parts)
+is sized and refused quickly.
+
+Example:
+    >>> sizes = estimate(node.plan, [node.expr], node.n_groups)  # doctest: +SKIP
+    >>> check_resources(sizes)  # raises ResourceLimitError when over  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+
+from dpframe.errors import InvalidArgumentError, ResourceLimitError
+from dpframe.plan.dag import DagBuilder, TooLargeError
+from dpframe.plan.expressions import Expr
+from dpframe.plan.keys import KeyTable, intern
+from dpframe.plan.nodes import Assign, Plan, lineage
+
+__all__ = ["VISIT_CAP", "ResourceEstimate", "ResourceLimits", "check_resources", "estimate"]
+
+#: :func:`estimate` stops resolving after this many nodes and reports ``VISIT_CAP + 1``
+#: evaluation nodes (more than any allowed limit): sizing stays cheap however large
+#: the request.
+VISIT_CAP = 1 << 20
+
+
+@dataclass(frozen=True)
+class ResourceEstimate:
+    """The size of a request, from public inputs only.
+
+    Attributes:
+        plan_steps: filters and derived-column definitions in the plan.
+        expression_nodes: distinct expression structures across the plan's
+            steps and the release's expressions, as written (shared and
+            repeated sub-expressions counted once; columns not resolved).
+        evaluation_nodes: nodes to resolve once derived columns are read
+            through their definitions: (expression, bindings in force) pairs,
+            shared parts counted once.  An upper bound on the vectorized
+            operations the backend performs per chunk of rows (it evaluates
+            each distinct computation once per chunk); ``VISIT_CAP + 1`` means
+            "more than ``VISIT_CAP``".
+        expression_depth: the longest chain of nested expression nodes as
+            written (the nesting that serializers and pickling recurse through).
+        literal_values: values in ``isin`` lists plus bin edges, over distinct
+            expression structures.
+        output_cells: cells released (product of the declared key sizes; 1
+            for a scalar release).
+    """
+
+    plan_steps: int
+    expression_nodes: int
+    evaluation_nodes: int
+    expression_depth: int
+    literal_values: int
+    output_cells: int
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """The largest request evaluated; each limit protects the data side as described.
+
+    The defaults are far above what the pandas-like API builds for real
+    analyses (a few dozen nodes and steps, quantiles with 4,097 bin edges,
+    group-bys with thousands of cells) and low enough that a request at every
+    limit still answers in seconds on one core and bounded memory.
+
+    Attributes:
+        max_evaluation_nodes: 10,000.  Every node is one vectorized pass over
+            each chunk of rows (2**20 rows), so this bounds the CPU time of a
+            release per row; it also bounds the compile step and the number of
+            intermediate columns alive at once.
+        max_plan_steps: 1,000.  Bounds the length of the chain of plan nodes
+            that the engine, the ledger label, the wire format and any
+            recursive consumer (``repr``, pickling of plans nests one level per
+            step) walk; Python's default recursion limit is 1,000 frames.
+        max_expression_depth: 256.  JSON encoding and decoding (curator mode)
+            and pickling recurse once or more per nesting level; this keeps
+            them well inside the default recursion limit (pickling a nested
+            plan fails between 300 and 500 levels).
+        max_literal_values: 2**20.  Memory of the literals held by the plan and
+            carried by the request, and the per-chunk cost of ``isin`` hashing
+            and bin searches.
+        max_cells: 2**24.  Each measure allocates one float64 total per cell
+            (128 MiB at the limit), draws noise per cell and returns every cell;
+            it also keeps the cell index of a row (a product of key sizes)
+            far inside the backend's integer range.
+    """
+
+    max_evaluation_nodes: int = 10_000
+    max_plan_steps: int = 1_000
+    max_expression_depth: int = 256
+    max_literal_values: int = 1 << 20
+    max_cells: int = 1 << 24
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{field.name} must be a positive integer.")
+        if self.max_evaluation_nodes > VISIT_CAP:
+            raise InvalidArgumentError(f"max_evaluation_nodes must be at most {VISIT_CAP}.")
+
+
+def estimate(plan: Plan, exprs: Iterable[Expr | None], cells: int) -> ResourceEstimate:
+    """Size a request: ``plan``, the expressions the release evaluates on it, its cells.
+
+    Uses only the plan, the expressions and ``cells`` (computed by the caller
+    from declared keys and bins): never the data or its row count.
+
+    Args:
+        plan: the rows the release reads.
+        exprs: the expressions evaluated on them as of the plan's end (measure
+            values, group keys; None entries are skipped).
+        cells: the number of released cells (1 for a scalar release).
+
+    Returns:
+        The sizes (see :class:`ResourceEstimate`).
+    """
+    _, steps = lineage(plan)
+    roots = [e for e in exprs if e is not None]
+    table = KeyTable()
+    memo: dict[int, int] = {}
+    for step in steps:
+        intern(step.expr if isinstance(step, Assign) else step.predicate, table, memo)
+    for expr in roots:
+        intern(expr, table, memo)
+    depth: list[int] = []
+    literals = 0
+    for tag, params, args in table.entries:
+        depth.append(1 + max((depth[a] for a in args), default=0))
+        if tag in ("isin", "bucket"):
+            literals += len(params[0])  # type: ignore[arg-type]  # a tuple of keys
+    builder = DagBuilder(plan, max_visits=VISIT_CAP)
+    try:
+        builder.filters()
+        builder.assigns()
+        for expr in roots:
+            builder.add(expr)
+        visits = builder.visits
+    except TooLargeError:
+        visits = VISIT_CAP + 1
+    return ResourceEstimate(
+        plan_steps=len(steps),
+        expression_nodes=len(table),
+        evaluation_nodes=visits,
+        expression_depth=max(depth, default=0),
+        literal_values=literals,
+        output_cells=int(cells),
+    )
+
+
+def check_resources(sizes: ResourceEstimate, limits: ResourceLimits | None = None) -> None:
+    """Refuse a request over any limit (call before the charge).
+
+    Args:
+        sizes: from :func:`estimate`.
+        limits: the limits (None: :class:`ResourceLimits` defaults).
+
+    Raises:
+        ResourceLimitError: naming every size over its limit, with both numbers.
+    """
+    limits = ResourceLimits() if limits is None else limits
+    checks = (
+        (sizes.evaluation_nodes, limits.max_evaluation_nodes, "expression nodes to evaluate"),
+        (sizes.plan_steps, limits.max_plan_steps, "plan steps (filters and derived columns)"),
+        (sizes.expression_depth, limits.max_expression_depth, "levels of expression nesting"),
+        (sizes.literal_values, limits.max_literal_values, "literal values (isin lists, bins)"),
+        (sizes.output_cells, limits.max_cells, "output cells"),
+    )
+    over = [f"{size} {what} (limit {limit})" for size, limit, what in checks if size > limit]
+    if over:
+        raise ResourceLimitError(
+            "This request is too large to evaluate; nothing was charged. It has "
+            + "; ".join(over)
+            + ". Simplify it: define reused parts once with assign(), use fewer steps, "
+            "keys or values."
+        )
