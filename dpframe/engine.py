@@ -22,6 +22,7 @@ release, embedded or behind a curator:
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,9 +34,24 @@ from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
 from dpframe.explain import Explanation, explain_cost
+from dpframe.mechanisms.quantiles import QUANTILE_BINS
 from dpframe.noise import SecureRandom
+from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
+from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, Source, lineage
-from dpframe.plan.releases import ReleaseNode
+from dpframe.plan.releases import (
+    ArgMax,
+    Describe,
+    DiscoverKeys,
+    DiscoverThenAggregate,
+    KernelDensity,
+    Mode,
+    Quantile,
+    Regression,
+    ReleaseNode,
+    SanitizedCopy,
+    SparseVector,
+)
 from dpframe.plan.schema import Schema
 from dpframe.plan.validate import validate_node
 from dpframe.row_access import require_rows
@@ -216,6 +232,7 @@ def _admit(session: Session, node: Node) -> _Admitted:
     arithmetic), so one charge covers them all and the ledger can list them.
     """
     family = family_of(node, session._families)
+    check_resources(size_of(node), session._limits)  # sized first: bounded work
     validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
@@ -230,6 +247,35 @@ def _admit(session: Session, node: Node) -> _Admitted:
         if total != charge:
             raise DPError("The parts of this release do not add up to its cost.")
     return _Admitted(node, family, request, charge, allocation, noise, parts)
+
+
+def size_of(node: Node) -> ResourceEstimate:
+    """The work a node asks for, from public inputs only (never the data or its row count)."""
+    exprs: list[Expr | None]
+    if isinstance(node, Aggregate):
+        exprs, cells = [node.expr, *(k.expr for k in node.by)], node.n_groups
+    elif isinstance(node, Quantile):
+        exprs, cells = [node.expr], QUANTILE_BINS + 1
+    elif isinstance(node, Mode):
+        exprs, cells = [node.group.expr], len(node.group.categories)
+    elif isinstance(node, ArgMax):
+        exprs = [node.expr, *(k.expr for k in node.keys)]
+        cells = math.prod(len(k.categories) for k in node.keys)
+    elif isinstance(node, SparseVector):
+        exprs, cells = [expr for _, expr in node.conditions], len(node.conditions)
+    elif isinstance(node, (DiscoverKeys, DiscoverThenAggregate)):
+        value = node.value if isinstance(node, DiscoverThenAggregate) else None
+        exprs, cells = [Col(node.column), value], 1
+    elif isinstance(node, Describe):
+        exprs, cells = [expr for _, expr, _ in node.columns], 4 * (QUANTILE_BINS + 1)
+    elif isinstance(node, (SanitizedCopy, KernelDensity)):
+        exprs = [node.expr]
+        cells = len(node.points) if isinstance(node, KernelDensity) else 1
+    elif isinstance(node, Regression):
+        exprs, cells = [Col(c) for c in (*node.features, node.target)], 1
+    else:
+        exprs, cells = [], 1
+    return estimate(node.plan, exprs, cells)
 
 
 def _node_parts(node: Node) -> tuple[Node, ...]:
@@ -261,6 +307,7 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
 def explain(session: Session, node: Node) -> Explanation:
     """What ``node`` would cost and release; nothing is charged and no data is read."""
     family = family_of(node, session._families)
+    check_resources(size_of(node), session._limits)  # sized first: bounded work
     validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(

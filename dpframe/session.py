@@ -39,6 +39,7 @@ from dpframe.errors import (
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.parameters import PrivacyUnit
+from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.nodes import Source
 from dpframe.plan.schema import Schema, schema_from_frame
 
@@ -169,6 +170,9 @@ class Session(Observable):
         accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
             :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
             else ``"zcdp"``.
+        limits: the largest request a release may make (expression nodes, plan
+            steps, nesting, literal values, output cells), checked from public
+            inputs before the charge; default :class:`~dpframe.plan.estimate.ResourceLimits`.
 
     Example:
         >>> import dpframe as dp
@@ -185,6 +189,7 @@ class Session(Observable):
         name: str = "default",
         ledger: str | os.PathLike[str] | Ledger | None = None,
         accounting: str | None = None,
+        limits: ResourceLimits | None = None,
     ) -> None:
         if os.environ.get("DPFRAME_CLIENT_ONLY") == "1":
             raise DPError(
@@ -206,6 +211,9 @@ class Session(Observable):
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._families = engine.families()
+        if limits is not None and not isinstance(limits, ResourceLimits):
+            raise InvalidArgumentError("limits= takes a dpframe.plan.estimate.ResourceLimits.")
+        self._limits = limits or ResourceLimits()
         self._units: dict[str, tuple[str, int] | None] = {}
         self._ledger.register(self._name, self._accountant.kind, total)
 

@@ -231,3 +231,37 @@ def test_a_composite_is_one_charge_whose_parts_add_up_to_it(
     assert len(parts) == 2
     shares = [p.privacy.epsilon for p in parts if p.privacy is not None]
     assert shares == [Fraction(3, 2), Fraction(3, 2)]
+
+
+def test_a_doubling_chain_of_derived_columns_is_released(session: dp.Session) -> None:
+    frame = pd.DataFrame({"a0": [1.0, 2.0, 3.0] * 100})
+    pf = session.private_frame(frame, bounds={"a0": (0, 3)})
+    for i in range(30):
+        pf = pf.assign(**{f"a{i + 1}": pf[f"a{i}"] + pf[f"a{i}"]})
+    count = pf[pf["a30"] > 2**30 * 2.5].count(epsilon=5)  # only the rows with a0 == 3
+    assert abs(float(count) - 100) < 10
+
+
+def test_an_oversized_request_is_refused_before_the_charge(session: dp.Session) -> None:
+    frame = pd.DataFrame({"a0": [1.0, 2.0, 3.0]})
+    pf = session.private_frame(frame, bounds={"a0": (0, 3)})
+    for i in range(10_000):
+        pf = pf.assign(**{f"a{i + 1}": pf[f"a{i}"] + pf[f"a{i}"]})
+    with pytest.raises(dp.DPError, match="plan steps"):
+        pf.count(epsilon=1)
+    with pytest.raises(dp.DPError, match="plan steps"):
+        session.explain(lambda: pf.count(epsilon=1))
+    assert session.spent.is_zero and session.ledger.empty
+
+
+def test_session_limits_are_checked_before_the_charge(cps: pd.DataFrame) -> None:
+    from dpframe.plan.estimate import ResourceLimits
+
+    session = dp.Session(epsilon=1, ledger=":memory:", limits=ResourceLimits(max_cells=10))
+    pf = session.private_frame(cps, bounds=BOUNDS)
+    with pytest.raises(dp.DPError, match=r"20 output cells \(limit 10\)"):
+        pf["wage"].hist(20, epsilon=0.5)
+    pf["wage"].hist(10, epsilon=0.5)
+    assert len(session.ledger) == 1
+    with pytest.raises(dp.InvalidArgumentError, match="limits= takes"):
+        dp.Session(epsilon=1, ledger=":memory:", limits=5)  # type: ignore[arg-type]

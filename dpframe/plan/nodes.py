@@ -228,13 +228,27 @@ class Aggregate:
     __hash__ = _node_hash
 
     def key(self) -> tuple[Any, ...]:
-        """``("aggregate", plan key, statistic, expr key, bounds, group keys, label)``."""
+        """``("aggregate", plan, statistic, expr, bounds, group keys, label, privacy)``."""
 
         def build() -> tuple[Any, ...]:
             expr = None if self.expr is None else self.expr.key()
             bounds = None if self.bounds is None else scalar_key(tuple(self.bounds))
             by = tuple(k.key() for k in self.by)
-            return ("aggregate", self.plan.key(), self.statistic, expr, bounds, by, self.label)
+            privacy = (
+                None
+                if self.privacy is None
+                else (self.privacy.epsilon, self.privacy.delta, self.privacy.rho)
+            )
+            return (
+                "aggregate",
+                self.plan.key(),
+                self.statistic,
+                expr,
+                bounds,
+                by,
+                self.label,
+                privacy,
+            )
 
         return _cached_key(self, build)
 

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.plan.expressions import Expr
+from dpframe.plan.keys import scalar_key
 from dpframe.plan.nodes import (
     Aggregate,
     Assign,
@@ -81,49 +82,14 @@ def privacy_key(privacy: PrivacyRequest | None) -> tuple[Any, ...]:
 
 
 def canonical(value: Any) -> Hashable:
-    """A canonical hashable form of a node field: exact fractions, one tag for NaN."""
-    if isinstance(value, (Expr, ReleaseNode)):
+    """A canonical hashable form of a node field: nodes by their keys, scalars exactly."""
+    if isinstance(value, (Expr, ReleaseNode, GroupKey, Aggregate, Source, Filter, Assign)):
         return ("node", value.key())
-    if isinstance(value, GroupKey):
-        return ("group", value.name, value.expr.key(), canonical(value.categories))
-    if isinstance(value, (Filter, Assign, Source)):
-        return ("plan", _plan_key(value))
     if isinstance(value, PrivacyRequest):
         return privacy_key(value)
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return (type(value).__name__, value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ("nan",)
-        if math.isinf(value):
-            return ("inf", value > 0)
-        return ("num", Fraction(value))
-    if isinstance(value, (int, Fraction)):
-        return ("num", Fraction(value))
     if isinstance(value, tuple):
         return ("tuple", tuple(canonical(v) for v in value))
-    if isinstance(value, Hashable):  # a public key of another type (e.g. a date)
-        return ("other", type(value).__name__, value)
-    raise TypeError(f"{type(value).__name__} is not a node field type.")
-
-
-def _plan_key(plan: Plan) -> tuple[Any, ...]:
-    source, steps = lineage(plan)
-    parts: list[Any] = [
-        ("source", source.dataset, source.unit_rows, source.view, source.unit_column),
-        source.unit_groups,
-    ]
-    for step in steps:
-        if isinstance(step, Filter):
-            parts.append(("filter", step.predicate.key()))
-        else:
-            parts.append(("assign", step.name, step.expr.key()))
-    return tuple(parts)
-
-
-def plan_key(plan: Plan) -> tuple[Any, ...]:
-    """The structural identity of a plan (source and steps)."""
-    return _plan_key(plan)
+    return scalar_key(value)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

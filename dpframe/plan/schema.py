@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Literal, cast
 
 import pandas as pd
@@ -67,30 +68,37 @@ class Schema:
 
     columns: tuple[ColumnInfo, ...]
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        """Each column's position (built once per schema: lookups in constant time)."""
+        return {c.name: i for i, c in enumerate(self.columns)}
+
     @property
     def names(self) -> tuple[str, ...]:
         """Column names in order."""
         return tuple(c.name for c in self.columns)
 
     def __contains__(self, name: object) -> bool:
-        return any(c.name == name for c in self.columns)
+        return isinstance(name, str) and name in self._positions
 
     def get(self, name: str) -> ColumnInfo:
         """The column ``name``, or a :class:`SchemaError` listing the known columns."""
-        for info in self.columns:
-            if info.name == name:
-                return info
-        raise SchemaError(f"Unknown column {name!r}. Columns: {', '.join(self.names)}.")
+        index = self._positions.get(name) if isinstance(name, str) else None
+        if index is None:
+            shown = ", ".join(self.names[:50]) + (", ..." if len(self.columns) > 50 else "")
+            raise SchemaError(f"Unknown column {name!r}. Columns: {shown}.")
+        return self.columns[index]
 
     def with_column(self, info: ColumnInfo) -> Schema:
         """This schema with ``info`` added or replacing the column of the same name."""
-        cols = [c for c in self.columns if c.name != info.name]
-        if info.name in self.names:
-            index = self.names.index(info.name)
-            cols.insert(index, info)
-        else:
-            cols.append(info)
-        return Schema(tuple(cols))
+        index = self._positions.get(info.name)
+        if index is None:
+            grown = Schema((*self.columns, info))
+            positions = self._positions.copy()  # a C-level copy: no per-column Python work
+            positions[info.name] = len(self.columns)
+            grown.__dict__["_positions"] = positions
+            return grown
+        return Schema((*self.columns[:index], info, *self.columns[index + 1 :]))
 
     def select(self, names: Sequence[str]) -> Schema:
         """Only the columns ``names``, in that order."""
