@@ -27,7 +27,13 @@ from dpframe import engine
 from dpframe.accounting.accountants import Accountant, Charge, make_accountant
 from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
-from dpframe.backends.base import Backend, make_backend
+from dpframe.backends.base import Backend, is_dask_frame, make_backend
+from dpframe.backends.declared import (
+    DeclaredKind,
+    apply_declared_kinds,
+    declared_kinds,
+    declared_schema,
+)
 from dpframe.batch import Batch, is_unset, prepaid_release
 from dpframe.errors import (
     DPError,
@@ -296,6 +302,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
+        dtypes: Mapping[str, str] | None = None,
         privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
@@ -310,6 +317,10 @@ class Session(Observable):
                 numeric columns to be summed or averaged.
             categories: public keys ``{column: [key, ...]}`` for group-bys;
                 rows with other values are dropped from grouped results.
+            dtypes: declared kinds ``{column: "numeric" | "boolean" | "text"}``;
+                a column with ``bounds`` is numeric by declaration.  Values are
+                read as declared (one that does not convert becomes missing),
+                so no kind is inferred from the private values.
             privacy_unit: the column identifying a person (or household...)
                 when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
                 (which then also holds the two limits below).
@@ -340,8 +351,14 @@ class Session(Observable):
             unit_spec = privacy_unit
             privacy_unit = unit_spec.column
             max_rows_per_unit, max_groups_per_unit = unit_spec.max_rows, unit_spec.max_groups
+        kinds: dict[str, DeclaredKind] = {}
+        if isinstance(df, pd.DataFrame) or is_dask_frame(df):
+            kinds = declared_kinds([str(c) for c in df.columns], dtypes, bounds)
+            df = apply_declared_kinds(df, kinds)
         backend = make_backend(df)  # pandas, or dask for a dask DataFrame (docs/backends.md)
-        schema = schema_from_frame(backend.schema_frame(), bounds, categories)
+        schema = declared_schema(
+            schema_from_frame(backend.schema_frame(), bounds, categories), kinds
+        )
         unit = _check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = _check_groups(unit, max_groups_per_unit)
         dataset = backend.fingerprint()
@@ -368,17 +385,9 @@ class Session(Observable):
         df: pd.DataFrame | DaskDataFrame,
         bounds: Mapping[str, tuple[float, float]] | None,
         categories: Mapping[str, Sequence[Hashable]] | None,
-        units: tuple[str | PrivacyUnit | None, int | None, int | None],
+        declared: dict[str, Any],
     ) -> PrivateFrame:
-        privacy_unit, max_rows, max_groups = units
-        return self.private_frame(
-            df,
-            bounds,
-            categories,
-            privacy_unit=privacy_unit,
-            max_rows_per_unit=max_rows,
-            max_groups_per_unit=max_groups,
-        )
+        return self.private_frame(df, bounds, categories, **declared)
 
     def read_csv(
         self,
@@ -386,6 +395,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
+        dtypes: Mapping[str, str] | None = None,
         privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
@@ -397,9 +407,14 @@ class Session(Observable):
         ``backend="dask"`` opens it (or a glob of files) lazily as a partitioned
         dask DataFrame instead of reading it into memory (needs ``dpframe[dask]``).
         """
-        units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
+        declared = {
+            "dtypes": dtypes,
+            "privacy_unit": privacy_unit,
+            "max_rows_per_unit": max_rows_per_unit,
+            "max_groups_per_unit": max_groups_per_unit,
+        }
         df = _read(pd.read_csv, "csv", path, backend, read_csv_kwargs)
-        return self._load(df, bounds, categories, units)
+        return self._load(df, bounds, categories, declared)
 
     def read_parquet(
         self,
@@ -407,6 +422,7 @@ class Session(Observable):
         bounds: Mapping[str, tuple[float, float]] | None = None,
         categories: Mapping[str, Sequence[Hashable]] | None = None,
         *,
+        dtypes: Mapping[str, str] | None = None,
         privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
@@ -418,9 +434,14 @@ class Session(Observable):
         ``backend="dask"`` opens it (or a directory of files) lazily as a
         partitioned dask DataFrame instead of reading it into memory.
         """
-        units = (privacy_unit, max_rows_per_unit, max_groups_per_unit)
+        declared = {
+            "dtypes": dtypes,
+            "privacy_unit": privacy_unit,
+            "max_rows_per_unit": max_rows_per_unit,
+            "max_groups_per_unit": max_groups_per_unit,
+        }
         df = _read(pd.read_parquet, "parquet", path, backend, read_parquet_kwargs)
-        return self._load(df, bounds, categories, units)
+        return self._load(df, bounds, categories, declared)
 
     # -- releasing -----------------------------------------------------------
 
