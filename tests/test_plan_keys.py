@@ -35,7 +35,7 @@ from dpframe.plan.expressions import (
     col,
     expr_from_dict,
 )
-from dpframe.plan.inline import resolved_key
+from dpframe.plan.inline import definitions, inline, resolved_key
 from dpframe.plan.keys import scalar_key
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source
 from dpframe.plan.schema import infer_column
@@ -320,3 +320,15 @@ def test_resolved_keys_follow_definitions() -> None:
     assert resolved_key(redefined, col("a30")) == on_chain  # a30 was defined before
     assert resolved_key(redefined, col("a29")) == resolved_key(Source("d"), col("a0"))
     assert resolved_key(Source("d"), col("x") + 1) != resolved_key(Source("d"), col("x") + 1.0)
+
+
+def test_inline_and_definitions_share_their_results() -> None:
+    plan: Any = Source("d")
+    for i in range(1, 201):
+        plan = Assign(plan, f"a{i}", col(f"a{i - 1}") + col(f"a{i - 1}"))
+    defs = definitions(plan)
+    assert len(defs["a200"].key()) == 201  # the inlined tree is shared, not 2**200 nodes
+    assert str(defs["a1"]) == "(a0 + a0)"
+    tree = inline(doubled(300, col("a3")), defs)
+    assert len(tree.key()) == 301 + 3
+    assert tree.columns() == frozenset()  # only source columns remain (SourceCol)
