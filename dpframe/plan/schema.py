@@ -262,10 +262,12 @@ def _postorder(root: Expr) -> list[Expr]:
     return order
 
 
-def _node_bounds(expr: Expr, schema: Schema, found: dict[int, Bounds | None]) -> Bounds | None:
+def _node_bounds(
+    expr: Expr, infos: Mapping[str, ColumnInfo], found: dict[int, Bounds | None]
+) -> Bounds | None:
     """The bounds of ``expr`` given those of its children in ``found`` (by object id)."""
     if isinstance(expr, Col):
-        return schema.get(expr.name).bounds
+        return infos[expr.name].bounds
     if isinstance(expr, Lit):
         if isinstance(expr.value, (int, float)):
             value = float(expr.value)
@@ -300,27 +302,27 @@ def _clamp(value: float, clip: Clip) -> float:
     return min(max(value, clip.lower), clip.upper)
 
 
-def _expr_bounds(expr: Expr, schema: Schema) -> Bounds | None:
-    """Interval-arithmetic bounds of ``expr``, each shared node computed once."""
+def _expr_bounds(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> Bounds | None:
+    """Interval-arithmetic bounds of ``order[-1]`` (nodes in post-order), each computed once."""
     found: dict[int, Bounds | None] = {}
-    for node in _postorder(expr):
-        found[id(node)] = _node_bounds(node, schema, found)
-    return found[id(expr)]
+    for node in order:
+        found[id(node)] = _node_bounds(node, infos, found)
+    return found[id(order[-1])]
 
 
 _KIND_OF_COLUMN = {"numeric": "number", "boolean": "number", "text": "text", "categorical": "text"}
 
 
-def _value_kind(expr: Expr, schema: Schema) -> str:
-    """``number``, ``text`` or ``other``, checking operand types on the way (public facts only).
+def _value_kind(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> str:
+    """``number``, ``text`` or ``other`` of ``order[-1]`` (nodes in post-order), checking types.
 
     Each shared node is checked once, children first (the first offending
     node in a left-to-right post-order walk is the one reported).
     """
     found: dict[int, str] = {}
-    for node in _postorder(expr):
+    for node in order:
         if isinstance(node, Col):
-            found[id(node)] = _KIND_OF_COLUMN.get(schema.get(node.name).kind, "other")
+            found[id(node)] = _KIND_OF_COLUMN.get(infos[node.name].kind, "other")
             continue
         if isinstance(node, Lit):
             found[id(node)] = "text" if isinstance(node.value, str) else "number"
@@ -332,7 +334,7 @@ def _value_kind(expr: Expr, schema: Schema) -> str:
         if ordered and set(kinds) == {"number", "text"}:
             raise SchemaError(f"{node} compares a number with text; compare like with like.")
         found[id(node)] = "number"
-    return found[id(expr)]
+    return found[id(order[-1])]
 
 
 def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
@@ -345,18 +347,18 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     linear in the distinct node objects of ``expr`` (shared sub-expressions
     are examined once) and any depth works (no recursion).
     """
-    refs = expr.columns()
-    for ref in sorted(refs):
-        schema.get(ref)
-    _value_kind(expr, schema)
+    order = _postorder(expr)
+    refs = sorted({node.name for node in order if isinstance(node, Col)})
+    infos = {ref: schema.get(ref) for ref in refs}  # each column looked up once
+    _value_kind(order, infos)
     if isinstance(expr, Col):
-        return replace(schema.get(expr.name), name=name)
+        return replace(infos[expr.name], name=name)
     if isinstance(expr, Bucket):
         bins = tuple(range(len(expr.edges) - 1))
         return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
     for ref in refs:
-        if not schema.get(ref).summable and not isinstance(expr, Lit):
+        if not infos[ref].summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
-    return ColumnInfo(name, "numeric", "float64", _expr_bounds(expr, schema))
+    return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos))
