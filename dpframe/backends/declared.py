@@ -12,7 +12,8 @@ data had been clean.  Conversion is row by row, so it depends on no other row.
 Kinds: ``"numeric"`` (float64), ``"boolean"`` (True/False/1/0, else missing;
 pandas' nullable ``boolean``), ``"text"`` (pandas' ``string``; numbers become
 their text, whole floats without ``.0``: a numeric column with a missing value
-is float, and its 1000 must still read "1000").  Columns neither declared nor bounded keep their dtype.
+is float, and its 1000 must still read "1000").  Columns neither declared nor
+bounded keep their dtype.
 """
 
 from __future__ import annotations

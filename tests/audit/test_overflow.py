@@ -9,6 +9,7 @@ variances of extreme integers, and float bounds at the float64 maximum.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def test_integer_sums_at_the_limits_are_correct(
     frame = pd.DataFrame({"n": np.array(values, dtype=dtype), "g": ["k"] * len(values)})
     pf = _session(accounting).private_frame(frame, bounds={"n": bounds}, categories={"g": ["k"]})
     exact = float(sum(int(v) for v in values))  # Python ints: no wrap
-    budget = {"rho": 1e10} if accounting else {"epsilon": 1e8}
+    budget: dict[str, Any] = {"rho": 1e10} if accounting else {"epsilon": 1e8}
     release = pf["n"].sum(**budget)
     total = float(release)
     grouped = pf.groupby("g")["n"].sum(**budget)
