@@ -18,6 +18,7 @@ from dpframe.errors import (
     LedgerError,
     PrivacyViolationError,
     QueryFailedError,
+    ResourceLimitError,
     SchemaError,
 )
 from dpframe.frame import PrivateFrame
@@ -50,6 +51,7 @@ __all__ = [
     "QueryFailedError",
     "Release",
     "ReleaseEvent",
+    "ResourceLimitError",
     "RemoteSession",
     "SchemaError",
     "Session",

@@ -51,9 +51,11 @@ class QueryFailedError(DPError):
     """Evaluating a query on the data failed; no detail is shown (it could hold private values)."""
 
 
-class ResourceLimitError(DPError):
+class ResourceLimitError(SchemaError):
     """A request is too large to evaluate (see ``dpframe.plan.estimate``); nothing was charged.
 
     The message names the size that is over and its limit; both are computed
     from the request alone (plan, expressions, declared keys), never from data.
+    A kind of :class:`SchemaError` (the request's shape is what is wrong), so
+    code that caught too many cells as a ``SchemaError`` keeps working.
     """
