@@ -128,13 +128,10 @@ class Family(ABC, Generic[N]):
     Attributes:
         mechanism: the mechanism's name for the ledger (None: the allocation's noise).
         mechanism_delta: the mechanism has a δ of its own (the request's δ is charged as is).
-        needs_rows: the release reads row-level values (pandas backend only, checked
-            before the charge).
     """
 
     mechanism: str | None = None
     mechanism_delta: bool = False
-    needs_rows: bool = False
 
     def mechanism_of(self, node: N, allocation: NoiseAllocation) -> str:
         """The mechanism's name for the ledger."""
@@ -145,6 +142,14 @@ class Family(ABC, Generic[N]):
     def delta_of_its_own(self, node: N) -> bool:
         """True when the mechanism has a δ of its own (charged as requested)."""
         return self.mechanism_delta
+
+    def rows_needed(self, node: N) -> str | None:
+        """Why the release needs the rows in this process (pandas only), or None.
+
+        Checked before the charge: on other backends the release is refused
+        with this reason.
+        """
+        return None
 
     def privacy_map(self, node: N, allocation: NoiseAllocation) -> Any:
         """The noise plan for ``allocation`` (public inputs only); raise if unusable."""
@@ -299,8 +304,9 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
     backend = session._backends.get((source.dataset, source.view))
     if backend is None:
         raise DPError("This frame belongs to another session.")
-    if family.needs_rows:
-        require_rows(session, source)
+    reason = family.rows_needed(node)
+    if reason is not None:
+        require_rows(session, source, reason)
     return backend
 
 

@@ -136,7 +136,12 @@ class _CopyNoise:
 class SanitizedCopyFamily(Family[SanitizedCopy]):
     """Randomized-response and Laplace copies with a noisy length (see the module docstring)."""
 
-    needs_rows = True
+    def rows_needed(self, node: SanitizedCopy) -> str:
+        """Copies shuffle, cut and pad the rows to a noisy length: all rows in one place."""
+        return (
+            "a sanitized copy shuffles the rows and cuts or pads them to a noisy length "
+            "(which hides the row count)"
+        )
 
     def delta_of_its_own(self, node: SanitizedCopy) -> bool:
         """A copy with δ > 0 spends it on the reports (charged as requested)."""

@@ -8,6 +8,7 @@ zCDP accounting); in a pure-DP session they are refused before any charge.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass
@@ -20,20 +21,20 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.accounting.budget import Budget
+from dpframe.backends.reduce import GradientSum, KernelSums
 from dpframe.engine import Family, Released
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.kde import (
     MAX_GRID,
     kde_noise,
-    kernel_sums,
     release_kernel_sums,
 )
 from dpframe.mechanisms.regression import (
     Loss,
     check_steps,
     denormalize,
-    fit_composition,
+    fit_by_gradients,
     fit_iteration,
     iteration_sigma,
     loss_spec,
@@ -149,7 +150,6 @@ class KernelDensityFamily(Family[KernelDensity]):
     """A Gaussian KDE with Gaussian-process noise (see :mod:`dpframe.mechanisms.kde`)."""
 
     mechanism = "Gaussian process (kernel covariance)"
-    needs_rows = True
 
     def privacy_map(self, node: KernelDensity, allocation: NoiseAllocation) -> Any:
         """Gaussian only; 1/10 of ρ to the count, the rest to the curve."""
@@ -165,15 +165,12 @@ class KernelDensityFamily(Family[KernelDensity]):
         node = run.node
         rng = run.rng
         count, rho_sums = run.noise
-        low, high = node.bounds
         points = np.asarray(node.points, dtype=np.float64)
         h = node.bandwidth
         rows_per_unit = unit_rows(node.plan)
-        (values,) = numeric_rows(run.backend, node.plan, [node.expr])
-        present = values[~np.isnan(values)]
-        clamped = np.clip(present, low, high)
-        n_hat, count_scale = _noisy_count(len(clamped), rows_per_unit, count, rng)
-        sums = kernel_sums(clamped, points, h)
+        reducer = KernelSums(node.points, h, node.bounds)
+        n, sums = run.backend.row_reduce(node.plan, [node.expr], reducer)
+        n_hat, count_scale = _noisy_count(n, rows_per_unit, count, rng)
         noisy, noise = release_kernel_sums(sums, points, h, rows_per_unit, rho_sums, rng)
         denominator = max(n_hat, 1.0)
         density = noisy / denominator
@@ -417,7 +414,14 @@ def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, A
 class RegressionFamily(Family[Regression]):
     """Linear or logistic regression by noisy projected gradient descent (one charge)."""
 
-    needs_rows = True
+    def rows_needed(self, node: Regression) -> str | None:
+        """Full-batch steps are sums over rows (any backend); per-row SGD needs the rows."""
+        if node.analysis == "iteration":
+            return (
+                "analysis='iteration' visits the rows one by one in a secret random order "
+                "(use analysis='rdp' on partitioned data)"
+            )
+        return None
 
     def mechanism_of(self, node: Regression, allocation: NoiseAllocation) -> str:
         """Per-step Gaussian composition, or amplification by iteration."""
@@ -459,17 +463,34 @@ class RegressionFamily(Family[Regression]):
         progress = ProgressBar(f"{kind} regression", node.progress)
         names = list(node.features)
         exprs = [Col(n) for n in [*names, node.target]]
-        columns = numeric_rows(run.backend, node.plan, exprs)
-        complete = np.all([~np.isnan(c) for c in columns], axis=0)
-        xs = [c[complete] for c in columns[:-1]]
-        y = normalize_target(columns[-1][complete], node.target_bounds, node.loss)
-        z = normalize_features(xs, list(node.feature_bounds))
-        n_hat, _ = _noisy_count(len(y), rows_per_unit, count, rng)
-        if node.analysis == "rdp":
-            w, sigma = fit_composition(
-                z, y, spec, rho_model, n_hat, node.steps, rows_per_unit, rng, progress
+        sums = GradientSum(node.feature_bounds, node.target_bounds, node.loss)
+        if node.analysis == "rdp":  # full-batch steps: sums over rows, on any backend
+            n, _ = run.backend.row_reduce(node.plan, exprs, sums)
+            n_hat, _ = _noisy_count(n, rows_per_unit, count, rng)
+
+            def gradient(w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+                at_w = dataclasses.replace(sums, weights=tuple(float(v) for v in w))
+                total: npt.NDArray[np.float64] = run.backend.row_reduce(node.plan, exprs, at_w)[1]
+                return total
+
+            w, sigma = fit_by_gradients(
+                gradient,
+                len(names) + 1,
+                spec,
+                rho_model,
+                n_hat,
+                node.steps,
+                rows_per_unit,
+                rng,
+                progress,
             )
         else:
+            columns = numeric_rows(run.backend, node.plan, exprs)
+            complete = np.all([~np.isnan(c) for c in columns], axis=0)
+            xs = [c[complete] for c in columns[:-1]]
+            y = normalize_target(columns[-1][complete], node.target_bounds, node.loss)
+            z = normalize_features(xs, list(node.feature_bounds))
+            n_hat, _ = _noisy_count(len(y), rows_per_unit, count, rng)
             z, y = _arrange_rows(z, y, max(round(n_hat), 0), rng)
             # Default step 1/(β·sqrt(ñ)): a function of the released count only.
             eta = (

@@ -28,15 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["category_codes", "numeric_rows", "require_rows"]
 
 
-def require_rows(session: Any, source: Source) -> None:
+def require_rows(session: Any, source: Source, reason: str) -> None:
     """Raise :class:`SchemaError` (nothing charged) if the source's backend cannot give rows."""
     from dpframe.backends.pandas_backend import PandasBackend
 
     backend = session._backends.get((source.dataset, source.view))
     if backend is not None and not isinstance(backend, PandasBackend):
         raise SchemaError(
-            "Row-level mechanisms (sanitized copies, kde, regressions) run on in-memory "
-            "pandas data only; load the data as a pandas DataFrame for them."
+            f"{reason[0].upper()}{reason[1:]}, so it runs on in-memory pandas data only; "
+            "load the data as a pandas DataFrame for it."
         )
 
 

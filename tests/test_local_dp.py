@@ -302,16 +302,22 @@ def test_explain_reports_floors_and_spends_nothing(tmp_path: Path, cps: pd.DataF
     _nothing_charged(pf)
 
 
-def test_row_level_mechanisms_refuse_a_dask_frame_before_charging(cps: pd.DataFrame) -> None:
+def test_copies_refuse_a_dask_frame_before_charging_and_sums_over_rows_run(
+    cps: pd.DataFrame,
+) -> None:
     dd = pytest.importorskip("dask.dataframe")
-    session = dp.Session(epsilon=5.0, delta=1e-6, ledger=":memory:")
+    session = dp.Session(epsilon=50.0, delta=1e-6, ledger=":memory:")
     pf = session.private_frame(
-        dd.from_pandas(cps, npartitions=2), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES
+        dd.from_pandas(cps, npartitions=3), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES
     )
-    with pytest.raises(dp.DPError, match="pandas"):
+    with pytest.raises(dp.DPError, match=r"noisy length.*pandas"):
         pf["region"].randomized_response(epsilon=1.0)
-    with pytest.raises(dp.DPError, match="pandas"):
-        pf["wage"].kde(100.0, epsilon=1.0)
-    with pytest.raises(dp.DPError, match="pandas"):
-        pf.linear_regression(["education"], "wage", epsilon=1.0)
+    with pytest.raises(dp.DPError, match=r"one by one.*pandas"):
+        pf.linear_regression(["education"], "wage", epsilon=1.0, analysis="iteration")
     assert session.spent.is_zero and len(session.ledger) == 0
+    # The density and the full-batch regression are sums over rows: per partition, added.
+    density = pf["wage"].kde(200.0, epsilon=10.0, grid=32)
+    assert len(density) == 32 and float(density.sum()) > 0
+    model = pf.linear_regression(["education"], "wage", epsilon=10.0, steps=10, progress=False)
+    assert model.coef_[0] > 0  # wages rise with education
+    assert len(session.ledger) == 2

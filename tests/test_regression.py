@@ -16,9 +16,9 @@ import dpframe as dp
 from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.gaussian_vector import gaussian_vector
 from dpframe.mechanisms.regression import (
-    _gradient_sum,
     denormalize,
     fit_composition,
+    gradient_sum,
     iteration_sigma,
     loss_spec,
     normalize_features,
@@ -70,10 +70,10 @@ def test_per_row_gradients_are_bounded_by_the_lipschitz_constant(loss: str) -> N
         z = rng.normal(size=(1, 3))
         z /= max(float(np.linalg.norm(z)), 1.0)
         y = rng.uniform(-1, 1, 1) if loss == "squared" else rng.uniform(0, 1, 1)
-        assert np.linalg.norm(_gradient_sum(w, z, y, loss)) <= spec.lipschitz + 1e-12  # type: ignore[arg-type]
+        assert np.linalg.norm(gradient_sum(w, z, y, loss)) <= spec.lipschitz + 1e-12  # type: ignore[arg-type]
     # The worst case is attained for the squared loss: w and z aligned, y on the other side.
     z = np.array([[1.0, 0.0, 0.0]])
-    grad = _gradient_sum(np.array([2.0, 0, 0]), z, np.array([-1.0]), "squared")
+    grad = gradient_sum(np.array([2.0, 0, 0]), z, np.array([-1.0]), "squared")
     assert np.linalg.norm(grad) == pytest.approx(loss_spec("squared", 2.0).lipschitz)
 
 
@@ -172,7 +172,7 @@ def test_amplification_by_iteration_accounting(
     tmp_path: Path, cps: pd.DataFrame, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pf = _frame(tmp_path, cps.head(3000), epsilon=8.0, delta=1e-6)
-    model = pf.linear_regression(FEATURES, "wage", epsilon=8.0, accounting="iteration", passes=2)
+    model = pf.linear_regression(FEATURES, "wage", epsilon=8.0, analysis="iteration", passes=2)
     assert model.accounting == "iteration"
     assert np.all(np.isfinite(model.coef_))
     assert "[####################] 2/2" in capsys.readouterr().err
@@ -202,11 +202,11 @@ def test_bad_input_charges_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
         lambda: pf.linear_regression(["region"], "wage", epsilon=1.0),
         lambda: pf.linear_regression([], "wage", epsilon=1.0),
         lambda: pf.linear_regression(["wage"], "wage", epsilon=1.0),
-        lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, accounting="magic"),
+        lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, analysis="magic"),
         lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, steps=0),
         lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, radius=-1),
         lambda: pf.linear_regression(
-            FEATURES, "wage", epsilon=1.0, accounting="iteration", step_size=5.0
+            FEATURES, "wage", epsilon=1.0, analysis="iteration", step_size=5.0
         ),
         lambda: pf.logistic_regression(FEATURES, "wage", epsilon=1.0),
         lambda: pf.linear_regression(["nope"], "wage", epsilon=1.0),

@@ -13,9 +13,9 @@ a dask DataFrame gets :class:`~dpframe.backends.dask_backend.DaskBackend`
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,9 @@ from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import GroupKey, Plan
+
+if TYPE_CHECKING:
+    from dpframe.backends.reduce import RowReducer
 
 __all__ = ["MAX_ROWS", "Backend", "Measure", "is_dask_frame", "make_backend"]
 
@@ -79,6 +82,10 @@ class Backend(Protocol):
 
     def schema_frame(self) -> pd.DataFrame:
         """An empty DataFrame with the data's column names and dtypes (public facts only)."""
+        ...
+
+    def row_reduce(self, plan: Plan, exprs: Sequence[Expr], reducer: RowReducer) -> tuple[Any, ...]:
+        """A sum over the kept rows of a function of their values (see ``backends.reduce``)."""
         ...
 
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:

@@ -38,6 +38,7 @@ from dask.tokenize import TokenizationError as TokenizationError
 from dpframe.backends.base import MAX_ROWS, Measure
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
 from dpframe.backends.program import Program, Query, compile_query
+from dpframe.backends.reduce import RowReducer, add_partials
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
@@ -189,6 +190,20 @@ class DaskBackend:
         keys = list(merged.counts)
         return keys, np.array([merged.counts[k] for k in keys], dtype=np.int64)
 
+    def row_reduce(self, plan: Plan, exprs: Sequence[Expr], reducer: RowReducer) -> tuple[Any, ...]:
+        """``reducer``'s sum over the kept rows: partial sums per partition, added.
+
+        Each worker evaluates the compiled plan on its partition and returns
+        only ``reducer``'s partial sum (e.g. kernel sums on a grid, a gradient
+        sum); the rows never leave the workers.
+        """
+        program = Program.compile(plan, exprs)
+        parts = self._partitions(_needed_columns(self._frame.columns, program))
+        reduce = functools.partial(_partition_reduce, program, reducer)
+        partials = [delayed(reduce, pure=False)(part) for part in parts]
+        total: tuple[Any, ...] = _compute(_tree_reduce(partials, add_partials))
+        return total
+
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> DaskBackend:
         """A view with at most ``max_rows`` rows per value of ``unit``, kept on the workers.
 
@@ -240,6 +255,10 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
 
 def _partition_measures(query: Query, part: pd.DataFrame) -> Measures:
     return len(part), PandasBackend(_as_pandas_dtypes(part)).run_query(query)
+
+
+def _partition_reduce(program: Program, reducer: RowReducer, part: pd.DataFrame) -> tuple[Any, ...]:
+    return reducer.partial(PandasBackend(_as_pandas_dtypes(part)).program_floats(program))
 
 
 def _add_measures(*partials: Measures) -> Measures:

@@ -50,8 +50,10 @@ from dpframe.backends.evaluate import (
     bucket_codes,
     category_codes,
     edges_at_or_below,
+    float_values,
 )
 from dpframe.backends.program import KeySpec, Program, Query, Run, compile_query
+from dpframe.backends.reduce import RowReducer
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
@@ -129,6 +131,21 @@ class PandasBackend:
         run = Run(program, Rows(self._frame))
         mask = run.mask()
         return [run.value(node) for node in program.outputs], mask
+
+    def program_floats(self, program: Program) -> list[npt.NDArray[np.float64]]:
+        """The float values (NaN for missing) of a program's outputs on the rows it keeps."""
+        run = Run(program, Rows(self._frame))
+        mask = run.mask()
+        n = len(self._frame)
+        out = []
+        for node in program.outputs:
+            floats = np.asarray(float_values(run.value(node), n), dtype=np.float64)
+            out.append(floats if mask is None else floats[mask])
+        return out
+
+    def row_reduce(self, plan: Plan, exprs: Sequence[Expr], reducer: RowReducer) -> tuple[Any, ...]:
+        """``reducer``'s sum over the rows the plan keeps (see :mod:`dpframe.backends.reduce`)."""
+        return reducer.partial(self.program_floats(Program.compile(plan, exprs)))
 
     # -- key discovery -------------------------------------------------------
 

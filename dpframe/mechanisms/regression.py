@@ -128,12 +128,13 @@ def denormalize(
     return slopes, intercept
 
 
-def _gradient_sum(
+def gradient_sum(
     w: npt.NDArray[np.float64],
     z: npt.NDArray[np.float64],
     y: npt.NDArray[np.float64],
     loss: Loss,
 ) -> npt.NDArray[np.float64]:
+    """Σ_i ∇ℓ(w; z_i, y_i) over the rows (exact, non-private)."""
     margin = z @ w
     residual = margin - y if loss == "squared" else 1.0 / (1.0 + np.exp(-margin)) - y
     return np.asarray(z.T @ residual, dtype=np.float64)
@@ -172,7 +173,32 @@ def fit_composition(
     Returns:
         The final weights (normalized units) and the per-step noise σ of the gradient sum.
     """
-    dim = z.shape[1]
+
+    def gradient(w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return gradient_sum(w, z, y, spec.loss)
+
+    return fit_by_gradients(
+        gradient, z.shape[1], spec, rho, n_hat, steps, rows_per_unit, rng, progress
+    )
+
+
+def fit_by_gradients(
+    gradient: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]],
+    dim: int,
+    spec: LossSpec,
+    rho: Fraction,
+    n_hat: float,
+    steps: int,
+    rows_per_unit: int,
+    rng: SecureRandom,
+    progress: Progress | None = None,
+) -> tuple[npt.NDArray[np.float64], float]:
+    """:func:`fit_composition` with the exact gradient sums from ``gradient(w)``.
+
+    ``gradient`` may run anywhere the rows are (e.g. on each Dask partition,
+    adding partial sums); its result is the exact Σ_i ∇ℓ(w; z_i, y_i), so the
+    privacy and accuracy are those of :func:`fit_composition`.
+    """
     per_step = rho / steps
     eta = 1.0 / spec.smoothness
     w = np.zeros(dim)
@@ -181,7 +207,7 @@ def fit_composition(
     denominator = max(float(n_hat), 1.0)
     for t in range(1, steps + 1):
         look = _project(w + (t - 1) / (t + 2) * (w - previous), spec.radius)
-        exact = _gradient_sum(look, z, y, spec.loss)
+        exact = gradient(look)
         noisy, noise = gaussian_vector(exact, spec.lipschitz * rows_per_unit, per_step, rng)
         sigma = noise.sigma
         previous, w = w, _project(look - eta * noisy / denominator, spec.radius)
