@@ -34,6 +34,7 @@ less noise it is over (see ``docs/proofs/README.md``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Mapping
 from contextlib import AbstractContextManager
@@ -266,6 +267,7 @@ def laplace_max_loss(scale: Fraction, shift: int) -> Fraction:
     return max(Fraction(abs(k - s) - abs(k), 1) / scale for k in range(-s - 1, 2 * s + 2))
 
 
+@functools.cache
 def _pi() -> Decimal:
     """π to :data:`DIGITS` digits (the series recipe of the ``decimal`` documentation)."""
     with localcontext(Context(prec=DIGITS + 5)):
