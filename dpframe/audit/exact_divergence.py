@@ -54,6 +54,7 @@ __all__ = [
     "hockey_stick",
     "hockey_stick_shift",
     "laplace_max_loss",
+    "laplace_shift_hockey",
     "max_log_ratio",
     "precise",
     "renyi",
@@ -258,28 +259,48 @@ def renyi(p: Mapping[Hashable, Number], q: Mapping[Hashable, Number], alpha: Num
 def laplace_max_loss(scale: Fraction, shift: int) -> Fraction:
     """The exact largest privacy loss ln(P(k)/P(k − s)) of the discrete Laplace with scale t.
 
-    ln P(k) − ln P(k − s) = (|k − s| − |k|)/t, rational.  It is evaluated on
-    every integer between −|s| − 1 and 2|s| + 1; outside that range both |k|
-    and |k − s| are linear with the same slope, so the loss is constant there
-    and equal to its value at the ends.
+    ln P(k) − ln P(k − s) = (|k − s| − |k|)/t, rational and piecewise linear in k
+    with breakpoints at 0 and s, constant beyond them: its maximum over the
+    integers is attained at a breakpoint or next to one, so it is evaluated
+    exactly at k ∈ {−1, 0, 1, s − 1, s, s + 1}.
     """
     s = abs(shift)
-    return max(Fraction(abs(k - s) - abs(k), 1) / scale for k in range(-s - 1, 2 * s + 2))
+    points = {-1, 0, 1, s - 1, s, s + 1}
+    return max(Fraction(abs(k - s) - abs(k), 1) / scale for k in points)
 
 
-@functools.cache
-def _pi() -> Decimal:
-    """π to :data:`DIGITS` digits (the series recipe of the ``decimal`` documentation)."""
-    with localcontext(Context(prec=DIGITS + 5)):
-        lasts, t, total, n, na, d, da = Decimal(0), Decimal(3), Decimal(3), 1, 0, 0, 24
-        while total != lasts:
-            lasts = total
-            n, na = n + na, na + 8
-            d, da = d + da, da + 32
-            t = (t * n) / d
-            total += t
+def laplace_shift_hockey(scale: Fraction, shift: int, epsilon: Fraction) -> Bound:
+    """δ(ε) of the discrete Laplace with scale t against its shift by s, in closed form.
+
+    With a = e^(−1/t), c = (1 − a)/(1 + a), P(k) = c·a^|k − s| and Q(k) = c·a^|k|
+    (s ≥ 0; the other direction is the same by the reflection k ↦ s − k):
+
+    * k ≥ s: P(k) − e^ε·Q(k) = c·a^(k−s)·(1 − e^ε·a^s), positive iff s/t > ε,
+      summing to (1 − e^ε·a^s)/(1 + a);
+    * 0 < k < s: c·(a^(s−k) − e^ε·a^k), positive iff k > (s + εt)/2 (exact,
+      rational), two geometric sums;
+    * k ≤ 0: the loss is −s/t < 0.
+
+    No window and no truncation: usable at any scale (a Laplace copy's t is about 10⁶).
+    """
+    s = abs(shift)
+    t = dec(scale)
     with localcontext(_CONTEXT):
-        return total + 0
+        a = (-1 / t).exp()
+        factor = dec(epsilon).exp()
+        c = (1 - a) / (1 + a)
+        total = Decimal(0)
+        upper = (1 - factor * a**s) / (1 + a)
+        if upper > 0:
+            total += upper
+        k0 = math.floor((s + epsilon * scale) / 2) + 1  # smallest k with 2k − s > εt
+        if k0 <= s - 1:
+            n = s - k0  # k = k0 .. s − 1
+            near = a * (1 - a**n) / (1 - a)  # Σ_{j=1}^{n} a^j, j = s − k
+            far = a**k0 * (1 - a**n) / (1 - a)  # Σ_{k=k0}^{s−1} a^k
+            total += c * (near - factor * far)
+        error = _ROUNDING * 100 * (1 + factor)
+    return Bound(total, error)
 
 
 def gaussian_theta(c: Number, sigma2: Number) -> Bound:

@@ -17,6 +17,7 @@ from dpframe.audit.exact_divergence import (
     hockey_stick,
     hockey_stick_shift,
     laplace_max_loss,
+    laplace_shift_hockey,
     max_log_ratio,
     precise,
     renyi,
@@ -54,6 +55,20 @@ def test_laplace_hockey_stick_matches_the_closed_form() -> None:
     expected = (1 - math.exp(1 - 1.5)) / (1 + a)
     assert float(got.value) == pytest.approx(expected, rel=1e-12)
     assert got.error < Decimal("1e-20")
+
+
+@pytest.mark.parametrize(
+    ("scale", "shift", "epsilon"),
+    [(Fraction(2), 3, Fraction(1)), (Fraction(7, 3), 10, Fraction(1, 2)), (Fraction(5), 5, 1)],
+)
+def test_laplace_closed_form_hockey_stick_matches_the_summed_pmf(
+    scale: Fraction, shift: int, epsilon: Fraction
+) -> None:
+    pmf = discrete_laplace(scale)
+    summed = hockey_stick_shift(pmf.shifted(shift), pmf, epsilon)
+    closed = laplace_shift_hockey(scale, shift, epsilon)
+    assert abs(summed.value - closed.value) <= summed.error + closed.error
+    assert closed.value >= 0
 
 
 def test_laplace_max_loss_is_shift_over_scale() -> None:
