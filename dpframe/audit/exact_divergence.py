@@ -303,6 +303,21 @@ def laplace_shift_hockey(scale: Fraction, shift: int, epsilon: Fraction) -> Boun
     return Bound(total, error)
 
 
+@functools.cache
+def _pi() -> Decimal:
+    """π to :data:`DIGITS` digits (the series recipe of the ``decimal`` documentation)."""
+    with localcontext(Context(prec=DIGITS + 5)):
+        lasts, t, total, n, na, d, da = Decimal(0), Decimal(3), Decimal(3), 1, 0, 0, 24
+        while total != lasts:
+            lasts = total
+            n, na = n + na, na + 8
+            d, da = d + da, da + 32
+            t = (t * n) / d
+            total += t
+    with localcontext(_CONTEXT):
+        return total + 0
+
+
 def gaussian_theta(c: Number, sigma2: Number) -> Bound:
     """θ(c) = Σ_k exp(−(k − c)²/(2σ²)) over all integers k.
 
