@@ -22,7 +22,7 @@ on given (small) inputs, by an argument independent of the library's code:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 
 from dpframe.audit.exact_divergence import Pmf, dec, discrete_laplace, precise
@@ -72,6 +72,7 @@ def sparse_vector_distribution(
     threshold_scale: Fraction,
     query_scale: Fraction,
     max_hits: int,
+    tail: Decimal = Decimal("1e-20"),
 ) -> tuple[dict[tuple[int, ...], Decimal], Decimal]:
     """The distribution of the hits of Lyu–Su–Li Alg. 1 (discrete Laplace, integer threshold).
 
@@ -81,11 +82,12 @@ def sparse_vector_distribution(
     after the last hit are implied by the stopping rule).
 
     Returns:
-        The probabilities of the outputs (ρ and ν summed over their windows)
-        and a bound on the probability left out by the windows.
+        The probabilities of the outputs (ρ and ν summed over windows that
+        leave out at most ``tail`` each) and a bound on the probability
+        left out by the windows.
     """
-    rho = discrete_laplace(threshold_scale)
-    nu = discrete_laplace(query_scale)
+    rho = discrete_laplace(threshold_scale, tail)
+    nu = discrete_laplace(query_scale, tail)
     cum, nu_out = _cumulative(nu)
 
     def below(m: int) -> Decimal:  # P(ν < m), over ν's window
@@ -93,8 +95,7 @@ def sparse_vector_distribution(
         return cum[i]
 
     out: dict[tuple[int, ...], Decimal] = {}
-    with localcontext() as ctx:
-        ctx.prec = 60
+    with precise():
         for j, p_rho in enumerate(rho.masses):
             r = rho.start + j
             # query i is a hit iff ν_i ≥ T + r − count_i
