@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from decimal import Context, Decimal, localcontext
 from fractions import Fraction
+from typing import TypeVar
 
 __all__ = [
     "DIGITS",
@@ -68,6 +69,7 @@ _ROUNDING = Decimal("1e-55")  # per-operation relative rounding, generously roun
 _CONTEXT = Context(prec=DIGITS)
 
 Number = Decimal | Fraction | int | float
+Outcome = TypeVar("Outcome", bound=Hashable)
 
 
 def precise() -> AbstractContextManager[Context]:
@@ -204,7 +206,7 @@ def hockey_stick_shift(p: Pmf, q: Pmf, epsilon: Number) -> Bound:
     with localcontext(_CONTEXT):
         factor = dec(epsilon).exp()
         total = Decimal(0)
-        for a, b in zip(pm, qm):
+        for a, b in zip(pm, qm, strict=True):
             if a > b:  # the gap can be positive only where P(k) > Q(k) (e^ε ≥ 1)
                 gap = a - factor * b
                 if gap > 0:
@@ -214,7 +216,7 @@ def hockey_stick_shift(p: Pmf, q: Pmf, epsilon: Number) -> Bound:
 
 
 def hockey_stick(
-    p: Mapping[Hashable, Number], q: Mapping[Hashable, Number], epsilon: Number
+    p: Mapping[Outcome, Number], q: Mapping[Outcome, Number], epsilon: Number
 ) -> Decimal:
     """δ(ε) = Σ_o max(0, P(o) − e^ε·Q(o)) over finite outcome sets (absent: probability 0)."""
     with localcontext(_CONTEXT):
@@ -227,7 +229,7 @@ def hockey_stick(
     return total
 
 
-def max_log_ratio(p: Mapping[Hashable, Number], q: Mapping[Hashable, Number]) -> Decimal:
+def max_log_ratio(p: Mapping[Outcome, Number], q: Mapping[Outcome, Number]) -> Decimal:
     """max_o ln(P(o)/Q(o)) over P's support; ``Infinity`` when Q(o) = 0 < P(o)."""
     with localcontext(_CONTEXT):
         best = Decimal("-Infinity")
@@ -241,7 +243,7 @@ def max_log_ratio(p: Mapping[Hashable, Number], q: Mapping[Hashable, Number]) ->
     return best
 
 
-def renyi(p: Mapping[Hashable, Number], q: Mapping[Hashable, Number], alpha: Number) -> Decimal:
+def renyi(p: Mapping[Outcome, Number], q: Mapping[Outcome, Number], alpha: Number) -> Decimal:
     """D_α(P‖Q) = ln(Σ_o P(o)^α Q(o)^(1−α))/(α − 1) over finite outcome sets."""
     a = dec(alpha)
     with localcontext(_CONTEXT):

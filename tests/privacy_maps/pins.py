@@ -17,13 +17,14 @@ print the table of all of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from dpframe.audit.exact_divergence import (
     Bound,
@@ -35,6 +36,8 @@ from dpframe.audit.exact_divergence import (
     laplace_max_loss,
     laplace_shift_hockey,
 )
+
+IntArray = npt.NDArray[np.int64]
 
 #: 0.1% less noise.
 LESS = Fraction(999, 1000)
@@ -106,10 +109,10 @@ def grid_shift(sensitivity: int, grid: int) -> int:
         return sensitivity
     x = np.arange(2 * grid, dtype=np.int64)
 
-    def half_up(v: np.ndarray) -> np.ndarray:
+    def half_up(v: IntArray) -> IntArray:
         return np.floor_divide(v + grid // 2, grid)
 
-    def half_even(v: np.ndarray) -> np.ndarray:
+    def half_even(v: IntArray) -> IntArray:
         return np.rint(v / grid).astype(np.int64)
 
     up = int((half_up(x + sensitivity) - half_up(x)).max())

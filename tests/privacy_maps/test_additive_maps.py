@@ -14,6 +14,7 @@ than needed (at most 1 + 2⁻¹⁰, the grid widening the docstrings state).
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 
 import pytest
 
@@ -95,7 +96,8 @@ def _count_hockey() -> Pin:
 def _sum_hockey() -> Pin:
     bounds = (0.0, 100000.0)
     shift, _, spec, part = _one_part("sum", bounds, NoiseAllocation("laplace", Fraction(1)))
-    return laplace_hockey_pin("sum (0, 1e5), Laplace, ε=1, δ(ε)", spec.parameter, shift, 1)
+    name = "sum (0, 1e5), Laplace, ε=1, δ(ε)"
+    return laplace_hockey_pin(name, spec.parameter, shift, part.parameter)
 
 
 LAPLACE = register(
@@ -151,7 +153,7 @@ def _count_zcdp(rho: Fraction) -> Pin:
 
 
 def _sum_zcdp(bounds: tuple[float, float], rho: Fraction, slack: Fraction) -> Pin:
-    shift, units, spec, part = _one_part("sum", bounds, NoiseAllocation("gaussian", rho))
+    shift, units, spec, _ = _one_part("sum", bounds, NoiseAllocation("gaussian", rho))
     assert Fraction(units, shift) == slack
     return zcdp_pin(f"sum {bounds}, Gaussian, ρ={rho}", spec.parameter, (shift,), rho, slack)
 
@@ -188,7 +190,7 @@ def _approx(epsilon: Fraction, delta: Fraction) -> Pin:
 
 APPROX = register(
     {
-        f"count, approx-DP Gaussian, ({e}, {float(d):g})": (lambda e=e, d=d: _approx(e, d))
+        f"count, approx-DP Gaussian, ({e}, {float(d):g})": partial(_approx, e, d)
         for e, d in APPROX_SLACK
     }
 )
@@ -241,6 +243,6 @@ def test_unit_rows_spread_over_cells_are_within_rho(k: int) -> None:
 def test_unit_rows_in_one_cell_are_within_epsilon(k: int) -> None:
     agg = _aggregate("sum", (0.0, 5000.0), unit_rows=k)
     ((_, sens, quantum, part),) = noise_plan(agg, NoiseAllocation("laplace", Fraction(1)))
-    grid, units, spec = noise_for(sens, quantum, part)
+    grid, _, spec = noise_for(sens, quantum, part)
     pin = laplace_pin("sum, one cell", spec.parameter, grid_shift(sens, grid), Fraction(1))
     assert pin.within(), pin

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import pytest
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.audit.exact_divergence import dec, laplace_max_loss
 from dpframe.mechanisms import mean as mean_module
-from dpframe.mechanisms.additive import NoiseSpec, noise_for
+from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
@@ -71,14 +72,14 @@ def _run(
     counts = np.array([float(n) for n, _ in CELLS])
     sums = np.array([float(n * round((v - mid) / quantum)) for n, v in CELLS])
     calls: list[Call] = []
-    original = mean_module.release_integer_sums
+    original = release_integer_sums
 
     def record(exact: Any, sensitivity: int, q: float, part: NoiseAllocation, rng: Any) -> Any:
         values, spec = original(exact, sensitivity, q, part, rng)
         calls.append(Call(np.array(exact, copy=True), sensitivity, q, part, spec))
         return values, spec
 
-    monkeypatch.setattr(mean_module, "release_integer_sums", record)
+    monkeypatch.setattr("dpframe.mechanisms.mean.release_integer_sums", record)
     release = mean_module.release_mean(
         measures, sens, [counts, sums], BOUNDS, allocation, SecureRandom()
     )
@@ -229,7 +230,7 @@ class _Registry:
 
 register(
     {
-        f"mean {path} {kind}": (lambda p=path, k=kind: _Registry.build(p, k))
+        f"mean {path} {kind}": partial(_Registry.build, path, kind)
         for path in PATHS
         for kind in ("laplace", "gaussian")
     }

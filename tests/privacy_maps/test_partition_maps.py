@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
@@ -68,9 +69,9 @@ def _existing_key_pin(epsilon: Fraction, delta: Fraction) -> Pin:
     return Pin(name, "δ(ε)", dec(delta), divergence(scale), divergence(scale * LESS))
 
 
-NEW = register({f"partition new key {e} {d}": (lambda e=e, d=d: _new_key_pin(e, d)) for e, d in PARAMETERS})
+NEW = register({f"partition new key {e} {d}": partial(_new_key_pin, e, d) for e, d in PARAMETERS})
 OLD = register(
-    {f"partition existing key {e} {d}": (lambda e=e, d=d: _existing_key_pin(e, d)) for e, d in PARAMETERS}
+    {f"partition existing key {e} {d}": partial(_existing_key_pin, e, d) for e, d in PARAMETERS}
 )
 
 
@@ -111,7 +112,7 @@ def _unit_pin(k: int, groups: int, epsilon: Fraction, delta: Fraction) -> Pin:
                     best = max(best, 1 - hidden)
         return best
 
-    name = f"key discovery, unit of ≤{k} rows in ≤{groups} keys, (ε, δ)=({epsilon}, {float(delta):g})"
+    name = f"key discovery, unit ≤{k} rows in ≤{groups} keys, (ε, δ)=({epsilon}, {float(delta):g})"
     return Pin(name, "δ (new keys); less = τ−1", dec(delta), worst(keep_at), worst(keep_at - 1))
 
 

@@ -29,7 +29,7 @@ def _loss(p: dict[int, Decimal], q: dict[int, Decimal]) -> Decimal:
     return max(max_log_ratio(p, q), max_log_ratio(q, p))
 
 
-def _by_orders(utilities: list[int], epsilon: Fraction) -> list[Fraction | Decimal]:
+def _by_orders(utilities: list[int], epsilon: Fraction) -> list[Decimal]:
     """The same distribution by enumerating the visiting orders (a second exact method)."""
     best = max(utilities)
     accept = [(-dec(epsilon) * (best - u) / 2).exp() for u in utilities]
@@ -194,5 +194,3 @@ def test_quantile_utility_sensitivity_and_selection(
     assert sens == q.denominator
     assert Fraction(sens, worst_move) == QUANTILE_SLACK[q]
     assert worst_loss <= dec(eps) / dec(QUANTILE_SLACK[q])  # the slack is real
-
-

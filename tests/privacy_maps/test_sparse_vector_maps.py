@@ -104,8 +104,6 @@ SVT = register(
 @pytest.mark.parametrize("name", SVT)
 def test_sparse_vector_exact_loss_within_epsilon(name: str) -> None:
     """Declared slack: Alg. 1's proof is not tight; the exact worst loss is reported."""
-    from tests.privacy_maps.pins import CASES
-
     epsilon, hits = (Fraction(1), 1) if name.endswith("c=1") else (Fraction(1), 2)
     loss, left = _worst_loss(epsilon, hits)  # the pin's first half (the report adds the second)
     assert left < Decimal("1e-15")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from tests.privacy_maps.pins import ALPHAS, LESS, Pin, assert_pinned, register, 
 
 
 def _worst_moves(move: np.ndarray, grid: float) -> tuple[int, ...]:
-    return tuple(int(math.floor(abs(x) / grid)) + 1 if x else 0 for x in move)
+    return tuple(math.floor(abs(x) / grid) + 1 if x else 0 for x in move)
 
 
 # Declared slack: sensitivity_units / ‖worst integer move‖₂, rounded down to 6 digits.  For
@@ -66,7 +67,8 @@ def _vector_pin(sensitivity: float, size: int, rho: Fraction, spread: bool) -> P
     units = noise.sensitivity_units
     assert math.sqrt(sum(m * m for m in moves)) <= units
     slack = _slack(units, moves)
-    name = f"Gaussian vector Δ={sensitivity:g}, {size} coords, ρ={rho}, {'spread' if spread else 'axis'} move"
+    kind = "spread" if spread else "axis"
+    name = f"Gaussian vector Δ={sensitivity:g}, {size} coords, ρ={rho}, {kind} move"
     return zcdp_pin(name, noise.sigma2_units, moves, rho, slack)
 
 
@@ -171,7 +173,7 @@ def _aligned_pin(dim: int) -> Pin:
     return Pin(name, "max_α D_α/α", dec(Fraction(per_pass)), curve, curve, note="slack: √d term")
 
 
-ALIGNED = register({f"smoothed step d={d}": (lambda d=d: _aligned_pin(d)) for d in (1, 3)})
+ALIGNED = register({f"smoothed step d={d}": partial(_aligned_pin, d) for d in (1, 3)})
 
 
 @pytest.mark.parametrize("name", ALIGNED)
