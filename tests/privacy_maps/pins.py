@@ -160,7 +160,8 @@ def laplace_hockey_pin(
     at = laplace_shift_hockey(scale, shift, epsilon)  # symmetric: one direction suffices
     low = laplace_shift_hockey(scale * LESS / slack, shift, epsilon)
     stated = dec(delta) if delta > 0 else 2 * at.error
-    return Pin(name, "δ(ε)", stated, at.upper, low.lower, slack, note)
+    measure = "δ(ε)" if delta > 0 else "δ(ε) (stated 0: tolerance 2× error bound)"
+    return Pin(name, measure, stated, at.upper, low.lower, slack, note)
 
 
 def _hockey(noise: Pmf, shift: int, epsilon: Fraction) -> Bound:

@@ -155,7 +155,7 @@ def _laplace_pin(path: str, cell: int, monkeypatch: pytest.MonkeyPatch) -> Pin:
     assert len(releases) == 3
     name = f"mean {BOUNDS}, {path} path, Laplace ε=1 (3 releases, exact losses added)"
     at, less = _laplace_total(releases, False), _laplace_total(releases, True)
-    return Pin(name, "max loss", dec(epsilon), dec(at), dec(less), note="slack: per-part grids")
+    return Pin(name, "max loss", dec(epsilon), dec(at), dec(less), note="per-part grid slack")
 
 
 def _gaussian_pin(path: str, cell: int, monkeypatch: pytest.MonkeyPatch) -> Pin:
@@ -179,7 +179,7 @@ def _gaussian_pin(path: str, cell: int, monkeypatch: pytest.MonkeyPatch) -> Pin:
         return worst
 
     name = f"mean {BOUNDS}, {path} path, Gaussian ρ=1/2 (Rényi of 3 releases added)"
-    return Pin(name, "max_α D_α/α", dec(rho), curve(False), curve(True))
+    return Pin(name, "max_α D_α/α", dec(rho), curve(False), curve(True), note="per-part grid slack")
 
 
 # Cell 3 (values at 4990, centre far above the midpoint) is the worst adaptive cell; cell 1
