@@ -1,0 +1,82 @@
+"""Composite releases through the public API: their parts' charges add up to the request.
+
+The proofs of ``describe``, discovery-then-aggregate and the sanitized copies
+(``docs/proofs/``) are sequential compositions; these tests pin the budget
+split they rely on, from the ledger (one row per release) and the copy's
+metadata.  Each part's own map is pinned exactly by the other modules here.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+
+BOUNDS = {"x": (0.0, 10.0), "y": (0.0, 1.0)}
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)  # test data only, not privacy noise
+    data: pd.DataFrame = pd.DataFrame(
+        {
+            "k": rng.choice(["a", "b", "c"], 3000),
+            "x": rng.uniform(0, 10, 3000),
+            "y": rng.random(3000),
+        }
+    )
+    return data
+
+
+def _ledger(session: dp.Session) -> pd.DataFrame:
+    ledger: pd.DataFrame = session.ledger
+    return ledger
+
+
+@pytest.mark.parametrize("accounting", ["approx", "zcdp"])
+def test_discovery_then_aggregate_spends_half_and_all_delta_then_half(
+    frame: pd.DataFrame, accounting: str
+) -> None:
+    session = dp.Session(epsilon=4, delta=1e-5, ledger=":memory:", accounting=accounting)
+    pf = session.private_frame(frame, bounds=BOUNDS)  # "k" has no declared keys
+    pf.groupby("k")["x"].mean(epsilon=1, delta=1e-6)
+    rows = _ledger(session)
+    assert rows["mechanism"].tolist()[0] == "partition selection"
+    assert rows["epsilon"].tolist() == [0.5, 0.5]
+    assert rows["delta"].tolist() == [1e-6, 0.0]
+    if accounting == "zcdp":
+        first, second = rows["rho"].tolist()
+        assert first == second > 0  # ρ/2 each: the two halves compose to the request's ρ
+
+
+@pytest.mark.parametrize(("accounting", "delta"), [("pure", 0.0), ("approx", 1e-6), ("zcdp", 0.0)])
+def test_describe_splits_the_request_over_columns_and_halves(
+    frame: pd.DataFrame, accounting: str, delta: float
+) -> None:
+    total_delta = 0.0 if accounting == "pure" else 1e-5
+    session = dp.Session(epsilon=4, delta=total_delta, ledger=":memory:", accounting=accounting)
+    pf = session.private_frame(frame, bounds=BOUNDS)
+    pf.describe(epsilon=1, delta=delta) if delta else pf.describe(epsilon=1)
+    rows = _ledger(session)
+    assert len(rows) == 4  # 2 columns x (moments, quartiles)
+    assert sum(Fraction(repr(e)) for e in rows["epsilon"]) == 1
+    assert set(rows["epsilon"]) == {0.25}
+    assert sum(rows["delta"]) == pytest.approx(delta, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["randomized_response", "laplace_copy"])
+def test_copy_length_and_reports_compose_to_the_request(frame: pd.DataFrame, kind: str) -> None:
+    session = dp.Session(epsilon=4, ledger=":memory:")
+    pf = session.private_frame(
+        frame.assign(k=frame["k"]), bounds=BOUNDS, categories={"k": ["a", "b", "c"]}
+    )
+    column = "k" if kind == "randomized_response" else "x"
+    copy = getattr(pf[column], kind)(epsilon=1)
+    info = copy.attrs["dpframe_copy"]
+    assert info.epsilon == pytest.approx(0.95, rel=1e-15)  # 1 − length_share of the request
+    assert "scale 20 rows" in info.length_noise  # the length: DLap(1/(0.05·ε)), Δ = 1
+    assert _ledger(session)["epsilon"].tolist() == [1.0]
