@@ -2,8 +2,9 @@
 
 The proofs of ``describe``, discovery-then-aggregate and the sanitized copies
 (``docs/proofs/``) are sequential compositions; these tests pin the budget
-split they rely on, from the ledger (one row per release) and the copy's
-metadata.  Each part's own map is pinned exactly by the other modules here.
+split they rely on, from the ledger (one row per composite release, with its
+parts and their charges) and the copy's metadata.  Each part's own map is
+pinned exactly by the other modules here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from dpframe.accounting.accountants import Charge
+from dpframe.accounting.ledger import decode_parts
 
 BOUNDS = {"x": (0.0, 10.0), "y": (0.0, 1.0)}
 
@@ -37,6 +40,15 @@ def _ledger(session: dp.Session) -> pd.DataFrame:
     return ledger
 
 
+def _parts(session: dp.Session) -> list[tuple[str, Charge]]:
+    """The parts of the session's one (composite) release, as the ledger recorded them."""
+    rows = _ledger(session)
+    assert len(rows) == 1
+    parts = decode_parts(rows["parts"].iloc[0])
+    assert parts is not None
+    return parts
+
+
 @pytest.mark.parametrize("accounting", ["approx", "zcdp"])
 def test_discovery_then_aggregate_spends_half_and_all_delta_then_half(
     frame: pd.DataFrame, accounting: str
@@ -44,13 +56,13 @@ def test_discovery_then_aggregate_spends_half_and_all_delta_then_half(
     session = dp.Session(epsilon=4, delta=1e-5, ledger=":memory:", accounting=accounting)
     pf = session.private_frame(frame, bounds=BOUNDS)  # "k" has no declared keys
     pf.groupby("k")["x"].mean(epsilon=1, delta=1e-6)
-    rows = _ledger(session)
-    assert rows["mechanism"].tolist()[0] == "partition selection"
-    assert rows["epsilon"].tolist() == [0.5, 0.5]
-    assert rows["delta"].tolist() == [1e-6, 0.0]
+    (discovery, first), (aggregate, second) = _parts(session)
+    assert discovery.startswith("discover keys of k") and aggregate.startswith("mean(x) by k")
+    assert [first.epsilon, second.epsilon] == [Fraction(1, 2), Fraction(1, 2)]
+    assert [first.delta, second.delta] == [Fraction(1, 10**6), 0]
+    assert _ledger(session)["epsilon"].tolist() == [1.0]
     if accounting == "zcdp":
-        first, second = rows["rho"].tolist()
-        assert first == second > 0  # ρ/2 each: the two halves compose to the request's ρ
+        assert first.rho == second.rho > 0  # ρ/2 each: the two halves compose to the request's ρ
 
 
 @pytest.mark.parametrize(("accounting", "delta"), [("pure", 0.0), ("approx", 1e-6), ("zcdp", 0.0)])
@@ -61,11 +73,11 @@ def test_describe_splits_the_request_over_columns_and_halves(
     session = dp.Session(epsilon=4, delta=total_delta, ledger=":memory:", accounting=accounting)
     pf = session.private_frame(frame, bounds=BOUNDS)
     pf.describe(epsilon=1, delta=delta) if delta else pf.describe(epsilon=1)
-    rows = _ledger(session)
-    assert len(rows) == 4  # 2 columns x (moments, quartiles)
-    assert sum(Fraction(repr(e)) for e in rows["epsilon"]) == 1
-    assert set(rows["epsilon"]) == {0.25}
-    assert sum(rows["delta"]) == pytest.approx(delta, rel=1e-12)
+    parts = _parts(session)
+    assert len(parts) == 4  # 2 columns x (moments, quartiles)
+    assert sum(charge.epsilon for _, charge in parts) == 1
+    assert {charge.epsilon for _, charge in parts} == {Fraction(1, 4)}
+    assert sum(charge.delta for _, charge in parts) == Fraction(repr(delta))
 
 
 @pytest.mark.parametrize("kind", ["randomized_response", "laplace_copy"])
