@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for, noise_plan
+from dpframe.mechanisms.aggregates import measures_for, noise_plan, spread_of
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_zcdp
 from dpframe.plan.nodes import Aggregate
 
@@ -88,8 +88,9 @@ def explain_aggregate(
 ) -> Explanation:
     """Describe the release of ``agg`` under ``request`` from public facts only."""
     explained = []
+    spread = spread_of(agg)
     for name, sens, quantum, part in noise_plan(agg, allocation):
-        _, _, spec = noise_for(sens, quantum, part)
+        _, _, spec = noise_for(sens, quantum, part, spread)
         explained.append(
             MeasureExplanation(
                 name,
@@ -114,7 +115,7 @@ def aggregate_floor(
     measures, sensitivities = measures_for(agg)
     if agg.statistic not in ("count", "sum") or len(measures) != 1:
         return None
-    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation)
+    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation, spread_of(agg))
     diameter = sensitivities[0] * measures[0].quantum
     if spec.kind == "laplace":
         a = math.exp(-1 / float(spec.parameter))

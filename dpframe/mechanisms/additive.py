@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.errors import InvalidBudgetError
+from dpframe.errors import InvalidArgumentError, InvalidBudgetError
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,
@@ -99,12 +99,21 @@ def _grid_quanta(scale_quanta: float, sensitivity: int) -> int:
 
 
 def noise_for(
-    sensitivity: int, quantum: float, allocation: NoiseAllocation
+    sensitivity: int, quantum: float, allocation: NoiseAllocation, spread: int = 1
 ) -> tuple[int, int, NoiseSpec]:
     """The grid (in quanta), the sensitivity in grid units, and the noise, from public inputs only.
 
     Used both to release and to explain a query before it runs.
+
+    ``spread`` is the most cells one neighbour's change can reach: 1 for a
+    scalar or for one row; min(k, cells) for a privacy unit of k rows in a
+    grouped release.  Each cell is rounded to the grid on its own, so each
+    reached cell can move by one more grid unit than its exact change: the
+    integer change over all cells is at most ⌊Δ/g⌋ + spread units (L1, hence
+    also L2), which is the sensitivity the noise is calibrated to.
     """
+    if isinstance(spread, bool) or not isinstance(spread, int) or spread < 1:
+        raise InvalidArgumentError("spread must be an integer >= 1.")
     sensitivity = max(int(sensitivity), 1)
     try:
         if allocation.kind == "laplace":
@@ -114,7 +123,7 @@ def noise_for(
     except OverflowError:  # a parameter beyond float range (say ε = 10**400): no noise
         scale_quanta = 0.0
     grid_q = _grid_quanta(scale_quanta, sensitivity)
-    sensitivity_units = sensitivity if grid_q == 1 else sensitivity // grid_q + 1
+    sensitivity_units = sensitivity if grid_q == 1 else sensitivity // grid_q + spread
     if allocation.kind == "laplace":
         parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
     else:
@@ -137,6 +146,7 @@ def release_integer_sums(
     allocation: NoiseAllocation,
     rng: SecureRandom,
     planned: tuple[int, int, NoiseSpec] | None = None,
+    spread: int = 1,
 ) -> tuple[npt.NDArray[np.float64], NoiseSpec]:
     """Add discrete Laplace or discrete Gaussian noise to integer-valued sums.
 
@@ -168,13 +178,14 @@ def release_integer_sums(
         quantum: the value of one unit of ``exact`` (a power of two).
         allocation: the noise and its privacy parameter (ε or ρ).
         rng: the secure random source.
-        planned: ``noise_for(sensitivity, quantum, allocation)`` when the caller
-            already computed it (before the charge); computed here otherwise.
+        planned: ``noise_for(sensitivity, quantum, allocation, spread)`` when the
+            caller already computed it (before the charge); computed here otherwise.
+        spread: the most cells one neighbour reaches (see :func:`noise_for`).
 
     Returns:
         The noisy values (exact floats on the public grid) and the noise used.
     """
-    grid_q, _, spec = planned or noise_for(sensitivity, quantum, allocation)
+    grid_q, _, spec = planned or noise_for(sensitivity, quantum, allocation, spread)
     if grid_q == 1:
         units = exact.astype(np.int64)
     elif exact.dtype == np.int64:  # exact integer rounding to the grid (half up)

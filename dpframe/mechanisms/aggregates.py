@@ -54,6 +54,7 @@ __all__ = [
     "measures_for",
     "noise_plan",
     "release_aggregate",
+    "spread_of",
 ]
 
 #: The most cells (groups, or key combinations) one release may have; a
@@ -172,6 +173,11 @@ class AggregateNoise:
     noise: tuple[tuple[int, int, NoiseSpec], ...]
 
 
+def spread_of(agg: Aggregate) -> int:
+    """The most cells one neighbour reaches: min(rows per unit, cells) (1 for one row)."""
+    return max(1, min(unit_rows(agg.plan), agg.n_groups))
+
+
 def aggregate_noise(agg: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
     """Every measure and its noise under ``allocation``; raises for unusable parameters.
 
@@ -179,13 +185,14 @@ def aggregate_noise(agg: Aggregate, allocation: NoiseAllocation) -> AggregateNoi
     (:func:`~dpframe.mechanisms.mean.mean_noise_plan`), its noise is chosen as it goes.
     """
     measures, sensitivities = measures_for(agg)
+    spread = spread_of(agg)
     if agg.statistic == "mean":
         for _, sens, quantum, part in mean_noise_plan(measures, sensitivities, allocation):
-            noise_for(sens, quantum, part)
+            noise_for(sens, quantum, part, spread)
         return AggregateNoise(measures, sensitivities, ())
     parts = allocation.split(tuple(1 for _ in measures))
     noise = tuple(
-        noise_for(sens, m.quantum, part)
+        noise_for(sens, m.quantum, part, spread)
         for m, sens, part in zip(measures, sensitivities, parts, strict=True)
     )
     return AggregateNoise(measures, sensitivities, noise)
@@ -293,7 +300,9 @@ def release_aggregate(
     measures, sensitivities = planned.measures, planned.sensitivities
     if agg.statistic == "mean":
         assert agg.bounds is not None
-        mean = release_mean(measures, sensitivities, exact, agg.bounds, allocation, rng)
+        mean = release_mean(
+            measures, sensitivities, exact, agg.bounds, allocation, rng, spread_of(agg)
+        )
         model = IntervalModel("mean", (mean.count, mean.total), mean.kept, agg.bounds, mean.center)
         return AggregateResult(mean.values, mean.scales, mean.used, model)
     parts = allocation.split(tuple(1 for _ in measures))

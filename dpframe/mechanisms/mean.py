@@ -126,6 +126,7 @@ def release_mean(
     bounds: tuple[float, float],
     allocation: NoiseAllocation,
     rng: SecureRandom,
+    spread: int = 1,
 ) -> MeanRelease:
     """Release a mean per cell (see the module docstring for the mechanism).
 
@@ -142,13 +143,24 @@ def release_mean(
         bounds: the public clamping bounds (L, U).
         allocation: the whole noise allocation of the release.
         rng: the secure random source.
+        spread: the most cells one neighbour reaches (min(rows per unit, cells);
+            see :func:`~dpframe.mechanisms.additive.noise_for`).
     """
     count_sens, sum_sens = sensitivities
+
+    def release(
+        values: FloatArray | npt.NDArray[np.int64],
+        sens: int,
+        quantum: float,
+        part: NoiseAllocation,
+    ) -> tuple[FloatArray, NoiseSpec]:
+        return release_integer_sums(values, sens, quantum, part, rng, spread=spread)
+
     quantum = measures[1].quantum
     low, high = bounds
     mid = (low + high) / 2
     parts = allocation.split(_ADAPTIVE_WEIGHTS)
-    count, count_spec = release_integer_sums(exact[0], count_sens, 1.0, parts[0], rng)
+    count, count_spec = release(exact[0], count_sens, 1.0, parts[0])
     adaptive = count >= ADAPT_AT_STDS * count_spec.std  # public: a function of released counts
     center = np.full(len(count), mid)
     total = np.zeros(len(count))
@@ -157,8 +169,8 @@ def release_mean(
     if not adaptive.all():
         rest = allocation.split(_FALLBACK_WEIGHTS)
         small = np.flatnonzero(~adaptive)
-        count2, spec2 = release_integer_sums(exact[0][small], count_sens, 1.0, rest[1], rng)
-        sums, sum_spec = release_integer_sums(exact[1][small], sum_sens, quantum, rest[2], rng)
+        count2, spec2 = release(exact[0][small], count_sens, 1.0, rest[1])
+        sums, sum_spec = release(exact[1][small], sum_sens, quantum, rest[2])
         count = count.copy()
         count[small], total[small], sum_scale[small] = count2, sums, sum_spec.scale
         used += [spec2, sum_spec]
@@ -168,7 +180,7 @@ def release_mean(
             kept_counts.remove(count_spec)
     big = np.flatnonzero(adaptive)
     if big.size:
-        first, first_spec = release_integer_sums(exact[1][big], sum_sens, quantum, parts[1], rng)
+        first, first_spec = release(exact[1][big], sum_sens, quantum, parts[1])
         used.append(first_spec)
         offset = np.clip(first / np.maximum(count[big], 1.0), low - mid, high - mid)
         steps = np.rint(offset / quantum).astype(np.int64)  # each centre's offset in quanta
@@ -179,7 +191,7 @@ def release_mean(
         sens2 = _levels(sum_sens + np.abs(steps) * count_sens, sum_sens)
         for level in np.unique(sens2):
             cells = np.flatnonzero(sens2 == level)
-            sums, spec = release_integer_sums(shifted[cells], int(level), quantum, parts[2], rng)
+            sums, spec = release(shifted[cells], int(level), quantum, parts[2])
             total[big[cells]], sum_scale[big[cells]] = sums, spec.scale
             used.append(spec)
             kept_sums.append(spec)

@@ -219,11 +219,12 @@ def fit_by_gradients(
 def iteration_sigma(spec: LossSpec, dim: int, rho: Fraction, passes: int) -> tuple[float, float]:
     """(σ, grid) of the per-step noise of :func:`fit_iteration` for ρ over ``passes`` passes.
 
-    Each pass costs ε₀ = (2L + g·sqrt(dim))²/(2σ²) per order α (RDP α·ε₀);
-    g·sqrt(dim) ≤ 2L·2⁻¹¹ accounts for the noise's grid (see :func:`fit_iteration`).
+    Each pass costs ε₀ = (2L + g·sqrt(dim)·(1 + 2⁻³²))²/(2σ²) per order α (RDP
+    α·ε₀); g·sqrt(dim) ≤ 2L·2⁻¹¹ accounts for the noise's grid and the 2⁻³²
+    for rounding the gradients onto it (see :func:`fit_iteration`).
     """
     grid = 2.0 ** math.floor(math.log2(spec.lipschitz / (math.sqrt(dim) * 2**10)))
-    shift = 2 * spec.lipschitz + grid * math.sqrt(dim)
+    shift = 2 * spec.lipschitz + grid * math.sqrt(dim) * (1 + 2.0**-_UNIFORM_BITS)
     sigma = math.sqrt(passes * shift * shift / (2 * float(rho)))
     return sigma, grid
 
@@ -266,9 +267,15 @@ def fit_iteration(
         (α, α·ε₀/(n + 1 − t))-RDP, ε₀ = 2L²/σ², when only the final iterate is
         released.  dpframe charges the worst row, t = n: ε₀ per pass, and
         passes compose.  The noise is γ·(K + U) with K discrete Gaussian
-        (σ/γ)² and U uniform on [−½, ½) (32 bits), from the secure source:
-        its Rényi divergence at a shift a is at most that of a continuous
-        Gaussian at shift ‖a‖ + γ·sqrt(d), hence ε₀ = (2L + γ·sqrt(d))²/(2σ²).
+        (σ/γ)² and U uniform on [−½, ½) (32 bits), from the secure source;
+        its values lie on the lattice γ·2⁻³³·(odd integers).  Each gradient is
+        rounded to a multiple of γ·2⁻³² before the noise is added, so every
+        step's output stays on that lattice whatever the data (an unrounded,
+        real gradient would move the noise off its support: infinite
+        divergence); rounding moves a gradient by at most γ·2⁻³³·sqrt(d).  The
+        noise's Rényi divergence at a lattice shift a is at most that of a
+        continuous Gaussian at shift ‖a‖ + γ·sqrt(d) (pinned exactly in
+        tests/privacy_maps), hence ε₀ = (2L + γ·sqrt(d)·(1 + 2⁻³²))²/(2σ²).
         Caveat: the theorem is proved in exact arithmetic; the iterates are
         float64 (the ``"rdp"`` accounting has no such caveat).
 
@@ -287,6 +294,7 @@ def fit_iteration(
             "by iteration."
         )
     sigma, grid = iteration_sigma(spec, dim, rho, passes)
+    unit = grid * 2.0**-_UNIFORM_BITS  # gradients on γ·2⁻³²: outputs stay on the noise's lattice
     w = np.zeros(dim)
     for p in range(passes):
         noise = smoothed_gaussian(sigma, grid, n * dim, rng).reshape(n, dim)
@@ -301,7 +309,7 @@ def fit_iteration(
                     residual = margin - target
                 else:
                     residual = 1.0 / (1.0 + math.exp(-margin)) - target
-                gradient = residual * row + noise[i]
+                gradient = np.rint(residual * row / unit) * unit + noise[i]
             w = w - step_size * gradient
             norm = math.sqrt(float(w @ w))
             if norm > spec.radius:

@@ -74,8 +74,10 @@ def _run(
     calls: list[Call] = []
     original = release_integer_sums
 
-    def record(exact: Any, sensitivity: int, q: float, part: NoiseAllocation, rng: Any) -> Any:
-        values, spec = original(exact, sensitivity, q, part, rng)
+    def record(
+        exact: Any, sensitivity: int, q: float, part: NoiseAllocation, rng: Any, **options: Any
+    ) -> Any:
+        values, spec = original(exact, sensitivity, q, part, rng, **options)
         calls.append(Call(np.array(exact, copy=True), sensitivity, q, part, spec))
         return values, spec
 

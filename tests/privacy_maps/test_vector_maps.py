@@ -185,22 +185,18 @@ def test_smoothed_noise_within_the_claim_for_lattice_shifts(name: str) -> None:
     assert_pinned(name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "PROOF GAP (regression, accounting='iteration'): smoothed_gaussian's draws lie on the "
-        "lattice γ·2⁻³³·(odd integers), and a gradient is not rounded to it: a real shift "
-        "off the lattice gives disjoint supports, so the one-step Rényi divergence is "
-        "infinite, not ≤ α(‖a‖ + γ√d)²/(2σ²) as fit_iteration's docstring states"
-    ),
-)
-def test_smoothed_noise_within_the_claim_for_real_shifts() -> None:
+def test_real_shifts_are_rounded_onto_the_noise_lattice() -> None:
+    """The noise lives on γ·2⁻³³·(odd integers): a real gradient shift would leave its
+    support (infinite divergence), so fit_iteration rounds gradients to γ·2⁻³² first."""
     sigma, grid = iteration_sigma(loss_spec("squared", 2.0), 1, Fraction(1, 5), 2)
     draws = smoothed_gaussian(sigma, grid, 2000, SecureRandom())
     lattice = draws / grid * 2**33
     assert np.all(lattice == np.round(lattice)) and np.all(np.round(lattice) % 2 == 1)
-    shift = grid * 2**-34  # a real move of the gradient, a quarter of the lattice step
-    moved = (draws + shift) / grid * 2**33
-    overlap = np.isin(moved, lattice)  # outputs both datasets can produce
-    # D_α(X + a ‖ X) is finite only if every output of X + a is an output of X:
-    assert np.all(overlap), "disjoint supports: the divergence is infinite"
+    real = grid * 2**-34  # a real move of the gradient, a quarter of the lattice step
+    assert not np.any(np.isin((draws + real) / grid * 2**33, lattice))  # disjoint, unrounded
+    unit = grid * 2.0**-32
+    for shift in (real, 3 * real, 0.7 * grid, 5.3 * grid):
+        rounded = np.rint(shift / unit) * unit
+        moved = (draws + rounded) / grid * 2**33
+        assert np.all(moved == np.round(moved)) and np.all(np.round(moved) % 2 == 1)
+        assert abs(rounded - shift) <= unit / 2
