@@ -353,7 +353,7 @@ class Session(Observable):
             max_rows_per_unit, max_groups_per_unit = unit_spec.max_rows, unit_spec.max_groups
         kinds: dict[str, DeclaredKind] = {}
         if isinstance(df, pd.DataFrame) or is_dask_frame(df):
-            kinds = declared_kinds([str(c) for c in df.columns], dtypes, bounds)
+            kinds = declared_kinds({str(k): v for k, v in df.dtypes.items()}, dtypes, bounds)
             df = apply_declared_kinds(df, kinds)
         backend = make_backend(df)  # pandas, or dask for a dask DataFrame (docs/backends.md)
         schema = declared_schema(

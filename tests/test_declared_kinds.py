@@ -74,3 +74,22 @@ def test_read_csv_takes_declared_kinds(tmp_path: object) -> None:
     pf = _session().read_csv(path, bounds={"age": (0, 100)}, dtypes={"zip": "text"})
     assert pf.column_info("zip").kind == "text"
     assert float(pf["age"].count(epsilon=EXACT)) == pytest.approx(2, abs=0.01)
+
+
+def test_bounds_on_a_text_column_read_it_as_numbers() -> None:
+    """A bounded column is numeric by declaration (was refused as text before the declared
+    schema): its words are missing values, and the release is still correct."""
+    pf = _session().private_frame(pd.DataFrame({"region": ["a", "b"]}), bounds={"region": (0, 1)})
+    assert pf.column_info("region").kind == "numeric"
+    assert float(pf["region"].count(epsilon=EXACT)) == pytest.approx(0, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [pd.to_datetime(["2020-01-01"]), pd.to_timedelta([1], unit="s"), [1 + 2j]],
+    ids=["datetime", "timedelta", "complex"],
+)
+def test_bounds_on_dates_durations_and_complex_numbers_stay_refused(values: object) -> None:
+    session = _session()
+    with pytest.raises(dp.SchemaError, match="not numeric"):
+        session.private_frame(pd.DataFrame({"x": values}), bounds={"x": (0, 1)})

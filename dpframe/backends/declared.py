@@ -50,11 +50,17 @@ _ALIASES: Mapping[str, DeclaredKind] = {
 
 
 def declared_kinds(
-    columns: list[str],
+    columns: Mapping[str, Any],
     dtypes: Mapping[str, object] | None,
     bounds: Mapping[str, object] | None,
 ) -> dict[str, DeclaredKind]:
     """The declared kind of each column: from ``dtypes``, or numeric for bounded columns.
+
+    ``columns`` maps each column to its pandas dtype.  A bounded column of
+    text (object or string dtype: how a reader stores a numeric column with a
+    stray word) is read as numbers; bounds on dates, durations, complex
+    numbers or pandas categoricals stay an error (their dtype was declared by
+    whoever built the frame, not inferred from a stray value).
 
     Raises:
         SchemaError: for an unknown column or kind, or bounds on a column
@@ -78,7 +84,15 @@ def declared_kinds(
             continue  # the schema check names it
         if name in kinds and kinds[name] == "text":
             raise SchemaError(f"bounds given for {name!r}, declared as text in dtypes=.")
-        kinds.setdefault(name, "numeric")
+        dtype = columns[name]
+        textual = pd.api.types.is_object_dtype(dtype) or (
+            pd.api.types.is_string_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+        )
+        numeric = pd.api.types.is_bool_dtype(dtype) or (
+            pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
+        )
+        if textual or numeric:  # numeric ones keep their data; their shown dtype is float64
+            kinds.setdefault(name, "numeric")
     return kinds
 
 
@@ -150,8 +164,13 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
         return data.assign(**converted)
     if not isinstance(data, pd.DataFrame):
         return data  # make_backend refuses it with a clear message
-    changed = {name: _convert(data[name], kind) for name, kind in kinds.items()}
-    if all(changed[name] is data[name] for name in changed):
+    changed = {}
+    for name, kind in kinds.items():
+        original = data[name]
+        converted = _convert(original, kind)
+        if converted is not original:  # already of the declared kind: shared, not copied
+            changed[name] = converted
+    if not changed:
         return data
     columns = {name: changed.get(name, data[name]) for name in data.columns}
     return pd.DataFrame(columns, index=data.index, copy=False)
