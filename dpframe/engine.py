@@ -22,7 +22,6 @@ release, embedded or behind a curator:
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -34,23 +33,11 @@ from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
 from dpframe.explain import Explanation, explain_cost
-from dpframe.mechanisms.quantiles import QUANTILE_BINS
 from dpframe.noise import SecureRandom
 from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
-from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.releases import (
-    ArgMax,
-    Describe,
-    DiscoverKeys,
-    DiscoverThenAggregate,
-    KernelDensity,
-    Mode,
-    Quantile,
-    Regression,
     ReleaseNode,
-    SanitizedCopy,
-    SparseVector,
 )
 from dpframe.plan.schema import Schema
 from dpframe.plan.validate import validate_node
@@ -256,31 +243,7 @@ def _admit(session: Session, node: Node) -> _Admitted:
 
 def size_of(node: Node) -> ResourceEstimate:
     """The work a node asks for, from public inputs only (never the data or its row count)."""
-    exprs: list[Expr | None]
-    if isinstance(node, Aggregate):
-        exprs, cells = [node.expr, *(k.expr for k in node.by)], node.n_groups
-    elif isinstance(node, Quantile):
-        exprs, cells = [node.expr], QUANTILE_BINS + 1
-    elif isinstance(node, Mode):
-        exprs, cells = [node.group.expr], len(node.group.categories)
-    elif isinstance(node, ArgMax):
-        exprs = [node.expr, *(k.expr for k in node.keys)]
-        cells = math.prod(len(k.categories) for k in node.keys)
-    elif isinstance(node, SparseVector):
-        exprs, cells = [expr for _, expr in node.conditions], len(node.conditions)
-    elif isinstance(node, (DiscoverKeys, DiscoverThenAggregate)):
-        value = node.value if isinstance(node, DiscoverThenAggregate) else None
-        exprs, cells = [Col(node.column), value], 1
-    elif isinstance(node, Describe):
-        exprs, cells = [expr for _, expr, _ in node.columns], 4 * (QUANTILE_BINS + 1)
-    elif isinstance(node, (SanitizedCopy, KernelDensity)):
-        exprs = [node.expr]
-        cells = len(node.points) if isinstance(node, KernelDensity) else 1
-    elif isinstance(node, Regression):
-        exprs, cells = [Col(c) for c in (*node.features, node.target)], 1
-    else:
-        exprs, cells = [], 1
-    return estimate(node.plan, exprs, cells)
+    return estimate(node.plan, node.expressions(), node.cells())
 
 
 def _node_parts(node: Node) -> tuple[Node, ...]:

@@ -160,16 +160,17 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
         converted = {
             name: data[name].map_partitions(_convert, kind, meta=_meta(data[name], kind))
             for name, kind in kinds.items()
+            if not _already(data[name].dtype, kind)
         }
-        return data.assign(**converted)
+        return data.assign(**converted) if converted else data
     if not isinstance(data, pd.DataFrame):
         return data  # make_backend refuses it with a clear message
-    changed = {}
+    changed: dict[str, pd.Series] = {}
     for name, kind in kinds.items():
         original = data[name]
-        converted = _convert(original, kind)
-        if converted is not original:  # already of the declared kind: shared, not copied
-            changed[name] = converted
+        column = _convert(original, kind)
+        if column is not original:  # already of the declared kind: shared, not copied
+            changed[name] = column
     if not changed:
         return data
     columns = {name: changed.get(name, data[name]) for name in data.columns}
@@ -177,6 +178,19 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
 
 
 _DTYPES: Mapping[DeclaredKind, str] = {"numeric": "float64", "boolean": "boolean", "text": "string"}
+
+
+def _already(dtype: Any, kind: DeclaredKind) -> bool:
+    """True when a column of ``dtype`` needs no conversion to ``kind``."""
+    if kind == "numeric":
+        return bool(
+            pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype)
+            and not pd.api.types.is_complex_dtype(dtype)
+        )
+    if kind == "boolean":
+        return bool(pd.api.types.is_bool_dtype(dtype))
+    return bool(pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype))
 
 
 def _meta(column: Any, kind: DeclaredKind) -> tuple[Any, str]:

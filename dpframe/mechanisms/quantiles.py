@@ -30,11 +30,11 @@ import numpy.typing as npt
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.selection import exponential_utility_bound, permute_and_flip
 from dpframe.noise import SecureRandom
+from dpframe.plan.releases import QUANTILE_BINS
 
 __all__ = ["QUANTILE_BINS", "bin_edges", "check_quantile", "rank_error", "select_quantile"]
 
 #: Resolution of the candidate grid.
-QUANTILE_BINS = 2**12
 
 
 def check_quantile(q: object) -> Fraction:

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeAlias
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.plan.expressions import Expr
 from dpframe.plan.keys import KeyTable, intern, scalar_key
+from dpframe.plan.schema import Schema, keys_fit, value_fits
 
 __all__ = [
     "Aggregate",
@@ -251,6 +252,20 @@ class Aggregate:
             )
 
         return _cached_key(self, build)
+
+    def expressions(self) -> tuple[Expr | None, ...]:
+        """The value and group-key expressions (for sizing the request)."""
+        return (self.expr, *(k.expr for k in self.by))
+
+    def cells(self) -> int:
+        """The cells released (:attr:`n_groups`)."""
+        return self.n_groups
+
+    def check(self, schema: Schema) -> None:
+        """Raise a :class:`SchemaError` unless the keys fit and a summed value is numeric."""
+        keys_fit(self.by, schema)
+        if self.expr is not None:
+            value_fits(self.expr, schema, self.statistic)
 
     @property
     def n_groups(self) -> int:

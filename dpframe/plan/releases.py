@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeAlias
 
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import InvalidArgumentError, SchemaError
-from dpframe.plan.expressions import Expr
+from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.keys import scalar_key
 from dpframe.plan.nodes import (
     Aggregate,
@@ -41,8 +41,10 @@ from dpframe.plan.nodes import (
     Statistic,
     lineage,
 )
+from dpframe.plan.schema import Schema, infer_column, keys_fit, numeric, value_fits
 
 __all__ = [
+    "QUANTILE_BINS",
     "ArgMax",
     "Describe",
     "DiscoverKeys",
@@ -60,6 +62,10 @@ __all__ = [
 ]
 
 Bounds: TypeAlias = tuple[float, float]
+
+#: Quantiles choose among the bin edges of this many equal bins over the bounds
+#: (4,097 public candidates).
+QUANTILE_BINS = 2**12
 
 
 def describe_plan(plan: Plan) -> str:
@@ -136,6 +142,17 @@ class ReleaseNode:
         """The sub-releases of a composite node (empty for a simple one)."""
         return ()
 
+    def expressions(self) -> tuple[Expr | None, ...]:
+        """Every expression the release evaluates on its plan (for sizing; None: none)."""
+        return ()
+
+    def cells(self) -> int:
+        """How many cells the release computes (declared keys, bins, points; 1: a scalar)."""
+        return 1
+
+    def check(self, schema: Schema) -> None:
+        """Raise a :class:`SchemaError` if the node does not fit ``schema`` (the plan's end)."""
+
 
 def _check_bounds(bounds: object, what: str) -> None:
     ok = (
@@ -171,6 +188,15 @@ class Quantile(ReleaseNode):
         shown = ", ".join(f"{float(q):g}" for q in self.levels)
         return f"quantile({self.expr}, q=[{shown}])"
 
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.expr,)
+
+    def cells(self) -> int:  # noqa: D102
+        return QUANTILE_BINS + 1
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        numeric(self.expr, schema, "quantile")
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Mode(ReleaseNode):
@@ -185,6 +211,15 @@ class Mode(ReleaseNode):
 
     def _what(self) -> str:
         return f"mode({self.group.expr})"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.group.expr,)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(self.group.categories)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        keys_fit((self.group,), schema)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -213,6 +248,18 @@ class ArgMax(ReleaseNode):
     def _what(self) -> str:
         by = ", ".join(k.name for k in self.keys)
         return f"argmax {self.agg}({self.column or ''}) by {by}"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.expr, *(k.expr for k in self.keys))
+
+    def cells(self) -> int:  # noqa: D102
+        return math.prod(len(k.categories) for k in self.keys)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        keys_fit(self.keys, schema)
+        if self.expr is not None:
+            what = "count" if self.agg == "count" else f"argmax('{self.agg}')"
+            value_fits(self.expr, schema, what)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -243,6 +290,19 @@ class SparseVector(ReleaseNode):
             f"max_hits={self.max_hits}{', numeric' if self.numeric else ''})"
         )
 
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return tuple(expr for _, expr in self.conditions)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(self.conditions)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        for name, expr in self.conditions:
+            if infer_column(name, expr, schema).kind != "boolean":
+                raise SchemaError(
+                    f"Query {name!r} is not a row condition (comparison, isin, &, |, ~)."
+                )
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class DiscoverKeys(ReleaseNode):
@@ -252,6 +312,12 @@ class DiscoverKeys(ReleaseNode):
 
     def _what(self) -> str:
         return f"discover keys of {self.column}"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (Col(self.column),)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        schema.get(self.column)
 
 
 _HALF = Fraction(1, 2)
@@ -289,6 +355,14 @@ class DiscoverThenAggregate(ReleaseNode):
     def _what(self) -> str:
         what = "" if self.value is None else str(self.value)
         return f"{self.statistic}({what}) by {self.column}, keys discovered privately"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (Col(self.column), self.value)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        schema.get(self.column)
+        if self.value is not None:
+            value_fits(self.value, schema, self.statistic)
 
     def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
         """The discovery, and the aggregate with no keys yet (they come from the discovery)."""
@@ -336,6 +410,16 @@ class Describe(ReleaseNode):
 
     def _what(self) -> str:
         return f"describe({', '.join(name for name, _, _ in self.columns)})"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return tuple(expr for _, expr, _ in self.columns)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(self.columns) * (QUANTILE_BINS + 1)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        for _, expr, _ in self.columns:
+            numeric(expr, schema, "describe")
 
     def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
         """Per column: a ``var`` aggregate and a quartiles :class:`Quantile`."""
@@ -389,6 +473,15 @@ class SanitizedCopy(ReleaseNode):
     def _what(self) -> str:
         return f"{'randomized_response' if self.kind == 'rr' else 'laplace_copy'}({self.expr})"
 
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.expr,)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        if self.kind == "laplace":
+            numeric(self.expr, schema, "laplace_copy")
+        else:
+            infer_column(self.name, self.expr, schema)
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class KernelDensity(ReleaseNode):
@@ -409,6 +502,15 @@ class KernelDensity(ReleaseNode):
 
     def _what(self) -> str:
         return f"kde({self.expr}, h={self.bandwidth:g}, {len(self.points)} points)"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.expr,)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(self.points)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        numeric(self.expr, schema, "kde")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

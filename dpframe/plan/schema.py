@@ -32,7 +32,16 @@ from dpframe.plan.expressions import (
     Not,
 )
 
-__all__ = ["ColumnInfo", "Kind", "Schema", "infer_column", "schema_from_frame"]
+__all__ = [
+    "ColumnInfo",
+    "Kind",
+    "Schema",
+    "infer_column",
+    "keys_fit",
+    "numeric",
+    "schema_from_frame",
+    "value_fits",
+]
 
 Kind = Literal["numeric", "boolean", "categorical", "text", "other"]
 Bounds = tuple[float, float]
@@ -362,3 +371,28 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
         if not infos[ref].summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
     return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos))
+
+
+def numeric(expr: Expr, schema: Schema, what: str) -> ColumnInfo:
+    """The facts of ``expr``, which must be numeric (summed, averaged, ranked or fitted)."""
+    info = infer_column(str(expr), expr, schema)
+    if not info.summable:
+        raise SchemaError(
+            f"{what}() needs a numeric column; {info.name!r} is {info.kind}. "
+            "Use count(), value counts by groupby(), or derive a number first."
+        )
+    return info
+
+
+def value_fits(expr: Expr, schema: Schema, statistic: str) -> None:
+    """A counted value may be of any kind; a summed or averaged one must be numeric."""
+    if statistic == "count":
+        infer_column(str(expr), expr, schema)
+    else:
+        numeric(expr, schema, statistic)
+
+
+def keys_fit(keys: Sequence[Any], schema: Schema) -> None:
+    """Every group key's expression is valid on ``schema``."""
+    for key in keys:
+        infer_column(key.name, key.expr, schema)
