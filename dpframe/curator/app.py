@@ -21,11 +21,12 @@ from typing import Any, Literal
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.service import Curator, ServiceError, error_payload
+from dpframe.plan.codec import node_type_names
 
 __all__ = ["MAX_BODY", "create_app"]
 
@@ -52,21 +53,16 @@ class Node(BaseModel):
     """A release node (``dpframe.plan.codec``): its type, plan, privacy and type's fields."""
 
     model_config = ConfigDict(extra="allow")
-    type: Literal[
-        "aggregate",
-        "quantile",
-        "mode",
-        "argmax",
-        "sparse_vector",
-        "discover_keys",
-        "discover_then_aggregate",
-        "describe",
-        "sanitized_copy",
-        "kernel_density",
-        "regression",
-    ]
+    type: str = Field(max_length=64)
     plan: list[dict[str, Any]] = Field(max_length=1_000)
     privacy: Privacy
+
+    @field_validator("type")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in node_type_names():  # the node types are the allow-list
+            raise ValueError(f"type must be one of {', '.join(node_type_names())}")
+        return value
 
 
 class QueryRequest(BaseModel):

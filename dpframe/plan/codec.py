@@ -5,8 +5,11 @@ source)`` rebuilds the node on the curator's own :class:`~dpframe.plan.nodes.Sou
 (the analyst never chooses the dataset's privacy-unit setting or view).
 The format is strict:
 
-* the node types below are the allow-list; every field is required and no
-  other field is accepted (``"v"`` must be 1);
+* the node types are the allow-list: :class:`~dpframe.plan.nodes.Aggregate`
+  and every subclass of :class:`~dpframe.plan.releases.ReleaseNode`, each with
+  the fields of its dataclass, their codecs derived from the type annotations
+  (a field that is not compared, e.g. a progress bar, is not sent); every
+  field is required and no other field is accepted (``"v"`` must be 1);
 * ε, δ and ρ are decimal strings of at most 40 significant digits (exponent
   at most 99 in size) or exact fractions ``"n/d"`` of at most 64-bit parts;
 * numbers are finite JSON numbers, integers are integers, booleans booleans;
@@ -20,32 +23,29 @@ field, never a value from the data (the sender wrote every value it holds).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import DPError
 from dpframe.plan.expressions import Expr, expr_from_dict
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
-from dpframe.plan.releases import (
-    ArgMax,
-    Describe,
-    DiscoverKeys,
-    DiscoverThenAggregate,
-    KernelDensity,
-    Mode,
-    Quantile,
-    Regression,
-    ReleaseNode,
-    SanitizedCopy,
-    SparseVector,
-)
+from dpframe.plan.releases import ReleaseNode
 
-__all__ = ["FORMAT_VERSION", "MAX_ITEMS", "NodeFormatError", "decode_node", "encode_node"]
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_ITEMS",
+    "NodeFormatError",
+    "decode_node",
+    "encode_node",
+    "node_type_names",
+]
 
 FORMAT_VERSION = 1
 #: The most JSON objects and arrays one encoded node may hold.
@@ -251,108 +251,95 @@ GROUP_KEY = _Codec(
     _group_key,
 )
 
-#: Every node kind on the wire: its class and its fields' codecs (the allow-list).
-_KINDS: Mapping[str, tuple[type, Mapping[str, _Codec]]] = {
-    "aggregate": (
-        Aggregate,
-        {
-            "statistic": _choice("count", "sum", "mean", "var", "std"),
-            "expr": _optional(EXPR),
-            "bounds": _optional(BOUNDS),
-            "by": _tuple_of(GROUP_KEY, 16),
-            "label": TEXT,
-        },
-    ),
-    "quantile": (
-        Quantile,
-        {"expr": EXPR, "bounds": BOUNDS, "levels": _tuple_of(EXACT, 1_000), "scalar": BOOLEAN},
-    ),
-    "mode": (Mode, {"group": GROUP_KEY}),
-    "argmax": (
-        ArgMax,
-        {
-            "keys": _tuple_of(GROUP_KEY, 16),
-            "agg": _choice("count", "sum", "mean"),
-            "expr": _optional(EXPR),
-            "column": _optional(TEXT),
-            "bounds": _optional(BOUNDS),
-        },
-    ),
-    "sparse_vector": (
-        SparseVector,
-        {
-            "conditions": _tuple_of(_pair(TEXT, EXPR), 10_000),
-            "threshold": NUMBER,
-            "max_hits": INTEGER,
-            "numeric": BOOLEAN,
-        },
-    ),
-    "discover_keys": (DiscoverKeys, {"column": TEXT}),
-    "discover_then_aggregate": (
-        DiscoverThenAggregate,
-        {
-            "column": TEXT,
-            "statistic": _choice("count", "sum", "mean", "var", "std"),
-            "value": _optional(EXPR),
-            "bounds": _optional(BOUNDS),
-            "weights": _pair(EXACT, EXACT),
-        },
-    ),
-    "describe": (
-        Describe,
-        {
-            "columns": _tuple_of(
-                _Codec(
-                    lambda c: [c[0], c[1].to_dict(), BOUNDS.encode(c[2])],
-                    lambda v, what: _describe_column(v, what),
-                ),
-                4_096,
-            )
-        },
-    ),
-    "sanitized_copy": (
-        SanitizedCopy,
-        {
-            "expr": EXPR,
-            "name": TEXT,
-            "kind": _choice("rr", "laplace"),
-            "length_share": EXACT,
-            "categories": KEYS,
-            "bounds": BOUNDS,
-        },
-    ),
-    "kernel_density": (
-        KernelDensity,
-        {
-            "expr": EXPR,
-            "bounds": BOUNDS,
-            "bandwidth": NUMBER,
-            "points": _tuple_of(NUMBER, 100_000),
-        },
-    ),
-    "regression": (
-        Regression,
-        {
-            "loss": _choice("squared", "logistic"),
-            "features": _tuple_of(TEXT, 1_000),
-            "feature_bounds": _tuple_of(BOUNDS, 1_000),
-            "target": TEXT,
-            "target_bounds": BOUNDS,
-            "analysis": _choice("rdp", "iteration"),
-            "radius": NUMBER,
-            "steps": INTEGER,
-            "passes": INTEGER,
-            "step_size": _optional(NUMBER),
-        },
-    ),
+_SIMPLE: Mapping[Any, _Codec] = {
+    float: NUMBER,
+    int: INTEGER,
+    bool: BOOLEAN,
+    str: TEXT,
+    Expr: EXPR,
+    Fraction: EXACT,
+    GroupKey: GROUP_KEY,
 }
+
+#: Limits on list fields, by item type (the whole message is limited by MAX_ITEMS too).
+_GROUP_KEYS_LIMIT = 16
+_LIST_LIMIT = 100_000
+
+
+def _codec_for(hint: Any) -> _Codec:
+    """The codec of a node field, derived from its type annotation."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Literal:
+        return _choice(*(str(a) for a in args))
+    if origin in (Union, UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and len(args) == 2:
+            return _optional(_codec_for(rest[0]))
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = args[0]
+            if item is Hashable:
+                return KEYS
+            limit = _GROUP_KEYS_LIMIT if item is GroupKey else _LIST_LIMIT
+            return _tuple_of(_codec_for(item), limit)
+        return _fixed(tuple(_codec_for(a) for a in args))
+    simple = _SIMPLE.get(hint)
+    if simple is None:
+        raise TypeError(f"No wire codec for a node field of type {hint!r}.")
+    return simple
+
+
+def _fixed(codecs: tuple[_Codec, ...]) -> _Codec:
+    def decode(value: object, what: str) -> tuple[Any, ...]:
+        if not isinstance(value, list) or len(value) != len(codecs):
+            raise _bad(f"{what} must be a list of {len(codecs)} items.")
+        return tuple(c.decode(v, what) for c, v in zip(codecs, value, strict=True))
+
+    return _Codec(lambda v: [c.encode(x) for c, x in zip(codecs, v, strict=True)], decode)
+
+
+def _wire_fields(cls: type) -> dict[str, _Codec]:
+    """Every field a node type sends (all compared fields but its plan and privacy)."""
+    hints = get_type_hints(cls)
+    return {
+        f.name: _codec_for(hints[f.name])
+        for f in dataclasses.fields(cls)
+        if f.compare and f.name not in ("plan", "privacy")
+    }
+
+
+def _wire_name(cls: type) -> str:
+    """``ArgMax`` -> ``argmax``, ``SanitizedCopy`` -> ``sanitized_copy`` (a node's ``tag``)."""
+    tag = getattr(cls, "tag", None)
+    if isinstance(tag, str):
+        return tag
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+def _node_types() -> tuple[type, ...]:
+    found: list[type] = [Aggregate]
+    stack = list(ReleaseNode.__subclasses__())
+    while stack:
+        cls = stack.pop(0)
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return tuple(found)
+
+
+#: Every node type on the wire, by its name: its class and its fields' codecs (the
+#: allow-list: derived from the node dataclasses themselves, so a new release kind
+#: needs nothing here).
+_KINDS: Mapping[str, tuple[type, Mapping[str, _Codec]]] = {
+    _wire_name(cls): (cls, _wire_fields(cls)) for cls in _node_types()
+}
+
+
 _NAMES: Mapping[type, str] = {cls: name for name, (cls, _) in _KINDS.items()}
 
 
-def _describe_column(value: object, what: str) -> tuple[str, Expr, tuple[float, float]]:
-    if not isinstance(value, list) or len(value) != 3:
-        raise _bad(f"{what} must be [name, expression, bounds].")
-    return _text(value[0], what), _expr(value[1], what), BOUNDS.decode(value[2], what)
+def node_type_names() -> tuple[str, ...]:
+    """The names of every node type the codec knows (the wire's allow-list)."""
+    return tuple(_KINDS)
 
 
 def _fields(data: object, what: str, names: tuple[str, ...]) -> dict[str, Any]:
@@ -450,9 +437,5 @@ def decode_node(data: object, source: Source) -> Node:
     plan = _decode_plan(fields["plan"], source)
     privacy = _decode_privacy(fields["privacy"])
     values = {name: codec.decode(fields[name], name) for name, codec in codecs.items()}
-    if cls is Aggregate:
-        return Aggregate(plan, privacy=privacy, **values)
-    if cls is Regression:
-        values["progress"] = False  # a curator draws no progress bar
-    node: Node = cls(plan=plan, privacy=privacy, **values)
+    node: Node = cls(plan=plan, privacy=privacy, **values)  # fields not sent keep defaults
     return node

@@ -25,7 +25,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import InvalidArgumentError, SchemaError
@@ -225,6 +225,8 @@ class Mode(ReleaseNode):
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ArgMax(ReleaseNode):
     """The group of public keys whose count, sum or mean is largest; only the key is released."""
+
+    tag: ClassVar[str] = "argmax"  # its name on the wire
 
     keys: tuple[GroupKey, ...]
     agg: Literal["count", "sum", "mean"]
@@ -527,7 +529,7 @@ class Regression(ReleaseNode):
     steps: int = 50
     passes: int = 1
     step_size: float | None = None
-    progress: bool = field(default=True, compare=False)
+    progress: bool = field(default=False, compare=False)  # client-side only: never sent
 
     def __post_init__(self) -> None:
         super().__post_init__()
