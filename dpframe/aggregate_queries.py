@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.engine import Asked, Family, Released
 from dpframe.explain import Explanation, explain_aggregate
+from dpframe.family import Asked, Family, Released
 from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
 from dpframe.plan.nodes import Aggregate
 from dpframe.release import GroupedRelease, Release, grouped_series

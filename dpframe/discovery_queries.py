@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.backends.base import Measure
-from dpframe.engine import Family, Released
+from dpframe.family import Family, Released
 from dpframe.mechanisms.partition_selection import check_partition_parameters, select_partitions
 from dpframe.mechanisms.sparse_vector import check_sparse_vector, sparse_vector
 from dpframe.plan.expressions import Col

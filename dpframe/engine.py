@@ -16,24 +16,24 @@ release, embedded or behind a curator:
    budget meter) hear of the release.
 
 :func:`explain` is the same path stopped before the charge.  Each family
-(one per kind of node) lives with its mechanisms and says how to do steps
-2, 4 and the explanation; :func:`family_of` finds it.
+(one per kind of node, :class:`dpframe.family.Family`) lives with its
+mechanisms and says how to do steps 2, 4 and the explanation;
+:func:`family_of` finds it.  :func:`admit_batch` and :func:`finish` split
+:func:`run` for ``session.batch()``.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from fractions import Fraction
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
+from dpframe.accounting.accountants import Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
-from dpframe.explain import Explanation, explain_cost
-from dpframe.noise import SecureRandom
+from dpframe.explain import Explanation
+from dpframe.family import Asked, Family, Node, Released
 from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.releases import (
@@ -60,95 +60,6 @@ __all__ = [
     "finish",
     "run",
 ]
-
-Node = Aggregate | ReleaseNode
-N = TypeVar("N", bound=Node)
-
-
-@dataclass(frozen=True)
-class Asked:
-    """A request as the accountant sees it, before any charge: for explanations."""
-
-    request: PrivacyRequest
-    charge: Charge
-    allocation: NoiseAllocation
-    accountant: Accountant
-    spent: Charge
-
-    def cost_only(self, label: str) -> Explanation:
-        """An explanation of the cost alone (for mechanisms without additive noise)."""
-        return explain_cost(label, self.request, self.charge, self.accountant, self.spent)
-
-
-@dataclass(frozen=True)
-class Released(Generic[N]):
-    """What a family's release gets once the charge stands.
-
-    Attributes:
-        node: the node released.
-        backend: the data's backend (exact, non-private evaluation).
-        allocation: the noise allocation of the whole node.
-        noise: the family's privacy map for this allocation (computed before the charge).
-        cost: the (ε, δ) charged.
-        rho: the zCDP ρ charged, in zCDP sessions (else None).
-        rng: the session's secure random source.
-        accounting: the session's accounting kind.
-        parts: the parts of a composite node, as admitted with it.
-        part: releases one part of a composite node (charged with the whole).
-    """
-
-    node: N
-    backend: Backend
-    allocation: NoiseAllocation
-    noise: Any
-    cost: Budget
-    rho: Fraction | None
-    rng: SecureRandom
-    accounting: str
-    parts: tuple[Node, ...]
-    part: Callable[[Node], Any] = field(repr=False)
-
-
-class Family(ABC, Generic[N]):
-    """How one kind of release node is released; subclasses live with their mechanisms.
-
-    Attributes:
-        mechanism: the mechanism's name for the ledger (None: the allocation's noise).
-        mechanism_delta: the mechanism has a δ of its own (the request's δ is charged as is).
-    """
-
-    mechanism: str | None = None
-    mechanism_delta: bool = False
-
-    def mechanism_of(self, node: N, allocation: NoiseAllocation) -> str:
-        """The mechanism's name for the ledger."""
-        if self.mechanism is not None:
-            return self.mechanism
-        return "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
-
-    def delta_of_its_own(self, node: N) -> bool:
-        """True when the mechanism has a δ of its own (charged as requested)."""
-        return self.mechanism_delta
-
-    def rows_needed(self, node: N) -> str | None:
-        """Why the release needs the rows in this process (pandas only), or None.
-
-        Checked before the charge: on other backends the release is refused
-        with this reason.
-        """
-        return None
-
-    def privacy_map(self, node: N, allocation: NoiseAllocation) -> Any:
-        """The noise plan for ``allocation`` (public inputs only); raise if unusable."""
-        return None
-
-    @abstractmethod
-    def release(self, run: Released[N]) -> tuple[Any, str]:
-        """Compute and release; returns the result and a short public text for the ledger."""
-
-    def explain(self, node: N, asked: Asked) -> Explanation:
-        """What the release would cost and how accurate it would be (no data read)."""
-        return asked.cost_only(node.label)
 
 
 def _families() -> Mapping[type, Family[Any]]:

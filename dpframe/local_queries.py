@@ -39,9 +39,9 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.accounting.budget import Budget, to_fraction
-from dpframe.engine import Asked, Family, Released
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.explain import Explanation
+from dpframe.family import Asked, Family, Released
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_discrete
 from dpframe.mechanisms.local import (

@@ -22,8 +22,8 @@ import pandas as pd
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.accounting.budget import Budget
 from dpframe.backends.reduce import GradientSum, KernelSums
-from dpframe.engine import Family, Released
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
+from dpframe.family import Family, Released
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.kde import (
     MAX_GRID,

@@ -17,8 +17,8 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.backends.base import Backend, Measure
-from dpframe.engine import Family, Released
 from dpframe.errors import SchemaError
+from dpframe.family import Family, Released
 from dpframe.mechanisms.aggregates import MAX_CELLS, measures_for
 from dpframe.mechanisms.quantiles import (
     QUANTILE_BINS,

@@ -1,0 +1,119 @@
+"""What a mechanism family provides to the engine: its privacy map, release and explanation.
+
+Every kind of release node has one family (:mod:`dpframe.engine` finds it).
+A family turns the node's noise allocation into a noise plan before the
+charge (the privacy map: public inputs only, raising for unusable
+parameters), releases from the backend's exact values once the charge
+stands, and explains the release without reading data.  The families live
+with their mechanisms (the ``*_queries`` modules) and import this module,
+never the engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
+from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.explain import Explanation, explain_cost
+from dpframe.noise import SecureRandom
+from dpframe.plan.nodes import Aggregate
+from dpframe.plan.releases import ReleaseNode
+
+if TYPE_CHECKING:
+    from dpframe.backends.base import Backend
+
+__all__ = ["Asked", "Family", "Node", "Released"]
+
+Node = Aggregate | ReleaseNode
+N = TypeVar("N", bound=Node)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A request as the accountant sees it, before any charge: for explanations."""
+
+    request: PrivacyRequest
+    charge: Charge
+    allocation: NoiseAllocation
+    accountant: Accountant
+    spent: Charge
+
+    def cost_only(self, label: str) -> Explanation:
+        """An explanation of the cost alone (for mechanisms without additive noise)."""
+        return explain_cost(label, self.request, self.charge, self.accountant, self.spent)
+
+
+@dataclass(frozen=True)
+class Released(Generic[N]):
+    """What a family's release gets once the charge stands.
+
+    Attributes:
+        node: the node released.
+        backend: the data's backend (exact, non-private evaluation).
+        allocation: the noise allocation of the whole node.
+        noise: the family's privacy map for this allocation (computed before the charge).
+        cost: the (ε, δ) charged.
+        rho: the zCDP ρ charged, in zCDP sessions (else None).
+        rng: the session's secure random source.
+        accounting: the session's accounting kind.
+        parts: the parts of a composite node, as admitted with it.
+        part: releases one part of a composite node (charged with the whole).
+    """
+
+    node: N
+    backend: Backend
+    allocation: NoiseAllocation
+    noise: Any
+    cost: Budget
+    rho: Fraction | None
+    rng: SecureRandom
+    accounting: str
+    parts: tuple[Node, ...]
+    part: Callable[[Node], Any] = field(repr=False)
+
+
+class Family(ABC, Generic[N]):
+    """How one kind of release node is released; subclasses live with their mechanisms.
+
+    Attributes:
+        mechanism: the mechanism's name for the ledger (None: the allocation's noise).
+        mechanism_delta: the mechanism has a δ of its own (the request's δ is charged as is).
+    """
+
+    mechanism: str | None = None
+    mechanism_delta: bool = False
+
+    def mechanism_of(self, node: N, allocation: NoiseAllocation) -> str:
+        """The mechanism's name for the ledger."""
+        if self.mechanism is not None:
+            return self.mechanism
+        return "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
+
+    def delta_of_its_own(self, node: N) -> bool:
+        """True when the mechanism has a δ of its own (charged as requested)."""
+        return self.mechanism_delta
+
+    def rows_needed(self, node: N) -> str | None:
+        """Why the release needs the rows in this process (pandas only), or None.
+
+        Checked before the charge: on other backends the release is refused
+        with this reason.
+        """
+        return None
+
+    def privacy_map(self, node: N, allocation: NoiseAllocation) -> Any:
+        """The noise plan for ``allocation`` (public inputs only); raise if unusable."""
+        return None
+
+    @abstractmethod
+    def release(self, run: Released[N]) -> tuple[Any, str]:
+        """Compute and release; returns the result and a short public text for the ledger."""
+
+    def explain(self, node: N, asked: Asked) -> Explanation:
+        """What the release would cost and how accurate it would be (no data read)."""
+        return asked.cost_only(node.label)
