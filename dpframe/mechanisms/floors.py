@@ -48,7 +48,10 @@ class AccuracyFloor:
     note: str
 
     def __str__(self) -> str:
-        ratio = self.expected_error / self.floor if self.floor > 0 else math.inf
+        if self.floor > 0:
+            ratio = self.expected_error / self.floor
+        else:  # a huge ε: both are 0, nothing to gain
+            ratio = 1.0 if self.expected_error == 0 else math.inf
         return (
             f"expected |error| {self.expected_error:.4g}; no mechanism with this guarantee "
             f"can beat {self.floor:.4g} on every dataset ({ratio:.3g}x the floor; {self.note})"
@@ -57,12 +60,14 @@ class AccuracyFloor:
 
 def floor_bounded(diameter: float, epsilon: float, delta: float = 0.0) -> float:
     """(1 − δ)·diam/(2(1 + e^ε)): the floor for a value that neighbours can move by ``diameter``."""
-    return (1 - delta) * diameter / (2 * (1 + math.exp(epsilon)))
+    shrink = math.exp(-epsilon)  # e^-ε: no overflow for a huge ε (the floor goes to 0)
+    return (1 - delta) * diameter * shrink / (2 * (shrink + 1))
 
 
 def floor_discrete(m: int, kappa: float, epsilon: float, delta: float = 0.0) -> float:
     """(1 − δ)·κ·m/(m + e^ε): the floor for an attribute with m + 1 values κ apart."""
-    return (1 - delta) * kappa * m / (m + math.exp(epsilon))
+    shrink = math.exp(-epsilon)  # e^-ε: no overflow for a huge ε
+    return (1 - delta) * kappa * m * shrink / (m * shrink + 1)
 
 
 def floor_zcdp(diameter: float, rho: float) -> float:
