@@ -128,21 +128,26 @@ class _Admitted:
     parts: tuple[_Admitted, ...]
 
 
-def _admit(session: Session, node: Node) -> _Admitted:
+def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
     """Validate ``node`` and its parts and compute their privacy maps (before the charge).
 
     A composite's parts must cost exactly its charge together (checked in exact
     arithmetic), so one charge covers them all and the ledger can list them.
+    A ``template`` part (completed from an earlier part's release, e.g. keys
+    found privately) is sized and costed now, and validated in full when it is
+    completed, before it reads anything.
     """
     family = family_of(node, session._families)
     check_resources(size_of(node), session._limits)  # sized first: bounded work
-    validate_node(node, _schema(session, node))
+    if not template:
+        validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
         request, mechanism_delta=family.delta_of_its_own(node)
     )
     noise = family.privacy_map(node, allocation)
-    parts = tuple(_admit(session, part) for part in _node_parts(node))
+    templates = node.templates() if isinstance(node, ReleaseNode) else ()
+    parts = tuple(_admit(session, part, i in templates) for i, part in enumerate(_node_parts(node)))
     if parts:
         total = Charge()
         for part in parts:

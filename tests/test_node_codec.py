@@ -38,7 +38,7 @@ from dpframe.plan.releases import (
 SOURCE = Source("d")
 PLAN = Assign(Filter(SOURCE, Col("age") > 30), "x", Col("wage") / 40)
 EPS = PrivacyRequest(epsilon="0.1")
-REGION = GroupKey("region", Col("region"), ("north", "south", None, 3, 2.5, True))
+REGION = GroupKey("region", Col("region"), ("north", "south", "", 3, 2.5, True))
 
 NODES = [
     Aggregate(PLAN, "mean", Col("x"), (0.0, 125.0), (REGION,), "mean(x) by region", EPS),

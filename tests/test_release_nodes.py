@@ -13,7 +13,7 @@ from dpframe.engine import families
 from dpframe.explain import Explanation
 from dpframe.plan import releases
 from dpframe.plan.expressions import Col
-from dpframe.plan.nodes import Aggregate, GroupKey
+from dpframe.plan.nodes import Aggregate, GroupKey, Source
 
 BOUNDS = {"wage": (0.0, 5000.0), "education": (0.0, 20.0)}
 CATEGORIES = {"region": ["northeast", "midwest", "south", "west"]}
@@ -265,3 +265,76 @@ def test_session_limits_are_checked_before_the_charge(cps: pd.DataFrame) -> None
     assert len(session.ledger) == 1
     with pytest.raises(dp.InvalidArgumentError, match="limits= takes"):
         dp.Session(epsilon=1, ledger=":memory:", limits=5)  # type: ignore[arg-type]
+
+
+def _regression(**changes: object) -> releases.Regression:
+    fields: dict[str, object] = {
+        "plan": Source("d"),
+        "privacy": PrivacyRequest(epsilon=1, delta="1e-6"),
+        "loss": "squared",
+        "features": ("education",),
+        "feature_bounds": ((0.0, 20.0),),
+        "target": "wage",
+        "target_bounds": (0.0, 5000.0),
+    }
+    fields.update(changes)
+    return releases.Regression(**fields)  # type: ignore[arg-type]
+
+
+HAND_BUILT_BAD = [
+    (lambda: Aggregate(Source("d"), "mean", Col("wage"), None, (), "m", _eps()), "bounds"),
+    (lambda: Aggregate(Source("d"), "sum", None, (0.0, 1.0), (), "s", _eps()), "value"),
+    (lambda: Aggregate(Source("d"), "mean", Col("wage"), (5.0, 0.0), (), "m", _eps()), "low <="),
+    (lambda: Aggregate(Source("d"), "median", Col("wage"), (0.0, 1.0), (), "m", _eps()),  # type: ignore[arg-type] "count"),
+    (
+        lambda: Aggregate(
+            Source("d"), "count", None, None, (GroupKey("r", Col("r"), ("a", "a")),), "c", _eps()
+        ),
+        "distinct",
+    ),
+    (
+        lambda: Aggregate(
+            Source("d"), "count", None, None, (GroupKey("r", Col("r"), ("a", None)),), "c", _eps()
+        ),
+        "missing",
+    ),
+    (lambda: _regression(loss="logistic"), r"logistic target .* \[0, 1\]"),
+    (lambda: _regression(passes=101), "passes"),
+    (lambda: _regression(steps=0), "steps"),
+    (lambda: _regression(analysis="iteration", step_size=-1.0), "step_size"),
+    (lambda: _regression(feature_bounds=((5.0, 5.0),)), "low < high"),
+    (
+        lambda: releases.SparseVector(
+            plan=Source("d"), privacy=_eps(), conditions=(("a", Col("a") > 1),), threshold=1e300
+        ),
+        "2\\*\\*53",
+    ),
+    (
+        lambda: releases.SanitizedCopy(
+            plan=Source("d"),
+            privacy=_eps(),
+            expr=Col("r"),
+            name="r",
+            kind="rr",
+            length_share=Fraction(1, 20),
+            categories=("a", "b", None),
+        ),
+        "missing",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "match"), HAND_BUILT_BAD)
+def test_hand_built_nodes_get_the_facades_checks(build: object, match: str) -> None:
+    """Found by the curator's request tests: nodes that the facade never builds."""
+    with pytest.raises(dp.DPError, match=match):
+        build()  # type: ignore[operator]
+
+
+def test_an_empty_key_list_is_refused_before_the_charge(session: dp.Session) -> None:
+    frame = pd.DataFrame({"r": ["a", "b"], "x": [1.0, 2.0]})
+    pf = session.private_frame(frame)
+    empty = Aggregate(pf.plan, "count", None, None, (GroupKey("r", Col("r"), ()),), "c", _eps())
+    with pytest.raises(dp.DPError, match="at least one public key"):
+        session.run(empty)
+    assert session.ledger.empty

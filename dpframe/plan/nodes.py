@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from dpframe.accounting.budget import PrivacyRequest
+from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
 from dpframe.plan.keys import KeyTable, intern, scalar_key
-from dpframe.plan.schema import Schema, keys_fit, value_fits
+from dpframe.plan.schema import Schema, check_keys, check_node_bounds, keys_fit, value_fits
 
 __all__ = [
     "Aggregate",
@@ -228,6 +229,16 @@ class Aggregate:
     __eq__ = _node_eq
     __hash__ = _node_hash
 
+    def __post_init__(self) -> None:
+        if self.statistic not in ("count", "sum", "mean", "var", "std"):
+            raise SchemaError("statistic must be count, sum, mean, var or std.")
+        if self.statistic != "count":
+            if self.expr is None:
+                raise SchemaError(f"{self.statistic}() needs a value expression.")
+            check_node_bounds(self.bounds, f"{self.statistic}()")
+        for key in self.by:
+            check_keys(key.name, key.categories)
+
     def key(self) -> tuple[Any, ...]:
         """``("aggregate", plan, statistic, expr, bounds, group keys, label, privacy)``."""
 
@@ -263,6 +274,9 @@ class Aggregate:
 
     def check(self, schema: Schema) -> None:
         """Raise a :class:`SchemaError` unless the keys fit and a summed value is numeric."""
+        for key in self.by:
+            if not key.categories:
+                raise SchemaError(f"Grouping by {key.name!r} needs at least one public key.")
         keys_fit(self.by, schema)
         if self.expr is not None:
             value_fits(self.expr, schema, self.statistic)

@@ -41,7 +41,15 @@ from dpframe.plan.nodes import (
     Statistic,
     lineage,
 )
-from dpframe.plan.schema import Schema, infer_column, keys_fit, numeric, value_fits
+from dpframe.plan.schema import (
+    Schema,
+    check_keys,
+    check_node_bounds,
+    infer_column,
+    keys_fit,
+    numeric,
+    value_fits,
+)
 
 __all__ = [
     "QUANTILE_BINS",
@@ -68,16 +76,25 @@ Bounds: TypeAlias = tuple[float, float]
 QUANTILE_BINS = 2**12
 
 
+#: The longest plan summary in a label (the ledger stores labels; a long plan is elided).
+_PLAN_TEXT = 500
+
+
 def describe_plan(plan: Plan) -> str:
     """A readable summary of a plan's filters and derived columns, for labels in the ledger."""
     _, steps = lineage(plan)
-    parts = []
+    parts: list[str] = []
+    size = 0
     for step in steps:
         if isinstance(step, Filter):
             parts.append(f"where {step.predicate}")
         else:
             parts.append(f"with {step.name} = {step.expr}")
-    return (" " + " ".join(parts)) if parts else ""
+        size += len(parts[-1]) + 1
+        if size > _PLAN_TEXT:
+            parts.append(f"… ({len(steps)} steps)")
+            break
+    return (" " + " ".join(parts))[: _PLAN_TEXT + 40] if parts else ""
 
 
 def privacy_key(privacy: PrivacyRequest | None) -> tuple[Any, ...]:
@@ -142,6 +159,10 @@ class ReleaseNode:
         """The sub-releases of a composite node (empty for a simple one)."""
         return ()
 
+    def templates(self) -> frozenset[int]:
+        """Which parts are templates, completed from an earlier part's release."""
+        return frozenset()
+
     def expressions(self) -> tuple[Expr | None, ...]:
         """Every expression the release evaluates on its plan (for sizing; None: none)."""
         return ()
@@ -155,14 +176,7 @@ class ReleaseNode:
 
 
 def _check_bounds(bounds: object, what: str) -> None:
-    ok = (
-        isinstance(bounds, tuple)
-        and len(bounds) == 2
-        and all(isinstance(b, float) and math.isfinite(b) for b in bounds)
-        and bounds[0] <= bounds[1]
-    )
-    if not ok:
-        raise SchemaError(f"{what} needs finite public bounds (low, high) with low <= high.")
+    check_node_bounds(bounds, what)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -208,6 +222,7 @@ class Mode(ReleaseNode):
         super().__post_init__()
         if not self.group.categories:
             raise SchemaError(f"mode() needs the public categories of {self.group.name!r}.")
+        check_keys(self.group.name, self.group.categories)
 
     def _what(self) -> str:
         return f"mode({self.group.expr})"
@@ -240,6 +255,8 @@ class ArgMax(ReleaseNode):
             raise SchemaError("argmax(agg=...) must be 'count', 'sum' or 'mean'.")
         if not self.keys or not all(k.categories for k in self.keys):
             raise SchemaError("argmax needs declared keys for every group-by column.")
+        for key in self.keys:
+            check_keys(key.name, key.categories)
         if self.agg != "count":
             if self.expr is None:
                 raise SchemaError(
@@ -281,6 +298,8 @@ class SparseVector(ReleaseNode):
             raise SchemaError("threshold must be a number.")
         if not math.isfinite(self.threshold):
             raise SchemaError("threshold must be a finite number.")
+        if abs(self.threshold) >= 2**53:
+            raise SchemaError("threshold must be below 2**53 in absolute value.")
         if isinstance(self.max_hits, bool) or not isinstance(self.max_hits, int):
             raise SchemaError("max_hits must be an integer >= 1.")
         if self.max_hits < 1:
@@ -375,6 +394,10 @@ class DiscoverThenAggregate(ReleaseNode):
         )
         return (discover, self.aggregate(()))
 
+    def templates(self) -> frozenset[int]:
+        """The aggregate part gets its keys from the discovery."""
+        return frozenset({1})
+
     def aggregate(self, keys: tuple[Hashable, ...]) -> Aggregate:
         """The aggregate part over ``keys`` (found by the discovery part)."""
         from dpframe.plan.expressions import Col
@@ -467,6 +490,7 @@ class SanitizedCopy(ReleaseNode):
             raise SchemaError(
                 f"randomized_response() needs at least two declared categories for {self.name!r}."
             )
+        check_keys(self.name, self.categories)
         if self.kind == "laplace":
             _check_bounds(self.bounds, "laplace_copy()")
             if not self.bounds[1] > self.bounds[0]:
@@ -499,6 +523,8 @@ class KernelDensity(ReleaseNode):
         _check_bounds(self.bounds, "kde()")
         if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
             raise InvalidArgumentError("bandwidth must be a positive finite number.")
+        if not 1e-100 <= self.bandwidth <= 1e100:
+            raise InvalidArgumentError("bandwidth must be between 1e-100 and 1e100.")
         if not self.points or not all(math.isfinite(p) for p in self.points):
             raise InvalidArgumentError("kde() needs at least one finite grid point.")
 
@@ -543,6 +569,29 @@ class Regression(ReleaseNode):
             raise SchemaError("features= lists a column twice.")
         if self.target in self.features:
             raise SchemaError("The target cannot also be a feature.")
+        for name, bounds in (
+            *zip(self.features, self.feature_bounds, strict=True),
+            (self.target, self.target_bounds),
+        ):
+            check_node_bounds(bounds, f"regression column {name!r}")
+            if not bounds[1] > bounds[0]:
+                raise SchemaError(f"Regression column {name!r} needs bounds with low < high.")
+        if self.loss == "logistic" and not (
+            self.target_bounds[0] >= 0 and self.target_bounds[1] <= 1
+        ):
+            raise SchemaError(
+                f"A logistic target must be boolean or bounded in [0, 1]; {self.target!r} has "
+                f"bounds {self.target_bounds}."
+            )
+        for name, value, upper in (("steps", self.steps, 10_000), ("passes", self.passes, 100)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
+                raise InvalidArgumentError(f"{name} must be an integer in [1, {upper}].")
+        if not (math.isfinite(self.radius) and self.radius > 0):
+            raise InvalidArgumentError(f"radius must be a positive number, got {self.radius!r}.")
+        if self.step_size is not None:
+            largest = 2.0 if self.loss == "squared" else 8.0  # 2/β: β = 1 or 1/4
+            if not (math.isfinite(self.step_size) and 0 < self.step_size <= largest):
+                raise InvalidArgumentError(f"step_size must be in (0, {largest:g}] (2/β).")
 
     def _what(self) -> str:
         kind = "linear" if self.loss == "squared" else "logistic"

@@ -36,6 +36,8 @@ __all__ = [
     "ColumnInfo",
     "Kind",
     "Schema",
+    "check_keys",
+    "check_node_bounds",
     "infer_column",
     "keys_fit",
     "numeric",
@@ -396,3 +398,30 @@ def keys_fit(keys: Sequence[Any], schema: Schema) -> None:
     """Every group key's expression is valid on ``schema``."""
     for key in keys:
         infer_column(key.name, key.expr, schema)
+
+
+def check_node_bounds(bounds: object, what: str) -> None:
+    """Clamping bounds of a release: a pair of finite floats with low <= high."""
+    ok = (
+        isinstance(bounds, tuple)
+        and len(bounds) == 2
+        and all(
+            isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)
+            for b in bounds
+        )
+        and bounds[0] <= bounds[1]
+    )
+    if not ok:
+        raise SchemaError(f"{what} needs finite public bounds (low, high) with low <= high.")
+
+
+def check_keys(name: str, keys: tuple[Hashable, ...]) -> None:
+    """Public keys of a release: distinct, hashable, and none of them missing."""
+    try:
+        distinct = len(set(keys)) == len(keys)
+    except TypeError:
+        raise SchemaError(f"The keys of {name!r} must be hashable values.") from None
+    if not distinct:
+        raise SchemaError(f"The keys of {name!r} must be distinct.")
+    if any(_is_missing(k) for k in keys):
+        raise SchemaError(f"The keys of {name!r} cannot include a missing value (None, NaN).")
