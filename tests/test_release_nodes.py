@@ -285,7 +285,18 @@ HAND_BUILT_BAD = [
     (lambda: Aggregate(Source("d"), "mean", Col("wage"), None, (), "m", _eps()), "bounds"),
     (lambda: Aggregate(Source("d"), "sum", None, (0.0, 1.0), (), "s", _eps()), "value"),
     (lambda: Aggregate(Source("d"), "mean", Col("wage"), (5.0, 0.0), (), "m", _eps()), "low <="),
-    (lambda: Aggregate(Source("d"), "median", Col("wage"), (0.0, 1.0), (), "m", _eps()),  # type: ignore[arg-type] "count"),
+    (
+        lambda: Aggregate(
+            Source("d"),
+            "median",  # type: ignore[arg-type]
+            Col("wage"),
+            (0.0, 1.0),
+            (),
+            "m",
+            _eps(),
+        ),
+        "count",
+    ),
     (
         lambda: Aggregate(
             Source("d"), "count", None, None, (GroupKey("r", Col("r"), ("a", "a")),), "c", _eps()
