@@ -16,12 +16,12 @@ refused with 413 before they are parsed.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
@@ -69,7 +69,7 @@ class QueryRequest(BaseModel):
     """One release node, versioned; ``explain`` asks for its cost and accuracy only."""
 
     model_config = ConfigDict(extra="forbid")
-    v: Literal[1]
+    v: StrictInt = Field(ge=1, le=1)  # not Literal[1]: pydantic takes true for 1
     node: Node
     explain: bool = False
 
