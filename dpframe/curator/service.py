@@ -275,7 +275,7 @@ class Curator:
             encoded = encode_response(result)
         except Exception as exc:
             error = classify(exc)
-            if error.code == "invalid_query" and not isinstance(exc, (ProtocolError, ServiceError)):
+            if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
                 self.unexpected_errors += 1
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None

@@ -8,14 +8,19 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+import dpframe as dp
 from dpframe.curator.catalog import hash_token
 from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, cps1988_path, load_cps1988
+from dpframe.engine import Node
+from dpframe.plan.codec import encode_node
 
 ALICE = "alice-token-" + "a" * 40
 BOB = "bob-token-" + "b" * 42
@@ -36,6 +41,58 @@ def sentinel_frame() -> pd.DataFrame:
     data.loc[data.index[11], "wage"] = SENTINEL_FLOAT
     result: pd.DataFrame = data
     return result
+
+
+def public_frame() -> pd.DataFrame:
+    """Invented rows with the sentinel dataset's columns and dtypes (no private value)."""
+    frame: pd.DataFrame = pd.DataFrame(
+        {
+            "wage": [500.0, 900.0, 1500.0],
+            "education": [10, 12, 16],
+            "experience": [3, 20, 41],
+            "ethnicity": ["cauc", "afam", "cauc"],
+            "smsa": ["yes", "no", "yes"],
+            "region": ["south", "west", "midwest"],
+            "parttime": ["no", "yes", "no"],
+            "note": ["ordinary", "other", "ordinary"],
+            "person_id": np.array([1, 2, 3], dtype=np.int64),
+        }
+    )
+    return frame
+
+
+class _Built(Exception):  # noqa: N818  (a signal, not an error)
+    def __init__(self, node: Node) -> None:
+        super().__init__("built")
+        self.node = node
+
+
+class _NodeRecorder(dp.Session):
+    """A session that hands back the node of a release instead of running it."""
+
+    def run(self, node: Node) -> Any:
+        raise _Built(node)
+
+
+def build_node(release: Callable[[dp.PrivateFrame], object]) -> Node:
+    """The node that ``release(pf)`` builds for the facade frame ``pf`` of the curator's schema.
+
+    ``pf`` is an embedded frame over :func:`public_frame` with the catalog's
+    bounds and categories; the release is stopped at ``session.run`` (nothing
+    is computed), so every node kind the facade can make is reachable.
+    """
+    session = _NodeRecorder(epsilon=1000, delta=1e-6, ledger=":memory:")
+    pf = session.private_frame(public_frame(), dict(CPS1988_BOUNDS), dict(CPS1988_CATEGORIES))
+    try:
+        release(pf)
+    except _Built as built:
+        return built.node
+    raise AssertionError("the function made no release")
+
+
+def release_body(release: Callable[[dp.PrivateFrame], object]) -> dict[str, Any]:
+    """The JSON body the client posts to ``/v1/datasets/{name}/query`` for ``release(pf)``."""
+    return encode_node(build_node(release))
 
 
 def _toml_value(value: object) -> str:

@@ -14,7 +14,7 @@ from dpframe.curator.app import MAX_BODY, create_app
 from dpframe.curator.catalog import Catalog, CatalogError
 from dpframe.curator.service import Curator, ServiceError
 from dpframe.remote.wire import decode_response
-from tests.curator.support import ALICE, BOB, SENTINEL_TEXT, write_catalog
+from tests.curator.support import ALICE, BOB, SENTINEL_TEXT, release_body, write_catalog
 
 MEAN_WAGE: dict[str, Any] = {
     "receiver": {"kind": "series", "expr": {"op": "col", "name": "wage"}},
@@ -336,3 +336,15 @@ def test_latency_quantum_must_be_sane(tmp_path: Path) -> None:
     catalog.write_text(text)
     with pytest.raises(CatalogError, match="latency_quantum_ms"):
         Catalog.load(catalog)
+
+
+def test_a_refused_node_format_is_expected_not_an_unexpected_error(
+    client: TestClient, curator: Curator, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = release_body(lambda pf: pf["wage"].mean(epsilon=0.1))
+    body["node"]["extra"] = 1  # a NodeFormatError: refused on purpose by the codec
+    answer = client.post("/v1/datasets/cps/query", json=body, headers=auth(ALICE))
+    assert (answer.status_code, answer.json()["error"]["code"]) == (400, "invalid_query")
+    assert curator.unexpected_errors == 0
+    assert "Unexpected error" not in caplog.text
+    assert spent(client, ALICE).epsilon == 0
