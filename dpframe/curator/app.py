@@ -21,7 +21,7 @@ from typing import Any, Literal
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
@@ -73,7 +73,7 @@ class QueryRequest(BaseModel):
     """One release node, versioned; ``explain`` asks for its cost and accuracy only."""
 
     model_config = ConfigDict(extra="forbid")
-    v: Literal[1]
+    v: StrictInt = Field(ge=1, le=1)  # not Literal[1]: pydantic takes true for 1
     node: Node
     explain: bool = False
 

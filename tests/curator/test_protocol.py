@@ -348,3 +348,15 @@ def test_a_refused_node_format_is_expected_not_an_unexpected_error(
     assert curator.unexpected_errors == 0
     assert "Unexpected error" not in caplog.text
     assert spent(client, ALICE).epsilon == 0
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1", 2, 0])
+def test_the_format_version_is_exactly_the_integer_1(
+    client: TestClient, curator: Curator, version: object
+) -> None:
+    body = release_body(lambda pf: pf["wage"].mean(epsilon=0.1))
+    body["v"] = version
+    answer = client.post("/v1/datasets/cps/query", json=body, headers=auth(ALICE))
+    assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid_request")
+    assert spent(client, ALICE).epsilon == 0
+    assert curator.unexpected_errors == 0
