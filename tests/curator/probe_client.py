@@ -51,6 +51,14 @@ EXPLORATION = [
     "pf[pf['note'] != 'ordinary']['wage'].mean(epsilon=0.1)",
     "pf.assign(w=pf['wage'] * 2)['w'].sum(epsilon=0.1)",
     "pf.describe(epsilon=0.5)",
+    "pf.groupby('region').argmax('mean', 'wage', epsilon=0.1)",
+    "pf['wage'].kde(200.0, epsilon=0.1)",
+    "pf['wage'].laplace_copy(epsilon=1)",
+    "pf['region'].randomized_response(epsilon=1)",
+    "pf.linear_regression(['education', 'experience'], 'wage', epsilon=1, steps=5)",
+    "pf.assign(high=pf['wage'] > 600).logistic_regression(['education'], 'high', epsilon=1, "
+    "steps=5)",
+    "pf.session.explain(lambda: pf.describe(epsilon=0.5))",
     "pf.session.explain(lambda: pf['wage'].mean(epsilon=0.1))",
     "pf.session.ledger",
     "pf.session.spent",
@@ -134,10 +142,11 @@ def main() -> None:
             bounds={"wage": (0, 5000), "education": (0, 20), "experience": (-8, 64)},
             categories={"region": ["northeast", "midwest", "south", "west"], "smsa": ["yes", "no"]},
         )
-    failures = 0
+    failed: list[str] = []
     for line in EXPLORATION:
         result = shell.run_cell(line, store_history=True)
-        failures += int(not result.success)
+        if not result.success:
+            failed.append(line)
     hex_text, hex_number, hex_int = os.environ["PROBE_SENTINELS"].split(":")
     text = decode(hex_text)
     number = float(decode(hex_number))
@@ -150,7 +159,7 @@ def main() -> None:
     history_hits = int(text in history_text)
     report = {
         "cells": len(EXPLORATION),
-        "failed_cells": failures,
+        "failed_cells": failed,
         "objects": len(gc.get_objects()),
         "hits": hits[:20],
         "hit_count": len(hits),

@@ -95,6 +95,39 @@ def release_body(release: Callable[[dp.PrivateFrame], object]) -> dict[str, Any]
     return encode_node(build_node(release))
 
 
+#: One facade release per node kind and variant, over the curator's schema (see build_node).
+RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
+    "count": lambda pf: pf.count(epsilon=0.1),
+    "sum": lambda pf: pf["wage"].sum(epsilon=0.1),
+    "mean": lambda pf: pf["wage"].mean(epsilon=0.1),
+    "var": lambda pf: pf["education"].var(epsilon=0.1),
+    "std": lambda pf: pf["experience"].std(epsilon=0.1),
+    "grouped mean": lambda pf: pf.groupby(["region", "smsa"])["wage"].mean(epsilon=0.1),
+    "filtered mean": lambda pf: pf[pf["education"] >= 12]["wage"].mean(epsilon=0.1),
+    "derived sum": lambda pf: pf.assign(w=pf["wage"] * 2)["w"].sum(epsilon=0.1),
+    "hist": lambda pf: pf["wage"].hist(bins=8, epsilon=0.1),
+    "quantile": lambda pf: pf["wage"].quantile([0.1, 0.5, 0.9], epsilon=0.1),
+    "median": lambda pf: pf["education"].median(epsilon=0.1),
+    "mode": lambda pf: pf["region"].mode(epsilon=0.1),
+    "argmax": lambda pf: pf.groupby("region").argmax("mean", "wage", epsilon=0.1),
+    "sparse vector": lambda pf: pf.above_threshold(
+        {"rich": pf["wage"] > 4000, "odd": pf["note"] != "ordinary"}, 5, epsilon=0.1
+    ),
+    "discover keys": lambda pf: pf.discover_keys("note", epsilon=0.1, delta=1e-9),
+    "discover then aggregate": lambda pf: pf.groupby("note")["wage"].mean(epsilon=0.1, delta=1e-9),
+    "describe": lambda pf: pf.describe(epsilon=0.3),
+    "randomized response": lambda pf: pf["region"].randomized_response(epsilon=1),
+    "laplace copy": lambda pf: pf["wage"].laplace_copy(epsilon=1),
+    "kde": lambda pf: pf["wage"].kde(200.0, epsilon=0.1),
+    "linear regression": lambda pf: pf.linear_regression(
+        ["education", "experience"], "wage", epsilon=1, steps=5
+    ),
+    "logistic regression": lambda pf: pf.assign(high=pf["wage"] > 600).logistic_regression(
+        ["education"], "high", epsilon=1, steps=5
+    ),
+}
+
+
 def _toml_value(value: object) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"

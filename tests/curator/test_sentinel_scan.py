@@ -29,6 +29,18 @@ from tests.curator.support import (
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The probe's cells that must fail: releases needing categories that were never
+#: declared, and the guard's refusals.  Every other cell is a release that must succeed.
+REFUSED = [
+    "pf['note'].mode(epsilon=0.1)",
+    "pf['note'].value_counts(epsilon=0.1)",
+    "pf.head()",
+    "len(pf)",
+    "pf.to_numpy()",
+    "pf.__dict__",
+    "vars(pf['wage'])",
+]
+
 
 def _encode(text: str) -> str:
     return bytes(b ^ KEY for b in text.encode()).hex()
@@ -59,9 +71,8 @@ def test_no_planted_value_reaches_the_analyst_process(server: Server) -> None:
     report = _probe("remote", {"PROBE_URL": server.url, "PROBE_TOKEN": ALICE})
     print(f"\nremote probe: {report}")
     assert report["cells"] >= 30
-    # The refused cells (head, len, to_numpy, __dict__, value_counts without
-    # categories, ...) fail on purpose; the releases succeed.
-    assert report["failed_cells"] <= 10
+    # The refused cells fail on purpose; every release succeeds.
+    assert report["failed_cells"] == REFUSED, report["failed_cells"]
     assert report["objects"] > 10_000
     assert report["hit_count"] == 0, report["hits"]
     assert report["history_hits"] == 0
@@ -71,6 +82,7 @@ def test_no_planted_value_reaches_the_analyst_process(server: Server) -> None:
 def test_the_scan_finds_planted_values_in_embedded_mode(catalog_path: Path) -> None:
     report = _probe("embedded", {"PROBE_CSV": str(catalog_path.parent / "sentinel.csv")})
     print(f"\nembedded probe: {report}")
+    assert report["failed_cells"] == REFUSED, report["failed_cells"]  # the same session
     assert report["hit_count"] > 0
     kinds = " ".join(report["hits"])
     assert "float64" in kinds and "int64" in kinds  # the planted numbers
