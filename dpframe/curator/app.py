@@ -53,7 +53,7 @@ class Node(BaseModel):
     """A release node (``dpframe.plan.codec``): its type, plan, privacy and type's fields."""
 
     model_config = ConfigDict(extra="allow")
-    type: str = Field(max_length=64)
+    type: str = Field(max_length=64, json_schema_extra={"enum": list(node_type_names())})
     plan: list[dict[str, Any]] = Field(max_length=1_000)
     privacy: Privacy
 

@@ -413,8 +413,8 @@ def _regression(*, iterative: bool = False, **fields: Any) -> dict[str, Any]:
 
 
 #: Nodes the facade would never build, each refused by it before any charge;
-#: sent by hand they reach the engine unchecked (dpframe bugs, reported; each
-#: test passes once the node itself is validated before the charge).
+#: sent by hand they reached the engine unchecked (dpframe bugs, found by these
+#: tests); every node now validates itself, so each is refused before the charge.
 KNOWN_BUGS: list[tuple[str, dict[str, Any]]] = [
     # Aggregate has no checks of its own: AssertionError in _row_measures.
     ("mean without bounds", node_with(bounds=None)),
@@ -471,30 +471,9 @@ KNOWN_BUGS: list[tuple[str, dict[str, Any]]] = [
             release_body(RELEASES["randomized response"]), categories=["south", "west", None]
         ),
     ),
-    # Charged, then failed with a RecursionError while reading the data.
-    (
-        "1,000 chained derived columns",
-        node_with(
-            plan=[
-                {
-                    "assign": [
-                        f"c{i}",
-                        {
-                            "op": "+",
-                            "left": col(f"c{i - 1}" if i else "wage"),
-                            "right": {"op": "lit", "value": 1},
-                        },
-                    ]
-                }
-                for i in range(1000)
-            ],
-            expr=col("c999"),
-        ),
-    ),
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="dpframe bug: hand-built nodes skip the facade's checks")
 @pytest.mark.parametrize(("what", "body"), KNOWN_BUGS, ids=[b[0] for b in KNOWN_BUGS])
 def test_nodes_the_facade_refuses_are_refused_before_the_charge(
     client: TestClient, curator: Curator, what: str, body: dict[str, Any]
@@ -507,7 +486,6 @@ def test_nodes_the_facade_refuses_are_refused_before_the_charge(
     assert curator.unexpected_errors == 0
 
 
-@pytest.mark.xfail(strict=True, reason="dpframe bug: OverflowError in the explanation")
 @pytest.mark.parametrize("release", ["sum", "laplace copy"])
 def test_explaining_a_huge_epsilon_is_answered(
     client: TestClient, curator: Curator, release: str
@@ -682,3 +660,23 @@ def test_the_format_version_is_exactly_the_integer_1(
     assert (answer.status_code, answer.json()["error"]["code"]) == (422, "invalid_request")
     assert spent(client, ALICE).epsilon == 0
     assert curator.unexpected_errors == 0
+
+
+def test_a_chain_of_1000_derived_columns_within_the_limits_is_released(client: TestClient) -> None:
+    """Was charged, then failed with a RecursionError; plans are now evaluated as DAGs."""
+    plan = [
+        {
+            "assign": [
+                f"c{i}",
+                {
+                    "op": "+",
+                    "left": col(f"c{i - 1}" if i else "wage"),
+                    "right": {"op": "lit", "value": 1},
+                },
+            ]
+        }
+        for i in range(1000)
+    ]
+    answer = post(client, node_with(plan=plan, expr=col("c999"), bounds=[0.0, 7000.0]))
+    assert answer.status_code == 200, answer.text
+    assert len(ledger(client)) == 1
