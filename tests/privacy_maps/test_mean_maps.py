@@ -117,15 +117,23 @@ def _per_cell(
     big = [i for i in range(len(CELLS)) if i not in small]
     if big:
         assert [int(v) for v in rest[0].exact] == [sums[i] for i in big]
-        shifted = {}
+        shifted: dict[int, list[tuple[int, int]]] = {}
         for cell in big:
             out[cell].append((rest[0], largest))
             step = round((float(release.center[cell]) - mid) / quantum)
             worst = unit_rows * max(high_term - step, step - low_term)
-            shifted[sums[cell] - step * counts[cell]] = (cell, worst)
+            shifted.setdefault(sums[cell] - step * counts[cell], []).append((cell, worst))
         for call in rest[1:]:
             for value in call.exact:
-                cell, worst = shifted[int(value)]
+                # Several cells can share a value (n·offset is often round); the level a
+                # cell is released at is its own worst change (or a rung above it).
+                candidates = shifted[int(value)]
+                fits = [c for c in candidates if c[1] == call.sensitivity] or [
+                    c for c in candidates if c[1] <= call.sensitivity
+                ]
+                chosen = (fits or candidates)[0]
+                candidates.remove(chosen)
+                cell, worst = chosen
                 out[cell].append((call, worst))
     return out
 
