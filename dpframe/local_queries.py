@@ -61,6 +61,8 @@ from dpframe.row_access import category_codes, numeric_rows
 __all__ = ["CopyInfo", "SanitizedCopyFamily", "check_length_share", "estimate_frequencies"]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
+#: The longest copy (a public cap: clipping the noisy length at it is post-processing).
+MAX_COPY_ROWS = 2**27
 _MAX_SCALE_UNITS = 2**52
 
 
@@ -164,7 +166,12 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
         length = NoiseAllocation(allocation.kind, allocation.parameter * share)
         values = NoiseAllocation(allocation.kind, allocation.parameter * (1 - share))
         eps_rows = float(pure_epsilon(values, _PURE_ZCDP)) / rows_per_unit
-        noise_for(rows_per_unit, 1.0, length)
+        _, _, length_spec = noise_for(rows_per_unit, 1.0, length)
+        if 40 * length_spec.std > MAX_COPY_ROWS // 2:
+            raise InvalidBudgetError(
+                "epsilon is so small that the copy's noisy length could reach millions of "
+                "filler rows; ask for a larger epsilon (or a larger length_share)."
+            )
         delta = float(node.privacy.delta)
         if node.kind == "laplace":
             spec = laplace_copy_spec(node.bounds[0], node.bounds[1], eps_rows, delta)
@@ -193,7 +200,7 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
         if node.kind == "rr":
             categories = node.categories
             codes = category_codes(run.backend, node.plan, node.expr, categories)
-            n_hat = max(0, len(codes) + int(noisy[0]))
+            n_hat = min(max(0, len(codes) + int(noisy[0])), MAX_COPY_ROWS)
             picked, fillers = _arrange(len(codes), n_hat, rng)
             inputs = np.concatenate([codes[picked], np.full(fillers, -1, dtype=np.int64)])
             spec: RandomizedResponseSpec = rr_spec(noise.eps_rows, delta_q, len(categories))
@@ -213,7 +220,7 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
         else:
             low, high = node.bounds
             (raw,) = numeric_rows(run.backend, node.plan, [node.expr])
-            n_hat = max(0, len(raw) + int(noisy[0]))
+            n_hat = min(max(0, len(raw) + int(noisy[0])), MAX_COPY_ROWS)
             picked, fillers = _arrange(len(raw), n_hat, rng)
             inputs_f = np.concatenate([raw[picked], np.full(fillers, np.nan)])
             lspec: LaplaceCopySpec = laplace_copy_spec(low, high, noise.eps_rows, delta_q)

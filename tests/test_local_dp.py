@@ -321,3 +321,15 @@ def test_copies_refuse_a_dask_frame_before_charging_and_sums_over_rows_run(
     model = pf.linear_regression(["education"], "wage", epsilon=10.0, steps=10, progress=False)
     assert model.coef_[0] > 0  # wages rise with education
     assert len(session.ledger) == 2
+
+
+def test_a_copy_whose_length_noise_is_huge_is_refused_before_the_charge(cps: pd.DataFrame) -> None:
+    """Found by the curator's fuzzing: at ε = 1e-11 the noisy length reached 2e5 rows and a
+    MemoryError after the charge; now refused before it, and every length is capped."""
+    session = dp.Session(epsilon=1.0, ledger=":memory:")
+    pf = session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
+    with pytest.raises(dp.InvalidBudgetError, match="noisy length could reach"):
+        pf["wage"].laplace_copy(epsilon=1e-11)
+    with pytest.raises(dp.InvalidBudgetError, match="noisy length could reach"):
+        pf["region"].randomized_response(epsilon="1/18446744073709551615")
+    assert session.ledger.empty

@@ -82,13 +82,33 @@ def _ks(k: Any) -> FloatArray:
 
 
 def _smallest_a(tail: Any, guess: int, target: float) -> int:
-    """Smallest integer ``a >= 0`` with ``tail(a) <= target`` (``tail`` is non-increasing)."""
-    a = max(0, guess)
-    while tail(a) > target:
-        a = a + 1 if a < 8 else a + max(1, a // 1000)
-    while a > 0 and tail(a - 1) <= target:
-        a -= 1
-    return a
+    """Smallest integer ``a >= 0`` with ``tail(a) <= target`` (``tail`` is non-increasing).
+
+    An exponential search from ``guess`` brackets the answer, then a bisection
+    finds it: O(log) calls of ``tail`` however far the guess is (a linear walk
+    took minutes for a tiny ε, whose tail is flat in floating point).
+    """
+    a = max(0, int(guess))
+    if tail(a) <= target:  # search down: tail(hi) <= target
+        hi, step = a, 1
+        while hi - step >= 0 and tail(hi - step) <= target:
+            hi -= step
+            step *= 2
+        lo = hi - step  # tail(lo) > target, or lo < 0
+    else:  # search up: tail(lo) > target
+        lo, step = a, max(1, a)
+        hi = a + step
+        while tail(hi) > target:
+            lo, step = hi, step * 2
+            hi = a + step
+    lo = max(lo, -1)
+    while hi - lo > 1:  # invariant: tail(hi) <= target < tail(lo) (lo = -1: none below)
+        mid = (lo + hi) // 2
+        if tail(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # -- discrete Laplace ------------------------------------------------------------
