@@ -329,7 +329,9 @@ def test_a_copy_whose_length_noise_is_huge_is_refused_before_the_charge(cps: pd.
     session = dp.Session(epsilon=1.0, ledger=":memory:")
     pf = session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
     with pytest.raises(dp.InvalidBudgetError, match="noisy length could reach"):
-        pf["wage"].laplace_copy(epsilon=1e-11)
+        pf["wage"].laplace_copy(epsilon=1e-7)
     with pytest.raises(dp.InvalidBudgetError, match="noisy length could reach"):
+        pf["region"].randomized_response(epsilon=1e-8)
+    with pytest.raises(dp.InvalidBudgetError, match="2\\*\\*52 grid units"):
         pf["region"].randomized_response(epsilon="1/18446744073709551615")
     assert session.ledger.empty
