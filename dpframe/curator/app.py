@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
@@ -71,7 +71,7 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     v: StrictInt = Field(ge=1, le=1)  # not Literal[1]: pydantic takes true for 1
     node: Node
-    explain: bool = False
+    explain: StrictBool = False  # "yes" is not true
 
 
 class ErrorBody(BaseModel):
