@@ -59,3 +59,18 @@ class ResourceLimitError(SchemaError):
     A kind of :class:`SchemaError` (the request's shape is what is wrong), so
     code that caught too many cells as a ``SchemaError`` keeps working.
     """
+
+
+#: The one table of the curator protocol's error codes: the error class, the HTTP
+#: status and the code, most specific class first.  The curator maps an error to
+#: its code with it (the first class that matches), the client maps a code back
+#: to the class it raises.
+WIRE_CODES: tuple[tuple[type[DPError], int, str], ...] = (
+    (BudgetExceededError, 403, "budget_exceeded"),
+    (InvalidBudgetError, 400, "invalid_budget"),
+    (PrivacyViolationError, 400, "privacy_violation"),
+    (SchemaError, 400, "schema"),
+    (InvalidArgumentError, 400, "invalid_argument"),
+    (QueryFailedError, 400, "query_failed"),
+    (LedgerError, 409, "ledger"),
+)

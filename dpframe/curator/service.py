@@ -23,14 +23,8 @@ import dpframe as dp
 from dpframe.accounting.budget import Budget
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
 from dpframe.errors import (
-    BudgetExceededError,
+    WIRE_CODES,
     DPError,
-    InvalidArgumentError,
-    InvalidBudgetError,
-    LedgerError,
-    PrivacyViolationError,
-    QueryFailedError,
-    SchemaError,
 )
 from dpframe.plan.codec import NodeFormatError, decode_node
 from dpframe.plan.nodes import Source
@@ -54,16 +48,6 @@ class ServiceError(Exception):
 
 UNKNOWN_DATASET = ServiceError(404, "unknown_dataset", "No dataset of this name is granted to you.")
 
-_CODES: tuple[tuple[type[Exception], int, str], ...] = (
-    (BudgetExceededError, 403, "budget_exceeded"),
-    (InvalidBudgetError, 400, "invalid_budget"),
-    (PrivacyViolationError, 400, "privacy_violation"),
-    (SchemaError, 400, "schema"),
-    (InvalidArgumentError, 400, "invalid_argument"),
-    (QueryFailedError, 400, "query_failed"),
-    (LedgerError, 409, "ledger"),
-)
-
 
 def error_payload(code: str, message: str) -> dict[str, Any]:
     """The JSON body of every error response."""
@@ -83,7 +67,7 @@ def classify(exc: Exception) -> ServiceError:
         return ServiceError(413 if exc.code == "too_large" else 400, exc.code, str(exc))
     if isinstance(exc, NodeFormatError):
         return ServiceError(400, "invalid_query", str(exc))
-    for cls, status, code in _CODES:
+    for cls, status, code in WIRE_CODES:
         if isinstance(exc, cls):
             return ServiceError(status, code, str(exc))
     if isinstance(exc, DPError):

@@ -20,14 +20,9 @@ import pandas as pd
 
 from dpframe.accounting.budget import Budget
 from dpframe.errors import (
-    BudgetExceededError,
+    WIRE_CODES,
     DPError,
     InvalidArgumentError,
-    InvalidBudgetError,
-    LedgerError,
-    PrivacyViolationError,
-    QueryFailedError,
-    SchemaError,
 )
 from dpframe.plan.codec import encode_node
 from dpframe.plan.nodes import Source
@@ -59,13 +54,7 @@ class CuratorUnavailableError(DPError):
 
 #: Error codes of the protocol and the error class the client raises for each.
 ERROR_CLASSES: Mapping[str, type[DPError]] = {
-    "budget_exceeded": BudgetExceededError,
-    "invalid_budget": InvalidBudgetError,
-    "schema": SchemaError,
-    "invalid_argument": InvalidArgumentError,
-    "privacy_violation": PrivacyViolationError,
-    "query_failed": QueryFailedError,
-    "ledger": LedgerError,
+    **{code: cls for cls, _, code in WIRE_CODES},
     "unauthorized": AuthenticationError,
 }
 
