@@ -32,7 +32,7 @@ from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
 from benchmarks.report import render_markdown, save_results, timing_rows, workload_rows
 from benchmarks.workload import Query, Timing, build_queries, time_query, workload_ratio
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 __all__ = [
     "build_cps_queries",

@@ -21,7 +21,7 @@ import numpy as np
 
 import dpframe as dp
 from benchmarks.report import save_results
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 from tests.curator.support import ALICE, start_server, write_catalog
 
 QUERIES: dict[str, Callable[[Any], Any]] = {

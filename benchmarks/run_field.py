@@ -54,7 +54,7 @@ from benchmarks.run_core import (
     run_synthetic,
 )
 from benchmarks.workload import CORE, EXTENDED, Timing, query_names
-from dpframe.datasets import load_cps1988
+from dpframe.examples.datasets import load_cps1988
 from dpframe.mechanisms.quantiles import QUANTILE_BINS
 
 __all__ = ["LIBRARIES", "main"]

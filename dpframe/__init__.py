@@ -10,6 +10,10 @@ disclosure; only curator mode protects against a hostile one.
 
 from dpframe import audit
 from dpframe.accounting.budget import Budget
+from dpframe.api.frame import PrivateFrame
+from dpframe.api.groupby import PrivateGroupBy
+from dpframe.api.series import PrivateSeries
+from dpframe.engine.session import ReleaseEvent, Session
 from dpframe.errors import (
     BudgetExceededError,
     DPError,
@@ -21,15 +25,11 @@ from dpframe.errors import (
     ResourceLimitError,
     SchemaError,
 )
-from dpframe.frame import PrivateFrame
-from dpframe.groupby import PrivateGroupBy
-from dpframe.parameters import Accounting, Analysis, Privacy, PrivacyUnit
+from dpframe.jupyter.plotting import plot
+from dpframe.mechanisms.results import GroupedRelease, Release, ci
 from dpframe.plan.expressions import col, lit
-from dpframe.plotting import plot
-from dpframe.release import GroupedRelease, Release, ci
+from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
 from dpframe.remote.client import Connection, RemoteSession, connect
-from dpframe.series import PrivateSeries
-from dpframe.session import ReleaseEvent, Session
 
 __all__ = [
     "Accounting",

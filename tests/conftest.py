@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

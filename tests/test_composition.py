@@ -10,7 +10,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.accounting.composition import advanced_composition, summarize
-from dpframe.datasets import CPS1988_BOUNDS
+from dpframe.examples.datasets import CPS1988_BOUNDS
 
 
 def _cell(table: pd.DataFrame, row: str, column: str) -> float:

@@ -18,6 +18,7 @@ from dpframe.backends import PandasBackend
 from dpframe.backends.base import Measure
 from dpframe.backends.evaluate import Rows, apply
 from dpframe.backends.program import Program, Run, compile_query
+from dpframe.backends.row_access import category_codes, numeric_rows
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import (
     Abs,
@@ -47,7 +48,6 @@ from dpframe.plan.nodes import (
     Statistic,
     lineage,
 )
-from dpframe.row_access import category_codes, numeric_rows
 
 WHOLE = 1 << 30
 

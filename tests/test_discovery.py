@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS
+from dpframe.examples.datasets import CPS1988_BOUNDS
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import dpframe as dp
-from dpframe.datasets import load_cps1988
-from dpframe.explain import Explanation
+from dpframe.examples.datasets import load_cps1988
 from dpframe.jupyter import BudgetMeter, DPMagics
 from dpframe.jupyter.magics import MagicInputError, parse_bounds, parse_categories
+from dpframe.mechanisms.explanations import Explanation
 
 
 @pytest.fixture

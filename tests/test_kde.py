@@ -13,7 +13,7 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.kde import (
     JITTER,
     _cholesky,
@@ -22,7 +22,7 @@ from dpframe.mechanisms.kde import (
     kernel_sums,
     release_kernel_sums,
 )
-from dpframe.model_queries import KDEInfo, plot_kde
+from dpframe.mechanisms.model_family import KDEInfo, plot_kde
 from dpframe.noise import SecureRandom
 from tests.stats_helpers import ALPHA, ks_pvalue
 

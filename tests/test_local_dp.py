@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.local_queries import CopyInfo, estimate_frequencies
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from dpframe.mechanisms.copy_family import CopyInfo, estimate_frequencies
 from dpframe.mechanisms.local import (
     laplace_copy_scale,
     laplace_copy_spec,

@@ -13,8 +13,13 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.gaussian_vector import gaussian_vector
+from dpframe.mechanisms.model_family import (
+    PrivateLinearRegression,
+    PrivateLogisticRegression,
+    ProgressBar,
+)
 from dpframe.mechanisms.regression import (
     denormalize,
     fit_composition,
@@ -25,7 +30,6 @@ from dpframe.mechanisms.regression import (
     normalize_target,
     smoothed_gaussian,
 )
-from dpframe.model_queries import PrivateLinearRegression, PrivateLogisticRegression, ProgressBar
 from dpframe.noise import SecureRandom
 from tests.stats_helpers import ALPHA, ks_pvalue
 

@@ -9,8 +9,8 @@ import pytest
 
 import dpframe as dp
 from dpframe.accounting.budget import PrivacyRequest
-from dpframe.engine import families
-from dpframe.explain import Explanation
+from dpframe.engine.release_path import families
+from dpframe.mechanisms.explanations import Explanation
 from dpframe.plan import releases
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source

@@ -21,7 +21,7 @@ from dpframe.accounting.renyi import (
     session_curve,
     zcdp_rdp,
 )
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 
 
 def _renyi_numeric(p: object, q: object, alpha: float, lo: float, hi: float) -> float:

@@ -98,7 +98,7 @@ def features(output: object, max_coords: int = 3) -> Feature:
     """
     import pandas as pd
 
-    from dpframe.release import Release
+    from dpframe.mechanisms.results import Release
 
     if isinstance(output, Release):
         return (float(output.value),)

@@ -64,7 +64,7 @@ __all__ = ["PandasBackend"]
 #: Rows per hashed block of the fingerprint (part of the digest: never change it).
 _HASH_ROWS = 1 << 16
 
-#: Names imported from here by :mod:`dpframe.row_access` and the tests.
+#: Names imported from here by :mod:`dpframe.backends.row_access` and the tests.
 _category_codes = category_codes
 _edges_at_or_below = edges_at_or_below
 
@@ -117,7 +117,7 @@ class PandasBackend:
         bounded = bound_contributions(self._frame, unit, max_rows, rng)
         return PandasBackend(bounded, chunk_rows=self._chunk_rows)
 
-    # -- whole-frame row access (dpframe.row_access) -------------------------
+    # -- whole-frame row access (dpframe.backends.row_access) -------------------------
 
     def row_values(
         self, plan: Plan, exprs: Sequence[Expr]

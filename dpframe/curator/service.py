@@ -22,6 +22,7 @@ import pandas as pd
 import dpframe as dp
 from dpframe.accounting.budget import Budget
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
+from dpframe.engine.session import ReleaseEvent, read_table
 from dpframe.errors import (
     WIRE_CODES,
     DPError,
@@ -29,7 +30,6 @@ from dpframe.errors import (
 from dpframe.plan.codec import NodeFormatError, decode_node
 from dpframe.plan.nodes import Source
 from dpframe.remote.wire import ProtocolError, check_depth, encode_response
-from dpframe.session import ReleaseEvent, read_table
 
 __all__ = ["Curator", "ServiceError", "error_payload"]
 

@@ -18,8 +18,8 @@ from IPython.display import display
 from traitlets import Float, Unicode
 
 import dpframe as dp
+from dpframe.engine.session import read_table
 from dpframe.jupyter.meter import BudgetMeter
-from dpframe.session import read_table
 
 __all__ = ["DPMagics", "parse_bounds", "parse_categories"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dpframe.accounting.budget import Budget
 
 if TYPE_CHECKING:
-    from dpframe.session import ReleaseEvent, Session
+    from dpframe.engine.session import ReleaseEvent, Session
 
 __all__ = ["AMBER_AT", "COLOURS", "BudgetMeter"]
 

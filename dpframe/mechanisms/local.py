@@ -3,7 +3,7 @@
 Each row's value is perturbed on its own (local differential privacy), so the
 perturbed column can be released as an ordinary table.  This module holds the
 per-row randomizers and the unbiased frequency estimator; the session glue
-(:mod:`dpframe.local_queries`) hides the number of rows and charges the budget.
+(:mod:`dpframe.mechanisms.copy_family`) hides the number of rows and charges the budget.
 
 Source: the seed texts of issue 8 (randomized response with m + 1 categories,
 p ≥ (1 − δ)/(m + e^ε); the Laplace copy with b = diam/(ε − ln(1 − δ))); Warner

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from dpframe.accounting.budget import Budget
+from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
     DPError,
@@ -28,12 +29,11 @@ from dpframe.plan.codec import encode_node
 from dpframe.plan.nodes import Source
 from dpframe.plan.schema import ColumnInfo, Schema
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
-from dpframe.session import Observable, ReleaseEvent, capture
 
 if TYPE_CHECKING:
-    from dpframe.engine import Node
-    from dpframe.frame import PrivateFrame
-    from dpframe.session import Session
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.engine.release_path import Node
+    from dpframe.engine.session import Session
 
 __all__ = [
     "AuthenticationError",
@@ -234,7 +234,7 @@ class Connection:
 
     def open(self, dataset: str) -> PrivateFrame:
         """A :class:`~dpframe.PrivateFrame` over a curator's dataset (same API as embedded)."""
-        from dpframe.frame import PrivateFrame
+        from dpframe.api.frame import PrivateFrame
 
         if not isinstance(dataset, str) or not dataset:
             raise InvalidArgumentError("open() takes the dataset's name, e.g. conn.open('cps').")

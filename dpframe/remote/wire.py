@@ -164,13 +164,17 @@ def decode_expr(data: Any) -> Expr:
 
 def _response_types() -> dict[str, type[Any]]:
     from dpframe.accounting.budget import Budget
-    from dpframe.explain import Explanation, MeasureExplanation
-    from dpframe.local_queries import CopyInfo
     from dpframe.mechanisms.additive import NoiseSpec
     from dpframe.mechanisms.aggregates import IntervalModel
+    from dpframe.mechanisms.copy_family import CopyInfo
+    from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
     from dpframe.mechanisms.floors import AccuracyFloor
-    from dpframe.model_queries import KDEInfo, PrivateLinearRegression, PrivateLogisticRegression
-    from dpframe.release import GroupedRelease, NoInterval, Release
+    from dpframe.mechanisms.model_family import (
+        KDEInfo,
+        PrivateLinearRegression,
+        PrivateLogisticRegression,
+    )
+    from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release
 
     classes: tuple[type[Any], ...] = (
         Budget,

@@ -18,8 +18,8 @@ import pandas as pd
 
 import dpframe as dp
 from dpframe.curator.catalog import hash_token
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, cps1988_path, load_cps1988
-from dpframe.engine import Node
+from dpframe.engine.release_path import Node
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, cps1988_path, load_cps1988
 from dpframe.plan.codec import encode_node
 
 ALICE = "alice-token-" + "a" * 40

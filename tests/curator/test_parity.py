@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.release import NoInterval
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.mechanisms.results import NoInterval
 from tests.curator.support import ALICE, BOB, Server
 
 Query = Callable[[Any], Any]

@@ -10,7 +10,7 @@ P(1 + Y ≥ τ) ≤ δ, Y ~ DLap(1/ε rounded up).  Two worst-case neighbours:
 * an existing key, count c versus c + 1: the thresholded discrete Laplace,
   whose δ(ε) is 0; with 0.1% less noise it exceeds δ.
 
-Privacy units (``dpframe.discovery_queries.discovered_counts``): a unit of
+Privacy units (``dpframe.mechanisms.discovery_family.discovered_counts``): a unit of
 up to k rows in up to g keys; scale k/ε, and a key is kept when its noisy
 count reaches τ(ε/k, δ/g) + k − 1.
 """

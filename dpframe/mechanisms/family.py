@@ -1,6 +1,6 @@
 """What a mechanism family provides to the engine: its privacy map, release and explanation.
 
-Every kind of release node has one family (:mod:`dpframe.engine` finds it).
+Every kind of release node has one family (:mod:`dpframe.engine.release_path` finds it).
 A family turns the node's noise allocation into a noise plan before the
 charge (the privacy map: public inputs only, raising for unusable
 parameters), releases from the backend's exact values once the charge
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
-from dpframe.explain import Explanation, explain_cost
+from dpframe.mechanisms.explanations import Explanation, explain_cost
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.releases import ReleaseNode

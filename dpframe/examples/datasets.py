@@ -27,7 +27,7 @@ CPS1988_CATEGORIES: dict[str, list[str]] = {
 
 def cps1988_path() -> Path:
     """Where the bundled CPS 1988 CSV file is (for ``%dp_load`` and ``read_csv``)."""
-    return Path(str(resources.files("dpframe") / "data" / "cps1988.csv"))
+    return Path(str(resources.files("dpframe.examples") / "data" / "cps1988.csv"))
 
 
 def load_cps1988() -> pd.DataFrame:
@@ -37,6 +37,6 @@ def load_cps1988() -> pd.DataFrame:
     (cauc/afam), smsa (yes/no), region (northeast/midwest/south/west),
     parttime (yes/no).  Source: the R package AER (Bierens and Ginther 2001).
     """
-    path = resources.files("dpframe") / "data" / "cps1988.csv"
+    path = resources.files("dpframe.examples") / "data" / "cps1988.csv"
     with resources.as_file(path) as file:
         return pd.read_csv(file)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpframe import engine
 from dpframe.accounting.accountants import Accountant, Charge, make_accountant
 from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
@@ -34,7 +33,8 @@ from dpframe.backends.declared import (
     declared_kinds,
     declared_schema,
 )
-from dpframe.batch import Batch, is_unset, prepaid_release
+from dpframe.engine import release_path as engine
+from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -44,9 +44,9 @@ from dpframe.errors import (
 )
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
-from dpframe.parameters import PrivacyUnit
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.nodes import Source
+from dpframe.plan.parameters import PrivacyUnit
 from dpframe.plan.schema import Schema, schema_from_frame
 
 if TYPE_CHECKING:
@@ -54,9 +54,9 @@ if TYPE_CHECKING:
 
     from dpframe.accounting.composition import CompositionSummary
     from dpframe.accounting.renyi import RenyiCurve
-    from dpframe.engine import Node
-    from dpframe.explain import Explanation
-    from dpframe.frame import PrivateFrame
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.engine.release_path import Node
+    from dpframe.mechanisms.explanations import Explanation
 
 __all__ = ["Observable", "ReleaseEvent", "Session"]
 
@@ -340,7 +340,7 @@ class Session(Observable):
             LedgerError: if the ledger holds this session and data with a
                 different budget or accounting.
         """
-        from dpframe.frame import PrivateFrame
+        from dpframe.api.frame import PrivateFrame
 
         if isinstance(privacy_unit, PrivacyUnit):
             if max_rows_per_unit is not None or max_groups_per_unit is not None:
@@ -468,7 +468,7 @@ class Session(Observable):
         Releases added with ``batch.add(lambda: ...)`` are captured (nothing is
         read or charged) and, when the block ends without an error, admitted
         together by the budget filter and the ledger, then computed in order;
-        each one's result is ``pending.result``.  See :mod:`dpframe.batch`.
+        each one's result is ``pending.result``.  See :mod:`dpframe.engine.batch`.
 
         Raises:
             BudgetExceededError: when the releases together exceed the budget

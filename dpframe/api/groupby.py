@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.frame import PrivateFrame
+from dpframe.api.guard import UnknownAttributeError
+from dpframe.api.node_builders import argmax_node, request_of, require_bounds
 from dpframe.errors import SchemaError
-from dpframe.frame import PrivateFrame
-from dpframe.guard import UnknownAttributeError
-from dpframe.node_builders import argmax_node, request_of, require_bounds
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, describe_plan

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.release import GroupedRelease, Release, ci
+from dpframe.mechanisms.results import GroupedRelease, Release, ci
 
 __all__ = ["plot"]
 

@@ -16,7 +16,7 @@ release, embedded or behind a curator:
    budget meter) hear of the release.
 
 :func:`explain` is the same path stopped before the charge.  Each family
-(one per kind of node, :class:`dpframe.family.Family`) lives with its
+(one per kind of node, :class:`dpframe.mechanisms.family.Family`) lives with its
 mechanisms and says how to do steps 2, 4 and the explanation;
 :func:`family_of` finds it.  :func:`admit_batch` and :func:`finish` split
 :func:`run` for ``session.batch()``.
@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from dpframe.accounting.accountants import Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.backends.row_access import require_rows
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
-from dpframe.explain import Explanation
-from dpframe.family import Asked, Family, Node, Released
+from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.family import Asked, Family, Node, Released
 from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.releases import (
@@ -41,11 +42,10 @@ from dpframe.plan.releases import (
 )
 from dpframe.plan.schema import Schema
 from dpframe.plan.validate import validate_node
-from dpframe.row_access import require_rows
 
 if TYPE_CHECKING:
     from dpframe.backends.base import Backend
-    from dpframe.session import Session
+    from dpframe.engine.session import Session
 
 __all__ = [
     "Admission",
@@ -63,21 +63,21 @@ __all__ = [
 
 
 def _families() -> Mapping[type, Family[Any]]:
-    from dpframe.aggregate_queries import AggregateFamily
-    from dpframe.discovery_queries import (
+    from dpframe.mechanisms.aggregate_family import AggregateFamily
+    from dpframe.mechanisms.copy_family import SanitizedCopyFamily
+    from dpframe.mechanisms.discovery_family import (
         DiscoverKeysFamily,
         DiscoverThenAggregateFamily,
         SparseVectorFamily,
     )
-    from dpframe.local_queries import SanitizedCopyFamily
-    from dpframe.model_queries import KernelDensityFamily, RegressionFamily
-    from dpframe.plan import releases as r
-    from dpframe.selection_queries import (
+    from dpframe.mechanisms.model_family import KernelDensityFamily, RegressionFamily
+    from dpframe.mechanisms.selection_family import (
         ArgMaxFamily,
         DescribeFamily,
         ModeFamily,
         QuantileFamily,
     )
+    from dpframe.plan import releases as r
 
     return MappingProxyType(
         {

@@ -22,9 +22,10 @@ import pandas as pd
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.accounting.budget import Budget
 from dpframe.backends.reduce import GradientSum, KernelSums
+from dpframe.backends.row_access import numeric_rows
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
-from dpframe.family import Family, Released
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
+from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.kde import (
     MAX_GRID,
     kde_noise,
@@ -46,7 +47,6 @@ from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import KernelDensity, Regression
 from dpframe.plan.schema import Schema
-from dpframe.row_access import numeric_rows
 
 __all__ = [
     "KDEInfo",

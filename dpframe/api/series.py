@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.errors import SchemaError
-from dpframe.frame import PrivateFrame, _to_expr
-from dpframe.guard import RowGuard, UnknownAttributeError
-from dpframe.node_builders import (
+from dpframe.api.frame import PrivateFrame, _to_expr
+from dpframe.api.guard import RowGuard, UnknownAttributeError
+from dpframe.api.node_builders import (
     copy_node,
     histogram_node,
     kde_node,
@@ -25,15 +24,16 @@ from dpframe.node_builders import (
     request_of,
     require_bounds,
 )
+from dpframe.errors import SchemaError
+from dpframe.mechanisms.results import grouped_series
 from dpframe.plan.expressions import Clip, Expr
 from dpframe.plan.nodes import Aggregate, Statistic
 from dpframe.plan.releases import describe_plan
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
-from dpframe.release import grouped_series
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number, Privacy, PrivacyRequest
-    from dpframe.release import Release
+    from dpframe.mechanisms.results import Release
 
 __all__ = ["PrivateSeries", "require_bounds"]
 
@@ -449,7 +449,7 @@ class PrivateSeries(RowGuard):
         its order is random, so the number of rows stays private.
 
         Accuracy: a report is correct with probability 1 − m·p (see
-        ``copy.attrs["dpframe_copy"]``); ``dpframe.local_queries.estimate_frequencies``
+        ``copy.attrs["dpframe_copy"]``); ``dpframe.mechanisms.copy_family.estimate_frequencies``
         debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
         """
         node = copy_node(self, "rr", request_of(epsilon, delta, rho, privacy), length_share)

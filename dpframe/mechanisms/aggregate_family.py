@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.explain import Explanation, explain_aggregate
-from dpframe.family import Asked, Family, Released
 from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
+from dpframe.mechanisms.explanations import Explanation, explain_aggregate
+from dpframe.mechanisms.family import Asked, Family, Released
+from dpframe.mechanisms.results import GroupedRelease, Release, grouped_series
 from dpframe.plan.nodes import Aggregate
-from dpframe.release import GroupedRelease, Release, grouped_series
 
 __all__ = ["AggregateFamily", "group_index"]
 

@@ -36,8 +36,8 @@ from dpframe.plan.releases import (
 from dpframe.plan.schema import ColumnInfo, infer_column
 
 if TYPE_CHECKING:
-    from dpframe.frame import PrivateFrame
-    from dpframe.series import PrivateSeries
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.api.series import PrivateSeries
 
 __all__ = [
     "argmax_node",
@@ -207,7 +207,7 @@ def sparse_vector_node(
     request: PrivacyRequest,
 ) -> SparseVector:
     """Named row conditions for the sparse vector technique."""
-    from dpframe.frame import _to_expr
+    from dpframe.api.frame import _to_expr
 
     if isinstance(queries, Mapping):
         items = [(str(name), cond) for name, cond in queries.items()]
@@ -242,7 +242,7 @@ def copy_node(
     length_share: object,
 ) -> SanitizedCopy:
     """A randomized-response or Laplace copy of a column."""
-    from dpframe.local_queries import check_length_share
+    from dpframe.mechanisms.copy_family import check_length_share
 
     info = series._info
     share = check_length_share(length_share)
@@ -279,7 +279,7 @@ def kde_node(
     series: PrivateSeries, bandwidth: float, grid: object, request: PrivacyRequest
 ) -> KernelDensity:
     """A kernel density estimate on a public grid."""
-    from dpframe.model_queries import kde_grid
+    from dpframe.mechanisms.model_family import kde_grid
 
     h = check_bandwidth(bandwidth)
     bounds = require_bounds(series._info, "kde")
@@ -303,7 +303,7 @@ def regression_node(
     options: dict[str, Any],
 ) -> Regression:
     """A linear or logistic regression."""
-    from dpframe.model_queries import check_features, check_regression_options
+    from dpframe.mechanisms.model_family import check_features, check_regression_options
 
     names, bounds, target_name, target_bounds = check_features(
         frame._schema, features, target, loss

@@ -2,7 +2,7 @@
 
 Selecting, filtering and deriving columns build an immutable plan and are
 free; aggregations hand the plan to the session, which charges the budget
-and returns a :class:`~dpframe.release.Release`.  Nothing here yields a raw
+and returns a :class:`~dpframe.mechanisms.results.Release`.  Nothing here yields a raw
 value: ``repr`` shows the public schema, and ``len``, iteration, ``head``,
 ``values``, ``to_numpy``, ``np.asarray``, pickling and unknown attributes raise.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.guard import RowGuard, UnknownAttributeError
 from dpframe.errors import SchemaError
-from dpframe.guard import RowGuard, UnknownAttributeError
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan
 from dpframe.plan.releases import DiscoverKeys, describe_plan
@@ -31,10 +31,10 @@ from dpframe.plan.schema import (
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number, Privacy
-    from dpframe.groupby import PrivateGroupBy
-    from dpframe.release import Release
-    from dpframe.series import PrivateSeries
-    from dpframe.session import Session
+    from dpframe.api.groupby import PrivateGroupBy
+    from dpframe.api.series import PrivateSeries
+    from dpframe.engine.session import Session
+    from dpframe.mechanisms.results import Release
 
 __all__ = ["PrivateFrame", "describe_plan"]
 
@@ -155,7 +155,7 @@ class PrivateFrame(RowGuard):
     # -- building plans (free) -----------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
-        from dpframe.series import PrivateSeries
+        from dpframe.api.series import PrivateSeries
 
         if isinstance(key, str):
             return PrivateSeries._create(self, Col(key), self._schema.get(key))
@@ -217,7 +217,7 @@ class PrivateFrame(RowGuard):
 
     def groupby(self, by: str | Sequence[str]) -> PrivateGroupBy:
         """Group by columns with declared categories (every declared key is returned)."""
-        from dpframe.groupby import PrivateGroupBy
+        from dpframe.api.groupby import PrivateGroupBy
 
         names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
         if not names or not all(isinstance(n, str) for n in names):
@@ -257,7 +257,7 @@ class PrivateFrame(RowGuard):
             The list of names found above the threshold; with ``numeric=True`` a
             Series of their noisy counts.
         """
-        from dpframe.node_builders import request_of, sparse_vector_node
+        from dpframe.api.node_builders import request_of, sparse_vector_node
 
         request = request_of(epsilon, delta, rho, privacy)
         node = sparse_vector_node(self, queries, threshold, max_hits, numeric, request)
@@ -284,7 +284,7 @@ class PrivateFrame(RowGuard):
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
-        from dpframe.node_builders import request_of
+        from dpframe.api.node_builders import request_of
 
         self._schema.get(column)
         node = DiscoverKeys(
@@ -310,7 +310,7 @@ class PrivateFrame(RowGuard):
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
         at their shares of the budget.
         """
-        from dpframe.node_builders import describe_node, request_of
+        from dpframe.api.node_builders import describe_node, request_of
 
         return self._session.run(describe_node(self, request_of(epsilon, delta, rho, privacy)))  # type: ignore[no-any-return]
 
@@ -329,7 +329,7 @@ class PrivateFrame(RowGuard):
 
         Accuracy: unbiased; ``release.ci(level)`` gives the exact interval.
         """
-        from dpframe.node_builders import request_of
+        from dpframe.api.node_builders import request_of
 
         label = f"count(){describe_plan(self._plan)}"
         request = request_of(epsilon, delta, rho, privacy)
@@ -369,7 +369,7 @@ class PrivateFrame(RowGuard):
         Accuracy: see ``dpframe.mechanisms.regression``; the notebook
         ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
-        from dpframe.node_builders import regression_node, request_of
+        from dpframe.api.node_builders import regression_node, request_of
 
         options = {
             "analysis": _analysis(analysis, accounting),
@@ -408,7 +408,7 @@ class PrivateFrame(RowGuard):
 
         Accuracy: see ``dpframe.mechanisms.regression``.
         """
-        from dpframe.node_builders import regression_node, request_of
+        from dpframe.api.node_builders import regression_node, request_of
 
         options = {
             "analysis": _analysis(analysis, accounting),
@@ -444,8 +444,8 @@ def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:
     means the same on ``frame``: same data, and the same definitions of every
     derived column it reads (otherwise it would silently be re-bound).
     """
+    from dpframe.api.series import PrivateSeries
     from dpframe.plan.inline import resolved_key
-    from dpframe.series import PrivateSeries
 
     if isinstance(value, PrivateSeries):
         if frame is not None and value._frame is not frame:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from dpframe.errors import DPError
 
 if TYPE_CHECKING:
-    from dpframe.engine import Admission, Node
-    from dpframe.session import Session
+    from dpframe.engine.release_path import Admission, Node
+    from dpframe.engine.session import Session
 
 __all__ = ["Batch", "Pending", "prepaid_release"]
 
@@ -75,7 +75,7 @@ _PREPAID: ContextVar[_Prepaid | None] = ContextVar("dpframe_prepaid", default=No
 
 def prepaid_release(session: Session, node: Node) -> Any:
     """Inside a batch's evaluation: release ``node`` on its admitted charge (else ``_UNSET``)."""
-    from dpframe import engine
+    from dpframe.engine import release_path as engine
 
     prepaid = _PREPAID.get()
     if prepaid is None or prepaid.session is not session:
@@ -113,7 +113,7 @@ class Batch:
 
     def run(self) -> None:
         """Admit every queued release at once (or none), then compute each in order."""
-        from dpframe import engine
+        from dpframe.engine import release_path as engine
 
         admissions = engine.admit_batch(self._session, [p.node for p in self._items])
         for pending, admission in zip(self._items, admissions, strict=True):

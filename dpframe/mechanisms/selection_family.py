@@ -18,19 +18,19 @@ import pandas as pd
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.backends.base import Backend, Measure
 from dpframe.errors import SchemaError
-from dpframe.family import Family, Released
 from dpframe.mechanisms.aggregates import MAX_CELLS, measures_for
+from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.quantiles import (
     QUANTILE_BINS,
     bin_edges,
     rank_error,
     select_quantile,
 )
+from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release, grouped_series
 from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.plan.expressions import Bucket
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
 from dpframe.plan.releases import ArgMax, Describe, Mode, Quantile
-from dpframe.release import GroupedRelease, NoInterval, Release, grouped_series
 
 __all__ = ["ArgMaxFamily", "DescribeFamily", "ModeFamily", "QuantileFamily"]
 

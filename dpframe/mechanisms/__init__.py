@@ -1,0 +1,6 @@
+"""Mechanisms: the noise math of each release kind, and the family that releases it.
+
+Each ``*_family`` module turns a node's noise allocation into a noise plan
+before the charge (its privacy map), releases from the backend's exact values
+once the charge stands, and explains the release without reading data.
+"""
