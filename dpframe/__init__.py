@@ -13,7 +13,8 @@ from dpframe.accounting.budget import Budget
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.groupby import PrivateGroupBy
 from dpframe.api.series import PrivateSeries
-from dpframe.engine.session import ReleaseEvent, Session
+from dpframe.api.session import Session
+from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     BudgetExceededError,
     DPError,

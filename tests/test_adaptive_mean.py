@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.accounting import NoiseAllocation
-from dpframe.backends.base import Measure
 from dpframe.mechanisms import additive
 from dpframe.mechanisms.mean import MeanRelease, _levels, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
+from dpframe.plan.measures import Measure
 from tests.stats_helpers import ALPHA, chi2_pvalue, dlaplace_pmf
 
 EPS = Fraction(1)

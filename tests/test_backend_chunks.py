@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import PandasBackend
-from dpframe.backends.base import Measure
 from dpframe.backends.chunks import chunk_bounds, code_dtype, combine_slots
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import (
@@ -27,6 +26,7 @@ from dpframe.plan.expressions import (
     Logical,
     Not,
 )
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, Statistic
 
 STATISTICS: tuple[Statistic, ...] = ("count", "sum", "mean", "var")

@@ -7,7 +7,7 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends.pandas_backend import _edges_at_or_below
+from dpframe.backends.evaluate import edges_at_or_below as _edges_at_or_below
 
 
 def _reference(values: npt.NDArray[np.float64], edges: npt.NDArray[np.float64]) -> np.ndarray:

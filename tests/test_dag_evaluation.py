@@ -15,10 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import PandasBackend
-from dpframe.backends.base import Measure
 from dpframe.backends.evaluate import Rows, apply
 from dpframe.backends.program import Program, Run, compile_query
-from dpframe.backends.row_access import category_codes, numeric_rows
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import (
     Abs,
@@ -38,6 +36,7 @@ from dpframe.plan.expressions import (
     Not,
     col,
 )
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import (
     Aggregate,
     Assign,
@@ -213,12 +212,12 @@ def test_dag_evaluation_equals_inlining_bit_for_bit(data: st.DataObject) -> None
         ),
         (lambda: backend.key_counts(plan, value), lambda: backend.key_counts(reference, ref_value)),
         (
-            lambda: numeric_rows(backend, plan, [value]),
-            lambda: numeric_rows(backend, reference, [ref_value]),
+            lambda: backend.numeric_rows(plan, [value]),
+            lambda: backend.numeric_rows(reference, [ref_value]),
         ),
         (
-            lambda: category_codes(backend, plan, Col("k"), ["a", "b"]),
-            lambda: category_codes(backend, reference, Col("k"), ["a", "b"]),
+            lambda: backend.category_codes(plan, Col("k"), ["a", "b"]),
+            lambda: backend.category_codes(reference, Col("k"), ["a", "b"]),
         ),
     ]
     for dag, tree in pairs:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from dpframe.accounting.budget import Number, Privacy
     from dpframe.api.groupby import PrivateGroupBy
     from dpframe.api.series import PrivateSeries
-    from dpframe.engine.session import Session
+    from dpframe.api.session import Session
     from dpframe.mechanisms.results import Release
 
 __all__ = ["PrivateFrame", "describe_plan"]

@@ -85,9 +85,9 @@ def _append(df: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _condition_matrix(candidates: pd.DataFrame, queries: Sequence[Any]) -> np.ndarray:
     """Which candidate rows satisfy which conditions (evaluated by the pandas backend)."""
     from dpframe.api.frame import _to_expr
-    from dpframe.backends.base import Measure
     from dpframe.backends.pandas_backend import PandasBackend
     from dpframe.plan.expressions import Col
+    from dpframe.plan.measures import Measure
     from dpframe.plan.nodes import Filter, GroupKey, Source
 
     frame = candidates.assign(_audit_row=np.arange(len(candidates)))

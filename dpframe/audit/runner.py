@@ -327,7 +327,7 @@ class SessionSampler:
         self._reload_every = max(1, reload_every)
 
     def _frame(self, data: pd.DataFrame) -> Any:
-        from dpframe.engine.session import Session
+        from dpframe.api.session import Session
 
         session = Session(
             epsilon=10**9, delta=self._delta, ledger=":memory:", accounting=self._accounting

@@ -4,56 +4,34 @@ A backend evaluates filters, derived columns, clamping, per-group sums and
 contribution bounding, and nothing else: noise, accounting and release stay
 in the session and are identical for every backend.  Results are exact
 integer-valued sums (float64 arrays holding integers below 2**53), one entry
-per group.  :func:`make_backend` picks the engine from the type of the data:
-a pandas DataFrame gets :class:`~dpframe.backends.pandas_backend.PandasBackend`,
-a dask DataFrame gets :class:`~dpframe.backends.dask_backend.DaskBackend`
-(imported only then: ``import dpframe`` never imports dask).
+per group.  :func:`dpframe.backends.factory.make_backend` picks the engine
+from the type of the data.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
 if TYPE_CHECKING:
     from dpframe.backends.reduce import RowReducer
 
-__all__ = ["MAX_ROWS", "Backend", "Measure", "is_dask_frame", "make_backend"]
+__all__ = ["MAX_ROWS", "Backend", "is_dask_frame"]
 
 #: The largest number of rows a release may aggregate.  Sums are computed in
 #: float64 over values quantized to at most 2**22 units, so any sum of up to
 #: 2**31 rows is exact.
 MAX_ROWS = 2**31
-
-
-@dataclass(frozen=True)
-class Measure:
-    """One exact quantity to compute per group.
-
-    ``rows`` counts rows; ``nonnull`` counts rows where ``expr`` is present;
-    ``sum`` adds ``round((clip(expr, lower, upper) - center) ** power / quantum)``
-    over present values (missing values add nothing).  ``quantum`` is a power
-    of two chosen so that every term is at most 2**22 in magnitude.
-    """
-
-    kind: Literal["rows", "nonnull", "sum"]
-    expr: Expr | None = None
-    lower: float = 0.0
-    upper: float = 0.0
-    center: float = 0.0
-    power: Literal[1, 2] = 1
-    quantum: float = 1.0
 
 
 class Backend(Protocol):
@@ -88,6 +66,27 @@ class Backend(Protocol):
         """A sum over the kept rows of a function of their values (see ``backends.reduce``)."""
         ...
 
+    @property
+    def holds_rows(self) -> bool:
+        """True when the rows are in this process, so row-level mechanisms may read them."""
+        ...
+
+    def numeric_rows(self, plan: Plan, exprs: Sequence[Expr]) -> list[npt.NDArray[np.float64]]:
+        """The float values (NaN for missing) of ``exprs`` on the rows the plan keeps.
+
+        Only where :attr:`holds_rows`; other backends raise :class:`SchemaError`.
+        """
+        ...
+
+    def category_codes(
+        self, plan: Plan, expr: Expr, categories: Sequence[Hashable]
+    ) -> npt.NDArray[np.int64]:
+        """Each kept row's position among ``categories`` (−1: missing or not declared).
+
+        Only where :attr:`holds_rows`; other backends raise :class:`SchemaError`.
+        """
+        ...
+
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:
         """A backend over at most ``max_rows`` rows per value of ``unit`` (a random subset)."""
         ...
@@ -99,22 +98,3 @@ def is_dask_frame(data: object) -> bool:
     if dask_dataframe is None:
         return False  # a dask object cannot exist before dask.dataframe is imported
     return isinstance(data, dask_dataframe.DataFrame)
-
-
-def make_backend(data: object) -> Backend:
-    """The backend for ``data``: a pandas DataFrame or a dask DataFrame.
-
-    Raises:
-        SchemaError: for anything else, or a frame without rows or columns.
-    """
-    if is_dask_frame(data):
-        from dpframe.backends.dask_backend import DaskBackend
-
-        return DaskBackend(data)  # type: ignore[arg-type]  # checked by is_dask_frame
-    if not isinstance(data, pd.DataFrame):
-        raise SchemaError("private_frame() needs a pandas DataFrame (or a dask DataFrame).")
-    if data.shape[0] == 0 or data.shape[1] == 0:
-        raise SchemaError("The DataFrame is empty; there is nothing to protect or query.")
-    from dpframe.backends.pandas_backend import PandasBackend
-
-    return PandasBackend(data)

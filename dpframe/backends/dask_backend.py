@@ -35,13 +35,14 @@ from dask.base import tokenize
 from dask.delayed import Delayed, delayed
 from dask.tokenize import TokenizationError as TokenizationError
 
-from dpframe.backends.base import MAX_ROWS, Measure
+from dpframe.backends.base import MAX_ROWS
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["DaskBackend", "read_dask"]
@@ -54,6 +55,9 @@ PROGRESS_OPTION = "dpframe.progress"
 _PANDAS_TEXT = pd.Series(["text"]).dtype
 
 Measures = tuple[int, list[npt.NDArray[np.float64]]]
+
+
+_NO_ROWS = "Row-level mechanisms need the rows in memory; a Dask backend keeps them on the cluster."
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,21 @@ class DaskBackend:
         partials = [delayed(reduce, pure=False)(part) for part in parts]
         total: tuple[Any, ...] = _compute(_tree_reduce(partials, add_partials))
         return total
+
+    @property
+    def holds_rows(self) -> bool:
+        """The rows stay on the cluster: row-level mechanisms are refused before the charge."""
+        return False
+
+    def numeric_rows(self, plan: Plan, exprs: Sequence[Expr]) -> list[npt.NDArray[np.float64]]:
+        """Refused: the rows stay on the cluster (see :attr:`holds_rows`)."""
+        raise SchemaError(_NO_ROWS)
+
+    def category_codes(
+        self, plan: Plan, expr: Expr, categories: Sequence[Hashable]
+    ) -> npt.NDArray[np.int64]:
+        """Refused: the rows stay on the cluster (see :attr:`holds_rows`)."""
+        raise SchemaError(_NO_ROWS)
 
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> DaskBackend:
         """A view with at most ``max_rows`` rows per value of ``unit``, kept on the workers.

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.backends.base import MAX_ROWS, Measure
+from dpframe.backends.base import MAX_ROWS
 from dpframe.backends.chunks import (
     CHUNK_ROWS,
     Cells,
@@ -49,7 +49,6 @@ from dpframe.backends.evaluate import (
     as_float,
     bucket_codes,
     category_codes,
-    edges_at_or_below,
     float_values,
 )
 from dpframe.backends.program import KeySpec, Program, Query, Run, compile_query
@@ -57,6 +56,7 @@ from dpframe.backends.reduce import RowReducer
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["PandasBackend"]
@@ -64,9 +64,6 @@ __all__ = ["PandasBackend"]
 #: Rows per hashed block of the fingerprint (part of the digest: never change it).
 _HASH_ROWS = 1 << 16
 
-#: Names imported from here by :mod:`dpframe.backends.row_access` and the tests.
-_category_codes = category_codes
-_edges_at_or_below = edges_at_or_below
 
 #: Cached slot codes of a source key column (dtype from :func:`code_dtype`).
 _Codes = npt.NDArray[np.integer[Any]]
@@ -117,7 +114,29 @@ class PandasBackend:
         bounded = bound_contributions(self._frame, unit, max_rows, rng)
         return PandasBackend(bounded, chunk_rows=self._chunk_rows)
 
-    # -- whole-frame row access (dpframe.backends.row_access) -------------------------
+    # -- whole-frame row access (row-level mechanisms) --------------------------------
+
+    @property
+    def holds_rows(self) -> bool:
+        """The rows are in this process: row-level mechanisms may read them."""
+        return True
+
+    def numeric_rows(self, plan: Plan, exprs: Sequence[Expr]) -> list[npt.NDArray[np.float64]]:
+        """The float values (NaN for missing) of ``exprs`` on the rows the plan keeps.
+
+        The plan's derived columns are evaluated once for all of ``exprs``.
+        """
+        return self.program_floats(Program.compile(plan, exprs))
+
+    def category_codes(
+        self, plan: Plan, expr: Expr, categories: Sequence[Hashable]
+    ) -> npt.NDArray[np.int64]:
+        """Each kept row's position among ``categories`` (−1: missing or not declared)."""
+        (values,), mask = self.row_values(plan, [expr])
+        if not isinstance(values, pd.Series):
+            values = pd.Series(np.full(len(self._frame), values, dtype=object))
+        codes = np.asarray(category_codes(values, tuple(categories)), dtype=np.int64)
+        return codes if mask is None else codes[mask]
 
     def row_values(
         self, plan: Plan, exprs: Sequence[Expr]

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.backends.base import Measure
 from dpframe.backends.evaluate import Rows, apply, mask_values
 from dpframe.plan.dag import DagBuilder, Instruction
 from dpframe.plan.expressions import Bucket, Expr
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["KeySpec", "Program", "Query", "Run", "compile_query"]

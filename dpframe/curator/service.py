@@ -22,7 +22,8 @@ import pandas as pd
 import dpframe as dp
 from dpframe.accounting.budget import Budget
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
-from dpframe.engine.session import ReleaseEvent, read_table
+from dpframe.engine.loading import read_table
+from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     WIRE_CODES,
     DPError,

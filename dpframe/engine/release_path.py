@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpframe.accounting.accountants import Charge, NoiseAllocation
 from dpframe.accounting.budget import Budget, PrivacyRequest
-from dpframe.backends.row_access import require_rows
-from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError
+from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Node, Released
 from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
@@ -184,8 +183,11 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
     if backend is None:
         raise DPError("This frame belongs to another session.")
     reason = family.rows_needed(node)
-    if reason is not None:
-        require_rows(session, source, reason)
+    if reason is not None and not backend.holds_rows:
+        raise SchemaError(
+            f"{reason[0].upper()}{reason[1:]}, so it runs on in-memory pandas data only; "
+            "load the data as a pandas DataFrame for it."
+        )
     return backend
 
 

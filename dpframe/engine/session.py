@@ -26,15 +26,17 @@ import pandas as pd
 from dpframe.accounting.accountants import Accountant, Charge, make_accountant
 from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
-from dpframe.backends.base import Backend, is_dask_frame, make_backend
+from dpframe.backends.base import Backend, is_dask_frame
 from dpframe.backends.declared import (
     DeclaredKind,
     apply_declared_kinds,
     declared_kinds,
     declared_schema,
 )
+from dpframe.backends.factory import make_backend
 from dpframe.engine import release_path as engine
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
+from dpframe.engine.loading import check_groups, check_unit
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -54,7 +56,6 @@ if TYPE_CHECKING:
 
     from dpframe.accounting.composition import CompositionSummary
     from dpframe.accounting.renyi import RenyiCurve
-    from dpframe.api.frame import PrivateFrame
     from dpframe.engine.release_path import Node
     from dpframe.mechanisms.explanations import Explanation
 
@@ -160,31 +161,12 @@ class Observable:
 
 
 class Session(Observable):
-    """A privacy budget and the private data it protects.
+    """The engine's half of a session: budget, accountant, ledger, loaded data, listeners.
 
-    Args:
-        epsilon: the total ε of the session (> 0).
-        delta: the total δ (0 ≤ δ < 1); default 0.
-        name: the session's name in the ledger.  A session with the same
-            name and ledger resumes its spend, also from another process; the
-            budget covers every dataset the session loads (use a new name for
-            unrelated data), and is fixed at first use.
-        ledger: the SQLite ledger file; None for the default location
-            (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
-            for one that is forgotten when the session ends, or a
-            :class:`~dpframe.accounting.Ledger`.
-        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
-            :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
-            else ``"zcdp"``.
-        limits: the largest request a release may make (expression nodes, plan
-            steps, nesting, literal values, output cells), checked from public
-            inputs before the charge; default :class:`~dpframe.plan.estimate.ResourceLimits`.
-
-    Example:
-        >>> import dpframe as dp
-        >>> session = dp.Session(epsilon=1.0, ledger=":memory:")
-        >>> session.remaining
-        Budget(epsilon=1, delta=0)
+    The public class is :class:`dpframe.Session` (:mod:`dpframe.api.session`),
+    which adds the loaders that return a :class:`~dpframe.PrivateFrame`; its
+    docstring describes the arguments.  Everything that releases goes through
+    :meth:`run`.
     """
 
     def __init__(
@@ -296,7 +278,7 @@ class Session(Observable):
 
     # -- loading data --------------------------------------------------------
 
-    def private_frame(
+    def load(
         self,
         df: pd.DataFrame | DaskDataFrame,
         bounds: Mapping[str, tuple[float, float]] | None = None,
@@ -306,42 +288,16 @@ class Session(Observable):
         privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
-    ) -> PrivateFrame:
-        """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
+    ) -> tuple[Source, Schema]:
+        """Hold ``df`` (by reference) under this session; the plan's source and its public schema.
 
-        Args:
-            df: the private data.  Neighbouring datasets differ by one row, or,
-                with ``privacy_unit``, by all the rows of one unit.  A dask
-                DataFrame stays partitioned on its cluster (docs/backends.md).
-            bounds: public clamping bounds ``{column: (low, high)}`` for
-                numeric columns to be summed or averaged.
-            categories: public keys ``{column: [key, ...]}`` for group-bys;
-                rows with other values are dropped from grouped results.
-            dtypes: declared kinds ``{column: "numeric" | "boolean" | "text"}``;
-                a column with ``bounds`` is numeric by declaration.  Values are
-                read as declared (one that does not convert becomes missing),
-                so no kind is inferred from the private values.
-            privacy_unit: the column identifying a person (or household...)
-                when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
-                (which then also holds the two limits below).
-            max_rows_per_unit: with ``privacy_unit``: keep at most this many
-                rows per unit (a uniformly random subset from the secure
-                source; this makes a bounded copy) and multiply every
-                sensitivity by it.  Rows with a missing unit id count as units
-                of their own.
-            max_groups_per_unit: with ``privacy_unit``: when a group-by's keys
-                are discovered privately, each unit's rows are limited to at
-                most this many keys (a secure random choice), so one unit can
-                add at most this many new keys (default: ``max_rows_per_unit``).
+        The facade's ``private_frame`` wraps the result; the arguments are
+        documented there (:meth:`dpframe.Session.private_frame`).
 
         Raises:
-            SchemaError: for an empty frame, unknown columns, or invalid
-                bounds or categories.
-            LedgerError: if the ledger holds this session and data with a
-                different budget or accounting.
+            SchemaError: for an empty frame, unknown columns, invalid bounds or
+                categories, or another privacy unit setting for the same data.
         """
-        from dpframe.api.frame import PrivateFrame
-
         if isinstance(privacy_unit, PrivacyUnit):
             if max_rows_per_unit is not None or max_groups_per_unit is not None:
                 raise SchemaError(
@@ -359,8 +315,8 @@ class Session(Observable):
         schema = declared_schema(
             schema_from_frame(backend.schema_frame(), bounds, categories), kinds
         )
-        unit = _check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
-        groups = _check_groups(unit, max_groups_per_unit)
+        unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
+        groups = check_groups(unit, max_groups_per_unit)
         dataset = backend.fingerprint()
         previous_unit = self._units.setdefault(dataset, unit)
         if previous_unit != unit:
@@ -372,76 +328,13 @@ class Session(Observable):
         if unit is None:
             self._backends.setdefault((dataset, ""), backend)
             self._schemas.setdefault((dataset, ""), schema)
-            return PrivateFrame._create(self, Source(dataset), schema)
+            return Source(dataset), schema
         column, k = unit
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
         self._backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
         self._schemas[(dataset, view)] = schema
         source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
-        return PrivateFrame._create(self, source, schema)
-
-    def _load(
-        self,
-        df: pd.DataFrame | DaskDataFrame,
-        bounds: Mapping[str, tuple[float, float]] | None,
-        categories: Mapping[str, Sequence[Hashable]] | None,
-        declared: dict[str, Any],
-    ) -> PrivateFrame:
-        return self.private_frame(df, bounds, categories, **declared)
-
-    def read_csv(
-        self,
-        path: str | os.PathLike[str],
-        bounds: Mapping[str, tuple[float, float]] | None = None,
-        categories: Mapping[str, Sequence[Hashable]] | None = None,
-        *,
-        dtypes: Mapping[str, str] | None = None,
-        privacy_unit: str | PrivacyUnit | None = None,
-        max_rows_per_unit: int | None = None,
-        max_groups_per_unit: int | None = None,
-        backend: str = "pandas",
-        **read_csv_kwargs: Any,
-    ) -> PrivateFrame:
-        """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`).
-
-        ``backend="dask"`` opens it (or a glob of files) lazily as a partitioned
-        dask DataFrame instead of reading it into memory (needs ``dpframe[dask]``).
-        """
-        declared = {
-            "dtypes": dtypes,
-            "privacy_unit": privacy_unit,
-            "max_rows_per_unit": max_rows_per_unit,
-            "max_groups_per_unit": max_groups_per_unit,
-        }
-        df = _read(pd.read_csv, "csv", path, backend, read_csv_kwargs)
-        return self._load(df, bounds, categories, declared)
-
-    def read_parquet(
-        self,
-        path: str | os.PathLike[str],
-        bounds: Mapping[str, tuple[float, float]] | None = None,
-        categories: Mapping[str, Sequence[Hashable]] | None = None,
-        *,
-        dtypes: Mapping[str, str] | None = None,
-        privacy_unit: str | PrivacyUnit | None = None,
-        max_rows_per_unit: int | None = None,
-        max_groups_per_unit: int | None = None,
-        backend: str = "pandas",
-        **read_parquet_kwargs: Any,
-    ) -> PrivateFrame:
-        """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`.
-
-        ``backend="dask"`` opens it (or a directory of files) lazily as a
-        partitioned dask DataFrame instead of reading it into memory.
-        """
-        declared = {
-            "dtypes": dtypes,
-            "privacy_unit": privacy_unit,
-            "max_rows_per_unit": max_rows_per_unit,
-            "max_groups_per_unit": max_groups_per_unit,
-        }
-        df = _read(pd.read_parquet, "parquet", path, backend, read_parquet_kwargs)
-        return self._load(df, bounds, categories, declared)
+        return source, schema
 
     # -- releasing -----------------------------------------------------------
 
@@ -493,72 +386,3 @@ class Session(Observable):
             self.total,
         )
         self._announce(event)
-
-
-def read_table(
-    reader: Callable[..., pd.DataFrame], path: str | os.PathLike[str], kwargs: dict[str, Any]
-) -> pd.DataFrame:
-    """Read a file with a pandas reader; failures become a :class:`SchemaError` without data."""
-    try:
-        return reader(path, **kwargs)
-    except ImportError:
-        raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
-    except (OSError, ValueError) as exc:
-        raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
-    except TypeError:
-        raise InvalidArgumentError(
-            f"Cannot read {os.fspath(path)!r}: the reader refused its arguments "
-            f"({', '.join(sorted(kwargs)) or 'none'}); check their names and types."
-        ) from None
-
-
-def _read(
-    reader: Callable[..., pd.DataFrame],
-    kind: str,
-    path: str | os.PathLike[str],
-    backend: str,
-    kwargs: dict[str, Any],
-) -> pd.DataFrame | DaskDataFrame:
-    """Read with pandas, or open lazily with dask for ``backend="dask"``."""
-    if backend == "pandas":
-        return read_table(reader, path, kwargs)
-    if backend != "dask":
-        raise InvalidArgumentError(f"backend must be 'pandas' or 'dask', not {backend!r}.")
-    try:
-        from dpframe.backends.dask_backend import read_dask
-    except ImportError:
-        raise InvalidArgumentError(
-            "backend='dask' needs dask: pip install 'dpframe[dask]'."
-        ) from None
-    return read_dask(kind, path, kwargs)
-
-
-def _check_groups(unit: tuple[str, int] | None, max_groups: int | None) -> int:
-    if max_groups is None:
-        return 0 if unit is None else unit[1]
-    if unit is None:
-        raise SchemaError("max_groups_per_unit= needs privacy_unit= and max_rows_per_unit=.")
-    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
-        raise SchemaError("max_groups_per_unit must be an integer >= 1.")
-    return min(max_groups, unit[1])  # k rows can never reach more than k keys
-
-
-def _check_unit(
-    df: pd.DataFrame, privacy_unit: str | None, max_rows_per_unit: int | None
-) -> tuple[str, int] | None:
-    if privacy_unit is None and max_rows_per_unit is None:
-        return None
-    if privacy_unit is None or max_rows_per_unit is None:
-        raise SchemaError("Give privacy_unit= and max_rows_per_unit= together.")
-    if privacy_unit not in df.columns:
-        raise SchemaError(
-            f"privacy_unit {privacy_unit!r} is not a column. Columns: "
-            f"{', '.join(map(str, df.columns))}."
-        )
-    if (
-        isinstance(max_rows_per_unit, bool)
-        or not isinstance(max_rows_per_unit, int)
-        or max_rows_per_unit < 1
-    ):
-        raise SchemaError("max_rows_per_unit must be an integer >= 1.")
-    return privacy_unit, max_rows_per_unit

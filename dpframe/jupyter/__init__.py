@@ -14,7 +14,7 @@ _MAGIC_NAMES = ("dp_session", "dp_load", "dp_connect", "dp_budget", "dp_ledger",
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics; show a live meter if the namespace already holds a session."""
-    from dpframe.engine.session import Session
+    from dpframe.api.session import Session
 
     magics = DPMagics(ipython, parent=ipython)
     ipython.register_magics(magics)

@@ -18,7 +18,7 @@ from IPython.display import display
 from traitlets import Float, Unicode
 
 import dpframe as dp
-from dpframe.engine.session import read_table
+from dpframe.engine.loading import read_table
 from dpframe.jupyter.meter import BudgetMeter
 
 __all__ = ["DPMagics", "parse_bounds", "parse_categories"]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from dpframe.accounting.budget import Budget
 
 if TYPE_CHECKING:
-    from dpframe.engine.session import ReleaseEvent, Session
+    from dpframe.api.session import Session
+    from dpframe.engine.session import ReleaseEvent
 
 __all__ = ["AMBER_AT", "COLOURS", "BudgetMeter"]
 

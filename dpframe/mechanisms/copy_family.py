@@ -39,7 +39,6 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.accounting.budget import Budget, to_fraction
-from dpframe.backends.row_access import category_codes, numeric_rows
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.explanations import Explanation
@@ -199,7 +198,7 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
         length_text = f"{length_spec.name}, scale {length_spec.scale:.4g} rows"
         if node.kind == "rr":
             categories = node.categories
-            codes = category_codes(run.backend, node.plan, node.expr, categories)
+            codes = run.backend.category_codes(node.plan, node.expr, categories)
             n_hat = min(max(0, len(codes) + int(noisy[0])), MAX_COPY_ROWS)
             picked, fillers = _arrange(len(codes), n_hat, rng)
             inputs = np.concatenate([codes[picked], np.full(fillers, -1, dtype=np.int64)])
@@ -219,7 +218,7 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
             )
         else:
             low, high = node.bounds
-            (raw,) = numeric_rows(run.backend, node.plan, [node.expr])
+            (raw,) = run.backend.numeric_rows(node.plan, [node.expr])
             n_hat = min(max(0, len(raw) + int(noisy[0])), MAX_COPY_ROWS)
             picked, fillers = _arrange(len(raw), n_hat, rng)
             inputs_f = np.concatenate([raw[picked], np.full(fillers, np.nan)])

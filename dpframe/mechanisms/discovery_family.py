@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
-from dpframe.backends.base import Measure
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.partition_selection import check_partition_parameters, select_partitions
 from dpframe.mechanisms.results import GroupedRelease, NoInterval, grouped_series
 from dpframe.mechanisms.sparse_vector import check_sparse_vector, sparse_vector
 from dpframe.plan.expressions import Col
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Filter, lineage, unit_rows
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, SparseVector
 

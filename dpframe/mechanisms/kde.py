@@ -35,8 +35,10 @@ What dpframe does (neighbours differ by adding or removing a row):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +52,7 @@ __all__ = [
     "JITTER",
     "MAX_GRID",
     "KDENoise",
+    "KernelSums",
     "check_bandwidth",
     "classical_multiplier",
     "kde_noise",
@@ -149,3 +152,24 @@ def release_kernel_sums(
     noise = kde_noise(bandwidth, rows_per_unit, len(grid), rho)
     released, _ = gaussian_vector(whitened, noise.sensitivity, rho, rng)
     return factor @ released, noise
+
+
+@dataclass(frozen=True)
+class KernelSums:
+    """Kernel sums on a grid of the clamped present values, and their count.
+
+    ``partial`` gives ``(n, S)`` with n the present values and
+    S(x_j) = Σ_i φ_h(x_j − clamp(X_i)) (:func:`kernel_sums`).
+    """
+
+    points: tuple[float, ...]
+    bandwidth: float
+    bounds: tuple[float, float]
+
+    def partial(self, columns: Sequence[npt.NDArray[np.float64]]) -> tuple[Any, ...]:
+        """``(count, kernel sums)`` of one block."""
+        (values,) = columns
+        present = values[~np.isnan(values)]
+        clamped = np.clip(present, self.bounds[0], self.bounds[1])
+        grid = np.asarray(self.points, dtype=np.float64)
+        return len(clamped), kernel_sums(clamped, grid, self.bandwidth)

@@ -59,9 +59,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.backends.base import Measure
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.noise import SecureRandom
+from dpframe.plan.measures import Measure
 
 __all__ = ["ADAPT_AT_STDS", "MeanRelease", "mean_noise_plan", "release_mean"]
 

@@ -21,17 +21,17 @@ import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.accounting.budget import Budget
-from dpframe.backends.reduce import GradientSum, KernelSums
-from dpframe.backends.row_access import numeric_rows
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.kde import (
     MAX_GRID,
+    KernelSums,
     kde_noise,
     release_kernel_sums,
 )
 from dpframe.mechanisms.regression import (
+    GradientSum,
     Loss,
     check_steps,
     denormalize,
@@ -485,7 +485,7 @@ class RegressionFamily(Family[Regression]):
                 progress,
             )
         else:
-            columns = numeric_rows(run.backend, node.plan, exprs)
+            columns = run.backend.numeric_rows(node.plan, exprs)
             complete = np.all([~np.isnan(c) for c in columns], axis=0)
             xs = [c[complete] for c in columns[:-1]]
             y = normalize_target(columns[-1][complete], node.target_bounds, node.loss)

@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,7 @@ from dpframe.mechanisms.gaussian_vector import gaussian_vector
 from dpframe.noise import SecureRandom, coarsen_up, discrete_gaussian_array
 
 __all__ = [
+    "GradientSum",
     "Loss",
     "LossSpec",
     "check_steps",
@@ -328,3 +329,31 @@ def check_steps(value: object, name: str, upper: int) -> int:
     ):
         raise InvalidArgumentError(f"{name} must be an integer in [1, {upper}].")
     return int(value)
+
+
+@dataclass(frozen=True)
+class GradientSum:
+    """The gradient sum of a regression's loss at ``weights`` over the complete rows.
+
+    The columns are the features, then the target; a row with any missing
+    value is left out.  Features and target are clamped and rescaled as in
+    :func:`normalize_features` / :func:`normalize_target`.
+    ``partial`` gives ``(n, Σ ∇ℓ)``; with ``weights=None`` only the count.
+    """
+
+    feature_bounds: tuple[tuple[float, float], ...]
+    target_bounds: tuple[float, float]
+    loss: str
+    weights: tuple[float, ...] | None = None
+
+    def partial(self, columns: Sequence[npt.NDArray[np.float64]]) -> tuple[Any, ...]:
+        """``(complete rows, gradient sum)`` of one block."""
+        complete = np.all([~np.isnan(c) for c in columns], axis=0)
+        count = int(np.count_nonzero(complete))
+        dim = len(self.feature_bounds) + 1
+        if self.weights is None or count == 0:
+            return count, np.zeros(dim)
+        z = normalize_features([c[complete] for c in columns[:-1]], list(self.feature_bounds))
+        y = normalize_target(columns[-1][complete], self.target_bounds, self.loss)  # type: ignore[arg-type]
+        w = np.asarray(self.weights, dtype=np.float64)
+        return count, gradient_sum(w, z, y, self.loss)  # type: ignore[arg-type]

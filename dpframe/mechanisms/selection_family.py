@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
-from dpframe.backends.base import Backend, Measure
+from dpframe.backends.base import Backend
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS, measures_for
 from dpframe.mechanisms.family import Family, Released
@@ -29,6 +29,7 @@ from dpframe.mechanisms.quantiles import (
 from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release, grouped_series
 from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.plan.expressions import Bucket
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
 from dpframe.plan.releases import ArgMax, Describe, Mode, Quantile
 

@@ -32,8 +32,8 @@ from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
 
 if TYPE_CHECKING:
     from dpframe.api.frame import PrivateFrame
+    from dpframe.api.session import Session
     from dpframe.engine.release_path import Node
-    from dpframe.engine.session import Session
 
 __all__ = [
     "AuthenticationError",

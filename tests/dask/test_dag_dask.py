@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from dpframe.backends import PandasBackend
-from dpframe.backends.base import Measure
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.plan.expressions import Expr, col
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Assign, Filter, GroupKey, Plan, Source
 from tests.dask._support import from_pandas
 

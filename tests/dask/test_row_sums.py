@@ -8,7 +8,8 @@ import pytest
 
 from dpframe.backends import PandasBackend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.backends.reduce import GradientSum, KernelSums
+from dpframe.mechanisms.kde import KernelSums
+from dpframe.mechanisms.regression import GradientSum
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Filter, Source
 from tests.dask._support import from_pandas

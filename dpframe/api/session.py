@@ -1,0 +1,163 @@
+"""The analyst's session: the engine's session with loaders that return a :class:`PrivateFrame`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dpframe.api.frame import PrivateFrame
+from dpframe.engine import session as engine_session
+from dpframe.engine.loading import read_data
+from dpframe.plan.parameters import PrivacyUnit
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskDataFrame
+
+__all__ = ["Session"]
+
+
+class Session(engine_session.Session):
+    """A privacy budget and the private data it protects.
+
+    Args:
+        epsilon: the total ε of the session (> 0).
+        delta: the total δ (0 ≤ δ < 1); default 0.
+        name: the session's name in the ledger.  A session with the same
+            name and ledger resumes its spend, also from another process; the
+            budget covers every dataset the session loads (use a new name for
+            unrelated data), and is fixed at first use.
+        ledger: the SQLite ledger file; None for the default location
+            (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
+            for one that is forgotten when the session ends, or a
+            :class:`~dpframe.accounting.Ledger`.
+        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
+            :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
+            else ``"zcdp"``.
+        limits: the largest request a release may make (expression nodes, plan
+            steps, nesting, literal values, output cells), checked from public
+            inputs before the charge; default :class:`~dpframe.plan.estimate.ResourceLimits`.
+
+    Example:
+        >>> import dpframe as dp
+        >>> session = dp.Session(epsilon=1.0, ledger=":memory:")
+        >>> session.remaining
+        Budget(epsilon=1, delta=0)
+    """
+
+    # -- loading data --------------------------------------------------------
+
+    def private_frame(
+        self,
+        df: pd.DataFrame | DaskDataFrame,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        dtypes: Mapping[str, str] | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+    ) -> PrivateFrame:
+        """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
+
+        Args:
+            df: the private data.  Neighbouring datasets differ by one row, or,
+                with ``privacy_unit``, by all the rows of one unit.  A dask
+                DataFrame stays partitioned on its cluster (docs/backends.md).
+            bounds: public clamping bounds ``{column: (low, high)}`` for
+                numeric columns to be summed or averaged.
+            categories: public keys ``{column: [key, ...]}`` for group-bys;
+                rows with other values are dropped from grouped results.
+            dtypes: declared kinds ``{column: "numeric" | "boolean" | "text"}``;
+                a column with ``bounds`` is numeric by declaration.  Values are
+                read as declared (one that does not convert becomes missing),
+                so no kind is inferred from the private values.
+            privacy_unit: the column identifying a person (or household...)
+                when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
+                (which then also holds the two limits below).
+            max_rows_per_unit: with ``privacy_unit``: keep at most this many
+                rows per unit (a uniformly random subset from the secure
+                source; this makes a bounded copy) and multiply every
+                sensitivity by it.  Rows with a missing unit id count as units
+                of their own.
+            max_groups_per_unit: with ``privacy_unit``: when a group-by's keys
+                are discovered privately, each unit's rows are limited to at
+                most this many keys (a secure random choice), so one unit can
+                add at most this many new keys (default: ``max_rows_per_unit``).
+
+        Raises:
+            SchemaError: for an empty frame, unknown columns, or invalid
+                bounds or categories.
+            LedgerError: if the ledger holds this session and data with a
+                different budget or accounting.
+        """
+        source, schema = self.load(
+            df,
+            bounds,
+            categories,
+            dtypes=dtypes,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
+        )
+        return PrivateFrame._create(self, source, schema)
+
+    def read_csv(
+        self,
+        path: str | os.PathLike[str],
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        dtypes: Mapping[str, str] | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+        backend: str = "pandas",
+        **read_csv_kwargs: Any,
+    ) -> PrivateFrame:
+        """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`).
+
+        ``backend="dask"`` opens it (or a glob of files) lazily as a partitioned
+        dask DataFrame instead of reading it into memory (needs ``dpframe[dask]``).
+        """
+        df = read_data(pd.read_csv, "csv", path, backend, read_csv_kwargs)
+        return self.private_frame(
+            df,
+            bounds,
+            categories,
+            dtypes=dtypes,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
+        )
+
+    def read_parquet(
+        self,
+        path: str | os.PathLike[str],
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        categories: Mapping[str, Sequence[Hashable]] | None = None,
+        *,
+        dtypes: Mapping[str, str] | None = None,
+        privacy_unit: str | PrivacyUnit | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+        backend: str = "pandas",
+        **read_parquet_kwargs: Any,
+    ) -> PrivateFrame:
+        """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`.
+
+        ``backend="dask"`` opens it (or a directory of files) lazily as a
+        partitioned dask DataFrame instead of reading it into memory.
+        """
+        df = read_data(pd.read_parquet, "parquet", path, backend, read_parquet_kwargs)
+        return self.private_frame(
+            df,
+            bounds,
+            categories,
+            dtypes=dtypes,
+            privacy_unit=privacy_unit,
+            max_rows_per_unit=max_rows_per_unit,
+            max_groups_per_unit=max_groups_per_unit,
+        )
