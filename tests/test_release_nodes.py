@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import pandas as pd
@@ -124,6 +125,48 @@ def test_a_node_that_does_not_fit_the_schema_is_refused_before_the_charge(
     with pytest.raises(dp.DPError, match="not a row condition"):
         session.run(not_a_condition)
     assert session.spent.is_zero and session.ledger.empty
+
+
+@pytest.mark.parametrize(
+    ("features", "target"),
+    [(("region",), "wage"), (("education",), "region"), (("education",), "nope")],
+)
+def test_a_regression_on_a_column_that_is_not_numeric_is_refused_before_the_charge(
+    cps: pd.DataFrame, features: tuple[str, ...], target: str
+) -> None:
+    """Found by the curator fuzzer: a wire-built regression on a text column was charged,
+    then failed reading the data (the node had no schema check of its own)."""
+    session = dp.Session(epsilon=5, ledger=":memory:")
+    pf = session.private_frame(cps, bounds=BOUNDS)  # region: text, no declared categories
+    node = releases.Regression(
+        plan=pf.plan,
+        privacy=PrivacyRequest(epsilon=1),
+        loss="squared",
+        features=features,
+        feature_bounds=((0.0, 20.0),),
+        target=target,
+        target_bounds=(0.0, 5000.0),
+        steps=5,
+    )
+    missing = "nope" in (*features, target)
+    match = "nope" if missing else "needs a numeric column; 'region' is text"
+    with pytest.raises(dp.SchemaError, match=match):
+        session.run(node)
+    with pytest.raises(dp.SchemaError, match=match):
+        session.explain(node)
+    assert session.spent.is_zero and session.ledger.empty
+
+
+def test_every_release_kind_must_check_itself_against_the_schema() -> None:
+    """A kind without ``check`` cannot be built, so a new kind cannot skip validation."""
+
+    @dataclass(frozen=True, eq=False, kw_only=True)
+    class Unchecked(releases.ReleaseNode):
+        def _what(self) -> str:
+            return "unchecked"
+
+    with pytest.raises(TypeError, match=r"abstract method.*check"):
+        Unchecked(plan=Source("d"), privacy=PrivacyRequest(epsilon=1))  # type: ignore[abstract]
 
 
 def test_a_node_without_a_privacy_request_is_refused(

@@ -19,8 +19,8 @@ import pandas as pd
 from dpframe.api.guard import RowGuard, UnknownAttributeError
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col, Expr
-from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan
-from dpframe.plan.releases import DiscoverKeys, describe_plan
+from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan, describe_plan
+from dpframe.plan.releases import DiscoverKeys
 from dpframe.plan.schema import (
     ColumnInfo,
     Schema,

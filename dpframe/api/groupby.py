@@ -17,8 +17,8 @@ from dpframe.api.guard import UnknownAttributeError
 from dpframe.api.node_builders import argmax_node, request_of, require_bounds
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col
-from dpframe.plan.nodes import Aggregate, GroupKey, Statistic
-from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, describe_plan
+from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
+from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate
 
 if TYPE_CHECKING:
     from dpframe.accounting.budget import Number, Privacy, PrivacyRequest

@@ -21,7 +21,7 @@ from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.kde import check_bandwidth
 from dpframe.mechanisms.quantiles import check_quantile
 from dpframe.plan.expressions import Bucket, Col, Expr
-from dpframe.plan.nodes import Aggregate, GroupKey
+from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
 from dpframe.plan.releases import (
     ArgMax,
     Describe,
@@ -31,7 +31,6 @@ from dpframe.plan.releases import (
     Regression,
     SanitizedCopy,
     SparseVector,
-    describe_plan,
 )
 from dpframe.plan.schema import ColumnInfo, infer_column
 

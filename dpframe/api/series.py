@@ -27,8 +27,7 @@ from dpframe.api.node_builders import (
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import grouped_series
 from dpframe.plan.expressions import Clip, Expr
-from dpframe.plan.nodes import Aggregate, Statistic
-from dpframe.plan.releases import describe_plan
+from dpframe.plan.nodes import Aggregate, Statistic, describe_plan
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
 if TYPE_CHECKING:

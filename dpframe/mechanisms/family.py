@@ -5,7 +5,7 @@ A family turns the node's noise allocation into a noise plan before the
 charge (the privacy map: public inputs only, raising for unusable
 parameters), releases from the backend's exact values once the charge
 stands, and explains the release without reading data.  The families live
-with their mechanisms (the ``*_queries`` modules) and import this module,
+with their mechanisms (the ``*_family`` modules of this package) and import this module,
 never the engine.
 """
 

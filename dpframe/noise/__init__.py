@@ -1,4 +1,4 @@
-"""Secure, exact noise for differential privacy (layer 5 of dpframe).
+"""Secure, exact noise for differential privacy (the lowest layer of dpframe, with accounting).
 
 All randomness comes from :class:`SecureRandom` (by default :func:`os.urandom`);
 the samplers are exact implementations of Canonne, Kamath and Steinke (2020),

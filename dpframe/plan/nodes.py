@@ -35,6 +35,7 @@ __all__ = [
     "Plan",
     "Source",
     "Statistic",
+    "describe_plan",
     "lineage",
     "unit_rows",
 ]
@@ -288,3 +289,24 @@ class Aggregate:
         for key in self.by:
             size *= len(key.categories)
         return size
+
+
+#: The longest plan summary in a label (the ledger stores labels; a long plan is elided).
+_PLAN_TEXT = 500
+
+
+def describe_plan(plan: Plan) -> str:
+    """A readable summary of a plan's filters and derived columns, for labels in the ledger."""
+    _, steps = lineage(plan)
+    parts: list[str] = []
+    size = 0
+    for step in steps:
+        if isinstance(step, Filter):
+            parts.append(f"where {step.predicate}")
+        else:
+            parts.append(f"with {step.name} = {step.expr}")
+        size += len(parts[-1]) + 1
+        if size > _PLAN_TEXT:
+            parts.append(f"… ({len(steps)} steps)")
+            break
+    return (" " + " ".join(parts))[: _PLAN_TEXT + 40] if parts else ""

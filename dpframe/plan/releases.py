@@ -22,6 +22,7 @@ the engine, still before the charge.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -39,7 +40,7 @@ from dpframe.plan.nodes import (
     Plan,
     Source,
     Statistic,
-    lineage,
+    describe_plan,
 )
 from dpframe.plan.schema import (
     Schema,
@@ -65,7 +66,6 @@ __all__ = [
     "SanitizedCopy",
     "SparseVector",
     "canonical",
-    "describe_plan",
     "privacy_key",
 ]
 
@@ -74,27 +74,6 @@ Bounds: TypeAlias = tuple[float, float]
 #: Quantiles choose among the bin edges of this many equal bins over the bounds
 #: (4,097 public candidates).
 QUANTILE_BINS = 2**12
-
-
-#: The longest plan summary in a label (the ledger stores labels; a long plan is elided).
-_PLAN_TEXT = 500
-
-
-def describe_plan(plan: Plan) -> str:
-    """A readable summary of a plan's filters and derived columns, for labels in the ledger."""
-    _, steps = lineage(plan)
-    parts: list[str] = []
-    size = 0
-    for step in steps:
-        if isinstance(step, Filter):
-            parts.append(f"where {step.predicate}")
-        else:
-            parts.append(f"with {step.name} = {step.expr}")
-        size += len(parts[-1]) + 1
-        if size > _PLAN_TEXT:
-            parts.append(f"… ({len(steps)} steps)")
-            break
-    return (" " + " ".join(parts))[: _PLAN_TEXT + 40] if parts else ""
 
 
 def privacy_key(privacy: PrivacyRequest | None) -> tuple[Any, ...]:
@@ -116,7 +95,7 @@ def canonical(value: Any) -> Hashable:
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class ReleaseNode:
+class ReleaseNode(ABC):
     """Base class of the release kinds defined here.
 
     Attributes:
@@ -171,12 +150,13 @@ class ReleaseNode:
         """How many cells the release computes (declared keys, bins, points; 1: a scalar)."""
         return 1
 
+    @abstractmethod
     def check(self, schema: Schema) -> None:
-        """Raise a :class:`SchemaError` if the node does not fit ``schema`` (the plan's end)."""
+        """Raise a :class:`SchemaError` if the node does not fit ``schema`` (the plan's end).
 
-
-def _check_bounds(bounds: object, what: str) -> None:
-    check_node_bounds(bounds, what)
+        Every kind defines it: the engine calls it before the charge, also for
+        nodes that arrive over the wire without passing through the facade.
+        """
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -190,7 +170,7 @@ class Quantile(ReleaseNode):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_bounds(self.bounds, "quantile()")
+        check_node_bounds(self.bounds, "quantile()")
         if not self.levels:
             raise SchemaError("quantile() needs at least one level q in [0, 1].")
         if not all(isinstance(q, Fraction) and 0 <= q <= 1 for q in self.levels):
@@ -262,7 +242,7 @@ class ArgMax(ReleaseNode):
                 raise SchemaError(
                     f"argmax('{self.agg}') needs a column: argmax('{self.agg}', column='...')."
                 )
-            _check_bounds(self.bounds, f"argmax('{self.agg}')")
+            check_node_bounds(self.bounds, f"argmax('{self.agg}')")
 
     def _what(self) -> str:
         by = ", ".join(k.name for k in self.keys)
@@ -371,7 +351,7 @@ class DiscoverThenAggregate(ReleaseNode):
         if self.statistic != "count" and self.value is None:
             raise SchemaError(f"Select a column first: grouped['column'].{self.statistic}(...).")
         if self.statistic != "count":
-            _check_bounds(self.bounds, f"{self.statistic}()")
+            check_node_bounds(self.bounds, f"{self.statistic}()")
 
     def _what(self) -> str:
         what = "" if self.value is None else str(self.value)
@@ -426,7 +406,7 @@ class Describe(ReleaseNode):
         if not self.columns:
             raise SchemaError("describe() needs numeric columns with declared bounds.")
         for name, _, bounds in self.columns:
-            _check_bounds(bounds, f"describe() of {name!r}")
+            check_node_bounds(bounds, f"describe() of {name!r}")
 
     @property
     def share(self) -> Fraction:
@@ -492,7 +472,7 @@ class SanitizedCopy(ReleaseNode):
             )
         check_keys(self.name, self.categories)
         if self.kind == "laplace":
-            _check_bounds(self.bounds, "laplace_copy()")
+            check_node_bounds(self.bounds, "laplace_copy()")
             if not self.bounds[1] > self.bounds[0]:
                 raise SchemaError(f"laplace_copy() needs bounds with low < high for {self.name!r}.")
 
@@ -520,7 +500,7 @@ class KernelDensity(ReleaseNode):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_bounds(self.bounds, "kde()")
+        check_node_bounds(self.bounds, "kde()")
         if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
             raise InvalidArgumentError("bandwidth must be a positive finite number.")
         if not 1e-100 <= self.bandwidth <= 1e100:
@@ -592,6 +572,10 @@ class Regression(ReleaseNode):
             largest = 2.0 if self.loss == "squared" else 8.0  # 2/β: β = 1 or 1/4
             if not (math.isfinite(self.step_size) and 0 < self.step_size <= largest):
                 raise InvalidArgumentError(f"step_size must be in (0, {largest:g}] (2/β).")
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        for name in (*self.features, self.target):
+            numeric(Col(name), schema, "regression")
 
     def _what(self) -> str:
         kind = "linear" if self.loss == "squared" else "logistic"

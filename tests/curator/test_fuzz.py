@@ -383,7 +383,7 @@ def test_plausible_calls_charge_exactly_when_they_release(
                 assert cost.epsilon == decode_exact(privacy["epsilon"], "epsilon")
                 assert cost.delta == decode_exact(privacy["delta"], "delta")
         else:
-            assert (after, len(rows)) == (before, rows_before), answer.text
+            assert (after, len(rows)) == (before, rows_before), answer.text + repr(call)
             if answer.status_code == 200:
                 assert isinstance(decode_response(answer.json()["result"]), Explanation)
         assert fuzz_curator.unexpected_errors == 0
