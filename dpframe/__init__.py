@@ -9,7 +9,6 @@ disclosure; only curator mode protects against a hostile one.
 """
 
 from dpframe import audit
-from dpframe.accounting.budget import Budget
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.groupby import PrivateGroupBy
 from dpframe.api.series import PrivateSeries
@@ -30,6 +29,7 @@ from dpframe.jupyter.plotting import plot
 from dpframe.mechanisms.results import GroupedRelease, Release, ci
 from dpframe.plan.expressions import col, lit
 from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
+from dpframe.plan.privacy import Budget
 from dpframe.remote.client import Connection, RemoteSession, connect
 
 __all__ = [

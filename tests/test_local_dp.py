@@ -274,7 +274,7 @@ def test_floor_formulas() -> None:
         keep, _ = rr_probabilities(eps, dlt, 47)
         assert 1 - keep == pytest.approx(floor_discrete(47, 1.0, eps, dlt))
     # A zCDP floor is at least the floor of any one of its (ε, δ) conversions, and shrinks with ρ.
-    from dpframe.accounting.accountants import zcdp_epsilon
+    from dpframe.mechanisms.allocation import zcdp_epsilon
 
     assert floor_zcdp(1.0, 0.01) >= floor_bounded(1.0, zcdp_epsilon(0.01, 1e-6), 1e-6)
     assert floor_zcdp(1.0, 0.01) > floor_zcdp(1.0, 0.1) > 0

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpframe.accounting.budget import PrivacyRequest
 from dpframe.plan.codec import (
     MAX_ITEMS,
     NodeFormatError,
@@ -22,6 +21,7 @@ from dpframe.plan.codec import (
 )
 from dpframe.plan.expressions import Bucket, Col, Lit
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Source
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import (
     ArgMax,
     Describe,

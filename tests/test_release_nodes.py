@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.accounting.budget import PrivacyRequest
 from dpframe.engine.release_path import families
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.plan import releases
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
+from dpframe.plan.privacy import PrivacyRequest
 
 BOUNDS = {"wage": (0.0, 5000.0), "education": (0.0, 20.0)}
 CATEGORIES = {"region": ["northeast", "midwest", "south", "west"]}

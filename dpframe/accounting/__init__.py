@@ -4,15 +4,14 @@ from dpframe.accounting.accountants import (
     Accountant,
     ApproxDPAccountant,
     Charge,
-    NoiseAllocation,
     PureDPAccountant,
     ZCDPAccountant,
     make_accountant,
     rho_from_epsilon_delta,
-    zcdp_epsilon,
 )
-from dpframe.accounting.budget import Budget, PrivacyRequest, to_fraction
 from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
+from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
+from dpframe.plan.privacy import Budget, PrivacyRequest, to_fraction
 
 __all__ = [
     "Accountant",

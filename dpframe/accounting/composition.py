@@ -27,9 +27,10 @@ from fractions import Fraction
 
 import pandas as pd
 
-from dpframe.accounting.accountants import rho_from_epsilon_delta, zcdp_epsilon
+from dpframe.accounting.accountants import rho_from_epsilon_delta
 from dpframe.accounting.renyi import session_curve
 from dpframe.errors import InvalidBudgetError
+from dpframe.mechanisms.allocation import zcdp_epsilon
 
 __all__ = ["CompositionReadout", "CompositionSummary", "advanced_composition", "summarize"]
 

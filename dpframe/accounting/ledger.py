@@ -40,7 +40,6 @@ from typing import get_args
 import pandas as pd
 
 from dpframe.accounting.accountants import AccountingKind, Charge
-from dpframe.accounting.budget import Budget
 from dpframe.accounting.ledger_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -50,6 +49,7 @@ from dpframe.accounting.ledger_schema import (
     open_memory,
 )
 from dpframe.errors import InvalidArgumentError, LedgerError
+from dpframe.plan.privacy import Budget
 
 __all__ = [
     "APPLICATION_ID",

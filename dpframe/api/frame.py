@@ -30,11 +30,11 @@ from dpframe.plan.schema import (
 )
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number, Privacy
     from dpframe.api.groupby import PrivateGroupBy
     from dpframe.api.series import PrivateSeries
     from dpframe.api.session import Session
     from dpframe.mechanisms.results import Release
+    from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["PrivateFrame", "describe_plan"]
 

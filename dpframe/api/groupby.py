@@ -21,7 +21,7 @@ from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number, Privacy, PrivacyRequest
+    from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
 __all__ = ["PrivateGroupBy"]
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpframe.accounting.budget import Number, PrivacyRequest
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.kde import check_bandwidth
 from dpframe.mechanisms.quantiles import check_quantile
 from dpframe.plan.expressions import Bucket, Col, Expr
 from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
+from dpframe.plan.privacy import Number, PrivacyRequest
 from dpframe.plan.releases import (
     ArgMax,
     Describe,

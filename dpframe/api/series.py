@@ -31,8 +31,8 @@ from dpframe.plan.nodes import Aggregate, Statistic, describe_plan
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
 if TYPE_CHECKING:
-    from dpframe.accounting.budget import Number, Privacy, PrivacyRequest
     from dpframe.mechanisms.results import Release
+    from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
 __all__ = ["PrivateSeries", "require_bounds"]
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dpframe.accounting.budget import Budget
 from dpframe.errors import DPError
+from dpframe.plan.privacy import Budget
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 import dpframe as dp
-from dpframe.accounting.budget import Budget
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
 from dpframe.engine.loading import read_table
 from dpframe.engine.session import ReleaseEvent
@@ -30,6 +29,7 @@ from dpframe.errors import (
 )
 from dpframe.plan.codec import NodeFormatError, decode_node
 from dpframe.plan.nodes import Source
+from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, encode_response
 
 __all__ = ["Curator", "ServiceError", "error_payload"]

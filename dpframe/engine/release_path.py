@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from dpframe.accounting.accountants import Charge, NoiseAllocation
-from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.accounting.accountants import Charge
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Node, Released
 from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
 from dpframe.plan.nodes import Aggregate, Source, lineage
+from dpframe.plan.privacy import Budget, PrivacyRequest
 from dpframe.plan.releases import (
     ReleaseNode,
 )
@@ -201,7 +202,15 @@ def explain(session: Session, node: Node) -> Explanation:
         request, mechanism_delta=family.delta_of_its_own(node)
     )
     _backend(session, node, family)
-    asked = Asked(request, charge, allocation, session._accountant, session._charges())
+    accountant, spent = session._accountant, session._charges()
+    asked = Asked(
+        request,
+        allocation,
+        accountant.cost(request, charge),
+        float(charge.rho) if charge.rho else None,
+        accountant.remaining(spent),
+        accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None,
+    )
     return family.explain(node, asked)
 
 

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dpframe.accounting.accountants import Accountant, Charge, make_accountant
-from dpframe.accounting.budget import Budget, Number
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend, is_dask_frame
 from dpframe.backends.declared import (
@@ -49,6 +48,7 @@ from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.nodes import Source
 from dpframe.plan.parameters import PrivacyUnit
+from dpframe.plan.privacy import Budget, Number
 from dpframe.plan.schema import Schema, schema_from_frame
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import html
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from dpframe.accounting.budget import Budget
+from dpframe.plan.privacy import Budget
 
 if TYPE_CHECKING:
     from dpframe.api.session import Session

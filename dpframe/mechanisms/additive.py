@@ -18,8 +18,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation, explain_aggregate
 from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.results import GroupedRelease, Release, grouped_series
@@ -74,6 +74,4 @@ class AggregateFamily(Family[Aggregate]):
 
     def explain(self, node: Aggregate, asked: Asked) -> Explanation:
         """Each measure's noise and 95% half-width, and the accuracy floor."""
-        return explain_aggregate(
-            node, asked.request, asked.charge, asked.allocation, asked.accountant, asked.spent
-        )
+        return explain_aggregate(node, asked)

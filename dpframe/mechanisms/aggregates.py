@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.backends.base import MAX_ROWS
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.mean import mean_noise_plan, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure

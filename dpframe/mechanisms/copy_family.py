@@ -37,10 +37,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
-from dpframe.accounting.budget import Budget, to_fraction
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
+from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_discrete
@@ -55,6 +54,7 @@ from dpframe.mechanisms.local import (
 )
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
+from dpframe.plan.privacy import Budget, to_fraction
 from dpframe.plan.releases import SanitizedCopy
 
 __all__ = ["CopyInfo", "SanitizedCopyFamily", "check_length_share", "estimate_frequencies"]

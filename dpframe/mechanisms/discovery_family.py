@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.partition_selection import check_partition_parameters, select_partitions
 from dpframe.mechanisms.results import GroupedRelease, NoInterval, grouped_series

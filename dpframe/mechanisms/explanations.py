@@ -10,20 +10,42 @@ import html
 import math
 from dataclasses import dataclass
 
-from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
-from dpframe.accounting.budget import Budget, PrivacyRequest
 from dpframe.mechanisms.additive import noise_for
 from dpframe.mechanisms.aggregates import measures_for, noise_plan, spread_of
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_zcdp
 from dpframe.plan.nodes import Aggregate
+from dpframe.plan.privacy import Budget, PrivacyRequest
 
 __all__ = [
+    "CostView",
     "Explanation",
     "MeasureExplanation",
     "aggregate_floor",
     "explain_aggregate",
     "explain_cost",
 ]
+
+
+@dataclass(frozen=True)
+class CostView:
+    """What the accountant says of a request before any charge (computed by the engine).
+
+    Attributes:
+        request: the privacy request.
+        allocation: the noise it buys.
+        cost: the (ε, δ) the charge would be.
+        rho: the ρ charged in zCDP sessions (else None).
+        remaining_before: the budget left now.
+        remaining_after: the budget left after the charge; None when it would be refused.
+    """
+
+    request: PrivacyRequest
+    allocation: NoiseAllocation
+    cost: Budget
+    rho: float | None
+    remaining_before: Budget
+    remaining_after: Budget | None
 
 
 @dataclass(frozen=True)
@@ -78,15 +100,9 @@ class Explanation:
         return "<pre class='dpframe-explain'>" + html.escape(str(self)) + "</pre>"
 
 
-def explain_aggregate(
-    agg: Aggregate,
-    request: PrivacyRequest,
-    charge: Charge,
-    allocation: NoiseAllocation,
-    accountant: Accountant,
-    spent: Charge,
-) -> Explanation:
-    """Describe the release of ``agg`` under ``request`` from public facts only."""
+def explain_aggregate(agg: Aggregate, cost: CostView) -> Explanation:
+    """Describe the release of ``agg`` at ``cost`` from public facts only."""
+    allocation = cost.allocation
     explained = []
     spread = spread_of(agg)
     for name, sens, quantum, part in noise_plan(agg, allocation):
@@ -100,12 +116,17 @@ def explain_aggregate(
                 spec.abs_quantile(0.95) + spec.rounding,
             )
         )
-    cost = accountant.cost(request, charge)
-    before = accountant.remaining(spent)
-    after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
-    rho = float(charge.rho) if charge.rho else None
-    floor = aggregate_floor(agg, allocation, request)
-    return Explanation(agg.label, cost, rho, tuple(explained), agg.n_groups, before, after, floor)
+    floor = aggregate_floor(agg, allocation, cost.request)
+    return Explanation(
+        agg.label,
+        cost.cost,
+        cost.rho,
+        tuple(explained),
+        agg.n_groups,
+        cost.remaining_before,
+        cost.remaining_after,
+        floor,
+    )
 
 
 def aggregate_floor(
@@ -129,16 +150,8 @@ def aggregate_floor(
     return AccuracyFloor(expected, floor, note)
 
 
-def explain_cost(
-    label: str,
-    request: PrivacyRequest,
-    charge: Charge,
-    accountant: Accountant,
-    spent: Charge,
-) -> Explanation:
+def explain_cost(label: str, cost: CostView) -> Explanation:
     """Describe the cost of a selection query (its accuracy is in the method's docstring)."""
-    cost = accountant.cost(request, charge)
-    before = accountant.remaining(spent)
-    after = accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None
-    rho = float(charge.rho) if charge.rho else None
-    return Explanation(label, cost, rho, (), 1, before, after)
+    return Explanation(
+        label, cost.cost, cost.rho, (), 1, cost.remaining_before, cost.remaining_after
+    )

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from dpframe.accounting.accountants import Accountant, Charge, NoiseAllocation
-from dpframe.accounting.budget import Budget, PrivacyRequest
-from dpframe.mechanisms.explanations import Explanation, explain_cost
+from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.explanations import CostView, Explanation, explain_cost
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate
+from dpframe.plan.privacy import Budget
 from dpframe.plan.releases import ReleaseNode
 
 if TYPE_CHECKING:
@@ -33,19 +33,12 @@ Node = Aggregate | ReleaseNode
 N = TypeVar("N", bound=Node)
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(CostView):
     """A request as the accountant sees it, before any charge: for explanations."""
-
-    request: PrivacyRequest
-    charge: Charge
-    allocation: NoiseAllocation
-    accountant: Accountant
-    spent: Charge
 
     def cost_only(self, label: str) -> Explanation:
         """An explanation of the cost alone (for mechanisms without additive noise)."""
-        return explain_cost(label, self.request, self.charge, self.accountant, self.spent)
+        return explain_cost(label, self)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpframe.accounting.accountants import zcdp_epsilon
+from dpframe.mechanisms.allocation import zcdp_epsilon
 
 __all__ = [
     "AccuracyFloor",

@@ -58,8 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 

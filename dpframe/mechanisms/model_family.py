@@ -19,10 +19,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.accounting.accountants import NoiseAllocation
-from dpframe.accounting.budget import Budget
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.kde import (
     MAX_GRID,
@@ -45,6 +44,7 @@ from dpframe.mechanisms.regression import (
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import unit_rows
+from dpframe.plan.privacy import Budget
 from dpframe.plan.releases import KernelDensity, Regression
 from dpframe.plan.schema import Schema
 

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from dpframe.accounting.budget import Budget
 from dpframe.errors import DPError
+from dpframe.plan.privacy import Budget
 
 __all__ = ["GroupedRelease", "Intervals", "NoInterval", "Release", "ci"]
 

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.backends.base import Backend
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS, measures_for
+from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.quantiles import (
     QUANTILE_BINS,

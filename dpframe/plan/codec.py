@@ -32,10 +32,10 @@ from fractions import Fraction
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import DPError
 from dpframe.plan.expressions import Expr, expr_from_dict
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import ReleaseNode
 
 __all__ = [

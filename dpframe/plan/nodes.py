@@ -21,10 +21,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
 from dpframe.plan.keys import KeyTable, intern, scalar_key
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.schema import Schema, check_keys, check_node_bounds, keys_fit, value_fits
 
 __all__ = [

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from dpframe.accounting.budget import Privacy
 from dpframe.errors import SchemaError
+from dpframe.plan.privacy import Privacy
 
 __all__ = ["Accounting", "Analysis", "Privacy", "PrivacyUnit"]
 

@@ -2,7 +2,7 @@
 
 A release node is a frozen dataclass that says *what* to release (the plan of
 rows, the columns and public parameters) and *at what privacy cost* (its
-:class:`~dpframe.accounting.budget.PrivacyRequest`).  It holds no data and no
+:class:`~dpframe.plan.privacy.PrivacyRequest`).  It holds no data and no
 callables, so it can be compared by value (``key()``), explained, sized,
 serialized and sent to a curator before anything is read.  The engine
 (:meth:`dpframe.Session.run`) turns a node into a release:
@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from dpframe.accounting.budget import PrivacyRequest
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.keys import scalar_key
@@ -42,6 +41,7 @@ from dpframe.plan.nodes import (
     Statistic,
     describe_plan,
 )
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.schema import (
     Schema,
     check_keys,

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.accounting.budget import Budget
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
@@ -27,6 +26,7 @@ from dpframe.errors import (
 )
 from dpframe.plan.codec import encode_node
 from dpframe.plan.nodes import Source
+from dpframe.plan.privacy import Budget
 from dpframe.plan.schema import ColumnInfo, Schema
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
 

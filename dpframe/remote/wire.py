@@ -163,7 +163,6 @@ def decode_expr(data: Any) -> Expr:
 
 
 def _response_types() -> dict[str, type[Any]]:
-    from dpframe.accounting.budget import Budget
     from dpframe.mechanisms.additive import NoiseSpec
     from dpframe.mechanisms.aggregates import IntervalModel
     from dpframe.mechanisms.copy_family import CopyInfo
@@ -175,6 +174,7 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLogisticRegression,
     )
     from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release
+    from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (
         Budget,

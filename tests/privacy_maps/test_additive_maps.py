@@ -18,12 +18,13 @@ from functools import partial
 
 import pytest
 
-from dpframe.accounting.accountants import ApproxDPAccountant, NoiseAllocation
-from dpframe.accounting.budget import Budget, PrivacyRequest
+from dpframe.accounting.accountants import ApproxDPAccountant
 from dpframe.mechanisms.additive import NoiseSpec, noise_for
 from dpframe.mechanisms.aggregates import aggregate_noise, noise_plan
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
+from dpframe.plan.privacy import Budget, PrivacyRequest
 from tests.privacy_maps.pins import (
     Pin,
     assert_pinned,

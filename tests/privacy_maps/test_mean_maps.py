@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpframe.accounting.accountants import NoiseAllocation
 from dpframe.audit.exact_divergence import dec, laplace_max_loss
 from dpframe.mechanisms import mean as mean_module
 from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
 from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpframe.accounting.accountants import NoiseAllocation, pure_epsilon
 from dpframe.audit.exact_divergence import dec, max_log_ratio, renyi
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
 from dpframe.mechanisms import quantiles
+from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
 from dpframe.noise import SecureRandom
 from tests.privacy_maps.pins import ALPHAS, LESS, Pin, assert_pinned, register
 
