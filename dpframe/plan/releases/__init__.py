@@ -1,0 +1,44 @@
+"""Release nodes: every kind of differentially private release, as plain data.
+
+A release node is a frozen dataclass that says *what* to release (the plan of
+rows, the columns and public parameters) and *at what privacy cost* (its
+:class:`~dpframe.plan.privacy.PrivacyRequest`).  It holds no data and no
+callables, so it can be compared by value (``key()``), explained, sized,
+serialized and sent to a curator before anything is read.  The engine
+(:meth:`dpframe.Session.run`) turns a node into a release:
+validate → privacy map → charge → compute → release → record → notify.
+
+Count, sum, mean, var and std (overall or per group, histograms and value
+counts included) are :class:`~dpframe.plan.nodes.Aggregate` nodes; the other
+kinds are defined here.  Composite nodes (:class:`Describe`,
+:class:`DiscoverThenAggregate`) are charged once for their total; their parts
+and the budget split between them are part of the node (:meth:`parts`).
+
+Every node validates its public parameters in ``__post_init__`` (structure,
+ranges and types); checks that need the schema or a mechanism's limits run in
+the engine, still before the charge.
+"""
+
+from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, canonical, privacy_key
+from dpframe.plan.releases.copies import SanitizedCopy
+from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
+from dpframe.plan.releases.models import KernelDensity, Regression
+from dpframe.plan.releases.selection import ArgMax, Mode, Quantile
+from dpframe.plan.releases.summaries import Describe
+
+__all__ = [
+    "QUANTILE_BINS",
+    "ArgMax",
+    "Describe",
+    "DiscoverKeys",
+    "DiscoverThenAggregate",
+    "KernelDensity",
+    "Mode",
+    "Quantile",
+    "Regression",
+    "ReleaseNode",
+    "SanitizedCopy",
+    "SparseVector",
+    "canonical",
+    "privacy_key",
+]

@@ -1,0 +1,70 @@
+"""Summaries of several columns or statistics in one charge: describe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import Expr
+from dpframe.plan.nodes import Aggregate, describe_plan
+from dpframe.plan.releases.base import QUANTILE_BINS, Bounds, ReleaseNode, scaled
+from dpframe.plan.releases.selection import Quantile
+from dpframe.plan.schema import Schema, check_node_bounds, numeric
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Describe(ReleaseNode):
+    """count, mean, std and quartiles of bounded numeric columns, in one charge.
+
+    The request is split evenly over the columns; within a column, half goes
+    to the moments (one ``var`` aggregate) and half to the three quartiles
+    (one :class:`Quantile`).
+    """
+
+    columns: tuple[tuple[str, Expr, Bounds], ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.columns:
+            raise SchemaError("describe() needs numeric columns with declared bounds.")
+        for name, _, bounds in self.columns:
+            check_node_bounds(bounds, f"describe() of {name!r}")
+
+    @property
+    def share(self) -> Fraction:
+        """Each part's share of the request."""
+        return Fraction(1, 2 * len(self.columns))
+
+    def _what(self) -> str:
+        return f"describe({', '.join(name for name, _, _ in self.columns)})"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return tuple(expr for _, expr, _ in self.columns)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(self.columns) * (QUANTILE_BINS + 1)
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        for _, expr, _ in self.columns:
+            numeric(expr, schema, "describe")
+
+    def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
+        """Per column: a ``var`` aggregate and a quartiles :class:`Quantile`."""
+        privacy = scaled(self.privacy, self.share, self.privacy.delta * self.share)
+        found: list[Aggregate | ReleaseNode] = []
+        for _, expr, bounds in self.columns:
+            label = f"var({expr}){describe_plan(self.plan)}"
+            found.append(Aggregate(self.plan, "var", expr, bounds, (), label, privacy))
+            quartiles = tuple(Fraction(k, 4) for k in (1, 2, 3))
+            found.append(
+                Quantile(
+                    plan=self.plan,
+                    privacy=privacy,
+                    expr=expr,
+                    bounds=bounds,
+                    levels=quartiles,
+                    scalar=False,
+                )
+            )
+        return tuple(found)
