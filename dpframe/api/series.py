@@ -28,6 +28,7 @@ from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import grouped_series
 from dpframe.plan.expressions import Clip, Expr
 from dpframe.plan.nodes import Aggregate, Statistic, describe_plan
+from dpframe.plan.releases import ApproxBounds
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
 if TYPE_CHECKING:
@@ -340,6 +341,36 @@ class PrivateSeries(RowGuard):
             "Release",
             self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy),
         )
+
+    def approx_bounds(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> tuple[float, float]:
+        """Suggested clamping bounds ``(low, high)``, found without looking at the data.
+
+        Pass the result to ``with_bounds`` (``pf.with_bounds(wage=pf["wage"].approx_bounds(
+        epsilon=0.1))``).  The column needs no bounds of its own.
+
+        Privacy: one noisy histogram of the column over 101 fixed public bins
+        ±2^k (k = −10…40, a zero bin, values beyond ±2^40 in the end bins):
+        the cost of one grouped count; the choice of bins is post-processing.
+
+        Accuracy: with probability ≥ 95% no empty bin widens the result, so it
+        is at most a factor 2 wider than the occupied bins; bins too sparse to
+        clear the noise (rare extremes) are left out and their values clamped.
+        With too few rows for the budget it warns and returns ``(-2**40, 2**40)``.
+        See :class:`~dpframe.mechanisms.bounds_family.ApproxBoundsFamily`.
+        """
+        node = ApproxBounds(
+            plan=self._frame._plan,
+            privacy=request_of(epsilon, delta, rho, privacy),
+            expr=self._expr,
+        )
+        return cast("tuple[float, float]", self._frame._session.run(node))
 
     def mode(
         self,

@@ -64,6 +64,7 @@ __all__ = [
 
 def _families() -> Mapping[type, Family[Any]]:
     from dpframe.mechanisms.aggregate_family import AggregateFamily
+    from dpframe.mechanisms.bounds_family import ApproxBoundsFamily
     from dpframe.mechanisms.copy_family import SanitizedCopyFamily
     from dpframe.mechanisms.discovery_family import (
         DiscoverKeysFamily,
@@ -86,6 +87,7 @@ def _families() -> Mapping[type, Family[Any]]:
             r.Mode: ModeFamily(),
             r.ArgMax: ArgMaxFamily(),
             r.Describe: DescribeFamily(),
+            r.ApproxBounds: ApproxBoundsFamily(),
             r.SparseVector: SparseVectorFamily(),
             r.DiscoverKeys: DiscoverKeysFamily(),
             r.DiscoverThenAggregate: DiscoverThenAggregateFamily(),

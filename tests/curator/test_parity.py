@@ -54,6 +54,7 @@ QUERIES: dict[str, Query] = {
     "randomized_response": lambda pf: pf["region"].randomized_response(epsilon=0.05),
     "laplace_copy": lambda pf: pf["education"].laplace_copy(epsilon=0.05),
     "kde": lambda pf: pf["wage"].kde(bandwidth=200, epsilon=0.05, grid=16),
+    "approx_bounds": lambda pf: pf["wage"].approx_bounds(epsilon=0.05),
     "linear_regression": lambda pf: pf.linear_regression(
         ["education", "experience"], "wage", epsilon=0.05
     ),
@@ -68,6 +69,7 @@ BAD: dict[str, Query] = {
     "negative epsilon": lambda pf: pf.count(epsilon=-1),
     "over budget": lambda pf: pf.count(epsilon=1000),
     "text mean": lambda pf: pf["region"].mean(epsilon=0.1),
+    "text approx_bounds": lambda pf: pf["region"].approx_bounds(epsilon=0.1),
     "bad quantile": lambda pf: pf["wage"].quantile(1.5, epsilon=0.1),
     "undeclared value_counts": lambda pf: pf.assign(x=pf["wage"] > 3)["wage"].value_counts(
         epsilon=0.1
@@ -126,6 +128,10 @@ def _same_shape(local: Any, far: Any, exact_keys: bool = True) -> None:
         assert far.shape == local.shape
         assert far.index.equals(local.index)
         assert list(far.columns) == list(local.columns)
+    elif isinstance(local, tuple):  # approx_bounds: (low, high) on the public bin edges
+        assert len(far) == len(local) == 2
+        assert all(isinstance(x, float) for x in (*far, *local))
+        assert far[0] <= far[1]
     elif isinstance(local, list):
         assert all(isinstance(x, type(y)) for x, y in zip(far, local, strict=False))
     elif hasattr(local, "coef_"):

@@ -34,6 +34,10 @@ from tests.test_aggregates_statistical import (
     test_sum_is_gaussian_under_approx_with_delta,
     test_sum_is_laplace_at_bound_over_epsilon,
 )
+from tests.test_approx_bounds import (
+    test_cps_wages_get_bounds_that_cover_the_bulk,
+    test_values_near_zero_and_negative_values,
+)
 from tests.test_discovery import (
     test_above_threshold_finds_the_big_groups,
     test_discovery_hides_rare_keys_and_charges_delta,
@@ -67,6 +71,7 @@ __all__ = [
     "test_count_is_discrete_laplace",
     "test_count_with_rho_argument",
     "test_counts_use_noise_scaled_by_max_rows_per_unit",
+    "test_cps_wages_get_bounds_that_cover_the_bulk",
     "test_derived_columns_and_interval_bounds",
     "test_describe_splits_and_checks_the_budget",
     "test_discovery_hides_rare_keys_and_charges_delta",
@@ -88,5 +93,6 @@ __all__ = [
     "test_sum_is_laplace_at_bound_over_epsilon",
     "test_unit_frames",
     "test_value_counts_and_hist",
+    "test_values_near_zero_and_negative_values",
     "zcdp_frame",
 ]

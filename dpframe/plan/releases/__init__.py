@@ -10,7 +10,7 @@ validate → privacy map → charge → compute → release → record → notif
 
 Count, sum, mean, var and std (overall or per group, histograms and value
 counts included) are :class:`~dpframe.plan.nodes.Aggregate` nodes; the other
-kinds are defined here.  Composite nodes (:class:`Describe`,
+kinds are defined in this package.  Composite nodes (:class:`Describe`,
 :class:`DiscoverThenAggregate`) are charged once for their total; their parts
 and the budget split between them are part of the node (:meth:`parts`).
 
@@ -24,10 +24,11 @@ from dpframe.plan.releases.copies import SanitizedCopy
 from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
 from dpframe.plan.releases.models import KernelDensity, Regression
 from dpframe.plan.releases.selection import ArgMax, Mode, Quantile
-from dpframe.plan.releases.summaries import Describe
+from dpframe.plan.releases.summaries import ApproxBounds, Describe, bounds_edges
 
 __all__ = [
     "QUANTILE_BINS",
+    "ApproxBounds",
     "ArgMax",
     "Describe",
     "DiscoverKeys",
@@ -39,6 +40,7 @@ __all__ = [
     "ReleaseNode",
     "SanitizedCopy",
     "SparseVector",
+    "bounds_edges",
     "canonical",
     "privacy_key",
 ]

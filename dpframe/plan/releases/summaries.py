@@ -1,4 +1,4 @@
-"""Summaries of several columns or statistics in one charge: describe."""
+"""Summaries released in one charge: describe, and suggested bounds (approx_bounds)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dpframe.errors import SchemaError
-from dpframe.plan.expressions import Expr
-from dpframe.plan.nodes import Aggregate, describe_plan
+from dpframe.plan.expressions import Bucket, Expr
+from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
 from dpframe.plan.releases.base import QUANTILE_BINS, Bounds, ReleaseNode, scaled
 from dpframe.plan.releases.selection import Quantile
 from dpframe.plan.schema import Schema, check_node_bounds, numeric
@@ -68,3 +68,46 @@ class Describe(ReleaseNode):
                 )
             )
         return tuple(found)
+
+
+#: approx_bounds() bins its column over fixed public edges ±2^k, k from the first
+#: power to the second: 50 negative bins, a zero bin [-2^-10, 2^-10) and 50
+#: positive bins; values beyond ±2^40 fold into the end bins.
+BOUNDS_POWERS = (-10, 40)
+
+
+def bounds_edges() -> tuple[float, ...]:
+    """The public bin edges of :class:`ApproxBounds` (102 edges, 101 bins)."""
+    low, high = BOUNDS_POWERS
+    negative = tuple(-(2.0**k) for k in range(high, low - 1, -1))
+    positive = tuple(2.0**k for k in range(low, high + 1))
+    return negative + positive
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ApproxBounds(ReleaseNode):
+    """Suggested clamping bounds of a numeric column: a noisy histogram over fixed log-scale bins.
+
+    Needs no bounds of its own (that is its point): the bins are public
+    constants (:func:`bounds_edges`), so nobody looks at the data to choose them.
+    """
+
+    expr: Expr
+
+    def _what(self) -> str:
+        return f"approx_bounds({self.expr})"
+
+    def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
+        return (self.expr,)
+
+    def cells(self) -> int:  # noqa: D102
+        return len(bounds_edges()) - 1
+
+    def check(self, schema: Schema) -> None:  # noqa: D102
+        numeric(self.expr, schema, "approx_bounds")
+
+    def histogram(self) -> Aggregate:
+        """The count of present values per public bin (values beyond the edges fold in)."""
+        edges = bounds_edges()
+        bins = GroupKey("_bin", Bucket(self.expr, edges, clamp=True), tuple(range(len(edges) - 1)))
+        return Aggregate(self.plan, "count", self.expr, None, (bins,), self.label, self.privacy)
