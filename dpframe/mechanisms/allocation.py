@@ -30,6 +30,8 @@ class NoiseAllocation:
 
     def split(self, weights: tuple[int, ...]) -> tuple[NoiseAllocation, ...]:
         """Divide the allocation in proportion to positive integer ``weights``."""
+        if len(weights) == 1:
+            return (self,)  # the whole allocation, exactly (no Fraction arithmetic)
         total = sum(weights)
         return tuple(NoiseAllocation(self.kind, self.parameter * w / total) for w in weights)
 
