@@ -61,6 +61,9 @@ from dpframe.plan.nodes import GroupKey, Plan
 
 __all__ = ["PandasBackend"]
 
+#: Compiled queries kept per backend (a repeated release skips compilation; public inputs only).
+_QUERIES_KEPT = 256
+
 #: Rows per hashed block of the fingerprint (part of the digest: never change it).
 _HASH_ROWS = 1 << 16
 
@@ -84,6 +87,7 @@ class PandasBackend:
         self._frame = frame
         self._chunk_rows = chunk_rows
         self._codes: dict[tuple[str, tuple[Hashable, ...]], _Codes] = {}  # slot codes
+        self._queries: dict[tuple[Any, ...], Query] = {}  # compiled queries, by value
         self._fingerprint: str | None = None
 
     def __repr__(self) -> str:
@@ -220,7 +224,14 @@ class PandasBackend:
         totals are added: bit-identical to one pass over all rows (see
         :mod:`dpframe.backends.chunks`), with chunk-sized temporaries.
         """
-        return self.run_query(compile_query(plan, measures, by))
+        key = (plan.key(), tuple(_measure_key(m) for m in measures), tuple(k.key() for k in by))
+        query = self._queries.get(key)
+        if query is None:
+            query = compile_query(plan, measures, by)
+            if len(self._queries) >= _QUERIES_KEPT:
+                self._queries.clear()
+            self._queries[key] = query
+        return self.run_query(query)
 
     def run_query(self, query: Query) -> list[npt.NDArray[np.float64]]:
         """:meth:`compute` of a compiled query."""
@@ -355,3 +366,10 @@ def bound_contributions(
     keep = np.sort(order[rank < max_rows])
     bounded: pd.DataFrame = frame.iloc[keep]
     return bounded
+
+
+def _measure_key(measure: Measure) -> tuple[Any, ...]:
+    """A measure's exact identity (floats by their hex form, the expression by its key)."""
+    expr = None if measure.expr is None else measure.expr.key()
+    floats = (measure.lower, measure.upper, measure.center, measure.quantum)
+    return (measure.kind, expr, measure.power, *(float(x).hex() for x in floats))

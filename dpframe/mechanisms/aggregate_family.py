@@ -35,12 +35,35 @@ def group_index(agg: Aggregate) -> pd.Index:
     return product
 
 
+#: Privacy maps kept per session (a repeated release skips recomputing its map).
+_MAPS_KEPT = 256
+
+
+def _measured(node: Aggregate) -> tuple[Any, ...]:
+    """What an aggregate's privacy map depends on besides its plan and statistic, exactly."""
+    expr = None if node.expr is None else node.expr.key()
+    bounds = None if node.bounds is None else tuple(float(b).hex() for b in node.bounds)
+    return expr, bounds, tuple(key.key() for key in node.by)
+
+
 class AggregateFamily(Family[Aggregate]):
     """Counts, sums, means, variances and standard deviations (see mechanisms/aggregates.py)."""
 
+    def __init__(self) -> None:
+        # Privacy maps by (what is measured, allocation): a repeated release reuses its map.
+        # Public inputs only, and the map is a pure function of them.
+        self._maps: dict[tuple[Any, ...], AggregateNoise] = {}
+
     def privacy_map(self, node: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
         """The measures, their sensitivities and noise (checked against the samplers)."""
-        return aggregate_noise(node, allocation)
+        key = (node.plan.key(), node.statistic, *_measured(node), allocation)
+        found = self._maps.get(key)
+        if found is None:
+            found = aggregate_noise(node, allocation)
+            if len(self._maps) >= _MAPS_KEPT:
+                self._maps.clear()
+            self._maps[key] = found
+        return found
 
     def release(self, run: Released[Aggregate]) -> tuple[Any, str]:
         """Exact measures from the backend, noise, post-processing."""
