@@ -119,6 +119,7 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     "randomized response": lambda pf: pf["region"].randomized_response(epsilon=1),
     "laplace copy": lambda pf: pf["wage"].laplace_copy(epsilon=1),
     "kde": lambda pf: pf["wage"].kde(200.0, epsilon=0.1),
+    "approx bounds": lambda pf: pf["wage"].approx_bounds(epsilon=0.1),
     "linear regression": lambda pf: pf.linear_regression(
         ["education", "experience"], "wage", epsilon=1, steps=5
     ),
