@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass, fields
 from fractions import Fraction
@@ -41,7 +40,7 @@ def canonical(value: Any) -> Hashable:
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class ReleaseNode(ABC):
+class ReleaseNode:
     """Base class of the release kinds defined here.
 
     Attributes:
@@ -96,13 +95,20 @@ class ReleaseNode(ABC):
         """How many cells the release computes (declared keys, bins, points; 1: a scalar)."""
         return 1
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse, when it is defined, a release kind without a schema check of its own."""
+        super().__init_subclass__(**kwargs)
+        if cls.check is ReleaseNode.check:
+            raise TypeError(f"Release kind {cls.__name__} must define check(schema).")
+
     def check(self, schema: Schema) -> None:
         """Raise a :class:`SchemaError` if the node does not fit ``schema`` (the plan's end).
 
-        Every kind defines it: the engine calls it before the charge, also for
-        nodes that arrive over the wire without passing through the facade.
+        Every kind defines it (enforced when the class is defined): the engine
+        calls it before the charge, also for nodes that arrive over the wire
+        without passing through the facade.
         """
+        raise NotImplementedError
 
 
 def scaled(privacy: PrivacyRequest, share: Fraction, delta: Fraction) -> PrivacyRequest:
