@@ -95,3 +95,24 @@ def test_bad_input_charges_nothing(
         call(zcdp_frame)
     assert zcdp_frame.session.ledger.empty
     assert zcdp_frame.session.spent == dp.Budget(0)
+
+
+@pytest.mark.parametrize("accounting", ["approx", "zcdp"])
+def test_a_mean_over_discovered_keys_reports_its_whole_cost(
+    cps: pd.DataFrame, accounting: str
+) -> None:
+    """Its metadata once showed the aggregate part's share (ε/2, no δ); the ledger was right."""
+    session = dp.Session(epsilon=2, delta=1e-6, ledger=":memory:", accounting=accounting)
+    pf = session.private_frame(cps, bounds=CPS1988_BOUNDS)
+    result = pf.groupby("education")["wage"].mean(epsilon=0.5, delta=1e-8)
+    meta = result.attrs["dpframe"]
+    (row,) = session.ledger.itertuples()
+    assert meta.cost == dp.Budget(0.5, 1e-8)  # as requested (zCDP sessions report ρ apart)
+    if accounting == "approx":
+        assert session.spent == meta.cost
+    else:
+        assert meta.rho is not None and meta.rho > 0
+    assert (row.epsilon, row.delta) == (0.5, 1e-8)
+    assert meta.query == row.query == "mean(wage) by education, keys discovered privately"
+    assert meta.mechanism.startswith("partition selection, then discrete ")
+    assert meta.matches(result) and dp.ci(result).shape == (len(result), 2)

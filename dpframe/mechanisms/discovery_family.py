@@ -7,6 +7,7 @@ with part of the budget, then an aggregate over them, one charge).
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from typing import Any
 
@@ -132,4 +133,13 @@ class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
             )
             return empty, "0 keys"
         result = run.part(node.aggregate(keys))
+        meta = result.attrs.get("dpframe")
+        if isinstance(meta, GroupedRelease):  # the release's cost is the whole charge
+            result.attrs["dpframe"] = dataclasses.replace(
+                meta,
+                cost=run.cost,
+                rho=run.rho,
+                query=node.label,
+                mechanism=f"partition selection, then {meta.mechanism}",
+            )
         return result, f"{len(keys)} keys"
