@@ -107,13 +107,15 @@ def test_quantiles_on_cps_within_the_stated_rank_error(cps: pd.DataFrame) -> Non
     width = 5000 / QUANTILE_BINS
     for q in (0.1, 0.5, 0.9):
         release = pf["wage"].quantile(q, epsilon=1.0)
-        assert release.scale == pytest.approx(rank_error(1.0, 0.95))
+        level = Fraction(str(q))
+        assert release.scale == pytest.approx(rank_error(1.0, 0.95, level))
+        assert release.scale < rank_error(1.0, 0.95)  # max(q, 1 - q) < 1 rank
         rank = np.searchsorted(wages, release.value)
         edges = np.linspace(0, 5000, QUANTILE_BINS + 1)
         best = np.min(np.abs(np.searchsorted(wages, edges) - q * len(wages)))
         # The bound is relative to the best candidate (ties in the data make ranks jump),
-        # checked at the 1 - 1e-7 level: (2/eps) ln(4097/1e-7) ranks.
-        assert abs(rank - q * len(wages)) <= best + rank_error(1.0, 1 - 1e-7) + 1
+        # checked at the 1 - 1e-7 level: (2 max(q, 1 - q)/eps) ln(4097/1e-7) ranks.
+        assert abs(rank - q * len(wages)) <= best + rank_error(1.0, 1 - 1e-7, level) + 1
         assert wages[0] - width <= release.value <= wages[-1] + width
     with pytest.raises(dp.DPError, match="rank"):
         release.ci()

@@ -314,10 +314,10 @@ class PrivateSeries(RowGuard):
         """The q-quantile(s) over the declared bounds, by the exponential mechanism.
 
         Privacy: ε-DP (permute-and-flip over 4,097 public candidate values,
-        utility sensitivity 1); a list of q splits ε evenly.
+        utility sensitivity max(q, 1 − q) ranks); a list of q splits ε evenly.
 
         Accuracy: with probability 1 − β the rank error exceeds the best
-        candidate's by at most (2/ε_q)·ln(4097/β) (``release.scale`` holds the
+        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(4097/β) (``release.scale`` holds the
         95% figure); candidates are (U − L)/4096 apart.  ``ci()`` is not
         available for this mechanism.
 

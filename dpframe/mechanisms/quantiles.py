@@ -5,16 +5,19 @@ the B + 1 edges.  The utility of edge e for quantile q is −|#{x < e} − q·n|
 scaled to integers by q's denominator.
 
 Privacy:
-    Adding or removing one row moves #{x < e} by at most 1 and q·n by q, so
-    each utility moves by at most max(q, 1 − q) ≤ 1 (in units of 1/den(q):
-    at most den(q)).  Selection by permute-and-flip is ε-DP
+    Adding or removing one row moves den·#{x < e} − num·n (q = num/den) by
+    −num (a row at or above e) or den − num (a row below e), so each utility
+    moves by at most Δ = max(num, den − num) in units of 1/den, i.e. by
+    max(q, 1 − q) ≤ 1 rank (tight: both moves occur; k times it for a
+    privacy unit of k rows).  Selection by permute-and-flip is ε-DP
     (:func:`~dpframe.mechanisms.selection.permute_and_flip`); several
     quantiles split ε evenly (basic composition).  Missing values are not
     counted; ±inf is clamped to the bounds like any value.
 
 Accuracy:
     With probability at least 1 − β, the released edge's rank misses q·n by
-    at most (2/ε)·ln((B + 1)/β) more than the best candidate edge does (ties
+    at most (2·max(q, 1 − q)/ε)·ln((B + 1)/β) more than the best candidate
+    edge does (ties
     in the data can make every edge miss), and candidates are one bin width
     (U − L)/B apart.
 """
@@ -32,7 +35,14 @@ from dpframe.mechanisms.selection import exponential_utility_bound, permute_and_
 from dpframe.noise import SecureRandom
 from dpframe.plan.releases import QUANTILE_BINS
 
-__all__ = ["QUANTILE_BINS", "bin_edges", "check_quantile", "rank_error", "select_quantile"]
+__all__ = [
+    "QUANTILE_BINS",
+    "bin_edges",
+    "check_quantile",
+    "rank_error",
+    "select_quantile",
+    "utility_sensitivity",
+]
 
 #: Resolution of the candidate grid.
 
@@ -79,9 +89,21 @@ def select_quantile(
     utilities = -np.abs(below.astype(object) * q.denominator - scaled_target)
     if all(abs(int(u)) < 2**62 for u in (utilities.min(), utilities.max())):
         utilities = utilities.astype(np.int64)
-    return permute_and_flip(utilities, epsilon, q.denominator * unit_rows, rng)
+    return permute_and_flip(utilities, epsilon, utility_sensitivity(q) * unit_rows, rng)
 
 
-def rank_error(epsilon: float, level: float) -> float:
-    """The rank error not exceeded with probability ``level``: (2/ε)·ln((B+1)/(1−level))."""
-    return exponential_utility_bound(epsilon, 1.0, QUANTILE_BINS + 1, 1.0 - level)
+def utility_sensitivity(q: Fraction) -> int:
+    """How far one row moves a utility, in units of 1/den(q): max(num, den − num) (≥ 1)."""
+    return max(q.numerator, q.denominator - q.numerator)
+
+
+def rank_error(
+    epsilon: float, level: float, q: Fraction = Fraction(1), unit_rows: int = 1
+) -> float:
+    """The rank error not exceeded with probability ``level``.
+
+    (2Δ/ε)·ln((B+1)/(1−level)) with Δ = max(q, 1 − q)·unit_rows ranks (the
+    default q gives the worst case over levels, Δ = 1 rank per row).
+    """
+    sensitivity = float(max(q, 1 - q)) * unit_rows
+    return exponential_utility_bound(epsilon, sensitivity, QUANTILE_BINS + 1, 1.0 - level)

@@ -74,11 +74,11 @@ class QuantileFamily(Family[Quantile]):
             float(edges[select_quantile(below, total, q, eps_each, run.rng, rows)])
             for q in node.levels
         ]
-        error = rank_error(float(eps_each), 0.95)
+        errors = [rank_error(float(eps_each), 0.95, q, rows) for q in node.levels]
         label = node.label
         if node.scalar:
             release = Release(
-                picked[0], run.cost, _EM, error, label, NoInterval(_QUANTILE_REASON), run.rho
+                picked[0], run.cost, _EM, errors[0], label, NoInterval(_QUANTILE_REASON), run.rho
             )
             return release, repr(picked[0])
         index = pd.Index([float(q) for q in node.levels], name="q")
@@ -86,7 +86,7 @@ class QuantileFamily(Family[Quantile]):
             index,
             run.cost,
             _EM,
-            np.full(len(node.levels), error),
+            np.array(errors),
             label,
             NoInterval(_QUANTILE_REASON),
             run.rho,
