@@ -206,12 +206,16 @@ class PrivateGroupBy:
     ) -> Any:
         """The key whose count, sum or mean is largest; only the key is released.
 
-        Privacy: ε-DP by permute-and-flip (report noisy max with exponential
-        noise) over the declared keys, one charge for all keys.  Utility
-        sensitivity: 1 for counts, max(|L|, |U|) for sums, U − L for means.
+        Privacy: counts and sums: ε-DP by permute-and-flip (report noisy max
+        with exponential noise) over the declared keys, utility sensitivity 1
+        for counts, max(|L|, |U|) for sums.  Means: the noisy means of
+        ``groupby(...).mean(epsilon)`` (a noisy count and sum per key), of
+        which only the argmax is shown (post-processing).  One charge for all keys.
 
-        Accuracy: with probability 1 − β the chosen key's utility is within
-        (2Δ/ε)·ln(k/β) of the best of k keys.
+        Accuracy: counts and sums: with probability 1 − β the chosen key's
+        value is within (2Δ/ε)·ln(k/β) of the best of k keys.  Means: each
+        key's mean is off by about (U − L)/(ε·n_key), so keys whose means
+        differ by several of those are told apart.
 
         Args:
             agg: ``"count"``, ``"sum"`` or ``"mean"``.
