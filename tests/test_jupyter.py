@@ -242,3 +242,32 @@ def test_dp_load_with_a_privacy_unit(shell: InteractiveShell, cps_csv: Path) -> 
     pf = shell.user_ns["pf"]
     explained = shell.user_ns["dp_session"].explain(lambda: pf["wage"].sum(epsilon=0.1))
     assert explained.measures[0].sensitivity == pytest.approx(50_000)
+
+
+def test_refusals_show_their_message_without_a_traceback(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.run_cell("import dpframe as dp\ns = dp.Session(epsilon=1, ledger=':memory:')")
+    shell.run_cell("import pandas as pd\npf = s.private_frame(pd.DataFrame({'x': [1.0, 2.0]}))")
+    capsys.readouterr()
+    result = shell.run_cell("pf.count(epsilon=5)")
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert isinstance(result.error_in_exec, dp.BudgetExceededError)
+    assert "BudgetExceededError: Privacy budget exceeded" in text
+    assert "Requested:  ε=5" in text and "%tb shows where it was raised" in text
+    assert "Traceback" not in text and "release_path.py" not in text
+    other = shell.run_cell("1 / 0")  # not dpframe's: IPython's usual traceback
+    assert isinstance(other.error_in_exec, ZeroDivisionError)
+    assert "Traceback" in "".join(capsys.readouterr())
+
+
+def test_unloading_gives_errors_back_to_ipython(capsys: pytest.CaptureFixture[str]) -> None:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "dpframe")
+    assert ip.custom_exceptions == (dp.DPError,)
+    ip.run_line_magic("unload_ext", "dpframe")
+    assert ip.custom_exceptions == ()
+    capsys.readouterr()
+    ip.run_cell("import dpframe as dp\nraise dp.SchemaError('plain')")
+    assert "Traceback" in "".join(capsys.readouterr())

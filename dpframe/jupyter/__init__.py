@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpframe.jupyter import refusals
 from dpframe.jupyter.magics import DPMagics
 from dpframe.jupyter.meter import BudgetMeter
 
@@ -13,11 +14,12 @@ _MAGIC_NAMES = ("dp_session", "dp_load", "dp_connect", "dp_budget", "dp_ledger",
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register the magics; show a live meter if the namespace already holds a session."""
+    """Register the magics and the short refusals; show a meter if a session is in the namespace."""
     from dpframe.api.session import Session
 
     magics = DPMagics(ipython, parent=ipython)
     ipython.register_magics(magics)
+    refusals.install(ipython)
     if any(isinstance(value, Session) for value in ipython.user_ns.values()):
         from IPython.display import display
 
@@ -28,6 +30,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Close the meters and remove the magics: nothing of dpframe's stays registered."""
+    refusals.uninstall(ipython)
     registry = ipython.magics_manager.registry
     magics = registry.pop("DPMagics", None)
     if isinstance(magics, DPMagics):
