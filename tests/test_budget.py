@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +22,30 @@ def test_decimal_reading_of_floats() -> None:
     assert to_fraction(0.1, "epsilon") == Fraction(1, 10)
     total = sum((dp.Budget(0.1) for _ in range(10)), dp.Budget(0))
     assert total == dp.Budget(1.0)
+
+
+def test_numpy_float32_is_read_as_written() -> None:
+    """np.float32(0.1) is 0.100000001490116... as a double: ten of them overran a budget of 1."""
+    assert to_fraction(np.float32(0.1), "epsilon") == Fraction(1, 10)
+    assert to_fraction(np.float16(0.25), "epsilon") == Fraction(1, 4)
+    assert to_fraction(np.float64(0.1), "epsilon") == Fraction(1, 10)
+    session = dp.Session(epsilon=1, ledger=":memory:")
+    pf = session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}))
+    for _ in range(10):
+        pf.count(epsilon=np.float32(0.1))
+    assert session.remaining == dp.Budget(0)
+    with pytest.raises(dp.InvalidBudgetError, match="epsilon must be finite"):
+        to_fraction(np.float32("inf"), "epsilon")
+
+
+@given(st.floats(min_value=0.0009765625, max_value=1048576.0, width=32))
+def test_a_float32_reads_as_a_short_decimal_that_rounds_back_to_it(value: float) -> None:
+    single = np.float32(value)
+    exact = to_fraction(single, "epsilon")
+    assert np.float32(float(exact)) == single  # the same float32 (round trip)
+    assert exact.denominator in {2**a * 5**b for a in range(40) for b in range(40)}  # a decimal
+    digits = str(exact.numerator * (10**20 // exact.denominator)).rstrip("0")
+    assert len(digits) <= 9  # at most 9 significant digits: float32's shortest repr
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), -0.5, "abc", None, True])

@@ -265,9 +265,11 @@ def test_refusals_show_their_message_without_a_traceback(
 def test_unloading_gives_errors_back_to_ipython(capsys: pytest.CaptureFixture[str]) -> None:
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "dpframe")
-    assert ip.custom_exceptions == (dp.DPError,)
+    loaded: tuple[type[BaseException], ...] = ip.custom_exceptions
+    assert loaded == (dp.DPError,)
     ip.run_line_magic("unload_ext", "dpframe")
-    assert ip.custom_exceptions == ()
+    unloaded: tuple[type[BaseException], ...] = ip.custom_exceptions
+    assert unloaded == ()
     capsys.readouterr()
     ip.run_cell("import dpframe as dp\nraise dp.SchemaError('plain')")
     assert "Traceback" in "".join(capsys.readouterr())

@@ -13,6 +13,8 @@ from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational
 
+import numpy as np
+
 from dpframe.errors import InvalidBudgetError
 
 __all__ = ["Budget", "Number", "Privacy", "PrivacyRequest", "to_fraction"]
@@ -25,7 +27,8 @@ def to_fraction(value: object, name: str) -> Fraction:
 
     Args:
         value: an int, float, Fraction, Decimal or numeric string. Floats are
-            read by their shortest decimal representation (``repr``).
+            read by their shortest decimal representation (``repr``); a numpy
+            float32 by its own (``np.float32(0.1)`` is 1/10, as written).
         name: the parameter's name, used in error messages.
 
     Returns:
@@ -53,6 +56,10 @@ def to_fraction(value: object, name: str) -> Fraction:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
             raise InvalidBudgetError(f"{name} must be a number, got {value!r}.") from None
+    if isinstance(value, np.floating):  # float32 and kin: their own shortest decimal
+        if not np.isfinite(value):
+            raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
+        return Fraction(np.format_float_positional(value, unique=True, trim="-"))
     if isinstance(value, Rational):
         return Fraction(int(value.numerator), int(value.denominator))
     try:
