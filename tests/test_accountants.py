@@ -27,19 +27,19 @@ def test_default_kinds() -> None:
     assert make_accountant(dp.Budget(1), None).kind == "pure"
     assert make_accountant(dp.Budget(1, 1e-6), None).kind == "zcdp"
     assert make_accountant(dp.Budget(1, 1e-6), "approx").kind == "approx"
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match="accounting must be 'pure', 'approx' or"):
         make_accountant(dp.Budget(1), "renyi")
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match="zCDP accounting needs delta > 0"):
         make_accountant(dp.Budget(1), "zcdp")
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match="Pure-DP accounting needs delta=0"):
         make_accountant(dp.Budget(1, 1e-6), "pure")
 
 
 def test_pure_refuses_delta_and_rho() -> None:
     acc = PureDPAccountant(dp.Budget(1))
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match="a query cannot spend delta"):
         acc.allocate(PrivacyRequest(epsilon=0.1, delta=1e-6))
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match="rho= is only accepted in a zCDP session"):
         acc.allocate(PrivacyRequest(rho=0.1))
 
 
@@ -47,7 +47,7 @@ def test_budget_exceeded_message_names_requested_remaining_difference() -> None:
     acc = PureDPAccountant(dp.Budget(1))
     request = PrivacyRequest(epsilon=0.5)
     charge, _ = acc.allocate(request)
-    with pytest.raises(dp.BudgetExceededError) as info:
+    with pytest.raises(dp.BudgetExceededError, match="Privacy budget exceeded") as info:
         acc.check(Charge(epsilon=Fraction(7, 10)), charge, request)
     message = str(info.value)
     assert "Requested:  ε=0.5" in message
@@ -74,8 +74,8 @@ def test_zcdp_shares_add_up_to_the_total() -> None:
     assert spent.rho == acc.rho_total
     assert acc.remaining(spent).epsilon == 0
     assert float(acc.spent(spent).epsilon) <= 1.0
-    with pytest.raises(dp.BudgetExceededError):
-        request = PrivacyRequest(epsilon=0.001)
+    request = PrivacyRequest(epsilon=0.001)
+    with pytest.raises(dp.BudgetExceededError, match="Remaining:  ε=0"):
         acc.check(spent, acc.allocate(request)[0], request)
 
 

@@ -53,7 +53,7 @@ ACCESSORS: list[tuple[str, Callable[[Any], Any]]] = [
 def test_frame_refuses_raw_access(
     secret_frame: dp.PrivateFrame, what: str, access: Callable[[Any], Any]
 ) -> None:
-    with pytest.raises(dp.DPError) as info:
+    with pytest.raises(dp.PrivacyViolationError, match="would reveal private rows") as info:
         access(secret_frame)
     assert str(SENTINEL_WAGE) not in str(info.value)
     assert SENTINEL_KEY not in str(info.value)
@@ -63,18 +63,18 @@ def test_frame_refuses_raw_access(
 def test_series_refuses_raw_access(
     secret_frame: dp.PrivateFrame, what: str, access: Callable[[Any], Any]
 ) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.PrivacyViolationError, match="would reveal private rows"):
         access(secret_frame["wage"])
 
 
 def test_unknown_attribute_is_not_forwarded(secret_frame: dp.PrivateFrame) -> None:
     with pytest.raises(dp.DPError, match="does not forward"):
         secret_frame.to_csv("x.csv")
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match=r"no attribute '_df' .*does not forward"):
         secret_frame._df  # noqa: B018
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.DPError, match="PrivateSeries has no attribute 'apply'"):
         secret_frame["wage"].apply(print)
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="PrivateGroupBy has no attribute 'apply'"):
         secret_frame.groupby("region").apply  # noqa: B018
 
 
@@ -88,23 +88,23 @@ def test_repr_shows_schema_only(secret_frame: dp.PrivateFrame) -> None:
 
 
 def test_frames_are_immutable(secret_frame: dp.PrivateFrame) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match="A PrivateFrame is immutable"):
         secret_frame.wage = 3
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match=r"session\.private_frame\(df"):
         dp.PrivateFrame()
     assert copy.deepcopy(secret_frame) is secret_frame
 
 
 def test_session_cannot_be_pickled(session: dp.Session) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.DPError, match="A session holds private data and cannot be pickled"):
         pickle.dumps(session)
 
 
 def test_expression_truth_value_is_refused(secret_frame: dp.PrivateFrame) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.PrivacyViolationError, match="Truth testing would reveal private rows"):
         if secret_frame["wage"] > 3:
             pass
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match="only known row by row"):
         bool(dp.col("wage") > 3)
 
 
