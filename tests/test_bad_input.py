@@ -116,27 +116,30 @@ def test_empty_frame_is_refused(session: dp.Session, df: pd.DataFrame) -> None:
 
 
 def test_not_a_dataframe(session: dp.Session) -> None:
-    with pytest.raises(dp.SchemaError):
+    with pytest.raises(dp.SchemaError, match=r"private_frame\(\) needs a pandas DataFrame"):
         session.private_frame(np.zeros((3, 2)))  # type: ignore[arg-type]
 
 
-def test_bad_session_arguments(tmp_path: Path) -> None:
-    for kwargs in (
-        {"epsilon": 0},
-        {"epsilon": -1},
-        {"epsilon": float("nan")},
-        {"epsilon": 1, "delta": 1},
-        {"epsilon": 1, "delta": -1e-9},
-        {"epsilon": 1, "accounting": "pure", "delta": 1e-6},
-        {"epsilon": 1, "accounting": "zcdp"},
-        {"epsilon": 1, "name": ""},
-    ):
-        with pytest.raises(dp.DPError):
-            dp.Session(ledger=tmp_path / "l.sqlite", **kwargs)
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0}, "The session's epsilon must be > 0"),
+        ({"epsilon": -1}, "epsilon must be >= 0, got -1"),
+        ({"epsilon": float("nan")}, "epsilon must be finite, got nan"),
+        ({"epsilon": 1, "delta": 1}, r"delta must be in \[0, 1\), got 1"),
+        ({"epsilon": 1, "delta": -1e-9}, r"delta must be in \[0, 1\), got -1e-09"),
+        ({"epsilon": 1, "accounting": "pure", "delta": 1e-6}, "Pure-DP accounting needs delta=0"),
+        ({"epsilon": 1, "accounting": "zcdp"}, "zCDP accounting needs delta > 0"),
+        ({"epsilon": 1, "name": ""}, "name must be a non-empty string"),
+    ],
+)
+def test_bad_session_arguments(tmp_path: Path, kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(dp.DPError, match=match):
+        dp.Session(ledger=tmp_path / "l.sqlite", **kwargs)
 
 
 def test_read_csv_errors_are_dperrors(session: dp.Session, tmp_path: Path) -> None:
-    with pytest.raises(dp.SchemaError):
+    with pytest.raises(dp.SchemaError, match=r"Cannot read '.*missing\.csv': FileNotFoundError"):
         session.read_csv(tmp_path / "missing.csv")
 
 

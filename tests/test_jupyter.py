@@ -83,7 +83,7 @@ def test_meter_updates_live_and_changes_colour(session: dp.Session, cps: pd.Data
     first.close()
     pf_count_before = first.fraction
     second.close()
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.BudgetExceededError, match="Privacy budget exceeded"):
         pf.count(epsilon=1)
     assert first.fraction == pf_count_before
     assert not session._listeners
@@ -179,9 +179,9 @@ def test_load_ext_shows_meter_for_existing_session(tmp_path: Path) -> None:
 def test_argument_parsers() -> None:
     assert parse_bounds(["a=0:1", "b=-2.5:3e3"]) == {"a": (0.0, 1.0), "b": (-2.5, 3000.0)}
     assert parse_categories(["r=x,y"]) == {"r": ["x", "y"]}
-    with pytest.raises(MagicInputError):
+    with pytest.raises(MagicInputError, match="write COLUMN=LOW:HIGH"):
         parse_bounds(["a=1"])
-    with pytest.raises(MagicInputError):
+    with pytest.raises(MagicInputError, match="write COLUMN=KEY1,KEY2"):
         parse_categories(["r="])
 
 
@@ -206,7 +206,7 @@ def test_plot_grouped_release_with_error_bars(session: dp.Session, cps: pd.DataF
     assert len(ax.patches) == 2
     single = dp.plot(pf.count(epsilon=1))
     assert len(single.patches) == 1
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.DPError, match=r"plot\(\) needs a release or a grouped result"):
         dp.plot(pd.Series([1.0]))
 
 
@@ -218,7 +218,7 @@ def test_series_accessor(session: dp.Session, cps: pd.DataFrame) -> None:
     hist = pf["wage"].hist(bins=4, epsilon=1)
     assert list(hist.dp.ci().columns) == ["low", "high"]
     assert len(hist.dp.plot().patches) == 4
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.DPError, match=r"ci\(\) needs a dpframe release"):
         pd.Series([1.0]).dp.ci()
 
 

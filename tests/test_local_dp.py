@@ -224,7 +224,7 @@ def test_units_divide_the_per_row_epsilon(tmp_path: Path, cps: pd.DataFrame) -> 
     )
     copy = pf["region"].randomized_response(epsilon=1.0)
     assert copy.attrs["dpframe_copy"].epsilon == pytest.approx(0.95 / 2)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match="this session is pure DP"):
         pf["region"].randomized_response(epsilon=1.0, delta=0.1)
 
 
@@ -250,14 +250,14 @@ def test_bad_input(tmp_path: Path, cps: pd.DataFrame) -> None:
         unbounded["wage"].laplace_copy(epsilon=1.0)
     with pytest.raises(dp.DPError, match="length_share"):
         pf["region"].randomized_response(epsilon=1.0, length_share=1.5)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match="a sanitized copy's noisy length"):
         pf["region"].randomized_response(epsilon=1.0, delta=0.1)  # pure session
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match="epsilon must be > 0, got -1"):
         pf["region"].randomized_response(epsilon=-1.0)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match="millions of filler rows"):
         pf["wage"].laplace_copy(epsilon=1e-12)
     _nothing_charged(pf)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="takes a copy returned by randomized"):
         estimate_frequencies(pd.Series(["a", "b"]))
 
 

@@ -159,9 +159,10 @@ class PureDPAccountant(Accountant):
             raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
         if mechanism_delta:
             raise InvalidBudgetError(
-                "Discovering keys privately needs delta > 0, and this session is pure DP "
-                "(delta=0). Declare the keys with categories=..., or use a session with "
-                "delta > 0 and pass delta= to the query."
+                "This release spends a delta of its own (key discovery, or a sanitized "
+                "copy's noisy length), and this session is pure DP (delta=0). Declare the "
+                "keys with categories=... (a group-by), drop delta= (a copy), or use a "
+                "session with delta > 0."
             )
         if request.delta != 0:
             raise InvalidBudgetError(
@@ -302,8 +303,8 @@ class ZCDPAccountant(Accountant):
 def _require_delta(request: PrivacyRequest) -> None:
     if request.delta == 0:
         raise InvalidBudgetError(
-            "Discovering keys privately needs a delta of its own: pass delta=... (e.g. 1e-7, "
-            "well below 1/n), or declare the keys with categories=..."
+            "This release needs a delta of its own (discovering keys privately): pass "
+            "delta=... (e.g. 1e-7, well below 1/n), or declare the keys with categories=..."
         )
 
 
