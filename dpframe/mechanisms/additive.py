@@ -98,6 +98,12 @@ def _grid_quanta(scale_quanta: float, sensitivity: int) -> int:
     return 1 << (math.floor(math.log2(reference)) - GRID_BITS)
 
 
+_TOO_SMALL = (
+    "The privacy parameter is so small that the noise would exceed 2**52 grid units; "
+    "ask for a larger epsilon (or rho)."
+)
+
+
 def noise_for(
     sensitivity: int, quantum: float, allocation: NoiseAllocation, spread: int = 1
 ) -> tuple[int, int, NoiseSpec]:
@@ -122,6 +128,8 @@ def noise_for(
             scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
     except OverflowError:  # a parameter beyond float range (say ε = 10**400): no noise
         scale_quanta = 0.0
+    except ZeroDivisionError:  # a parameter below float range (say ε = 10**-400)
+        raise InvalidBudgetError(_TOO_SMALL) from None
     grid_q = _grid_quanta(scale_quanta, sensitivity)
     sensitivity_units = sensitivity if grid_q == 1 else sensitivity // grid_q + spread
     if allocation.kind == "laplace":
@@ -130,10 +138,7 @@ def noise_for(
         parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
     too_wide = parameter > _MAX_SCALE if allocation.kind == "laplace" else parameter > _MAX_SCALE**2
     if too_wide:
-        raise InvalidBudgetError(
-            "The privacy parameter is so small that the noise would exceed 2**52 grid units; "
-            "ask for a larger epsilon (or rho)."
-        )
+        raise InvalidBudgetError(_TOO_SMALL)
     grid = float(grid_q) * quantum
     rounding = 0.0 if grid_q == 1 else grid / 2
     return grid_q, sensitivity_units, NoiseSpec(allocation.kind, parameter, grid, rounding)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.backends.base import Backend
-from dpframe.errors import SchemaError
+from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.mechanisms.aggregates import (
     MAX_CELLS,
     AggregateNoise,
@@ -58,8 +58,14 @@ class QuantileFamily(Family[Quantile]):
     mechanism = _EM
 
     def privacy_map(self, node: Quantile, allocation: NoiseAllocation) -> Fraction:
-        """The ε of each level."""
-        return pure_epsilon(allocation, _EM_ZCDP) / len(node.levels)
+        """The ε of each level; refused when its rank error would exceed 2**52 ranks."""
+        eps_each = pure_epsilon(allocation, _EM_ZCDP) / len(node.levels)
+        if not float(eps_each) > 0 or rank_error(float(eps_each), 0.95) > 2**52:
+            raise InvalidBudgetError(
+                "The privacy parameter is so small that a quantile's rank error would exceed "
+                "2**52 ranks; ask for a larger epsilon (or rho), or fewer levels at once."
+            )
+        return eps_each
 
     def release(self, run: Released[Quantile]) -> tuple[Any, str]:
         """One histogram over the candidates, then one selection per level."""
