@@ -1,15 +1,22 @@
-"""The ``dpframe`` command: ``dpframe serve`` runs a curator, ``dpframe new-token`` makes a token.
+r"""The ``dpframe`` command: ``dpframe serve`` runs a curator, ``dpframe new-token`` makes a token.
 
 Examples::
 
     dpframe new-token                      # prints a token (give it to the analyst)
                                            # and its hash (put it in the catalog)
     dpframe serve --catalog catalog.toml   # binds 127.0.0.1:8765 by default
+    dpframe serve --catalog catalog.toml --host 0.0.0.0 --ssl-certfile cert.pem \
+        --ssl-keyfile key.pem              # beyond loopback: TLS
+
+A host other than loopback is refused without TLS (``--ssl-certfile`` and
+``--ssl-keyfile``, passed to uvicorn) unless ``--insecure-http`` says that
+plain HTTP is meant (tokens and releases then cross the network in clear).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +35,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.add_argument("--log-level", default="warning", help="uvicorn log level")
+    serve.add_argument("--ssl-certfile", help="TLS certificate (PEM), with --ssl-keyfile")
+    serve.add_argument("--ssl-keyfile", help="TLS private key (PEM), with --ssl-certfile")
+    serve.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="serve plain HTTP on a host other than loopback (tokens travel in clear)",
+    )
+    serve.add_argument(
+        "--no-docs", action="store_true", help="leave out the interactive /docs and /redoc pages"
+    )
     commands.add_parser("new-token", help="print a new analyst token and its hash for the catalog")
     return parser
 
@@ -42,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"token (give to the analyst, keep secret): {token}")
         print(f'catalog entry:  token_sha256 = "{digest}"')
         return 0
+    refusal = _transport_refusal(args)
+    if refusal is not None:
+        print(f"dpframe serve: {refusal}", file=sys.stderr)
+        return 2
     from dpframe.curator.catalog import Catalog, CatalogError
 
     try:
@@ -59,9 +80,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpframe serve: {exc}", file=sys.stderr)
         return 2
     names = ", ".join(sorted(catalog.datasets))
-    print(f"dpframe curator: serving {names} on http://{args.host}:{args.port}", flush=True)
-    uvicorn.run(create_app(catalog), host=args.host, port=args.port, log_level=args.log_level)
+    scheme = "https" if args.ssl_certfile else "http"
+    print(f"dpframe curator: serving {names} on {scheme}://{args.host}:{args.port}", flush=True)
+    if scheme == "http" and not _is_loopback(args.host):
+        print("dpframe serve: WARNING: plain HTTP beyond loopback (--insecure-http)", flush=True)
+    uvicorn.run(
+        create_app(catalog, docs=not args.no_docs),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
+    )
     return 0
+
+
+def _is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _transport_refusal(args: argparse.Namespace) -> str | None:
+    """Why these serve arguments are refused (before anything is loaded), or None."""
+    if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
+        return "give --ssl-certfile and --ssl-keyfile together."
+    if args.ssl_certfile or args.insecure_http or _is_loopback(args.host):
+        return None
+    return (
+        f"--host {args.host} is not loopback, and analysts' tokens and releases would cross "
+        "the network in clear. Give --ssl-certfile and --ssl-keyfile (TLS), or --insecure-http "
+        "if plain HTTP is really meant (e.g. behind a TLS proxy on the same host)."
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -152,14 +152,20 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def create_app(catalog: Catalog | Curator) -> FastAPI:
-    """The curator's ASGI application for ``catalog`` (serve it with uvicorn)."""
+def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
+    """The curator's ASGI application for ``catalog`` (serve it with uvicorn).
+
+    ``docs=False`` leaves out the interactive pages (``/docs``, ``/redoc``);
+    the machine-readable ``/openapi.json`` stays.
+    """
     curator = catalog if isinstance(catalog, Curator) else Curator(catalog)
     app = FastAPI(
         title="dpframe curator",
         version="1",
         description="Differentially private releases of a data owner's tables.",
         responses=_ERRORS,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
     )
     app.state.curator = curator
 
