@@ -30,43 +30,107 @@ def frame(session: dp.Session) -> dp.PrivateFrame:
     )
 
 
-BAD_QUERIES: list[tuple[str, Callable[[dp.PrivateFrame], Any]]] = [
-    ("epsilon zero", lambda f: f.count(epsilon=0)),
-    ("epsilon negative", lambda f: f.count(epsilon=-1)),
-    ("epsilon nan", lambda f: f.count(epsilon=float("nan"))),
-    ("epsilon inf", lambda f: f.count(epsilon=float("inf"))),
-    ("epsilon missing", lambda f: f.count()),
-    ("epsilon string", lambda f: f.count(epsilon="lots")),
-    ("delta negative", lambda f: f.count(epsilon=0.1, delta=-0.1)),
-    ("delta one", lambda f: f.count(epsilon=0.1, delta=1)),
-    ("delta under pure DP", lambda f: f.count(epsilon=0.1, delta=1e-6)),
-    ("rho under pure DP", lambda f: f.count(rho=0.1)),
-    ("unknown column", lambda f: f["salary"]),
-    ("sum of text", lambda f: f["name"].sum(epsilon=0.1)),
-    ("mean of text", lambda f: f["region"].mean(epsilon=0.1)),
-    ("groupby undeclared", lambda f: f.groupby("name").count(epsilon=0.1)),
-    ("groupby sum without column", lambda f: f.groupby("region").sum(epsilon=0.1)),
-    ("filter not boolean", lambda f: f[f["wage"] + 1]),
-    ("arithmetic on text", lambda f: f["name"] * 2),
-    ("bad bounds", lambda f: f.with_bounds(wage=(5, 1))),
-    ("infinite bounds", lambda f: f.with_bounds(wage=(0, float("inf")))),
-    ("bounds on text", lambda f: f.with_bounds(name=(0, 1))),
-    ("budget exceeded", lambda f: f.count(epsilon=11)),
-    ("groupby not a name", lambda f: f.groupby(5)),  # type: ignore[arg-type]
-    ("groupby None", lambda f: f.groupby(None)),  # type: ignore[arg-type]
-    ("categories as a string", lambda f: f.with_categories(region="sw")),
-    ("compare text with number", lambda f: f[f["region"] > 5]),
-    ("arithmetic with text", lambda f: f["wage"] + "x"),
-    ("tiny epsilon", lambda f: f.count(epsilon=1e-300)),
+BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
+    ("epsilon zero", "epsilon must be > 0, got 0", lambda f: f.count(epsilon=0)),
+    ("epsilon negative", "epsilon must be > 0, got -1", lambda f: f.count(epsilon=-1)),
+    ("epsilon nan", "epsilon must be finite, got nan", lambda f: f.count(epsilon=float("nan"))),
+    ("epsilon inf", "epsilon must be finite, got inf", lambda f: f.count(epsilon=float("inf"))),
+    ("epsilon missing", r"Give the privacy cost of a query as epsilon=\.\.\.", lambda f: f.count()),
+    ("epsilon string", "epsilon must be a number, got 'lots'", lambda f: f.count(epsilon="lots")),
+    (
+        "delta negative",
+        r"delta must be in \[0, 1\), got -0\.1",
+        lambda f: f.count(epsilon=0.1, delta=-0.1),
+    ),
+    ("delta one", r"delta must be in \[0, 1\), got 1\.", lambda f: f.count(epsilon=0.1, delta=1)),
+    (
+        "delta under pure DP",
+        r"uses pure DP \(delta=0\), so a query cannot spend delta",
+        lambda f: f.count(epsilon=0.1, delta=1e-6),
+    ),
+    ("rho under pure DP", "rho= is only accepted in a zCDP session", lambda f: f.count(rho=0.1)),
+    ("unknown column", "Unknown column 'salary'", lambda f: f["salary"]),
+    (
+        "sum of text",
+        r"sum\(\) needs a numeric column; 'name' is text",
+        lambda f: f["name"].sum(epsilon=0.1),
+    ),
+    (
+        "mean of text",
+        r"mean\(\) needs a numeric column; 'region' is categorical",
+        lambda f: f["region"].mean(epsilon=0.1),
+    ),
+    (
+        "groupby undeclared",
+        r"spends a delta of its own .* this session is pure DP",
+        lambda f: f.groupby("name").count(epsilon=0.1),
+    ),
+    (
+        "groupby sum without column",
+        r"Select a column first: grouped\['column'\]\.sum",
+        lambda f: f.groupby("region").sum(epsilon=0.1),
+    ),
+    ("filter not boolean", "A filter needs a condition", lambda f: f[f["wage"] + 1]),
+    (
+        "arithmetic on text",
+        r"Arithmetic needs numbers; \(name \* 2\) involves text",
+        lambda f: f["name"] * 2,
+    ),
+    ("bad bounds", "bounds for 'wage' need low <= high", lambda f: f.with_bounds(wage=(5, 1))),
+    (
+        "infinite bounds",
+        "bounds for 'wage' must be finite numbers",
+        lambda f: f.with_bounds(wage=(0, float("inf"))),
+    ),
+    (
+        "bounds on text",
+        "'name' is not numeric; bounds apply to numeric columns",
+        lambda f: f.with_bounds(name=(0, 1)),
+    ),
+    (
+        "budget exceeded",
+        "Privacy budget exceeded; nothing was charged",
+        lambda f: f.count(epsilon=11),
+    ),
+    (
+        "groupby not a name",
+        r"groupby\(\) takes a column name or a list of column names",
+        lambda f: f.groupby(5),  # type: ignore[arg-type]
+    ),
+    (
+        "groupby None",
+        r"groupby\(\) takes a column name or a list of column names",
+        lambda f: f.groupby(None),  # type: ignore[arg-type]
+    ),
+    (
+        "categories as a string",
+        "categories for 'region' must be a list of public keys",
+        lambda f: f.with_categories(region="sw"),
+    ),
+    (
+        "compare text with number",
+        r"\(region > 5\) compares a number with text",
+        lambda f: f[f["region"] > 5],
+    ),
+    (
+        "arithmetic with text",
+        r"Arithmetic needs numbers; \(wage \+ 'x'\) involves text",
+        lambda f: f["wage"] + "x",
+    ),
+    ("tiny epsilon", r"noise would exceed 2\*\*52 grid units", lambda f: f.count(epsilon=1e-300)),
 ]
 
 
-@pytest.mark.parametrize(("what", "query"), BAD_QUERIES, ids=[q[0] for q in BAD_QUERIES])
+@pytest.mark.parametrize(("what", "match", "query"), BAD_QUERIES, ids=[q[0] for q in BAD_QUERIES])
 def test_bad_query_charges_nothing(
-    frame: dp.PrivateFrame, session: dp.Session, what: str, query: Callable[..., Any]
+    frame: dp.PrivateFrame,
+    session: dp.Session,
+    what: str,
+    match: str,
+    query: Callable[..., Any],
 ) -> None:
     before = session.ledger
-    with pytest.raises(dp.DPError) as info:
+    with pytest.raises(dp.DPError, match=match) as info:
         query(frame)
     message = str(info.value)
     assert str(SENTINEL) not in message
@@ -84,24 +148,28 @@ def test_missing_bounds_says_which_bounds_to_add(session: dp.Session) -> None:
 
 
 @pytest.mark.parametrize(
-    ("bounds", "categories"),
+    ("bounds", "categories", "match"),
     [
-        ({"wage": (3, 1)}, None),
-        ({"wage": (0, float("nan"))}, None),
-        ({"wage": "0-5"}, None),
-        ({"nope": (0, 1)}, None),
-        (None, {"region": []}),
-        (None, {"region": ["a", "a"]}),
-        (None, {"region": "south"}),
-        (None, {"nope": ["a"]}),
-        (None, {"wage": ["1", "2"]}),
-        (None, {"region": [1, 2]}),
-        (None, {"region": [["a"], ["b"]]}),
+        ({"wage": (3, 1)}, None, "bounds for 'wage' need low <= high"),
+        ({"wage": (0, float("nan"))}, None, "bounds for 'wage' must be finite numbers"),
+        ({"wage": "0-5"}, None, r"bounds for 'wage' must be a \(low, high\) pair of numbers"),
+        ({"nope": (0, 1)}, None, "Unknown column 'nope'"),
+        (None, {"region": []}, "categories for 'region' must not be empty"),
+        (None, {"region": ["a", "a"]}, "categories for 'region' must be distinct"),
+        (None, {"region": "south"}, "categories for 'region' must be a list of public keys"),
+        (None, {"nope": ["a"]}, "Unknown column 'nope'"),
+        (
+            None,
+            {"wage": ["1", "2"]},
+            "categories for 'wage' are text, but the column holds numbers",
+        ),
+        (None, {"region": [1, 2]}, "categories for 'region' must be strings, like the column's"),
+        (None, {"region": [["a"], ["b"]]}, "categories for 'region' must be numbers or strings"),
     ],
 )
-def test_bad_declarations(session: dp.Session, bounds: Any, categories: Any) -> None:
+def test_bad_declarations(session: dp.Session, bounds: Any, categories: Any, match: str) -> None:
     df = pd.DataFrame({"wage": [1.0], "region": ["a"]})
-    with pytest.raises(dp.SchemaError):
+    with pytest.raises(dp.SchemaError, match=match):
         session.private_frame(df, bounds=bounds, categories=categories)
 
 

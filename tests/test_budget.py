@@ -48,21 +48,42 @@ def test_a_float32_reads_as_a_short_decimal_that_rounds_back_to_it(value: float)
     assert len(digits) <= 9  # at most 9 significant digits: float32's shortest repr
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), -0.5, "abc", None, True])
-def test_request_rejects_bad_epsilon(bad: object) -> None:
-    with pytest.raises(dp.InvalidBudgetError):
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (0, "epsilon must be > 0, got 0"),
+        (-1, "epsilon must be > 0, got -1"),
+        (float("nan"), "epsilon must be finite, got nan"),
+        (float("inf"), "epsilon must be finite, got inf"),
+        (-0.5, r"epsilon must be > 0, got -0\.5"),
+        ("abc", "epsilon must be a number, got 'abc'"),
+        (None, r"Give the privacy cost of a query as epsilon=\.\.\."),
+        (True, "epsilon must be a number, got True"),
+    ],
+)
+def test_request_rejects_bad_epsilon(bad: object, match: str) -> None:
+    with pytest.raises(dp.InvalidBudgetError, match=match):
         PrivacyRequest(epsilon=bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("bad", [-1e-9, 1, 1.5, float("nan"), float("inf")])
-def test_budget_rejects_bad_delta(bad: float) -> None:
-    with pytest.raises(dp.InvalidBudgetError):
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (-1e-9, r"delta must be in \[0, 1\), got -1e-09"),
+        (1, r"delta must be in \[0, 1\), got 1\."),
+        (1.5, r"delta must be in \[0, 1\), got 1\.5"),
+        (float("nan"), "delta must be finite, got nan"),
+        (float("inf"), "delta must be finite, got inf"),
+    ],
+)
+def test_budget_rejects_bad_delta(bad: float, match: str) -> None:
+    with pytest.raises(dp.InvalidBudgetError, match=match):
         dp.Budget(1, bad)
 
 
 def test_budget_is_immutable() -> None:
     budget = dp.Budget(1)
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="cannot assign to field 'epsilon'"):
         budget.epsilon = Fraction(2)  # type: ignore[misc]
 
 

@@ -21,7 +21,7 @@ def test_advanced_composition_formula() -> None:
     k, eps, dprime = 50, 0.05, 1e-6
     expected = math.sqrt(2 * k * math.log(1 / dprime)) * eps + k * eps * math.expm1(eps)
     assert advanced_composition([eps] * k, dprime) == pytest.approx(expected, rel=1e-12)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match="needs 0 < delta' < 1"):
         advanced_composition([eps], 0.0)
 
 
@@ -78,5 +78,5 @@ def test_summarize_empty_ledger() -> None:
     summary = summarize("pure", 0.0, empty)
     assert summary.releases == 0
     assert summary.to_frame()["epsilon"].fillna(0).sum() == 0
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match=r"delta must be in \(0, 1\)"):
         summarize("pure", 0.0, empty, delta_prime=2.0)

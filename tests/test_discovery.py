@@ -74,24 +74,60 @@ def test_discovery_hides_rare_keys_and_charges_delta() -> None:
     assert np.allclose(means.to_numpy(), 1.0, atol=0.1)
 
 
-BAD: list[tuple[str, Callable[[dp.PrivateFrame], Any]]] = [
-    ("nan threshold", lambda pf: pf.above_threshold([pf["wage"] > 1], float("nan"), epsilon=1)),
-    ("inf threshold", lambda pf: pf.above_threshold([pf["wage"] > 1], float("inf"), epsilon=1)),
-    ("max_hits 0", lambda pf: pf.above_threshold([pf["wage"] > 1], 5, epsilon=1, max_hits=0)),
-    ("empty dict", lambda pf: pf.above_threshold({}, 5, epsilon=1)),
-    ("not a condition", lambda pf: pf.above_threshold({"w": pf["wage"] * 2}, 5, epsilon=1)),
-    ("not queries", lambda pf: pf.above_threshold("wage > 1", 5, epsilon=1)),
-    ("unknown column", lambda pf: pf.discover_keys("nope", epsilon=1, delta=1e-7)),
-    ("two undeclared keys", lambda pf: pf.groupby(["region", "smsa"]).count(epsilon=1)),
-    ("argmax undeclared", lambda pf: pf.groupby("region").argmax(epsilon=1)),
+BAD: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
+    (
+        "nan threshold",
+        "threshold must be a finite number",
+        lambda pf: pf.above_threshold([pf["wage"] > 1], float("nan"), epsilon=1),
+    ),
+    (
+        "inf threshold",
+        "threshold must be a finite number",
+        lambda pf: pf.above_threshold([pf["wage"] > 1], float("inf"), epsilon=1),
+    ),
+    (
+        "max_hits 0",
+        "max_hits must be an integer >= 1",
+        lambda pf: pf.above_threshold([pf["wage"] > 1], 5, epsilon=1, max_hits=0),
+    ),
+    (
+        "empty dict",
+        r"above_threshold\(\) needs at least one query",
+        lambda pf: pf.above_threshold({}, 5, epsilon=1),
+    ),
+    (
+        "not a condition",
+        "Query 'w' is not a row condition",
+        lambda pf: pf.above_threshold({"w": pf["wage"] * 2}, 5, epsilon=1),
+    ),
+    (
+        "not queries",
+        r"above_threshold\(\) needs a dict \{name: condition\} or a list of conditions",
+        lambda pf: pf.above_threshold("wage > 1", 5, epsilon=1),
+    ),
+    (
+        "unknown column",
+        "Unknown column 'nope'",
+        lambda pf: pf.discover_keys("nope", epsilon=1, delta=1e-7),
+    ),
+    (
+        "two undeclared keys",
+        "needs the public keys of 'region' when grouping by several columns",
+        lambda pf: pf.groupby(["region", "smsa"]).count(epsilon=1),
+    ),
+    (
+        "argmax undeclared",
+        "argmax needs declared keys for 'region'",
+        lambda pf: pf.groupby("region").argmax(epsilon=1),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("what", "call"), BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize(("what", "match", "call"), BAD, ids=[b[0] for b in BAD])
 def test_bad_input_charges_nothing(
-    zcdp_frame: dp.PrivateFrame, what: str, call: Callable[[dp.PrivateFrame], Any]
+    zcdp_frame: dp.PrivateFrame, what: str, match: str, call: Callable[[dp.PrivateFrame], Any]
 ) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match=match):
         call(zcdp_frame)
     assert zcdp_frame.session.ledger.empty
     assert zcdp_frame.session.spent == dp.Budget(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -130,24 +131,25 @@ def test_kde_plot(tmp_path: Path, cps: pd.DataFrame) -> None:
     ax = plot_kde(result)
     assert len(ax.lines) == 1 and len(ax.collections) == 1
     result.plot()  # an ordinary pandas Series plots too
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match=r"takes a result of PrivateSeries\.kde\(\)"):
         plot_kde(pd.Series([1.0]))
 
 
 def test_kde_bad_input_charges_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
     pf = _frame(tmp_path, cps, epsilon=2.0, delta=1e-6)
     column = pf["education"]
-    for kwargs in (
-        {"bandwidth": 0},
-        {"bandwidth": -1.0},
-        {"bandwidth": float("nan")},
-        {"bandwidth": 1.0, "grid": []},
-        {"bandwidth": 1.0, "grid": 0},
-        {"bandwidth": 1.0, "grid": [1.0, float("inf")]},
-        {"bandwidth": 1.0, "grid": [1.0, 1.0]},
-        {"bandwidth": 1.0, "grid": 10**6},
-    ):
-        with pytest.raises(dp.DPError):
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"bandwidth": 0}, "bandwidth must be a positive number, got 0"),
+        ({"bandwidth": -1.0}, r"bandwidth must be a positive number, got -1\.0"),
+        ({"bandwidth": float("nan")}, "bandwidth must be a positive number, got nan"),
+        ({"bandwidth": 1.0, "grid": []}, "grid= is empty"),
+        ({"bandwidth": 1.0, "grid": 0}, "grid= must be between 1 and 2048 points"),
+        ({"bandwidth": 1.0, "grid": [1.0, float("inf")]}, "grid= needs 1 to 2048 finite points"),
+        ({"bandwidth": 1.0, "grid": [1.0, 1.0]}, "grid= points must be distinct"),
+        ({"bandwidth": 1.0, "grid": 10**6}, "grid= must be between 1 and 2048 points"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(dp.InvalidArgumentError, match=match):
             column.kde(epsilon=0.5, **kwargs)
     with pytest.raises(dp.DPError, match="numeric"):
         pf["region"].kde(1.0, epsilon=0.5)

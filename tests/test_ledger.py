@@ -69,7 +69,7 @@ def test_refused_charge_writes_nothing(ledger_path: Path) -> None:
     def refuse(spent: Charge) -> None:
         raise dp.BudgetExceededError("no")
 
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.BudgetExceededError, match=r"^no$"):
         ledger.charge("s", "d", Charge(epsilon=Fraction(1)), refuse, "q", "m")
     assert ledger.spent("s") == Charge()
     assert ledger.releases("s").empty
@@ -166,7 +166,7 @@ def test_a_failed_commit_leaves_the_cached_total_exact() -> None:
     ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
     real = ledger._conn
     ledger._conn = _FailingCommit(real)  # type: ignore[assignment]
-    with pytest.raises(dp.LedgerError):
+    with pytest.raises(dp.LedgerError, match="disk I/O error"):
         ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
     ledger._conn = real
     ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")

@@ -233,7 +233,7 @@ def test_bad_ledger_file_is_refused_and_left_alone(ledger_path: Path, case: str)
     with pytest.raises(dp.LedgerError, match=expected) as info:
         dp.Session(epsilon=1, ledger=ledger_path)
     assert "reset" in str(info.value) or "Upgrade" in str(info.value)
-    with pytest.raises(dp.LedgerError):
+    with pytest.raises(dp.LedgerError, match=expected):
         Ledger(ledger_path)
     assert _digest(ledger_path) == before  # never rewritten, never reset
 
@@ -280,5 +280,5 @@ def test_sqlite_failure_during_a_charge_is_a_ledger_error(ledger_path: Path) -> 
 
     with pytest.raises(dp.LedgerError, match="failed"):
         ledger.charge("s", "d", Charge(epsilon=Fraction(1)), accept, "q", "m")
-    with pytest.raises(dp.LedgerError):
+    with pytest.raises(dp.LedgerError, match="Cannot operate on a closed database"):
         ledger.spent("s")

@@ -54,5 +54,5 @@ def test_sensitivity_is_the_largest_transformed_bound(a: float, b: float, statis
 
 def test_overflowing_squares_are_refused() -> None:
     agg = Aggregate(Source("d"), "var", Col("x"), (-1e300, 1e300), (), "q")
-    with pytest.raises(SchemaError):
+    with pytest.raises(SchemaError, match=r"too wide for var\(\): sums could overflow"):
         measures_for(agg)

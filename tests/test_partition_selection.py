@@ -216,7 +216,7 @@ def test_helpers_validate_too() -> None:
 
 
 def test_errors_never_show_private_counts(rng: SecureRandom) -> None:
-    with pytest.raises(SchemaError) as info:
+    with pytest.raises(SchemaError, match=r"non-negative integers below 2\*\*53") as info:
         select_partitions(np.array([123456789, -987654]), EPS, DELTA, rng)
     assert "123456789" not in str(info.value) and "987654" not in str(info.value)
 

@@ -47,6 +47,12 @@ UNUSABLE = {
     ),
     "key discovery, tiny rho": lambda pf: pf.discover_keys("g", rho=TINY_RHO, delta=1e-7),
 }
+# What each refusal says.  The tiny-rho ones speak of epsilon (the converted cost).
+UNUSABLE_MATCH = {
+    "sparse vector, huge max_hits": r"too small for this max_hits: .* would exceed 2\*\*52",
+    "sparse vector, tiny rho": r"too small for this max_hits: .* would exceed 2\*\*52",
+    "key discovery, tiny rho": r"the noise scale 1/epsilon exceeds 2\*\*52",
+}
 
 
 @pytest.mark.parametrize("case", sorted(UNUSABLE))
@@ -54,7 +60,7 @@ def test_unusable_parameters_are_refused_before_the_charge(
     case: str, frame: tuple[dp.Session, dp.PrivateFrame]
 ) -> None:
     session, pf = frame
-    with pytest.raises(dp.InvalidBudgetError):
+    with pytest.raises(dp.InvalidBudgetError, match=UNUSABLE_MATCH[case]):
         UNUSABLE[case](pf)
     assert session.ledger.empty
     assert session.spent == dp.Budget(0)

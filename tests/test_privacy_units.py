@@ -91,21 +91,33 @@ def test_unit_frames(cps: pd.DataFrame) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs",
+    ("kwargs", "match"),
     [
-        {"privacy_unit": "nope", "max_rows_per_unit": 2},
-        {"privacy_unit": "person", "max_rows_per_unit": 0},
-        {"privacy_unit": "person", "max_rows_per_unit": 1.5},
-        {"privacy_unit": "person"},
-        {"max_rows_per_unit": 3},
-        {"max_groups_per_unit": 2},
-        {"privacy_unit": "person", "max_rows_per_unit": 2, "max_groups_per_unit": 0},
+        ({"privacy_unit": "nope", "max_rows_per_unit": 2}, "privacy_unit 'nope' is not a column"),
+        (
+            {"privacy_unit": "person", "max_rows_per_unit": 0},
+            "max_rows_per_unit must be an integer >= 1",
+        ),
+        (
+            {"privacy_unit": "person", "max_rows_per_unit": 1.5},
+            "max_rows_per_unit must be an integer >= 1",
+        ),
+        ({"privacy_unit": "person"}, "Give privacy_unit= and max_rows_per_unit= together"),
+        ({"max_rows_per_unit": 3}, "Give privacy_unit= and max_rows_per_unit= together"),
+        (
+            {"max_groups_per_unit": 2},
+            "max_groups_per_unit= needs privacy_unit= and max_rows_per_unit=",
+        ),
+        (
+            {"privacy_unit": "person", "max_rows_per_unit": 2, "max_groups_per_unit": 0},
+            "max_groups_per_unit must be an integer >= 1",
+        ),
     ],
 )
-def test_bad_unit_arguments(kwargs: dict[str, object]) -> None:
+def test_bad_unit_arguments(kwargs: dict[str, object], match: str) -> None:
     session = dp.Session(epsilon=1, ledger=":memory:")
     df = pd.DataFrame({"person": [1, 1], "x": [1.0, 2.0]})
-    with pytest.raises(dp.SchemaError):
+    with pytest.raises(dp.SchemaError, match=match):
         session.private_frame(df, **kwargs)  # type: ignore[arg-type]
     assert session.ledger.empty
 

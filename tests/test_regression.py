@@ -151,7 +151,9 @@ def test_linear_regression_through_the_session(tmp_path: Path, cps: pd.DataFrame
     ledger = pf.session.ledger
     assert len(ledger) == 1
     assert ledger["mechanism"].iloc[0].startswith("noisy gradient descent")
-    with pytest.raises(dp.DPError):
+    with pytest.raises(
+        dp.InvalidArgumentError, match=r"X lacks the feature columns \['experience'\]"
+    ):
         model.predict(cps[["education"]])
 
 
@@ -200,23 +202,67 @@ def test_progress_bar_text(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_input_charges_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
     pf = _frame(tmp_path, cps, epsilon=4.0, delta=1e-6)
     unbounded = pf.session.private_frame(cps.assign(age=cps["experience"] + 18))
-    cases: list[Callable[[], object]] = [
-        lambda: unbounded.linear_regression(["age"], "wage", epsilon=1.0),
-        lambda: pf.linear_regression(FEATURES, "region", epsilon=1.0),
-        lambda: pf.linear_regression(["region"], "wage", epsilon=1.0),
-        lambda: pf.linear_regression([], "wage", epsilon=1.0),
-        lambda: pf.linear_regression(["wage"], "wage", epsilon=1.0),
-        lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, analysis="magic"),
-        lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, steps=0),
-        lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, radius=-1),
-        lambda: pf.linear_regression(
-            FEATURES, "wage", epsilon=1.0, analysis="iteration", step_size=5.0
+    cases: list[tuple[Callable[[], object], type[dp.DPError], str]] = [
+        (
+            lambda: unbounded.linear_regression(["age"], "wage", epsilon=1.0),
+            dp.SchemaError,
+            "Feature 'age' needs public bounds",
         ),
-        lambda: pf.logistic_regression(FEATURES, "wage", epsilon=1.0),
-        lambda: pf.linear_regression(["nope"], "wage", epsilon=1.0),
+        (
+            lambda: pf.linear_regression(FEATURES, "region", epsilon=1.0),
+            dp.SchemaError,
+            "The target 'region' is categorical, not numeric",
+        ),
+        (
+            lambda: pf.linear_regression(["region"], "wage", epsilon=1.0),
+            dp.SchemaError,
+            "Feature 'region' is categorical; regression features must be numeric",
+        ),
+        (
+            lambda: pf.linear_regression([], "wage", epsilon=1.0),
+            dp.SchemaError,
+            "features= takes a list of column names",
+        ),
+        (
+            lambda: pf.linear_regression(["wage"], "wage", epsilon=1.0),
+            dp.SchemaError,
+            "The target cannot also be a feature",
+        ),
+        (
+            lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, analysis="magic"),
+            dp.InvalidArgumentError,
+            "analysis= must be 'rdp' or 'iteration'",
+        ),
+        (
+            lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, steps=0),
+            dp.InvalidArgumentError,
+            r"steps must be an integer in \[1, 10000\]",
+        ),
+        (
+            lambda: pf.linear_regression(FEATURES, "wage", epsilon=1.0, radius=-1),
+            dp.InvalidArgumentError,
+            "radius must be a positive number, got -1",
+        ),
+        (
+            lambda: pf.linear_regression(
+                FEATURES, "wage", epsilon=1.0, analysis="iteration", step_size=5.0
+            ),
+            dp.InvalidArgumentError,
+            r"step_size must be in \(0, 2\]",
+        ),
+        (
+            lambda: pf.logistic_regression(FEATURES, "wage", epsilon=1.0),
+            dp.SchemaError,
+            r"A logistic target must be boolean or bounded in \[0, 1\]; 'wage' has bounds",
+        ),
+        (
+            lambda: pf.linear_regression(["nope"], "wage", epsilon=1.0),
+            dp.SchemaError,
+            "Unknown column 'nope'",
+        ),
     ]
-    for case in cases:
-        with pytest.raises(dp.DPError):
+    for case, error, match in cases:
+        with pytest.raises(error, match=match):
             case()
     with pytest.raises(dp.DPError, match="bounds"):
         unbounded.linear_regression(["age"], "wage", epsilon=1.0)

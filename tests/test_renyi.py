@@ -106,12 +106,12 @@ def test_best_conversion_minimises_over_the_grid() -> None:
 
 @pytest.mark.parametrize("bad", [1.0, 0.5, float("nan"), -2])
 def test_bad_orders_raise(bad: float) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="A Rényi order alpha must be > 1"):
         gaussian_rdp(bad, 1.0)
 
 
 def test_bad_conversion_delta_raises() -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidBudgetError, match=r"needs 0 < delta < 1, got 0\.0"):
         best_conversion([2.0], [0.1], 0.0)
 
 
@@ -157,7 +157,7 @@ def test_session_renyi_view(tmp_path: Path, cps: pd.DataFrame) -> None:
     assert alpha in (2.0, 4.0, 16.0)
     assert "2 releases" in str(curve)
     assert list(curve.to_frame().index) == [2.0, 4.0, 16.0]
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="alpha=3 is not on this curve's grid"):
         curve.epsilon(3)
 
 

@@ -64,7 +64,7 @@ def test_vote_level_meets_the_overall_bound(votes: int) -> None:
     level = vote_level(1e-7, votes)
     assert majority_false_alarm(votes, 2 * level) <= 1e-7
     assert majority_false_alarm(votes, 2 * level * 1.01) > 1e-7
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="alpha must lie strictly between 0 and 1"):
         vote_level(0.0, votes)
 
 
@@ -72,13 +72,17 @@ def test_bad_audit_arguments_are_dperrors() -> None:
     def release(_: object) -> float:
         return 0.0
 
-    with pytest.raises(dp.DPError):
+    with pytest.raises(
+        dp.InvalidArgumentError, match=r"epsilon \(the claim to test\) must be a number >= 0"
+    ):
         dp.audit.audit(release, 0, 1, epsilon=-1)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(
+        dp.InvalidArgumentError, match=r"delta \(the claim to test\) must be a number in \[0, 1\)"
+    ):
         dp.audit.audit(release, 0, 1, epsilon=1, delta=1.5)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="samples must be an integer >= 4"):
         dp.audit.audit(release, 0, 1, epsilon=1, samples=2)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.InvalidArgumentError, match="returned 1 releases instead of 10"):
         dp.audit.audit(lambda d, n: [0.0], 0, 1, epsilon=1, samples=10, batched=True)
 
 

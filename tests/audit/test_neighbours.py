@@ -71,12 +71,12 @@ def test_flip_row_satisfies_exactly_one_condition(df: pd.DataFrame) -> None:
     row = pair.neighbour.iloc[-1]
     assert [row["x"] > 5, row["g"] == "b"].count(True) == 1
     assert row["g"] == "b"  # the later condition is preferred
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match="satisfies exactly one of the conditions"):
         dp.audit.neighbours(df, bounds=BOUNDS, queries=[dp.col("x") > 100])
 
 
 def test_bad_input_is_a_dperror(df: pd.DataFrame) -> None:
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match="'missing' is not a column"):
         dp.audit.neighbours(df, bounds={"missing": (0, 1)})
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.SchemaError, match="needs a non-empty pandas DataFrame"):
         dp.audit.neighbours(df.iloc[:0], bounds=BOUNDS)

@@ -75,6 +75,17 @@ BAD: dict[str, Query] = {
         epsilon=0.1
     ),
 }
+# What each refusal says, on both sides.
+BAD_MATCH: dict[str, str] = {
+    "unknown column": "Unknown column 'salary'",
+    "no epsilon": r"Give the privacy cost of a query as epsilon=\.\.\.",
+    "negative epsilon": "epsilon must be > 0, got -1",
+    "over budget": r"Requested:  ε=1000\n",
+    "text mean": r"mean\(\) needs a numeric column; 'region' is categorical",
+    "text approx_bounds": r"approx_bounds\(\) needs a numeric column; 'region' is categorical",
+    "bad quantile": r"A quantile must be in \[0, 1\], got 1\.5",
+    "undeclared value_counts": r"value_counts\(\) needs the public categories of 'wage'",
+}
 
 
 @pytest.fixture(scope="module")
@@ -153,10 +164,10 @@ def test_remote_errors_match_embedded_ones_and_charge_nothing(
     name: str, remote: Any, embedded: Any
 ) -> None:
     query = QUERIES.get(name) or BAD[name]
-    with pytest.raises(dp.DPError) as local_error:
+    with pytest.raises(dp.DPError, match=BAD_MATCH[name]) as local_error:
         query(embedded)
     before = remote.session.spent
-    with pytest.raises(dp.DPError) as far_error:
+    with pytest.raises(dp.DPError, match=BAD_MATCH[name]) as far_error:
         query(remote)
     assert type(far_error.value) is type(local_error.value)
     assert str(far_error.value) == str(local_error.value)
@@ -190,7 +201,7 @@ def test_budget_and_ledger_come_from_the_curator(server: Server) -> None:
     assert pf.session.remaining == dp.Budget(0.75)
     ledger = pf.session.ledger
     assert list(ledger["query"]) == ["mean(wage)"]
-    with pytest.raises(dp.BudgetExceededError):
+    with pytest.raises(dp.BudgetExceededError, match=r"Requested:  ε=0\.8\n"):
         pf.count(epsilon=0.8)
     assert pf.session.spent == dp.Budget(0.25)
 
@@ -205,7 +216,11 @@ def test_wrong_token_and_unreachable_curator(server: Server) -> None:
 
 
 def test_remote_frames_still_refuse_raw_rows(remote: Any) -> None:
-    for action in (lambda: len(remote), lambda: remote.head(), lambda: list(remote["wage"])):
-        with pytest.raises(dp.DPError):
+    for action, match in (
+        (lambda: len(remote), r"len\(\) \(the exact row count is private\) would reveal"),
+        (lambda: remote.head(), r"head\(\) would reveal private rows"),
+        (lambda: list(remote["wage"]), "Iteration would reveal private rows"),
+    ):
+        with pytest.raises(dp.PrivacyViolationError, match=match):
             action()
     assert np.isnan(np.nan)  # the guard errors above come from the same RowGuard

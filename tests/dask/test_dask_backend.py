@@ -136,7 +136,7 @@ def test_fingerprint_falls_back_to_a_content_hash(monkeypatch: pytest.MonkeyPatc
 def test_backend_never_shows_or_pickles_data() -> None:
     backend = DaskBackend(from_pandas(pd.DataFrame({"secret": [123456.0]}), 1))
     assert "123456" not in repr(backend)
-    with pytest.raises(dp.DPError):
+    with pytest.raises(dp.DPError, match="cannot be pickled"):
         pickle.dumps(backend)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -39,13 +40,32 @@ def abs_cdf(ks: np.ndarray, pmf: np.ndarray, a: int) -> float:
 # -- validation --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "x", True, None])
-def test_scale_validation(bad: object) -> None:
-    for func in (discrete_laplace_pmf, discrete_laplace_cdf, discrete_gaussian_pmf):
-        with pytest.raises(NoiseParameterError):
+FINITE = "positive and finite, got"
+REAL = "a positive real number"
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (0, FINITE + " 0"),
+        (-1.0, FINITE + " -1.0"),
+        (float("nan"), FINITE + " nan"),
+        (float("inf"), FINITE + " inf"),
+        ("x", REAL),
+        (True, REAL),
+        (None, REAL),
+    ],
+)
+def test_scale_validation(bad: object, reason: str) -> None:
+    for func, name in (
+        (discrete_laplace_pmf, "scale"),
+        (discrete_laplace_cdf, "scale"),
+        (discrete_gaussian_pmf, "sigma2"),
+    ):
+        with pytest.raises(NoiseParameterError, match=f"^{name} must be {re.escape(reason)}$"):
             func(bad, np.array([0]))  # type: ignore[arg-type]
-    for var in (discrete_laplace_variance, discrete_gaussian_variance):
-        with pytest.raises(NoiseParameterError):
+    for var, name in ((discrete_laplace_variance, "scale"), (discrete_gaussian_variance, "sigma2")):
+        with pytest.raises(NoiseParameterError, match=f"^{name} must be {re.escape(reason)}$"):
             var(bad)  # type: ignore[arg-type]
 
 

@@ -47,28 +47,38 @@ def draws(sampler: Callable[[], int | bool]) -> Callable[[int], np.ndarray]:
 
 
 @pytest.mark.parametrize(
-    ("func", "arg"),
+    ("func", "arg", "match"),
     [
-        (bernoulli, Fraction(3, 2)),
-        (bernoulli, -1),
-        (bernoulli, 0.5),
-        (bernoulli, True),
-        (bernoulli, "1/2"),
-        (bernoulli_exp, Fraction(-1, 3)),
-        (bernoulli_exp, 0.3),
-        (geometric_exp, 0),
-        (geometric_exp, Fraction(-1, 2)),
-        (discrete_laplace, 0),
-        (discrete_laplace, -3),
-        (discrete_laplace, 2.0),
-        (discrete_laplace, None),
-        (discrete_gaussian, 0),
-        (discrete_gaussian, Fraction(-1, 4)),
-        (discrete_gaussian, 4.0),
+        (bernoulli, Fraction(3, 2), r"p must lie in \[0, 1\], got 3/2"),
+        (bernoulli, -1, r"p must lie in \[0, 1\], got -1"),
+        (bernoulli, 0.5, r"p must be an int or a fractions\.Fraction, got the float 0\.5"),
+        (bernoulli, True, "p must be an int or a Fraction, not a bool"),
+        (bernoulli, "1/2", r"p must be an int or a fractions\.Fraction, got str"),
+        (bernoulli_exp, Fraction(-1, 3), "gamma must be >= 0, got -1/3"),
+        (bernoulli_exp, 0.3, r"gamma must be an int or a fractions\.Fraction, got the float 0\.3"),
+        (geometric_exp, 0, "x must be > 0, got 0"),
+        (geometric_exp, Fraction(-1, 2), "x must be > 0, got -1/2"),
+        (discrete_laplace, 0, "scale must be > 0, got 0"),
+        (discrete_laplace, -3, "scale must be > 0, got -3"),
+        (
+            discrete_laplace,
+            2.0,
+            r"scale must be an int or a fractions\.Fraction, got the float 2\.0",
+        ),
+        (discrete_laplace, None, r"scale must be an int or a fractions\.Fraction, got NoneType"),
+        (discrete_gaussian, 0, "sigma2 must be > 0, got 0"),
+        (discrete_gaussian, Fraction(-1, 4), "sigma2 must be > 0, got -1/4"),
+        (
+            discrete_gaussian,
+            4.0,
+            r"sigma2 must be an int or a fractions\.Fraction, got the float 4\.0",
+        ),
     ],
 )
-def test_validation(func: Callable[[object, SecureRandom], object], arg: object) -> None:
-    with pytest.raises(NoiseParameterError) as info:
+def test_validation(
+    func: Callable[[object, SecureRandom], object], arg: object, match: str
+) -> None:
+    with pytest.raises(NoiseParameterError, match=match) as info:
         func(arg, SecureRandom())
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, DPError)

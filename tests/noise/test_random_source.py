@@ -69,9 +69,18 @@ def test_randbits_range(rng: SecureRandom, k: int) -> None:
     assert max(values) >= 2 ** (k - 1) or k == 1  # the top bit is used
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "3", True, None])
-def test_randbits_rejects_bad_k(bad: object) -> None:
-    with pytest.raises(NoiseParameterError):
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (-1, "k must be >= 0, got -1"),
+        (1.5, "k must be an integer, got float"),
+        ("3", "k must be an integer, got str"),
+        (True, "k must be an integer, not a bool"),
+        (None, "k must be an integer, got NoneType"),
+    ],
+)
+def test_randbits_rejects_bad_k(bad: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         SecureRandom().randbits(bad)  # type: ignore[arg-type]
 
 
@@ -101,9 +110,17 @@ def test_randbelow_huge_bound_rejects_above_m() -> None:
     assert SecureRandom(src).randbelow(m) == 0
 
 
-@pytest.mark.parametrize("bad", [0, -5, 2.0, False])
-def test_randbelow_rejects_bad_bound(bad: object) -> None:
-    with pytest.raises(NoiseParameterError):
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (0, "m must be >= 1, got 0"),
+        (-5, "m must be >= 1, got -5"),
+        (2.0, "m must be an integer, got float"),
+        (False, "m must be an integer, not a bool"),
+    ],
+)
+def test_randbelow_rejects_bad_bound(bad: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         SecureRandom().randbelow(bad)  # type: ignore[arg-type]
 
 
@@ -148,23 +165,23 @@ def test_uniform_below_size_zero(rng: SecureRandom) -> None:
 
 
 @pytest.mark.parametrize(
-    ("m", "size"),
+    ("m", "size", "match"),
     [
-        (0, 3),
-        (-1, 3),
-        (2**62 + 1, 3),
-        (np.array([1, 0, 2]), 3),
-        (np.array([1, 2**62 + 1, 2]), 3),
-        (np.array([2**63 + 5], dtype=np.uint64), 1),
-        (np.array([1, 2]), 3),
-        (np.array([1.0, 2.0, 3.0]), 3),
-        (np.array([True, True, True]), 3),
-        (5, -1),
-        (5, 2.5),
+        (0, 3, r"m must satisfy 1 <= m <= 2\*\*62, got 0"),
+        (-1, 3, r"m must satisfy 1 <= m <= 2\*\*62, got -1"),
+        (2**62 + 1, 3, r"m must satisfy 1 <= m <= 2\*\*62, got 4611686018427387905"),
+        (np.array([1, 0, 2]), 3, r"every bound m_i must satisfy 1 <= m_i <= 2\*\*62"),
+        (np.array([1, 2**62 + 1, 2]), 3, r"every bound m_i must satisfy 1 <= m_i <= 2\*\*62"),
+        (np.array([2**63 + 5], dtype=np.uint64), 1, "m has values that do not fit in int64"),
+        (np.array([1, 2]), 3, r"m must have shape \(3,\), got \(2,\)"),
+        (np.array([1.0, 2.0, 3.0]), 3, "m must have an integer dtype, got float64"),
+        (np.array([True, True, True]), 3, "m must have an integer dtype, got bool"),
+        (5, -1, "size must be >= 0, got -1"),
+        (5, 2.5, "size must be an integer, got float"),
     ],
 )
-def test_uniform_below_validation(m: object, size: object) -> None:
-    with pytest.raises(NoiseParameterError):
+def test_uniform_below_validation(m: object, size: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         SecureRandom().uniform_below(m, size)  # type: ignore[arg-type]
 
 
@@ -236,15 +253,23 @@ def test_bernoulli_array_extremes(rng: SecureRandom) -> None:
 
 
 @pytest.mark.parametrize(
-    ("num", "den"), [(-1, 3), (4, 3), (1, 0), (1, 2**62 + 1), (np.array([1, 5]), 3), (1.0, 2)]
+    ("num", "den", "match"),
+    [
+        (-1, 3, r"probabilities num/den must lie in \[0, 1\]"),
+        (4, 3, r"probabilities num/den must lie in \[0, 1\]"),
+        (1, 0, r"den must satisfy 1 <= den <= 2\*\*62, got 0"),
+        (1, 2**62 + 1, r"den must satisfy 1 <= den <= 2\*\*62, got 4611686018427387905"),
+        (np.array([1, 5]), 3, r"probabilities num/den must lie in \[0, 1\]"),
+        (1.0, 2, "num must be an integer, got float"),
+    ],
 )
-def test_bernoulli_array_validation(num: object, den: object) -> None:
-    with pytest.raises(NoiseParameterError):
+def test_bernoulli_array_validation(num: object, den: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         SecureRandom().bernoulli_array(num, den, 2)  # type: ignore[arg-type]
 
 
 def test_errors_are_dp_errors() -> None:
-    with pytest.raises(DPError):
+    with pytest.raises(DPError, match="m must be >= 1"):
         SecureRandom().randbelow(0)
     with pytest.raises(ValueError, match="m must be >= 1"):
         SecureRandom().randbelow(0)

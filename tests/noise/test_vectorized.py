@@ -83,10 +83,18 @@ def test_coarsen_up_examples() -> None:
 
 
 @pytest.mark.parametrize(
-    ("x", "bits"), [(0, 20), (-1, 20), (float("nan"), 20), (float("inf"), 20), (1, 0), ("1", 20)]
+    ("x", "bits", "match"),
+    [
+        (0, 20, "x must be > 0, got 0"),
+        (-1, 20, "x must be > 0, got -1"),
+        (float("nan"), 20, "x must be finite, got nan"),
+        (float("inf"), 20, "x must be finite, got inf"),
+        (1, 0, "bits must be >= 1, got 0"),
+        ("1", 20, r"x must be an int or a fractions\.Fraction, got str"),
+    ],
 )
-def test_coarsen_up_validation(x: object, bits: int) -> None:
-    with pytest.raises(NoiseParameterError):
+def test_coarsen_up_validation(x: object, bits: int, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         coarsen_up(x, bits)  # type: ignore[arg-type]
 
 
@@ -94,19 +102,27 @@ def test_coarsen_up_validation(x: object, bits: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("num", "den"),
+    ("num", "den", "match"),
     [
-        (np.array([-1, 2]), 3),
-        (np.array([1, 2]), 0),
-        (np.array([1, 2]), np.array([3, 0])),
-        (np.array([1, 2]), np.array([3, 3, 3])),
-        (np.array([0.5, 1.0]), 3),
-        (np.array([1, "a"], dtype=object), 3),
-        (np.array([1, 2]), 2.5),
+        (np.array([-1, 2]), 3, r"need num_i >= 0 and den_i >= 1 \(gamma = num/den >= 0\)"),
+        (np.array([1, 2]), 0, r"need num_i >= 0 and den_i >= 1 \(gamma = num/den >= 0\)"),
+        (
+            np.array([1, 2]),
+            np.array([3, 0]),
+            r"need num_i >= 0 and den_i >= 1 \(gamma = num/den >= 0\)",
+        ),
+        (
+            np.array([1, 2]),
+            np.array([3, 3, 3]),
+            r"den must be an int or have the shape of num \(2,\), got \(3,\)",
+        ),
+        (np.array([0.5, 1.0]), 3, "num must have an integer dtype, got float64"),
+        (np.array([1, "a"], dtype=object), 3, "num must contain integers only"),
+        (np.array([1, 2]), 2.5, "den must be an integer, got float"),
     ],
 )
-def test_bernoulli_exp_array_validation(num: np.ndarray, den: object) -> None:
-    with pytest.raises(NoiseParameterError):
+def test_bernoulli_exp_array_validation(num: np.ndarray, den: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         bernoulli_exp_array(num, den, SecureRandom())  # type: ignore[arg-type]
 
 
@@ -182,9 +198,18 @@ def test_bernoulli_exp_array_mixed_parameters(rng: SecureRandom) -> None:
 # -- discrete Laplace ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scale", [0, -1, 1.5, 2**53, "3"])
-def test_discrete_laplace_array_validation(scale: object) -> None:
-    with pytest.raises(NoiseParameterError):
+@pytest.mark.parametrize(
+    ("scale", "match"),
+    [
+        (0, "scale must be > 0, got 0"),
+        (-1, "scale must be > 0, got -1"),
+        (1.5, r"scale must be an int or a fractions\.Fraction, got the float 1\.5"),
+        (2**53, r"scale must be <= 2\*\*52 for int64 output"),
+        ("3", r"scale must be an int or a fractions\.Fraction, got str"),
+    ],
+)
+def test_discrete_laplace_array_validation(scale: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         discrete_laplace_array(scale, 10, SecureRandom())  # type: ignore[arg-type]
 
 
@@ -194,7 +219,7 @@ def test_discrete_laplace_array_basics(rng: SecureRandom) -> None:
     assert out.dtype == np.int64
     assert out.shape == (1000,)
     assert (discrete_laplace_array(Fraction(1, 100), 1000, rng) == 0).all()
-    with pytest.raises(NoiseParameterError):
+    with pytest.raises(NoiseParameterError, match="size must be >= 0"):
         discrete_laplace_array(3, -1, rng)
 
 
@@ -251,9 +276,18 @@ def test_discrete_laplace_array_fits_large_sample(rng: SecureRandom, scale: Frac
 # -- discrete Gaussian ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sigma2", [0, -1, 4.0, 2**106, "4"])
-def test_discrete_gaussian_array_validation(sigma2: object) -> None:
-    with pytest.raises(NoiseParameterError):
+@pytest.mark.parametrize(
+    ("sigma2", "match"),
+    [
+        (0, "sigma2 must be > 0, got 0"),
+        (-1, "sigma2 must be > 0, got -1"),
+        (4.0, r"sigma2 must be an int or a fractions\.Fraction, got the float 4\.0"),
+        (2**106, r"sigma2 must be < 2\*\*104 for int64 output"),
+        ("4", r"sigma2 must be an int or a fractions\.Fraction, got str"),
+    ],
+)
+def test_discrete_gaussian_array_validation(sigma2: object, match: str) -> None:
+    with pytest.raises(NoiseParameterError, match=match):
         discrete_gaussian_array(sigma2, 10, SecureRandom())  # type: ignore[arg-type]
 
 
