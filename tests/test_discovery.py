@@ -112,7 +112,7 @@ BAD: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
     ),
     (
         "two undeclared keys",
-        "needs the public keys of 'region' when grouping by several columns",
+        r"groupby\(\['region', 'smsa'\]\) needs the public keys of 'region' when grouping",
         lambda pf: pf.groupby(["region", "smsa"]).count(epsilon=1),
     ),
     (

@@ -166,7 +166,9 @@ def test_a_failed_commit_leaves_the_cached_total_exact() -> None:
     ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
     real = ledger._conn
     ledger._conn = _FailingCommit(real)  # type: ignore[assignment]
-    with pytest.raises(dp.LedgerError, match="disk I/O error"):
+    with pytest.raises(
+        dp.LedgerError, match=r"in-memory ledger failed \(OperationalError: disk I/O"
+    ):
         ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")
     ledger._conn = real
     ledger.charge("s", "d", tenth, lambda spent: None, "q", "m")

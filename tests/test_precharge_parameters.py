@@ -50,8 +50,8 @@ UNUSABLE = {
 # What each refusal says.  The tiny-rho ones speak of epsilon (the converted cost).
 UNUSABLE_MATCH = {
     "sparse vector, huge max_hits": r"too small for this max_hits: .* would exceed 2\*\*52",
-    "sparse vector, tiny rho": r"too small for this max_hits: .* would exceed 2\*\*52",
-    "key discovery, tiny rho": r"the noise scale 1/epsilon exceeds 2\*\*52",
+    "sparse vector, tiny rho": r"\(epsilon, or rho in a zCDP session\) is too small for this",
+    "key discovery, tiny rho": r"\(epsilon, or rho in a zCDP session\) is too small: the noise",
 }
 
 

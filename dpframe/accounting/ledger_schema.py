@@ -165,6 +165,11 @@ class ledger_errors:  # noqa: N801  (a context manager used like a function)
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> Literal[False]:
+        if etype is not None and issubclass(etype, sqlite3.Error) and self.path == ":memory:":
+            raise LedgerError(
+                f"The in-memory ledger failed ({etype.__name__}: {value}); its spend cannot be "
+                "trusted: start a new session."
+            ) from None
         if etype is not None and issubclass(etype, sqlite3.Error):
             raise LedgerError(
                 f"The ledger {self.path} failed ({etype.__name__}: {value}). If the file is "

@@ -46,8 +46,8 @@ class PrivateGroupBy:
             info = frame._schema.get(name)
             if info.categories is None and len(names) > 1:
                 raise SchemaError(
-                    f"groupby({name!r}) needs the public keys of {name!r} when grouping by "
-                    f"several columns: pass categories={{{name!r}: [...]}} when loading, or "
+                    f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
+                    f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
                     f"call pf.with_categories({name}=[...]), or pf.discover_keys({name!r}, ...)."
                 )
             # Undeclared keys (one column): found privately at release time.

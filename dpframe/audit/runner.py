@@ -125,7 +125,7 @@ def _draw(
         outputs = list(sampler(data, samples))
         if len(outputs) != samples:
             raise InvalidArgumentError(
-                f"The batched release function returned {len(outputs)} releases "
+                f"The batched release function returned {len(outputs)} release(s) "
                 f"instead of {samples}."
             )
         feats = as_features(outputs, max_coords)

@@ -99,7 +99,10 @@ def _parameters(epsilon: Any, delta: Any) -> tuple[Fraction, float]:
         raise InvalidBudgetError(f"delta must lie in (0, 1), got {delta!r}.")
     scale = coarsen_up(1 / eps)
     if scale > _MAX_SCALE:
-        raise InvalidBudgetError("epsilon is too small: the noise scale 1/epsilon exceeds 2**52.")
+        raise InvalidBudgetError(
+            "The privacy parameter (epsilon, or rho in a zCDP session) is too small: the noise "
+            "scale 1/epsilon exceeds 2**52."
+        )
     return scale, float(dlt)
 
 

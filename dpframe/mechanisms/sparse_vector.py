@@ -109,8 +109,9 @@ def _scales(epsilon: Fraction, max_hits: int, numeric: bool) -> _Scales:
     query = coarsen_up(2 * max_hits / share)  # 2cΔ/ε2
     if query > _MAX_SCALE:
         raise InvalidBudgetError(
-            "epsilon is too small for this max_hits: the query noise scale "
-            "2·max_hits/ε2 would exceed 2**52; use a larger epsilon or fewer hits."
+            "The privacy parameter (epsilon, or rho in a zCDP session) is too small for this "
+            "max_hits: the query noise scale 2·max_hits/ε2 would exceed 2**52; ask for more "
+            "or for fewer hits."
         )
     threshold = coarsen_up(1 / share)  # Δ/ε1
     answer = coarsen_up(max_hits / share) if numeric else None  # cΔ/ε3

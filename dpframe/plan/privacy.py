@@ -71,9 +71,13 @@ def to_fraction(value: object, name: str) -> Fraction:
 
 def _fmt(x: Fraction) -> str:
     """Format an exact value compactly for messages and reprs."""
-    if x.denominator == 1:
+    if x.denominator == 1 and abs(x.numerator) < 10**15:
         return str(x.numerator)
-    return f"{float(x):.6g}"
+    try:
+        return f"{float(x):.6g}"
+    except OverflowError:  # beyond float range: the order of magnitude
+        digits = len(str(abs(x.numerator))) - len(str(x.denominator))
+        return f"{'-' if x < 0 else ''}~1e{digits}"
 
 
 @dataclass(frozen=True, init=False)

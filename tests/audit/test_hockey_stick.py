@@ -82,7 +82,7 @@ def test_bad_audit_arguments_are_dperrors() -> None:
         dp.audit.audit(release, 0, 1, epsilon=1, delta=1.5)
     with pytest.raises(dp.InvalidArgumentError, match="samples must be an integer >= 4"):
         dp.audit.audit(release, 0, 1, epsilon=1, samples=2)
-    with pytest.raises(dp.InvalidArgumentError, match="returned 1 releases instead of 10"):
+    with pytest.raises(dp.InvalidArgumentError, match=r"returned 1 release\(s\) instead of 10"):
         dp.audit.audit(lambda d, n: [0.0], 0, 1, epsilon=1, samples=10, batched=True)
 
 
