@@ -115,6 +115,7 @@ class Case:
     run: Callable[[Ctx], Any]
     expect: type[dp.DPError] | None
     check: Callable[[Any], None] | None = None
+    match: str | None = None  # a fragment of the refusal's message (a regex), for errors
 
 
 def _write(ctx: Ctx, name: str, data: bytes) -> Path:
@@ -191,6 +192,7 @@ DATA_CASES: list[Case] = [
         "object column of booleans and None: mean",
         lambda c: one(c.pure, [True, None, False])["x"].mean(epsilon=1),
         dp.SchemaError,
+        match=r"mean\(\) needs a numeric column; 'x' is text\. Use",
     ),
     Case(
         "all-NaN column: mean",
@@ -262,23 +264,32 @@ DATA_CASES: list[Case] = [
         "datetime column: sum",
         lambda c: one(c.pure, pd.to_datetime(["2020-01-01", "2021-01-01"]))["x"].sum(epsilon=1),
         dp.SchemaError,
+        match=r"sum\(\) needs a numeric column; 'x' is other\. Use",
     ),
     Case(
         "datetime column: bounds",
         lambda c: one(c.pure, pd.to_datetime(["2020-01-01"]), bounds={"x": (0, 1)}),
         dp.SchemaError,
+        match="bounds given for 'x', which is not numeric;",
     ),
     Case(
         "timedelta column: bounds",
         lambda c: one(c.pure, pd.to_timedelta([1, 2], unit="s"), bounds={"x": (0, 5)}),
         dp.SchemaError,
+        match="bounds given for 'x', which is not numeric;",
     ),
     Case(
         "complex column: bounds",
         lambda c: one(c.pure, [1 + 2j, SENTINEL + 0j], bounds={"x": (0, 5)}),
         dp.SchemaError,
+        match="bounds given for 'x', which is not numeric;",
     ),
-    Case("dict cells", lambda c: one(c.pure, [{"k": SENTINEL}, {"k": 1}]), dp.SchemaError),
+    Case(
+        "dict cells",
+        lambda c: one(c.pure, [{"k": SENTINEL}, {"k": 1}]),
+        dp.SchemaError,
+        match="Column 'x' holds values that cannot be hashed",
+    ),
     Case(
         "set cells as the privacy unit",
         lambda c: c.pure.private_frame(
@@ -287,6 +298,7 @@ DATA_CASES: list[Case] = [
             max_rows_per_unit=1,
         ),
         dp.SchemaError,
+        match="Column 'u' holds values that cannot be hashed",
     ),
     Case(
         "missing privacy unit ids: count",
@@ -315,11 +327,13 @@ DATA_CASES: list[Case] = [
         "duplicated column names",
         lambda c: c.pure.private_frame(pd.DataFrame([[1, 2]], columns=["a", "a"])),
         dp.SchemaError,
+        match=r"Column names must be unique\.",
     ),
     Case(
         "integer column names",
         lambda c: c.pure.private_frame(pd.DataFrame({0: [SENTINEL], 1: [2.0]})),
         dp.SchemaError,
+        match="Column names must be strings; rename the",
     ),
     Case(
         "MultiIndex columns",
@@ -327,27 +341,32 @@ DATA_CASES: list[Case] = [
             pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", "b"), ("a", "c")]))
         ),
         dp.SchemaError,
+        match="Column names must be strings; rename the",
     ),
     # categories and key columns
     Case(
         "categories containing NaN",
         lambda c: one(c.pure, [1.0, np.nan], categories={"x": [1.0, np.nan]}),
         dp.SchemaError,
+        match="categories for 'x' must not contain a missing",
     ),
     Case(
         "categories containing None",
         lambda c: one(c.pure, ["a", None], categories={"x": ["a", None]}),
         dp.SchemaError,
+        match="categories for 'x' must not contain a missing",
     ),
     Case(
         "categories= a list, not a dict",
         lambda c: c.pure.private_frame(people(), categories=["region"]),  # type: ignore[arg-type]
         dp.SchemaError,
+        match=r"categories= takes a dict \{column: \.\.\.\}, not a",
     ),
     Case(
         "bounds= a list of pairs, not a dict",
         lambda c: c.pure.private_frame(people(), bounds=[("wage", (0, 1))]),  # type: ignore[arg-type]
         dp.SchemaError,
+        match=r"bounds= takes a dict \{column: \.\.\.\}, not a list\.",
     ),
     Case(
         "string dtype keys with NA: grouped count",
@@ -399,9 +418,20 @@ DATA_CASES: list[Case] = [
         "isin with unhashable values",
         lambda c: people_frame(c.pure)["region"].isin([["south"]]),
         dp.SchemaError,
+        match=r"isin\(\) values must be numbers, strings or",
     ),
-    Case("isin(None)", lambda c: people_frame(c.pure)["region"].isin(None), dp.SchemaError),
-    Case("isin('south')", lambda c: people_frame(c.pure)["region"].isin("south"), dp.SchemaError),
+    Case(
+        "isin(None)",
+        lambda c: people_frame(c.pure)["region"].isin(None),
+        dp.SchemaError,
+        match=r"isin\(\) takes a list of public values, e\.g\.",
+    ),
+    Case(
+        "isin('south')",
+        lambda c: people_frame(c.pure)["region"].isin("south"),
+        dp.SchemaError,
+        match=r"isin\(\) takes a list of public values, e\.g\.",
+    ),
     Case(
         "isin with numpy values",
         lambda c: (lambda p: p[p["age"].isin(np.array([42, 25]))].count(epsilon=EXACT))(
@@ -414,17 +444,20 @@ DATA_CASES: list[Case] = [
         "grouping over more than MAX_CELLS key combinations",
         _many_cells,
         dp.SchemaError,
+        match="This request is too large to evaluate; nothing",
     ),
     # huge and tiny bounds
     Case(
         "bounds ±1e308: sum",
         lambda c: people_frame(c.pure).with_bounds(wage=(-1e308, 1e308))["wage"].sum(epsilon=1),
         dp.SchemaError,
+        match=r"The bounds \(\-1e\+308, 1e\+308\) are too wide for",
     ),
     Case(
         "bounds (0, 1e300): var",
         lambda c: people_frame(c.pure).with_bounds(wage=(0, 1e300))["wage"].var(epsilon=1),
         dp.SchemaError,
+        match=r"The bounds \(0\.0, 1e\+300\) are too wide for",
     ),
     Case(
         "tiny bounds (1e-300, 2e-300): mean",
@@ -448,11 +481,13 @@ DATA_CASES: list[Case] = [
         "bounds given as strings",
         lambda c: c.pure.private_frame(people(), bounds={"wage": ("0", "5")}),  # type: ignore[dict-item]
         dp.SchemaError,
+        match=r"bounds for 'wage' must be a \(low, high\) pair of",
     ),
     Case(
         "bounds with None",
         lambda c: c.pure.private_frame(people(), bounds={"wage": (None, 5)}),  # type: ignore[dict-item]
         dp.SchemaError,
+        match=r"bounds for 'wage' must be a \(low, high\) pair of",
     ),
     Case(
         "bounds as numpy scalars: sum",
@@ -462,7 +497,12 @@ DATA_CASES: list[Case] = [
         RELEASE,
         near(25 + 10 + 20 + 25),
     ),
-    Case("clip(nan, 1)", lambda c: people_frame(c.pure)["wage"].clip(np.nan, 1), dp.SchemaError),
+    Case(
+        "clip(nan, 1)",
+        lambda c: people_frame(c.pure)["wage"].clip(np.nan, 1),
+        dp.SchemaError,
+        match=r"bounds for 'wage' must be finite numbers\.",
+    ),
 ]
 
 

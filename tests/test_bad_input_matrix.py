@@ -38,6 +38,7 @@ def test_matrix_is_large_and_names_are_unique() -> None:
     assert len(CASES) >= 40
     assert sum(case.expect is RELEASE for case in CASES) >= 15
     assert sum(case.expect is not RELEASE for case in CASES) >= 25
+    assert all(case.match for case in CASES if case.expect is not RELEASE)  # each names its refusal
 
 
 @pytest.fixture
@@ -59,7 +60,8 @@ def _state(ctx: Ctx) -> list[tuple[dp.Budget, int]]:
 def test_malformed_input(ctx: Ctx, case: Case) -> None:
     before = _state(ctx)
     if case.expect is not RELEASE:
-        with pytest.raises(dp.DPError) as info:
+        assert case.match is not None
+        with pytest.raises(dp.DPError, match=case.match) as info:
             case.run(ctx)
         assert type(info.value) is case.expect or isinstance(info.value, case.expect), info.value
         origin = str(info.traceback[-1].path)
