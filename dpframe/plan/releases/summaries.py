@@ -76,12 +76,15 @@ class Describe(ReleaseNode):
 BOUNDS_POWERS = (-10, 40)
 
 
+_EDGES = (
+    *(-(2.0**k) for k in range(BOUNDS_POWERS[1], BOUNDS_POWERS[0] - 1, -1)),
+    *(2.0**k for k in range(BOUNDS_POWERS[0], BOUNDS_POWERS[1] + 1)),
+)
+
+
 def bounds_edges() -> tuple[float, ...]:
-    """The public bin edges of :class:`ApproxBounds` (102 edges, 101 bins)."""
-    low, high = BOUNDS_POWERS
-    negative = tuple(-(2.0**k) for k in range(high, low - 1, -1))
-    positive = tuple(2.0**k for k in range(low, high + 1))
-    return negative + positive
+    """The public bin edges of :class:`ApproxBounds` (102 edges, 101 bins; computed once)."""
+    return _EDGES
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
