@@ -128,7 +128,7 @@ def test_dp_load_bad_input_prints_one_line(
     line: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    shell.run_line_magic("dp_session", "--epsilon 1 --ledger :memory:")
+    shell.run_line_magic("dp_session", "--epsilon 1 --name bad-input --ledger :memory:")
     capsys.readouterr()
     shell.run_line_magic("dp_load", line.format(csv=cps_csv, missing=tmp_path / "missing.csv"))
     out = capsys.readouterr().out.strip()
@@ -190,7 +190,7 @@ def test_kernel_spec_is_installed() -> None:
 
     spec = KernelSpecManager().get_kernel_spec("dpframe")
     assert spec.display_name == "Python 3 (dpframe)"
-    assert "--ext" in spec.argv and "dpframe" in spec.argv
+    assert spec.argv[spec.argv.index("--ext") + 1] == "dpframe.jupyter.kernel"
 
 
 def test_plot_grouped_release_with_error_bars(session: dp.Session, cps: pd.DataFrame) -> None:

@@ -1,9 +1,10 @@
-"""The IPython extension behind the "Python 3 (dpframe, curator)" kernel.
+"""The IPython extension behind the "Python 3 (dpframe) — curator client" kernel.
 
 At start it connects to the curator named by ``DPFRAME_CURATOR_URL`` with
 the token in ``DPFRAME_TOKEN`` (or in the file named by
 ``DPFRAME_TOKEN_FILE``), binds ``dp_conn`` and opens every granted dataset
-under its own name, each with a live budget meter.  The kernel spec sets
+under its own name, each with a live budget meter; ``dp`` is bound to
+:mod:`dpframe` as on the local kernel.  The kernel spec sets
 ``DPFRAME_CLIENT_ONLY=1``, so :class:`dpframe.Session` refuses to start: no
 private data can be loaded into this kernel through dpframe.  (Python can
 still read any file the kernel's OS user can read: keep the data where that
@@ -35,9 +36,11 @@ def _token() -> str | None:
 def load_ipython_extension(ipython: Any) -> None:
     """Load the dpframe magics, then connect to the configured curator."""
     import dpframe
+    from dpframe.jupyter.kernel import bind_dp
 
     os.environ["DPFRAME_CLIENT_ONLY"] = "1"
     dpframe.load_ipython_extension(ipython)
+    bind_dp(ipython)
     url = os.environ.get("DPFRAME_CURATOR_URL")
     if not url or _token() is None:
         print(

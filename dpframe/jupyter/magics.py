@@ -19,13 +19,16 @@ from traitlets import Float, Unicode
 
 import dpframe as dp
 from dpframe.engine.loading import read_table
+from dpframe.jupyter.magic_lines import (
+    MagicInputError,
+    split_assignment,
+    split_keys,
+    split_words,
+    unquote,
+)
 from dpframe.jupyter.meter import BudgetMeter
 
-__all__ = ["DPMagics", "parse_bounds", "parse_categories"]
-
-
-class MagicInputError(dp.DPError, ValueError):
-    """A magic's arguments do not parse."""
+__all__ = ["DPMagics", "MagicInputError", "parse_bounds", "parse_categories"]
 
 
 def _number(text: str, what: str) -> float:
@@ -39,8 +42,8 @@ def parse_bounds(items: list[str]) -> dict[str, tuple[float, float]]:
     """``["wage=0:5000", "age=18:70"]`` → ``{"wage": (0.0, 5000.0), "age": (18.0, 70.0)}``."""
     bounds: dict[str, tuple[float, float]] = {}
     for item in items:
-        name, sep, rest = item.partition("=")
-        low, colon, high = rest.partition(":")
+        name, rest, sep = split_assignment(item)
+        low, colon, high = unquote(rest).partition(":")
         if not sep or not colon or not name:
             raise MagicInputError(
                 f"--bounds {item!r}: write COLUMN=LOW:HIGH, e.g. --bounds wage=0:5000."
@@ -62,15 +65,18 @@ def _typed(categories: dict[str, list[str]], data: pd.DataFrame) -> dict[str, li
 
 
 def parse_categories(items: list[str]) -> dict[str, list[str]]:
-    """``["region=south,west"]`` → ``{"region": ["south", "west"]}``."""
+    """``["region=south,west"]`` → ``{"region": ["south", "west"]}``.
+
+    Keys (and names) with spaces or commas are quoted: ``region="north east",south``.
+    """
     categories: dict[str, list[str]] = {}
     for item in items:
-        name, sep, rest = item.partition("=")
-        keys = [k for k in rest.split(",") if k]
+        name, rest, sep = split_assignment(item)
+        keys = split_keys(rest)
         if not sep or not name or not keys:
             raise MagicInputError(
                 f"--categories {item!r}: write COLUMN=KEY1,KEY2,..., "
-                "e.g. --categories region=northeast,south."
+                'e.g. --categories region=northeast,south (quote keys with spaces: "new york").'
             )
         categories[name] = keys
     return categories
@@ -94,6 +100,8 @@ class DPMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.session: dp.Session | None = None
         self.meters: list[BudgetMeter] = []
+        # %dp_session without --name: the settings, until %dp_load names the session.
+        self.pending: dict[str, Any] | None = None
 
     @property
     def _user_ns(self) -> dict[str, Any]:
@@ -105,6 +113,9 @@ class DPMagics(Magics):
         print(f"%{magic}: {error}")
 
     def _require_session(self, magic: str) -> dp.Session | None:
+        if self.session is None and self.pending is not None:
+            print(f"%{magic}: the session starts with the first %dp_load (named after its file).")
+            return None
         if self.session is None:
             found = [v for v in self._user_ns.values() if isinstance(v, dp.Session)]
             if found:
@@ -125,6 +136,7 @@ class DPMagics(Magics):
             meter.close()
         self.meters.clear()
         self.session = None
+        self.pending = None
 
     @magic_arguments()
     @argument("--epsilon", type=float, default=None, help="Total epsilon of the session.")
@@ -135,27 +147,55 @@ class DPMagics(Magics):
         default=None,
         help="Accounting (default: pure if delta is 0, else zcdp).",
     )
-    @argument("--name", default="default", help="Session name in the ledger (resumes its spend).")
+    @argument(
+        "--name",
+        default=None,
+        help=(
+            "Session name in the ledger (resumes its spend). Without it the name comes from "
+            "the first file %%dp_load loads, so the budget follows the data."
+        ),
+    )
     @argument("--ledger", default=None, help="Ledger file (default: configured or user data dir).")
     @line_magic
     def dp_session(self, line: str) -> None:
-        """Start, or resume from the ledger, a privacy session; binds it to ``dp_session``."""
+        """Start, or resume from the ledger, a privacy session; binds it to ``dp_session``.
+
+        Without ``--name`` the session starts at the first ``%dp_load``, named
+        after the file it loads (``file:`` and its absolute path): the budget
+        follows the data, so two notebooks on the same file share it, and
+        unrelated data never share a machine-wide budget.
+        """
         args = parse_argstring(self.dp_session, line)
         epsilon = self.default_epsilon if args.epsilon is None else args.epsilon
+        settings = {
+            "epsilon": epsilon,
+            "delta": args.delta,
+            "ledger": args.ledger or self.ledger,
+            "accounting": args.accounting,
+        }
         try:
-            session = dp.Session(
-                epsilon=epsilon,
-                delta=args.delta,
-                name=args.name,
-                ledger=args.ledger or self.ledger,
-                accounting=args.accounting,
-            )
+            # Checked now (nothing is recorded in a throw-away ledger), used at the first load.
+            dp.Session(**{**settings, "ledger": ":memory:"}, name="check")
+            if args.name is not None:
+                self._start(settings, args.name)
+                return
         except dp.DPError as error:
             self._fail("dp_session", error)
             return
-        self.session = session
+        self.session, self.pending = None, settings
+        self._user_ns.pop("dp_session", None)
+        print(
+            "%dp_session: the session starts with the first %dp_load and is named after "
+            "its file, so its budget follows the data (give --name to choose a name)."
+        )
+
+    def _start(self, settings: dict[str, Any], name: str) -> dp.Session:
+        """Open the session ``name`` with ``settings``, bind it and show its meter."""
+        session = dp.Session(**settings, name=name)
+        self.session, self.pending = session, None
         self._user_ns["dp_session"] = session
         display(self.meter(session))
+        return session
 
     @magic_arguments()
     @argument("name", help="Variable to bind the private frame to.")
@@ -167,10 +207,19 @@ class DPMagics(Magics):
     @argument("--max-groups-per-unit", type=int, default=None, help="Keys kept per unit.")
     @line_magic
     def dp_load(self, line: str) -> None:
-        """Load a CSV or Parquet file as a private frame bound to NAME."""
-        args = parse_argstring(self.dp_load, line)
-        session = self._require_session("dp_load")
-        if session is None:
+        """Load a CSV or Parquet file as a private frame bound to NAME.
+
+        Quote paths and keys that hold spaces or commas:
+        ``%dp_load pf "my data.csv" --categories region="north east",south``.
+        """
+        try:
+            args = self.dp_load.parser.parse_args(split_words(line))
+        except MagicInputError as error:
+            self._fail("dp_load", error)
+            return
+        args.path = unquote(args.path)
+        session = self.session if self.pending is not None else self._require_session("dp_load")
+        if session is None and self.pending is None:
             return
         if not args.name.isidentifier():
             self._fail("dp_load", MagicInputError(f"{args.name!r} is not a valid variable name."))
@@ -181,6 +230,9 @@ class DPMagics(Magics):
             path = Path(args.path).expanduser()
             if not path.is_file():
                 raise MagicInputError(f"no file at {str(path)!r}.")
+            if session is None:
+                assert self.pending is not None
+                session = self._start(self.pending, f"file:{path.resolve()}")
             reader = pd.read_parquet if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv
             data = read_table(reader, path, {})
             frame = session.private_frame(

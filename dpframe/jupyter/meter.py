@@ -3,6 +3,12 @@
 The meter listens to the session's release events (one-way: it has no way to
 change the budget) and redraws after every release, from any cell, loop or
 other meter of the same session.  Outside a notebook it shows a text line.
+
+One currency: the first line counts in the units queries ask in (``epsilon=``
+shares of the session's total), so that used + left = total and each release
+adds exactly what it asked; the second line gives the actual (ε, δ) guarantee
+of everything released so far (:attr:`Session.spent`), which under zCDP is
+not the sum of the shares (the conversion from ρ is not additive).
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class BudgetMeter:
         self.widget = widgets.VBox(rows)
         self._spent = session.spent
         self._remaining = session.remaining
+        #: What was used before this meter opened (a resumed session), in share units.
+        self.resumed = session.total - self._remaining
         self._renyi: Any = None  # the second view, built on first use
         self._unsubscribe = session.subscribe(self._on_release)
         self._redraw()
@@ -81,8 +89,13 @@ class BudgetMeter:
 
     @property
     def spent(self) -> Budget:
-        """The spend last shown."""
+        """The (ε, δ) guarantee last shown (:attr:`Session.spent`)."""
         return self._spent
+
+    @property
+    def used(self) -> Budget:
+        """What releases asked for so far, in share units: ``total - remaining``."""
+        return self._session.total - self._remaining
 
     @property
     def remaining(self) -> Budget:
@@ -139,11 +152,22 @@ class BudgetMeter:
         delta = float(self._session.total.delta) or 1e-6
         self._renyi.value = self._session.renyi().to_svg(delta)
 
+    def _resumed_text(self) -> str:
+        if self.resumed.epsilon == 0 and self.resumed.delta == 0:
+            return ""
+        return f"resumed: {self.resumed} used before"
+
+    def guarantee_text(self) -> str:
+        """The second line: the actual (ε, δ) guarantee of everything released so far."""
+        return f"guarantee so far {self._spent} ({self._session.accounting} accounting)"
+
     def text(self) -> str:
-        """The one-line view used outside notebooks."""
+        """The view used outside notebooks: used + left = total, then the guarantee."""
+        resumed = self._resumed_text()
         return (
-            f"dpframe budget [{self._session.name}]: spent {self._spent}, remaining "
+            f"dpframe budget [{self._session.name}]: used {self.used}, left "
             f"{self._remaining} of {self._session.total} ({self.fraction:.0%} used, {self.colour})"
+            f"{'; ' + resumed if resumed else ''}; {self.guarantee_text()}"
         )
 
     # -- updates -------------------------------------------------------------
@@ -157,18 +181,21 @@ class BudgetMeter:
 
     def _redraw(self) -> None:
         colour = COLOURS[self.colour]
+        resumed = self._resumed_text()
         self._title.value = (
             f"<b>Privacy budget</b> · session <code>{html.escape(self._session.name)}</code>"
             f" · {html.escape(self._session.accounting)} accounting"
+            + (f" · <i>{html.escape(resumed)}</i>" if resumed else "")
         )
         self._epsilon_bar.value = self.fraction
         self._epsilon_bar.style.bar_color = colour
         self._delta_bar.value = self.delta_fraction
         self._delta_bar.style.bar_color = colour
         self._numbers.value = (
-            f"spent <b>{html.escape(str(self._spent))}</b> · remaining "
+            f"used <b>{html.escape(str(self.used))}</b> · left "
             f"<b>{html.escape(str(self._remaining))}</b> of {html.escape(str(self._session.total))}"
-            f" ({self.fraction:.0%} used)"
+            f" ({self.fraction:.0%} used)<br><span style='color:#666'>"
+            f"{html.escape(self.guarantee_text())}</span>"
         )
         items = "".join(
             f"<li><code>{html.escape(q)}</code> — {html.escape(c)}</li>"

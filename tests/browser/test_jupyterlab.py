@@ -40,7 +40,7 @@ RUN_TIMEOUT = 90_000
 SETTLE_TIMEOUT = 15_000
 
 NUMBERS = re.compile(
-    r"spent ε=(?P<spent>[0-9.e+-]+) · remaining ε=(?P<remaining>[0-9.e+-]+) "
+    r"used ε=(?P<spent>[0-9.e+-]+) · left ε=(?P<remaining>[0-9.e+-]+) "
     r"of ε=(?P<total>[0-9.e+-]+) \((?P<percent>\d+)% used\)"
 )
 ERROR_TEXT = re.compile(r"Traceback|\b\w*(Error|Exception)\b")
@@ -186,7 +186,7 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
 
         # (b) the first meter, shown before any release, followed the spending.
         expect(first).to_contain_text(
-            re.compile(r"spent ε=(?!0 )[0-9.e+-]+ · remaining"), timeout=SETTLE_TIMEOUT
+            re.compile(r"used ε=(?!0 )[0-9.e+-]+ · left"), timeout=SETTLE_TIMEOUT
         )
         if stored.meters > 1:
             expect(meters.last).to_contain_text(meter_numbers(first).group(0))

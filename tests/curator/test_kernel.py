@@ -1,4 +1,4 @@
-"""The "Python 3 (dpframe, curator)" kernel: connects at start, cannot load local data."""
+"""The "Python 3 (dpframe) — curator client" kernel: connects at start, cannot load local data."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_curator_kernel_spec_is_installed() -> None:
     from jupyter_client.kernelspec import KernelSpecManager
 
     spec = KernelSpecManager().get_kernel_spec("dpframe-curator")
-    assert spec.display_name == "Python 3 (dpframe, curator)"
+    assert spec.display_name == "Python 3 (dpframe) — curator client"
     assert spec.argv[spec.argv.index("--ext") + 1] == "dpframe.jupyter.curator_kernel"
     assert spec.env == {"DPFRAME_CLIENT_ONLY": "1"}
 
