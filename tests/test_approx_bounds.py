@@ -163,7 +163,10 @@ def test_explain_shows_the_histogram_and_charges_nothing(cps: pd.DataFrame) -> N
     session = _session(epsilon=1)
     pf = session.private_frame(cps)
     text = str(session.explain(lambda: pf["wage"].approx_bounds(epsilon=0.5)))
-    assert text.startswith("approx_bounds(wage): cost ε=0.5")
+    assert text.startswith(
+        "approx_bounds(wage) = a (low, high) suggestion from 101 public log-scale bins (each "
+        "bin's count within ±6.0 at 95%); cost ε=0.5; ε=0.5 left\n"
+    )
     assert "101 groups" in text and "discrete Laplace scale 2" in text
     assert session.spent.is_zero
 

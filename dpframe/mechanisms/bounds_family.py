@@ -11,6 +11,7 @@ Analytics' ``get_bounds``; the bins and the rule here are dpframe's own.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ import numpy.typing as npt
 
 from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
 from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.explanations import Explanation, explain_aggregate
+from dpframe.mechanisms.explanations import Explanation, explain_aggregate, plain_number
 from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.plan.releases import ApproxBounds, bounds_edges
 from dpframe.plan.releases.summaries import BOUNDS_POWERS
@@ -121,4 +122,10 @@ class ApproxBoundsFamily(Family[ApproxBounds]):
 
     def explain(self, node: ApproxBounds, asked: Asked) -> Explanation:
         """The histogram's noise per bin (the rule adds no cost)."""
-        return explain_aggregate(node.histogram(), asked)
+        histogram = explain_aggregate(node.histogram(), asked)
+        width = histogram.measures[0].half_width_95 if histogram.measures else 0.0
+        headline = (
+            f"a (low, high) suggestion from {histogram.cells} public log-scale bins "
+            f"(each bin's count within ±{plain_number(width)} at 95%)"
+        )
+        return dataclasses.replace(histogram, headline=headline)

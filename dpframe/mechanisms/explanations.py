@@ -24,7 +24,22 @@ __all__ = [
     "aggregate_floor",
     "explain_aggregate",
     "explain_cost",
+    "plain_number",
 ]
+
+
+def plain_number(value: float) -> str:
+    """``value`` to two significant digits, as a person writes it: 600, 12, 0.031, 170,000.
+
+    Outside [1e-4, 1e9) it falls back to scientific notation (``1.7e+12``).
+    """
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    if not 1e-4 <= abs(value) < 1e9:
+        return f"{value:.2g}"
+    rounded = float(f"{value:.2g}")
+    decimals = max(0, 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:,.{decimals}f}"
 
 
 @dataclass(frozen=True)
@@ -71,14 +86,27 @@ class Explanation:
     remaining_before: Budget
     remaining_after: Budget | None
     accuracy: AccuracyFloor | None = None
+    #: The answer's accuracy in plain words (e.g. "within ±600 of the true value at 95%").
+    headline: str = ""
 
     @property
     def allowed(self) -> bool:
         """False when the budget would refuse the query."""
         return self.remaining_after is not None
 
+    def plain(self) -> str:
+        """One plain line: the answer's accuracy, its cost and what would be left."""
+        parts = [f"{self.query}" + (f" = {self.headline}" if self.headline else "")]
+        parts.append(f"cost {self.cost}")
+        if self.remaining_after is None:
+            parts.append(f"would be REFUSED: only {self.remaining_before} left")
+        else:
+            parts.append(f"{self.remaining_after} left")
+        return "; ".join(parts)
+
     def __str__(self) -> str:
-        lines = [f"{self.query}: cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else "")]
+        lines = [self.plain()]
+        lines.append(f"  cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else ""))
         if self.cells > 1:
             lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
         for m in self.measures:
@@ -97,7 +125,10 @@ class Explanation:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return "<pre class='dpframe-explain'>" + html.escape(str(self)) + "</pre>"
+        first, _, rest = str(self).partition("\n")
+        return (
+            f"<pre class='dpframe-explain'><b>{html.escape(first)}</b>\n{html.escape(rest)}</pre>"
+        )
 
 
 def explain_aggregate(agg: Aggregate, cost: CostView) -> Explanation:
@@ -126,7 +157,30 @@ def explain_aggregate(agg: Aggregate, cost: CostView) -> Explanation:
         cost.remaining_before,
         cost.remaining_after,
         floor,
+        _headline(agg.statistic, explained, agg.n_groups),
     )
+
+
+def _headline(statistic: str, measures: list[MeasureExplanation], cells: int) -> str:
+    """The answer's 95% accuracy in plain words, from public facts only.
+
+    A count or sum is one noisy measure per cell: its 95% half-width is the
+    answer's.  A mean's error is the final sum's noise divided by the rows
+    counted (private, so shown as a function of n, with two examples).  For
+    other statistics the measures below say more than one number could.
+    """
+    each = " in each group" if cells > 1 else ""
+    if statistic in ("count", "sum") and len(measures) == 1:
+        return f"within ±{plain_number(measures[0].half_width_95)} of the true value at 95%{each}"
+    final = [m.half_width_95 for m in measures if "worst case" in m.name]
+    if statistic == "mean" and final:
+        width = max(final)
+        return (
+            f"within about ±{plain_number(width)}/n of the true value at 95%{each}, n the rows "
+            f"counted (±{plain_number(width / 1e3)} at n = 1,000; "
+            f"±{plain_number(width / 1e5)} at n = 100,000)"
+        )
+    return ""
 
 
 def aggregate_floor(

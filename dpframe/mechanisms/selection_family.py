@@ -7,6 +7,7 @@ permute-and-flip (the exponential mechanism's report-noisy-max form).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable
 from fractions import Fraction
@@ -25,7 +26,8 @@ from dpframe.mechanisms.aggregates import (
     release_aggregate,
 )
 from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
-from dpframe.mechanisms.family import Family, Released
+from dpframe.mechanisms.explanations import Explanation, plain_number
+from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.quantiles import (
     QUANTILE_BINS,
     bin_edges,
@@ -66,6 +68,17 @@ class QuantileFamily(Family[Quantile]):
                 "2**52 ranks; ask for a larger epsilon (or rho), or fewer levels at once."
             )
         return eps_each
+
+    def explain(self, node: Quantile, asked: Asked) -> Explanation:
+        """The cost, and each level's 95% rank error (public: ε, q and the unit's row limit)."""
+        eps_each = self.privacy_map(node, asked.allocation)
+        rows = unit_rows(node.plan)
+        errors = [rank_error(float(eps_each), 0.95, q, rows) for q in node.levels]
+        headline = (
+            f"a value whose rank is within ±{plain_number(max(errors))} rows of the true "
+            "quantile's at 95% (on the 4,097-point public grid)"
+        )
+        return dataclasses.replace(asked.cost_only(node.label), headline=headline)
 
     def release(self, run: Released[Quantile]) -> tuple[Any, str]:
         """One histogram over the candidates, then one selection per level."""
