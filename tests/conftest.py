@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -9,6 +10,9 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+
+# Plots in tests draw off screen; the notebook runs remove this so their kernels draw inline.
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -7,6 +7,7 @@ hold no raw data.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -25,6 +26,20 @@ EXPECTED = {
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
 }
 
+#: PNG images each notebook must draw (the notebooks never force a backend, so in a
+#: kernel the inline backend renders them as they render in JupyterLab).
+IMAGES = {"quickstart.ipynb": 1, "exploration.ipynb": 2, "regression.ipynb": 2, "budgets.ipynb": 1}
+
+
+def _images(notebook: nbformat.NotebookNode) -> list[bytes]:
+    found = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data:
+                found.append(base64.b64decode(data["image/png"]))
+    return found
+
 
 def _output_text(notebook: nbformat.NotebookNode) -> str:
     parts = []
@@ -38,7 +53,9 @@ def _output_text(notebook: nbformat.NotebookNode) -> str:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A backend set for the tests (MPLBACKEND=Agg) would reach the kernels and hide the plots.
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     notebook = nbformat.read(path, as_version=4)
     kernel = notebook.metadata.get("kernelspec", {}).get("name", "python3")
     client = NotebookClient(
@@ -56,6 +73,9 @@ def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     text = _output_text(notebook)
     for expected in EXPECTED.get(path.name, ["95% CI"]):
         assert expected in text, (path.name, expected)
+    images = _images(notebook)
+    assert len(images) == IMAGES[path.name], (path.name, len(images))
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000 for png in images)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -38,13 +38,44 @@ def plot(result: pd.Series | Release, level: float = 0.95, ax: Any = None, **kwa
         intervals = ci(result, level)
         values, lows, highs = result, intervals["low"], intervals["high"]
     if ax is None:
-        _, ax = plt.subplots(figsize=kwargs.pop("figsize", (6, 3.5)))
-    labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in values.index]
+        _, ax = plt.subplots(figsize=kwargs.pop("figsize", (6, 3.5)), layout="constrained")
+    labels = axis_labels(values.index)
     errors = [(values - lows).clip(lower=0).to_numpy(), (highs - values).clip(lower=0).to_numpy()]
     ax.bar(labels, values.to_numpy(), yerr=errors, capsize=4, color="#4c72b0", **kwargs)
     ax.set_ylabel(f"{values.name or 'value'} ({level:.0%} CI)")
+    if values.index.name:
+        ax.set_xlabel(str(values.index.name))
+    if crowded(labels, ax.get_figure().get_figwidth()):
+        ax.tick_params(axis="x", labelrotation=30)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
     ax.set_title(title, fontsize=10)
     return ax
+
+
+def axis_labels(index: pd.Index) -> list[str]:
+    """Short tick labels: bins as ``0–250`` (pandas' ``[0.0, 250.0)`` is long), tuples joined."""
+    labels = []
+    for key in index:
+        if isinstance(key, pd.Interval):
+            labels.append(f"{key.left:g}–{key.right:g}")
+        elif isinstance(key, tuple):
+            labels.append(" / ".join(map(str, key)))
+        else:
+            labels.append(str(key))
+    return labels
+
+
+#: Characters of 10-point tick labels that fit side by side per inch of figure width,
+#: with room between them (measured: at 6 inches, 7 labels of 9 characters touch).
+CHARACTERS_PER_INCH = 8
+
+
+def crowded(labels: list[str], width_inches: float = 6.0) -> bool:
+    """True when the labels, side by side, would touch on an axis ``width_inches`` wide."""
+    if not labels:
+        return False
+    return max(len(label) for label in labels) * len(labels) > CHARACTERS_PER_INCH * width_inches
 
 
 @pd.api.extensions.register_series_accessor("dp")
