@@ -34,6 +34,9 @@ LAB_SETTINGS: dict[str, dict[str, Any]] = {
         "fetchNews": "false",
         "checkForUpdates": False,
     },
+    # Every cell stays in the page: with the default windowing, cells scrolled out
+    # of view (the notebooks hold plots now) are not drawn and their prompts read "".
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
 
@@ -123,6 +126,7 @@ def isolated_env(base: Path) -> dict[str, str]:
     # put its bin directory first anyway, for anything else the kernel starts.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.pop("JUPYTER_TOKEN", None)
+    env.pop("MPLBACKEND", None)  # the tests' off-screen backend would hide the notebooks' plots
     return env
 
 

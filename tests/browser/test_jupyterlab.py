@@ -113,7 +113,7 @@ def ledger_spent(page: Page) -> tuple[float, list[str]]:
 
 
 def meter_numbers(meter: Locator) -> re.Match[str]:
-    text = meter.locator(".widget-html-content").filter(has_text="spent").inner_text()
+    text = meter.locator(".widget-html-content").filter(has_text="left").inner_text()
     match = NUMBERS.search(" ".join(text.split()))
     assert match, f"unexpected meter text: {text!r}"
     return match
@@ -223,3 +223,53 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
                 page.screenshot(path=screenshot, full_page=True)
         if page_errors:
             print("JavaScript errors on the page:", *page_errors, sep="\n  ")
+
+
+# Every <img> of the notebook's outputs, with its natural size once loaded.
+IMAGES_JS = """
+() => [...document.querySelectorAll('.jp-NotebookPanel .jp-OutputArea-output img')]
+  .map(img => ({complete: img.complete, width: img.naturalWidth, height: img.naturalHeight}))
+"""
+
+
+def test_exploration_notebook_draws_its_plots_in_jupyterlab(
+    lab: LabServer, page: Page, screenshot_dir: Path
+) -> None:
+    """The plots render as images in the page: no backend is forced in the notebook."""
+    notebook = "exploration.ipynb"
+    stored = read_notebook(NOTEBOOKS / notebook)
+    sources = json.loads((NOTEBOOKS / notebook).read_text(encoding="utf-8"))["cells"]
+    assert not any("matplotlib.use" in "".join(cell["source"]) for cell in sources)
+    screenshot = screenshot_dir / "exploration-lab.png"
+    try:
+        page.goto(lab.url(f"lab/tree/{notebook}"), timeout=PAGE_TIMEOUT)
+        panel = page.locator(".jp-NotebookPanel")
+        expect(panel.locator(".jp-CodeCell")).to_have_count(stored.code_cells, timeout=PAGE_TIMEOUT)
+        expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+            "data-status", "idle", timeout=KERNEL_TIMEOUT
+        )
+        # The stored outputs already hold the images: clear them, so the ones
+        # checked below are drawn by this run's kernel.
+        page.get_by_role("menuitem", name="Edit", exact=True).click()
+        page.get_by_role("menuitem", name="Clear Outputs of All Cells", exact=True).click()
+        expect(panel.locator(".jp-OutputArea-output img")).to_have_count(0, timeout=SETTLE_TIMEOUT)
+        run_all_cells(page)
+        page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_TIMEOUT)
+        images = panel.locator(".jp-OutputArea-output img")
+        expect(images).to_have_count(2, timeout=SETTLE_TIMEOUT)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-OutputArea-output img')]"
+            ".every(img => img.complete && img.naturalWidth > 0)",
+            timeout=SETTLE_TIMEOUT,
+        )
+        drawn = page.evaluate(IMAGES_JS)
+        assert all(img["width"] >= 300 and img["height"] >= 200 for img in drawn), drawn
+        for index in range(2):
+            box = images.nth(index).bounding_box()
+            assert box is not None and box["width"] > 100 and box["height"] > 100
+        images.last.scroll_into_view_if_needed()
+        page.screenshot(path=screenshot, full_page=True)
+    finally:
+        if not screenshot.exists():
+            with contextlib.suppress(PlaywrightError):
+                page.screenshot(path=screenshot, full_page=True)
