@@ -189,3 +189,35 @@ def test_the_zcdp_meter_adds_up_in_the_units_asked(tmp_path: Path) -> None:
     assert f"guarantee so far {session.spent} (zcdp accounting)" in text
     assert "used <b>ε=0.3</b> · left <b>ε=0.7, δ=1e-06</b>" in meter._numbers.value
     meter.close()
+
+
+# -- the meter in the side panel -------------------------------------------------------
+
+
+def test_dp_budget_side_pins_the_meter_in_a_sidecar(shell: InteractiveShell) -> None:
+    pytest.importorskip("sidecar")
+    from sidecar import Sidecar
+
+    shell.run_line_magic("dp_session", "--epsilon 1 --name side --ledger :memory:")
+    magics = _magics(shell)
+    shell.run_line_magic("dp_budget", "--side")
+    (panel,) = magics.panels
+    assert isinstance(panel, Sidecar) and panel.title == "dpframe budget · side"
+    assert len(magics.meters) == 2  # the session's meter and the pinned one
+    shell.run_line_magic("unload_ext", "dpframe")
+    assert not magics.panels and not magics.meters
+    shell.run_line_magic("load_ext", "dpframe")
+
+
+def test_dp_budget_side_without_sidecar_shows_the_meter_inline(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sidecar", None)  # as if not installed
+    shell.run_line_magic("dp_session", "--epsilon 1 --name side --ledger :memory:")
+    capsys.readouterr()
+    shell.run_line_magic("dp_budget", "--side")
+    out = capsys.readouterr().out
+    assert "needs the sidecar package" in out and "dpframe budget [side]" in out
+    assert not _magics(shell).panels and len(_magics(shell).meters) == 2

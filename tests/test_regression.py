@@ -15,11 +15,8 @@ from scipy import stats
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.gaussian_vector import gaussian_vector
-from dpframe.mechanisms.model_family import (
-    PrivateLinearRegression,
-    PrivateLogisticRegression,
-    ProgressBar,
-)
+from dpframe.mechanisms.model_family import PrivateLinearRegression, PrivateLogisticRegression
+from dpframe.mechanisms.progress import ProgressBar
 from dpframe.mechanisms.regression import (
     denormalize,
     fit_composition,
@@ -189,7 +186,8 @@ def test_amplification_by_iteration_accounting(
 
 
 def test_progress_bar_text(capsys: pytest.CaptureFixture[str]) -> None:
-    bar = ProgressBar("fit")
+    bar = ProgressBar("fit", use_tqdm=False)
+    assert bar.kind == "text"
     for i in range(1, 101):
         bar(i, 100)
     err = capsys.readouterr().err
@@ -273,3 +271,14 @@ def test_bad_input_charges_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
     with pytest.raises(dp.DPError, match="delta > 0"):
         pure.linear_regression(FEATURES, "wage", epsilon=1.0)
     assert pure.session.spent.is_zero
+
+
+def test_progress_uses_tqdm_when_installed(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    bar = ProgressBar("fit")
+    assert bar.kind == "tqdm"
+    for i in range(1, 51):
+        bar(i, 50)
+    err = capsys.readouterr().err
+    assert "fit: 100%" in err and "50/50" in err
+    assert ProgressBar("fit", enabled=False).kind == "off"

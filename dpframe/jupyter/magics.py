@@ -102,6 +102,7 @@ class DPMagics(Magics):
         self.meters: list[BudgetMeter] = []
         # %dp_session without --name: the settings, until %dp_load names the session.
         self.pending: dict[str, Any] | None = None
+        self.panels: list[Any] = []  # the side panels of %dp_budget --side
 
     @property
     def _user_ns(self) -> dict[str, Any]:
@@ -135,6 +136,9 @@ class DPMagics(Magics):
         for meter in self.meters:
             meter.close()
         self.meters.clear()
+        for panel in self.panels:
+            panel.close()
+        self.panels.clear()
         self.session = None
         self.pending = None
 
@@ -299,13 +303,35 @@ class DPMagics(Magics):
             display(self.meter(frame.session))
 
     @magic_arguments()
+    @argument(
+        "--side",
+        action="store_true",
+        help="Pin the meter to JupyterLab's side panel (needs the sidecar package).",
+    )
     @line_magic
     def dp_budget(self, line: str) -> None:
-        """Show a live budget meter of the current session."""
-        parse_argstring(self.dp_budget, line)
+        """Show a live budget meter of the current session (``--side``: in the side panel)."""
+        args = parse_argstring(self.dp_budget, line)
         session = self._require_session("dp_budget")
-        if session is not None:
-            display(self.meter(session))
+        if session is None:
+            return
+        meter = self.meter(session)
+        if not args.side:
+            display(meter)
+            return
+        try:
+            from sidecar import Sidecar
+        except ImportError:
+            print(
+                "%dp_budget --side needs the sidecar package (pip install sidecar, or "
+                "dpframe[notebook]); the meter is shown here instead."
+            )
+            display(meter)
+            return
+        panel = Sidecar(title=f"dpframe budget · {session.name}")
+        self.panels.append(panel)
+        with panel:
+            display(meter)
 
     @magic_arguments()
     @line_magic

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -29,6 +28,7 @@ from dpframe.mechanisms.kde import (
     kde_noise,
     release_kernel_sums,
 )
+from dpframe.mechanisms.progress import ProgressBar
 from dpframe.mechanisms.regression import (
     GradientSum,
     Loss,
@@ -225,58 +225,6 @@ def plot_kde(result: pd.Series, level: float = 0.95, ax: Any = None) -> Any:
     ax.set_title(info.query, fontsize=10)
     ax.legend(fontsize=8)
     return ax
-
-
-# -- progress ------------------------------------------------------------------
-
-
-class ProgressBar:
-    """A minimal progress bar: an ipywidgets bar in a notebook, a text line on stderr otherwise.
-
-    Args:
-        label: the text in front of the bar.
-        enabled: False draws nothing.
-    """
-
-    def __init__(self, label: str, enabled: bool = True) -> None:
-        self._label = label
-        self._enabled = enabled
-        self._widget: Any = None
-        self._last = -1
-        if enabled and _in_notebook():
-            import ipywidgets as widgets
-            from IPython.display import display
-
-            self._widget = widgets.IntProgress(min=0, max=1, description=label[:20])
-            display(self._widget)  # type: ignore[no-untyped-call]
-
-    def __call__(self, done: int, total: int) -> None:
-        """Show ``done`` of ``total`` (redraws at most 20 times)."""
-        if not self._enabled:
-            return
-        step = max(total // 20, 1)
-        if done != total and done // step == self._last:
-            return
-        self._last = done // step
-        if self._widget is not None:
-            self._widget.max = total
-            self._widget.value = done
-            return
-        filled = round(20 * done / max(total, 1))
-        end = "\n" if done >= total else ""
-        sys.stderr.write(
-            f"\r{self._label} [{'#' * filled}{'.' * (20 - filled)}] {done}/{total}{end}"
-        )
-        sys.stderr.flush()
-
-
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
 # -- regression ------------------------------------------------------------------
