@@ -95,7 +95,7 @@ PARAMETER_CASES: list[Case] = [
         "epsilon '1/0'",
         lambda c: people_frame(c.pure).count(epsilon="1/0"),
         dp.InvalidBudgetError,
-        match=r"epsilon must be a number, got '1/0'\.",
+        match=r"epsilon must be a number, not the string '1/0'; write it without quotes",
     ),
     Case(
         "epsilon numpy float64: count",

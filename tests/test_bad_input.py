@@ -36,7 +36,16 @@ BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
     ("epsilon nan", "epsilon must be finite, got nan", lambda f: f.count(epsilon=float("nan"))),
     ("epsilon inf", "epsilon must be finite, got inf", lambda f: f.count(epsilon=float("inf"))),
     ("epsilon missing", r"Give the privacy cost of a query as epsilon=\.\.\.", lambda f: f.count()),
-    ("epsilon string", "epsilon must be a number, got 'lots'", lambda f: f.count(epsilon="lots")),
+    (
+        "epsilon string",
+        "epsilon must be a number, not the string 'lots'",
+        lambda f: f.count(epsilon="lots"),
+    ),
+    (
+        "epsilon numeric string",
+        r"epsilon must be a number, not the string '0\.1'; write it without quotes",
+        lambda f: f.count(epsilon="0.1"),
+    ),
     (
         "delta negative",
         r"delta must be in \[0, 1\), got -0\.1",

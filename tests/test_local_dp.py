@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -333,5 +334,5 @@ def test_a_copy_whose_length_noise_is_huge_is_refused_before_the_charge(cps: pd.
     with pytest.raises(dp.InvalidBudgetError, match="noisy length could reach"):
         pf["region"].randomized_response(epsilon=1e-8)
     with pytest.raises(dp.InvalidBudgetError, match="2\\*\\*52 grid units"):
-        pf["region"].randomized_response(epsilon="1/18446744073709551615")
+        pf["region"].randomized_response(epsilon=Fraction(1, 18446744073709551615))
     assert session.ledger.empty

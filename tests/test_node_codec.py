@@ -37,7 +37,7 @@ from dpframe.plan.releases import (
 
 SOURCE = Source("d")
 PLAN = Assign(Filter(SOURCE, Col("age") > 30), "x", Col("wage") / 40)
-EPS = PrivacyRequest(epsilon="0.1")
+EPS = PrivacyRequest(epsilon=0.1)
 REGION = GroupKey("region", Col("region"), ("north", "south", "", 3, 2.5, True))
 
 NODES = [
@@ -78,10 +78,10 @@ NODES = [
         max_hits=2,
         numeric=True,
     ),
-    DiscoverKeys(plan=SOURCE, privacy=PrivacyRequest(epsilon=1, delta="1e-8"), column="region"),
+    DiscoverKeys(plan=SOURCE, privacy=PrivacyRequest(epsilon=1, delta=1e-8), column="region"),
     DiscoverThenAggregate(
         plan=SOURCE,
-        privacy=PrivacyRequest(epsilon=1, delta="1e-8"),
+        privacy=PrivacyRequest(epsilon=1, delta=1e-8),
         column="region",
         statistic="sum",
         value=Col("wage"),
@@ -116,7 +116,7 @@ NODES = [
     ),
     Regression(
         plan=SOURCE,
-        privacy=PrivacyRequest(epsilon=1, delta="1e-6"),
+        privacy=PrivacyRequest(epsilon=1, delta=1e-6),
         loss="squared",
         features=("age",),
         feature_bounds=((18.0, 70.0),),

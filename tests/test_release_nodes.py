@@ -30,7 +30,7 @@ def pf(session: dp.Session, cps: pd.DataFrame) -> dp.PrivateFrame:
     return session.private_frame(cps, bounds=BOUNDS, categories=CATEGORIES)
 
 
-def _quantile(pf: dp.PrivateFrame, epsilon: str = "0.5") -> releases.Quantile:
+def _quantile(pf: dp.PrivateFrame, epsilon: float = 0.5) -> releases.Quantile:
     return releases.Quantile(
         plan=pf[pf["education"] >= 12].plan,
         privacy=PrivacyRequest(epsilon=epsilon),
@@ -43,8 +43,8 @@ def _quantile(pf: dp.PrivateFrame, epsilon: str = "0.5") -> releases.Quantile:
 def test_equal_nodes_are_equal_and_hash_alike(pf: dp.PrivateFrame) -> None:
     assert _quantile(pf) == _quantile(pf)
     assert hash(_quantile(pf)) == hash(_quantile(pf))
-    assert _quantile(pf) != _quantile(pf, "0.25")
-    assert len({_quantile(pf), _quantile(pf), _quantile(pf, "0.25")}) == 2
+    assert _quantile(pf) != _quantile(pf, 0.25)
+    assert len({_quantile(pf), _quantile(pf), _quantile(pf, 0.25)}) == 2
 
 
 def test_every_release_kind_has_a_family() -> None:
@@ -61,7 +61,7 @@ def test_every_release_kind_has_a_family() -> None:
 def test_run_a_hand_built_node_charges_exactly_its_request(
     session: dp.Session, pf: dp.PrivateFrame, cps: pd.DataFrame
 ) -> None:
-    result = session.run(_quantile(pf, "2"))
+    result = session.run(_quantile(pf, 2))
     assert isinstance(result, dp.Release)
     truth = cps.loc[cps["education"] >= 12, "wage"].median()
     assert abs(float(result) - truth) < 60
@@ -311,7 +311,7 @@ def test_session_limits_are_checked_before_the_charge(cps: pd.DataFrame) -> None
 def _regression(**changes: object) -> releases.Regression:
     fields: dict[str, object] = {
         "plan": Source("d"),
-        "privacy": PrivacyRequest(epsilon=1, delta="1e-6"),
+        "privacy": PrivacyRequest(epsilon=1, delta=1e-6),
         "loss": "squared",
         "features": ("education",),
         "feature_bounds": ((0.0, 20.0),),

@@ -7,13 +7,16 @@ calibration divided by it (an internal ZeroDivisionError, after the charge for q
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 
 import pandas as pd
 import pytest
 
 import dpframe as dp
 
-TINY = ["1e-400", "1/" + "7" * 700]
+# Exact values below float range: a Decimal and a Fraction (strings are refused in requests).
+TINY = [Decimal("1e-400"), Fraction(1, int("7" * 700))]
 
 
 def _frame(delta: float) -> dp.PrivateFrame:
@@ -22,7 +25,7 @@ def _frame(delta: float) -> dp.PrivateFrame:
     return session.private_frame(data, bounds={"x": (0, 10)}, categories={"g": ["a", "b"]})
 
 
-QUERIES: dict[str, Callable[[dp.PrivateFrame, str], object]] = {
+QUERIES: dict[str, Callable[[dp.PrivateFrame, Decimal | Fraction], object]] = {
     "count": lambda pf, e: pf.count(epsilon=e),
     "mean": lambda pf, e: pf["x"].mean(epsilon=e),
     "hist": lambda pf, e: pf["x"].hist(bins=3, epsilon=e),
@@ -38,7 +41,7 @@ QUERIES: dict[str, Callable[[dp.PrivateFrame, str], object]] = {
 @pytest.mark.parametrize("epsilon", TINY, ids=["1e-400", "700-digit fraction"])
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_a_parameter_below_float_range_is_refused_before_the_charge(
-    name: str, epsilon: str, delta: float
+    name: str, epsilon: Decimal | Fraction, delta: float
 ) -> None:
     pf = _frame(delta)
     with pytest.raises(dp.InvalidBudgetError, match="so small that"):

@@ -12,7 +12,7 @@ import dpframe as dp
 
 BOUNDS = {"wage": (0, 5000), "education": (0, 20), "experience": (0, 60)}
 CATEGORIES = {"region": ["northeast", "midwest", "south", "west"]}
-COST = dp.Privacy(epsilon="0.2")
+COST = dp.Privacy(epsilon=0.2)
 
 CALLS: dict[str, Callable[[dp.PrivateFrame], Any]] = {
     "count": lambda pf: pf.count(privacy=COST),

@@ -22,20 +22,23 @@ __all__ = ["Budget", "Number", "Privacy", "PrivacyRequest", "to_fraction"]
 Number = int | float | Fraction | Decimal | str
 
 
-def to_fraction(value: object, name: str) -> Fraction:
+def to_fraction(value: object, name: str, text: bool = True) -> Fraction:
     """Convert a user-supplied number to an exact fraction.
 
     Args:
-        value: an int, float, Fraction, Decimal or numeric string. Floats are
+        value: an int, float, Fraction, Decimal or (with ``text``) a numeric string. Floats are
             read by their shortest decimal representation (``repr``); a numpy
             float32 by its own (``np.float32(0.1)`` is 1/10, as written).
         name: the parameter's name, used in error messages.
+        text: accept numeric strings (exact totals such as ``Budget("1/3")``); a
+            release's request passes False, so ``epsilon="0.1"`` is refused.
 
     Returns:
         The exact value.
 
     Raises:
-        InvalidBudgetError: if the value is missing, boolean, NaN or infinite.
+        InvalidBudgetError: if the value is missing, boolean, NaN or infinite, or a
+            string when ``text`` is False.
     """
     if value is None or isinstance(value, bool):
         raise InvalidBudgetError(f"{name} must be a number, got {value!r}.")
@@ -51,6 +54,13 @@ def to_fraction(value: object, name: str) -> Fraction:
         if not value.is_finite():
             raise InvalidBudgetError(f"{name} must be finite, got {value!r}.")
         return Fraction(value)
+    if isinstance(value, (str, bytes)) and not text:
+        # In a request a string is a slip (a widget's text, a parsed argument): refused, so
+        # that it is never charged as if it were meant.  Floats are read as written anyway.
+        raise InvalidBudgetError(
+            f"{name} must be a number, not the string {value!r}; write it without quotes "
+            f"(a float is read as written: {name}=0.1 is exactly 1/10)."
+        )
     if isinstance(value, str):
         try:
             return Fraction(value.strip())
@@ -170,9 +180,9 @@ class PrivacyRequest:
                 "Give the privacy cost of a query as epsilon=... (or rho=... in a zCDP "
                 "session), exactly one of them."
             )
-        eps = None if epsilon is None else to_fraction(epsilon, "epsilon")
-        r = None if rho is None else to_fraction(rho, "rho")
-        dlt = to_fraction(0 if delta is None else delta, "delta")
+        eps = None if epsilon is None else to_fraction(epsilon, "epsilon", text=False)
+        r = None if rho is None else to_fraction(rho, "rho", text=False)
+        dlt = to_fraction(0 if delta is None else delta, "delta", text=False)
         if eps is not None and eps <= 0:
             raise InvalidBudgetError(f"epsilon must be > 0, got {_fmt(eps)}.")
         if r is not None and r <= 0:
