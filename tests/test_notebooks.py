@@ -26,6 +26,15 @@ EXPECTED = {
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
 }
 
+#: Cells that end in a refusal on purpose (tagged raises-exception), per notebook.
+REFUSALS = {"exploration.ipynb": 1}
+
+#: Rich displays with intervals each notebook must show (value ± half-width tables).
+INTERVAL_TABLES = {
+    "exploration.ipynb": ["dpframe-grouped", "dpframe-frame", "95% low"],
+    "quickstart.ipynb": ["dpframe-grouped", "95% low"],
+}
+
 #: PNG images each notebook must draw (the notebooks never force a backend, so in a
 #: kernel the inline backend renders them as they render in JupyterLab).
 IMAGES = {"quickstart.ipynb": 1, "exploration.ipynb": 2, "regression.ipynb": 2, "budgets.ipynb": 1}
@@ -63,16 +72,24 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     )
     client.execute()
     errors = [
-        o
+        (cell, o)
         for cell in notebook.cells
         if cell.cell_type == "code"
         for o in cell.outputs
         if o.get("output_type") == "error"
     ]
-    assert not errors
+    # Only cells tagged to show a refusal may fail, and a refusal is short: the
+    # message and the %tb hint, no frames of dpframe's code.
+    for cell, error in errors:
+        assert "raises-exception" in cell.metadata.get("tags", []), error
+        assert error["ename"].endswith("Error") and len(error["traceback"]) == 2, error
+        assert "%tb shows where it was raised" in error["traceback"][1]
+    assert len(errors) == REFUSALS.get(path.name, 0)
     text = _output_text(notebook)
     for expected in EXPECTED.get(path.name, ["95% CI"]):
         assert expected in text, (path.name, expected)
+    for marker in INTERVAL_TABLES.get(path.name, []):
+        assert marker in text, (path.name, marker)
     images = _images(notebook)
     assert len(images) == IMAGES[path.name], (path.name, len(images))
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000 for png in images)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpframe.jupyter import refusals
+from dpframe.jupyter import formatters, refusals
 from dpframe.jupyter.magics import DPMagics
 from dpframe.jupyter.meter import BudgetMeter
 
@@ -14,12 +14,16 @@ _MAGIC_NAMES = ("dp_session", "dp_load", "dp_connect", "dp_budget", "dp_ledger",
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register the magics and the short refusals; show a meter if a session is in the namespace."""
+    """Register the magics, short refusals and results shown with their intervals.
+
+    Shows a meter if a session is in the namespace already.
+    """
     from dpframe.api.session import Session
 
     magics = DPMagics(ipython, parent=ipython)
     ipython.register_magics(magics)
     refusals.install(ipython)
+    formatters.install(ipython)
     if any(isinstance(value, Session) for value in ipython.user_ns.values()):
         from IPython.display import display
 
@@ -31,6 +35,7 @@ def load_ipython_extension(ipython: Any) -> None:
 def unload_ipython_extension(ipython: Any) -> None:
     """Close the meters and remove the magics: nothing of dpframe's stays registered."""
     refusals.uninstall(ipython)
+    formatters.uninstall(ipython)
     registry = ipython.magics_manager.registry
     magics = registry.pop("DPMagics", None)
     if isinstance(magics, DPMagics):

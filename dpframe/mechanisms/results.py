@@ -3,7 +3,8 @@
 A :class:`Release` behaves as a number and carries its cost, mechanism,
 noise scale and a confidence interval computed from the known noise
 distribution (post-processing: free of privacy cost).  Grouped results are
-pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`.
+pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`;
+released DataFrames (``describe()``) hold a :class:`FrameRelease`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.display import shown_interval
 from dpframe.plan.privacy import Budget
 
-__all__ = ["GroupedRelease", "Intervals", "NoInterval", "Release", "ci"]
+__all__ = ["FrameRelease", "GroupedRelease", "Intervals", "NoInterval", "Release", "ci", "is_count"]
 
 
 class Intervals(Protocol):
@@ -40,6 +42,11 @@ class NoInterval:
     def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         """Raise a :class:`DPError` with the reason."""
         raise DPError(self.reason)
+
+
+def is_count(intervals: object) -> bool:
+    """True when the intervals are those of a count (shown as whole numbers)."""
+    return getattr(intervals, "statistic", None) == "count"
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,23 +161,24 @@ class Release:
     def __hash__(self) -> int:
         return hash(self.value)
 
-    def _accuracy_text(self) -> str:
+    def _shown(self) -> tuple[str, str]:
+        """The value as shown (two significant digits of its uncertainty) and its accuracy."""
         if isinstance(self.intervals, NoInterval):
-            return f"95% rank error ±{self.scale:.3g}"
+            return f"{self.value:.6g}", f"95% rank error ±{self.scale:.3g}"
         low, high = self.ci()
-        return f"95% CI [{low:.6g}, {high:.6g}]"
+        text, low_text, high_text = shown_interval(self.value, low, high, is_count(self.intervals))
+        return text, f"95% CI [{low_text}, {high_text}]"
 
     def __repr__(self) -> str:
-        return (
-            f"Release({self.value:.6g}, {self._accuracy_text()}, "
-            f"cost {self.cost}, {self.mechanism})"
-        )
+        value, accuracy = self._shown()
+        return f"Release({value}, {accuracy}, cost {self.cost}, {self.mechanism})"
 
     def _repr_html_(self) -> str:
+        value, accuracy = self._shown()
         return (
             "<div class='dpframe-release'>"
-            f"<b>{self.value:.6g}</b> "
-            f"<span style='color:#666'>{html.escape(self._accuracy_text())} · cost "
+            f"<b>{html.escape(value)}</b> "
+            f"<span style='color:#666'>{html.escape(accuracy)} · cost "
             f"{html.escape(str(self.cost))} · {html.escape(self.mechanism)}</span></div>"
         )
 
@@ -204,10 +212,62 @@ class GroupedRelease:
         return self
 
 
-def ci(result: Release | pd.Series, level: float = 0.95) -> Any:
-    """The confidence interval of a release, or per group of a grouped result."""
+@dataclass(frozen=True, eq=False)
+class FrameRelease:
+    """Metadata of a released DataFrame such as ``describe()`` (in ``attrs["dpframe"]``).
+
+    ``intervals.interval(level)`` gives (low, high) arrays of the frame's
+    shape; a cell without an interval (a quartile: its accuracy is a rank
+    error) has NaN ends.
+    """
+
+    index: pd.Index
+    columns: pd.Index
+    cost: Budget
+    mechanism: str
+    query: str
+    intervals: Intervals
+    values: np.ndarray
+
+    def matches(self, frame: pd.DataFrame) -> bool:
+        """True when ``frame`` still holds exactly the released values, rows and columns."""
+        if not (frame.index.equals(self.index) and frame.columns.equals(self.columns)):
+            return False
+        return bool(np.array_equal(frame.to_numpy(dtype=float), self.values, equal_nan=True))
+
+    def ci(self, level: float = 0.95) -> pd.DataFrame:
+        """The frame's intervals: columns ``(column, "low" | "high")``, the same rows."""
+        low, high = self.intervals.interval(level)
+        parts = {}
+        for j, name in enumerate(self.columns):
+            parts[(name, "low")] = low[:, j]
+            parts[(name, "high")] = high[:, j]
+        table: pd.DataFrame = pd.DataFrame(parts, index=self.index)
+        table.columns = pd.MultiIndex.from_tuples(list(parts))
+        return table
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrameRelease:
+        return self
+
+
+def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
+    """The confidence interval of a release, per group, or per cell of a released DataFrame.
+
+    A released DataFrame (``describe()``) gives the same rows with columns
+    ``(column, "low" | "high")``.
+    """
     if isinstance(result, Release):
         return result.ci(level)
+    if isinstance(result, pd.DataFrame):
+        meta = result.attrs.get("dpframe")
+        if isinstance(meta, FrameRelease):
+            if not meta.matches(result):
+                raise DPError(
+                    "This DataFrame is not the released one (its values, rows or columns "
+                    "changed since), so the release's intervals do not apply to it. Take the "
+                    "intervals of the result as returned, then transform both."
+                )
+            return meta.ci(level)
     if isinstance(result, pd.Series):
         meta = result.attrs.get("dpframe")
         if isinstance(meta, GroupedRelease):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Hashable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -34,7 +35,13 @@ from dpframe.mechanisms.quantiles import (
     rank_error,
     select_quantile,
 )
-from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release, grouped_series
+from dpframe.mechanisms.results import (
+    FrameRelease,
+    GroupedRelease,
+    NoInterval,
+    Release,
+    grouped_series,
+)
 from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.plan.expressions import Bucket
 from dpframe.plan.measures import Measure
@@ -231,6 +238,7 @@ class DescribeFamily(Family[Describe]):
         node = run.node
         parts = run.parts
         table = {}
+        models: list[Any] = []
         for i, (name, _, bounds) in enumerate(node.columns):
             var = run.part(parts[2 * i])
             quarts = run.part(parts[2 * i + 1])
@@ -240,11 +248,53 @@ class DescribeFamily(Family[Describe]):
             mean = float(np.clip((low + high) / 2 + noisy[1][0] / max(count, 1.0), low, high))
             # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
             table[name] = [count, mean, float(var) ** 0.5, *sorted(quarts.tolist())]
+            models.append(var.intervals)
         result: pd.DataFrame = pd.DataFrame(
             table, index=["count", "mean", "std", "25%", "50%", "75%"]
         )
         result.attrs["dpframe_budget_split"] = split_text(node)
+        result.attrs["dpframe"] = FrameRelease(
+            result.index,
+            result.columns,
+            run.cost,
+            self.mechanism,
+            node.label,
+            DescribeIntervals(tuple(models)),
+            result.to_numpy(dtype=float),
+        )
         return result, f"{len(node.columns)} columns"
+
+
+@dataclass(frozen=True)
+class DescribeIntervals:
+    """Per-cell intervals of ``describe()``, from each column's variance release (free).
+
+    count, mean and std are functions of the variance release's three noisy
+    sums (count, centred sum, centred sum of squares), so their intervals are
+    that release's: the count's alone, the mean's from the count and the sum,
+    the std's from all three (each with its own Bonferroni split).  The
+    quartile rows have no value interval (their accuracy is a rank error):
+    NaN.
+    """
+
+    models: tuple[Any, ...]  # one IntervalModel (statistic "var") per column
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high), each of shape (6, columns)."""
+        low = np.full((6, len(self.models)), np.nan)
+        high = np.full((6, len(self.models)), np.nan)
+        for j, model in enumerate(self.models):
+            count = dataclasses.replace(
+                model, statistic="count", noisy=model.noisy[:1], noise=model.noise[:1]
+            )
+            mean = dataclasses.replace(
+                model, statistic="mean", noisy=model.noisy[:2], noise=model.noise[:2]
+            )
+            std = dataclasses.replace(model, statistic="std")
+            for row, part in enumerate((count, mean, std)):
+                lo, hi = part.interval(level)
+                low[row, j], high[row, j] = float(lo[0]), float(hi[0])
+        return low, high
 
 
 def split_text(node: Describe) -> str:

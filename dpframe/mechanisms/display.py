@@ -1,0 +1,117 @@
+"""How releases read on screen: each number with two significant digits of its uncertainty.
+
+A released value is shown to the decimal place of the second significant
+digit of its 95% half-width (``607 ± 12``, ``13.057 ± 0.034``,
+``28,250 ± 600``), so no digit on screen is pure noise; counts are whole
+numbers.  Only the display rounds: ``.value`` and the Series' values are
+unchanged.  Everything here is post-processing of released values and public
+noise parameters (free of privacy cost).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["decimals_for", "grouped_table_html", "shown", "shown_interval"]
+
+#: The level of the intervals shown by default.
+LEVEL = 0.95
+
+
+def decimals_for(half_width: float, integer: bool = False) -> int:
+    """Decimal places that keep two significant digits of ``half_width`` (negative: tens, ...).
+
+    A non-finite or zero half-width gives 6 (0 for counts); counts never show decimals.
+    """
+    if not math.isfinite(half_width) or half_width <= 0:
+        return 0 if integer else 6
+    rounded = float(f"{half_width:.2g}")  # 99.6 -> 100: count digits after rounding
+    places = 1 - math.floor(math.log10(rounded))
+    return min(places, 0) if integer else places
+
+
+def _number(value: float, places: int) -> str:
+    if not math.isfinite(value):
+        return f"{value:g}"
+    if places < 0:
+        value = round(value, places)
+        places = 0
+    text = f"{value:,.{places}f}"
+    return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text
+
+
+def shown(value: float, half_width: float, integer: bool = False) -> str:
+    """``value ± half_width`` as a person reads it (see the module docstring)."""
+    if not math.isfinite(half_width):
+        return f"{value:.6g}"
+    if half_width <= 0:  # no noise (an exact public value): plain
+        return f"{value:,.0f}" if integer else f"{value:.6g}"
+    places = decimals_for(half_width, integer)
+    return f"{_number(value, places)} ± {_number(float(f'{half_width:.2g}'), max(places, 0))}"
+
+
+def shown_interval(value: float, low: float, high: float, integer: bool = False) -> tuple[str, ...]:
+    """(``value ± half``, low, high) strings for an interval that may be asymmetric.
+
+    The half-width shown is the larger distance to an end, so the ± never
+    understates the interval.
+    """
+    half = max(value - low, high - value, 0.0)
+    places = decimals_for(half, integer)
+    return shown(value, half, integer), _number(low, places), _number(high, places)
+
+
+def grouped_table_html(
+    values: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    index: pd.Index,
+    name: str,
+    caption: str,
+    integer: bool = False,
+) -> str:
+    """An HTML table: keys, ``value ± half-width``, and the interval's ends."""
+    names = [str(n) for n in index.names] if any(n is not None for n in index.names) else [""]
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    head += f"<th>{html.escape(name)}</th><th>{LEVEL:.0%} low</th><th>{LEVEL:.0%} high</th>"
+    rows = []
+    for key, value, low, high in zip(index, values, lows, highs, strict=True):
+        keys = key if isinstance(key, tuple) else (key,)
+        cells = "".join(f"<th>{html.escape(str(k))}</th>" for k in keys)
+        text, low_text, high_text = shown_interval(float(value), float(low), float(high), integer)
+        cells += f"<td>{text}</td><td>{low_text}</td><td>{high_text}</td>"
+        rows.append(f"<tr>{cells}</tr>")
+    return (
+        "<div class='dpframe-grouped'><table class='dataframe'>"
+        f"<caption style='caption-side:top;text-align:left;color:#666'>{html.escape(caption)}"
+        f"</caption><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, caption: str) -> str:
+    """A released DataFrame (e.g. ``describe()``) with ``value ± half-width`` in every cell.
+
+    Cells without an interval (NaN ends, such as quartiles) show the value alone.
+    """
+    head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    values = frame.to_numpy(dtype=float)
+    for i, label in enumerate(frame.index):
+        integer = str(label) == "count"
+        cells = f"<th>{html.escape(str(label))}</th>"
+        for j in range(frame.shape[1]):
+            value, low, high = float(values[i, j]), float(lows[i, j]), float(highs[i, j])
+            if math.isnan(low) or math.isnan(high):
+                cells += f"<td>{value:.4g}</td>"
+            else:
+                cells += f"<td>{shown_interval(value, low, high, integer)[0]}</td>"
+        rows.append(f"<tr>{cells}</tr>")
+    return (
+        "<div class='dpframe-frame'><table class='dataframe'>"
+        f"<caption style='caption-side:top;text-align:left;color:#666'>{html.escape(caption)}"
+        f"</caption><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
