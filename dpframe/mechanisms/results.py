@@ -278,7 +278,11 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
                     "result as returned, then transform both."
                 )
             return meta.ci(level)
-    raise DPError("ci() needs a dpframe release or a grouped result returned by dpframe.")
+    raise DPError(
+        "ci() needs a dpframe release, grouped result or released table (describe()), got "
+        f"{type(result).__name__}. A key chosen by mode() or argmax(), a private copy and a "
+        "fitted model have no value interval: their docstrings state their accuracy."
+    )
 
 
 def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:

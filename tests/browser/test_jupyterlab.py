@@ -273,3 +273,36 @@ def test_exploration_notebook_draws_its_plots_in_jupyterlab(
         if not screenshot.exists():
             with contextlib.suppress(PlaywrightError):
                 page.screenshot(path=screenshot, full_page=True)
+
+
+def test_a_notebook_without_a_kernel_is_offered_the_local_kernel_first(
+    lab: LabServer, page: Page
+) -> None:
+    """JupyterLab's kernel dialog preselects the first spec in its (locale-collated) order.
+
+    Named "Python 3 (dpframe, curator)", the curator kernel sorted first there
+    (ICU orders "," before ")") and Run All started it; its name now extends
+    the local kernel's, so it sorts after it under any collation.
+    """
+    blank = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["1 + 1"],
+                "outputs": [],
+                "execution_count": None,
+            }
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (lab.root_dir / "blank.ipynb").write_text(json.dumps(blank), encoding="utf-8")
+    page.goto(lab.url("lab/tree/blank.ipynb"), timeout=PAGE_TIMEOUT)
+    choice = page.locator(".jp-Dialog select")
+    expect(choice).to_have_count(1, timeout=PAGE_TIMEOUT)
+    options = choice.evaluate("s => [...s.options].map(o => o.text)")
+    assert "Python 3 (dpframe) — curator client" in options, options
+    selected = choice.evaluate("s => s.options[s.selectedIndex].text")
+    assert selected == "Python 3 (dpframe)", (selected, options)
