@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -136,16 +136,17 @@ def test_groupby_and_assign_need_no_declaration(cps: pd.DataFrame) -> None:
         pd.cut(cps["education"], [0, 8, 12, 16, 20], include_lowest=True), observed=False
     ).mean()
     assert list(means.index) == list(expected.index)
-    for key, value in means.items():
-        assert value == pytest.approx(expected[key], rel=1e-3)
+    for value, want in zip(means, expected, strict=True):
+        assert value == pytest.approx(want, rel=1e-3)
     both = banded.groupby(["band", "region"]).size(epsilon=BIG)
     truth = cps.groupby(
         [pd.cut(cps["education"], [0, 8, 12, 16, 20], include_lowest=True), "region"],
         observed=False,
     ).size()
     assert len(both) == 16
+    sizes = truth.to_dict()
     for key, value in both.items():
-        assert value == pytest.approx(truth[key], abs=1)
+        assert value == pytest.approx(sizes[key], abs=1)
     codes = pf["education"].cut([0, 8, 12, 16, 20], include_lowest=True, labels=False)
     share = pf[codes >= 2].count(epsilon=BIG)
     assert float(share) == pytest.approx((cps["education"] > 12).sum(), abs=1)
@@ -239,7 +240,8 @@ def test_qcut_levels_labels_and_free_levels(cps: pd.DataFrame) -> None:
 def _mostly_zero() -> pd.DataFrame:
     values = np.zeros(2000)
     values[1500:] = np.linspace(1, 100, 500)
-    return pd.DataFrame({"x": values})
+    frame: pd.DataFrame = pd.DataFrame({"x": values})
+    return frame
 
 
 def test_qcut_merges_coinciding_edges_by_default() -> None:
@@ -335,7 +337,7 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
     ("bad flag", lambda pf: pf["wage"].cut(3, right="no"), dp.SchemaError, "right= must be"),
     (
         "a pandas Series",
-        lambda pf: dp.cut(pd.Series([1.0]), 2),
+        lambda pf: dp.cut(cast("Any", pd.Series([1.0])), 2),
         dp.SchemaError,
         r"for a public pandas Series use pandas\.cut",
     ),
@@ -459,7 +461,7 @@ def test_recode_gives_public_keys_and_kinds() -> None:
 
 
 def test_recode_refuses_malformed_maps() -> None:
-    for args, match in [
+    cases: list[tuple[tuple[tuple[Any, ...], tuple[Any, ...]], str]] = [
         ((("a", "a"), (1, 2)), "must be distinct"),
         (((1, True), (1, 2)), "must be distinct"),
         ((("a",), (1, 2)), "as many labels as values"),
@@ -467,9 +469,10 @@ def test_recode_refuses_malformed_maps() -> None:
         ((("a",), (None,)), "finite number or a boolean"),
         ((("a",), (float("inf"),)), "finite number"),
         (((None,), ("x",)), "not missing"),
-    ]:
+    ]
+    for (sources, targets), match in cases:
         with pytest.raises(dp.SchemaError, match=match):
-            Recode(col("k"), *args)
+            Recode(col("k"), sources, targets)
     with pytest.raises(dp.SchemaError, match="must increase strictly"):
         Bin(col("x"), (1.0, 0.0))
 
@@ -516,7 +519,7 @@ def test_release_nodes_with_interval_keys_travel_as_json() -> None:
     wire = json.loads(json.dumps(encode_node(node), allow_nan=False))
     assert wire["node"]["by"][0]["categories"][1] == {"$interval": [500.5, 5000.0, "right"]}
     back = decode_node(wire, Source("cps"))
-    assert back == node
+    assert isinstance(back, Aggregate) and back == node
     assert back.by[0].categories == intervals
 
 
