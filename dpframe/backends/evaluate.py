@@ -147,8 +147,9 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
         codes = bin_codes(as_float(value, len(rows)), params[0], params[1], params[2])
         return pd.Series(np.where(codes >= 0, codes, np.nan), index=rows.index)
     if tag == "recode":
-        if not isinstance(value, pd.Series):
-            value = pd.Series(np.full(len(rows), value, dtype=object), index=rows.index)
+        if not isinstance(value, pd.Series):  # a constant: its own dtype, repeated
+            dtype = object if isinstance(value, str) else None
+            value = pd.Series(np.full(len(rows), value, dtype=dtype), index=rows.index)
         return recode_values(value, *params)
     if tag == "clip":
         return np.clip(value, params[0], params[1])
@@ -258,7 +259,7 @@ def recode_values(
     numeric = all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in labels)
     index = values.index
     result: pd.Series
-    if numeric and (not keep or _is_number(values)):
+    if numeric and (not keep or pd.api.types.is_numeric_dtype(values.dtype)):
         numbers = np.array([float(t) for t in labels if isinstance(t, (int, float))])
         rest = as_float(values, len(values)) if keep else np.nan
         result = pd.Series(np.where(found, numbers[positions], rest), index=index)
