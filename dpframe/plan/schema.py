@@ -359,7 +359,7 @@ def _value_kind(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> str:
         if isinstance(node, (Arith, Neg, Abs, Clip)) and "text" in kinds:
             raise SchemaError(f"Arithmetic needs numbers; {node} involves text.")
         if isinstance(node, Bin) and kinds != ["number"]:
-            raise SchemaError(f"cut() needs numbers; {node} bins a column of text.")
+            raise SchemaError(f"cut() needs numbers; {node} bins values that are not numbers.")
         if isinstance(node, Recode):
             number = node.numeric and (not node.keep or kinds == ["number"])
             found[id(node)] = "number" if number else "text"
