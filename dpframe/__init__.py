@@ -9,6 +9,7 @@ disclosure; only curator mode protects against a hostile one.
 """
 
 from dpframe import audit
+from dpframe.api.binning import cut, qcut
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.groupby import PrivateGroupBy
 from dpframe.api.series import PrivateSeries
@@ -60,8 +61,10 @@ __all__ = [
     "ci",
     "col",
     "connect",
+    "cut",
     "lit",
     "plot",
+    "qcut",
 ]
 
 __version__ = "0.1.0"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from dpframe.api import binning
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard, UnknownAttributeError
 from dpframe.api.node_builders import (
@@ -26,8 +27,8 @@ from dpframe.api.node_builders import (
 )
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import grouped_series
-from dpframe.plan.expressions import Clip, Expr
-from dpframe.plan.nodes import Aggregate, Statistic, describe_plan
+from dpframe.plan.expressions import Clip, Col, Expr
+from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.releases import ApproxBounds
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
@@ -213,6 +214,11 @@ class PrivateSeries(RowGuard):
         """Clamp to public ``[lower, upper]``; the result has these bounds (free)."""
         low, high = check_bounds(self.name, (lower, upper))
         return self._wrap(Clip(self._expr, low, high))
+
+    #: Public bins, as ``pandas.cut`` (free); see :func:`dpframe.api.binning.cut`.
+    cut = binning.cut
+    #: Bins at private quantiles, as ``pandas.qcut`` (charged); see ``dpframe.api.binning.qcut``.
+    qcut = binning.qcut
 
     # -- releases ------------------------------------------------------------
 
@@ -413,9 +419,17 @@ class PrivateSeries(RowGuard):
                 f"value_counts() needs the public categories of {info.name!r}: declare "
                 f"categories={{{info.name!r}: [...]}}."
             )
-        counts = self._frame.groupby(info.name).size(
-            epsilon=epsilon, delta=delta, rho=rho, privacy=privacy
-        )
+        if isinstance(self._expr, Col):
+            counts = self._frame.groupby(info.name).size(
+                epsilon=epsilon, delta=delta, rho=rho, privacy=privacy
+            )
+        else:  # a derived column with public keys (e.g. cut): grouped by its expression
+            plan = self._frame._plan
+            key = GroupKey(info.name, self._expr, info.categories)
+            label = f"count() by {self._expr}{describe_plan(plan)}"
+            request = request_of(epsilon, delta, rho, privacy)
+            node = Aggregate(plan, "count", None, None, (key,), label, request)
+            counts = self._frame._session.run(node)
         if not sort:
             return counts
         order = np.argsort(-counts.to_numpy(), kind="stable")

@@ -25,17 +25,20 @@ import pandas as pd
 
 from dpframe.errors import SchemaError
 from dpframe.plan.dag import Instruction
+from dpframe.plan.recode import decode_label
 
 __all__ = [
     "Rows",
     "apply",
     "as_float",
+    "bin_codes",
     "bucket_codes",
     "category_codes",
     "edges_at_or_below",
     "float_values",
     "mask_values",
     "present",
+    "recode_values",
 ]
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -121,6 +124,8 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
             left, right = _as_number(left), _as_number(right)
         elif op in ("<", "<=", ">", ">="):
             return _order(op, left, right)
+        else:
+            left, right = _comparable(left, right)
         return _BINARY[op](left, right)
     (value,) = args
     if tag == "neg":
@@ -138,6 +143,14 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
     if tag == "bucket":
         codes = bucket_codes(as_float(value, len(rows)), params[0], params[1])
         return pd.Series(np.where(codes >= 0, codes, np.nan), index=rows.index)
+    if tag == "bin":
+        codes = bin_codes(as_float(value, len(rows)), params[0], params[1], params[2])
+        return pd.Series(np.where(codes >= 0, codes, np.nan), index=rows.index)
+    if tag == "recode":
+        if not isinstance(value, pd.Series):  # a constant: its own dtype, repeated
+            dtype = object if isinstance(value, str) else None
+            value = pd.Series(np.full(len(rows), value, dtype=dtype), index=rows.index)
+        return recode_values(value, *params)
     if tag == "clip":
         return np.clip(value, params[0], params[1])
     raise SchemaError(f"Unsupported expression {tag!r}.")
@@ -198,6 +211,104 @@ def bucket_codes(
         codes[(values < edges[0]) | (values > edges[-1])] = -1
     codes[np.isnan(values)] = -1
     return codes
+
+
+def bin_codes(
+    values: npt.NDArray[np.float64],
+    bin_edges: Sequence[float],
+    right: bool,
+    include_lowest: bool,
+) -> npt.NDArray[np.intp]:
+    """``pandas.cut(values, bin_edges, right, include_lowest, labels=False)``; -1 for no bin.
+
+    Bins are ``(e[i], e[i+1]]`` (``right``) or ``[e[i], e[i+1])``; with
+    ``include_lowest`` a value equal to the first edge is in the first bin.
+    Values outside the edges, ±inf and NaN are in no bin.
+    """
+    edges = np.asarray(bin_edges, dtype=np.float64)
+    m = len(edges)
+    if right:  # edges strictly below each value: m minus the (negated) edges at or above it
+        ids = m - edges_at_or_below(-values, -edges[::-1])
+        if include_lowest:
+            ids[values == edges[0]] = 1
+    else:
+        ids = edges_at_or_below(values, edges)
+    codes = ids - 1
+    codes[(ids == 0) | (ids == m) | np.isnan(values)] = -1
+    return codes
+
+
+def recode_values(
+    values: pd.Series,
+    source: tuple[Any, ...],
+    target: tuple[Hashable, ...],
+    keep: bool,
+    ordered: bool,
+) -> pd.Series:
+    """``values`` with each of ``source`` replaced by the ``target`` at its position.
+
+    Values not among ``source`` (and missing values) become missing, or with
+    ``keep`` stay as they are.  Numeric targets give float64 values; other
+    targets a categorical of the distinct targets (``ordered`` as given),
+    or with ``keep`` an object column.  ``target`` holds labels as
+    :func:`~dpframe.plan.recode.encode_label` writes them.
+    """
+    labels = [decode_label(t) for t in target]
+    positions = _positions(values, source)
+    found = positions >= 0
+    numeric = all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in labels)
+    index = values.index
+    result: pd.Series
+    if numeric and (not keep or pd.api.types.is_numeric_dtype(values.dtype)):
+        numbers = np.array([float(t) for t in labels if isinstance(t, (int, float))])
+        rest = as_float(values, len(values)) if keep else np.nan
+        result = pd.Series(np.where(found, numbers[positions], rest), index=index)
+        return result
+    table = np.empty(len(labels), dtype=object)
+    table[:] = labels
+    if keep:
+        kept = np.where(found, table[positions], values.to_numpy(dtype=object))
+        result = pd.Series(kept, index=index, dtype=object)
+        return result
+    slots = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    slot_of = np.array([slots[label] for label in labels], dtype=np.intp)
+    codes = np.where(found, slot_of[positions], -1)
+    categories = pd.Index(list(slots))
+    recoded = pd.Categorical.from_codes(codes, categories=categories, ordered=ordered)
+    result = pd.Series(recoded, index=index)
+    return result
+
+
+def _is_number(values: pd.Series) -> bool:
+    dtype = values.dtype
+    return bool(pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype))
+
+
+#: Integers up to this size are exact as float64 (a faster lookup of numeric sources).
+_EXACT_INT = 2**53
+
+
+def _positions(values: pd.Series, source: tuple[Any, ...]) -> npt.NDArray[np.intp]:
+    """The position of each value among ``source`` (-1: none, or missing).
+
+    A categorical is looked up by its categories; numbers among numeric
+    sources by float value; anything else by Python equality (as a dict).
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        categories = pd.Series(values.cat.categories)
+        known = np.append(_positions(categories, source), -1)  # code -1 (missing) -> -1
+        return np.asarray(known[values.cat.codes.to_numpy()], dtype=np.intp)
+    numeric_source = all(
+        isinstance(s, (int, float)) and not isinstance(s, bool) and abs(s) < _EXACT_INT
+        for s in source
+    )
+    if numeric_source and _is_number(values):
+        lookup = pd.Index(np.asarray(source, dtype=np.float64))
+        wanted = pd.Index(as_float(values, len(values)))
+        return np.asarray(lookup.get_indexer(wanted), dtype=np.intp)
+    lookup = pd.Index(list(source), dtype=object)
+    wanted = pd.Index(values.to_numpy(dtype=object), dtype=object)
+    return np.asarray(lookup.get_indexer(wanted), dtype=np.intp)
 
 
 def edges_at_or_below(
@@ -276,10 +387,26 @@ def _order(op: str, left: Any, right: Any) -> Any:
     return pd.Series(flags, index=series.index, dtype=bool)
 
 
+def _comparable(left: Any, right: Any) -> tuple[Any, Any]:
+    """Categorical columns as plain values when compared with another column.
+
+    pandas refuses ``==`` between categoricals of other categories (or a
+    categorical and a plain array); compared as values, each row stands alone.
+    """
+    if isinstance(left, pd.Series) and isinstance(right, pd.Series):
+        if isinstance(left.dtype, pd.CategoricalDtype):
+            left = left.astype(object)
+        if isinstance(right.dtype, pd.CategoricalDtype):
+            right = right.astype(object)
+    return left, right
+
+
 def _as_mask(value: Any) -> Any:
     if isinstance(value, pd.Series):
         if value.dtype == bool:
             return value
+        if isinstance(value.dtype, pd.CategoricalDtype):
+            value = value.astype(object)
         return value.fillna(False).astype(bool)
     return bool(value) if value is not pd.NA else False
 

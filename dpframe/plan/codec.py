@@ -13,6 +13,8 @@ The format is strict:
 * ε, δ and ρ are decimal strings of at most 40 significant digits (exponent
   at most 99 in size) or exact fractions ``"n/d"`` of at most 64-bit parts;
 * numbers are finite JSON numbers, integers are integers, booleans booleans;
+  a public key may also be ``{"$float": "nan"}`` or an interval (the keys of a
+  ``cut`` column) ``{"$interval": [left, right, closed]}``;
 * the whole message holds at most :data:`MAX_ITEMS` JSON containers (checked
   before anything is built); expressions are limited in depth by the transport
   (``dpframe.remote.wire.MAX_DEPTH``) and in size by the engine's resource check.
@@ -32,10 +34,13 @@ from fractions import Fraction
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+import pandas as pd
+
 from dpframe.errors import DPError
 from dpframe.plan.expressions import Expr, expr_from_dict
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
 from dpframe.plan.privacy import PrivacyRequest
+from dpframe.plan.recode import label_from_json, label_to_json, plain_label
 from dpframe.plan.releases import ReleaseNode
 
 __all__ = [
@@ -216,12 +221,19 @@ def _key_value(value: object, what: str) -> Hashable:
         return value
     if isinstance(value, dict) and set(value) == {"$float"} and value["$float"] == "nan":
         return float("nan")
-    raise _bad(f"{what} must be a string, number, boolean or null.")
+    if isinstance(value, dict) and set(value) == {"$interval"}:
+        try:
+            return label_from_json(value, what)  # the keys of a binned column (cut)
+        except DPError as exc:
+            raise _bad(str(exc)) from None
+    raise _bad(f"{what} must be a string, number, boolean, null or interval.")
 
 
 def _encode_key_value(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return {"$float": "nan"}
+    if isinstance(value, pd.Interval):
+        return label_to_json(plain_label(value))
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return value.item()
     return value

@@ -54,8 +54,8 @@ class ResourceEstimate:
             "more than ``VISIT_CAP``".
         expression_depth: the longest chain of nested expression nodes as
             written (the nesting that serializers and pickling recurse through).
-        literal_values: values in ``isin`` lists plus bin edges, over distinct
-            expression structures.
+        literal_values: values in ``isin`` lists, bin edges and recoded values
+            and their labels, over distinct expression structures.
         output_cells: cells released (product of the declared key sizes; 1
             for a scalar release).
     """
@@ -141,8 +141,10 @@ def estimate(plan: Plan, exprs: Iterable[Expr | None], cells: int) -> ResourceEs
     literals = 0
     for tag, params, args in table.entries:
         depth.append(1 + max((depth[a] for a in args), default=0))
-        if tag in ("isin", "bucket"):
+        if tag in ("isin", "bucket", "bin"):
             literals += len(params[0])  # type: ignore[arg-type]  # a tuple of keys
+        elif tag == "recode":
+            literals += 2 * len(params[0])  # type: ignore[arg-type]  # values and labels
     builder = DagBuilder(plan, max_visits=VISIT_CAP)
     try:
         builder.filters()
@@ -177,7 +179,11 @@ def check_resources(sizes: ResourceEstimate, limits: ResourceLimits | None = Non
         (sizes.evaluation_nodes, limits.max_evaluation_nodes, "expression nodes to evaluate"),
         (sizes.plan_steps, limits.max_plan_steps, "plan steps (filters and derived columns)"),
         (sizes.expression_depth, limits.max_expression_depth, "levels of expression nesting"),
-        (sizes.literal_values, limits.max_literal_values, "literal values (isin lists, bins)"),
+        (
+            sizes.literal_values,
+            limits.max_literal_values,
+            "literal values (isin lists, bins, labels)",
+        ),
         (sizes.output_cells, limits.max_cells, "output cells"),
     )
     over = [f"{size} {what} (limit {limit})" for size, limit, what in checks if size > limit]

@@ -515,6 +515,10 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
     if op == "bucket" and isinstance(data.get("edges"), list):
         edges = tuple(float(e) for e in data["edges"])
         return Bucket(expr_from_dict(data["operand"]), edges, bool(data.get("clamp", False)))
+    if op in ("bin", "recode"):
+        from dpframe.plan.recode import recode_from_dict  # its nodes build on this module
+
+        return recode_from_dict(data, expr_from_dict(data["operand"]))
     if op == "clip":
         return Clip(expr_from_dict(data["operand"]), float(data["lower"]), float(data["upper"]))
     raise SchemaError(f"Unknown or malformed expression node {op!r}.")

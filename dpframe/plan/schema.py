@@ -31,6 +31,7 @@ from dpframe.plan.expressions import (
     Neg,
     Not,
 )
+from dpframe.plan.recode import Bin, Recode
 
 __all__ = [
     "ColumnInfo",
@@ -298,6 +299,8 @@ def _node_bounds(
             return (-inner[1], -inner[0])
         low = 0.0 if inner[0] <= 0 <= inner[1] else min(abs(inner[0]), abs(inner[1]))
         return (low, max(abs(inner[0]), abs(inner[1])))
+    if isinstance(expr, (Bin, Recode)):
+        return _recoded_bounds(expr, found)
     if isinstance(expr, Arith):
         left, right = found[id(expr.left)], found[id(expr.right)]
         if left is None or right is None:
@@ -307,6 +310,20 @@ def _node_bounds(
             return None
         return result
     return None
+
+
+def _recoded_bounds(expr: Bin | Recode, found: Mapping[int, Bounds | None]) -> Bounds | None:
+    """A bin index lies in [0, bins - 1]; numeric labels between the smallest and largest."""
+    if isinstance(expr, Bin):
+        return (0.0, float(expr.bins - 1))
+    if not expr.numeric:
+        return None
+    values = [float(t) for t in expr.target if isinstance(t, (int, float))]
+    low, high = min(values), max(values)
+    if not expr.keep:
+        return (low, high)
+    inner = found.get(id(expr.operand))
+    return None if inner is None else (min(low, inner[0]), max(high, inner[1]))
 
 
 def _clamp(value: float, clip: Clip) -> float:
@@ -341,6 +358,12 @@ def _value_kind(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> str:
         kinds = [found[id(child)] for child in node.children()]
         if isinstance(node, (Arith, Neg, Abs, Clip)) and "text" in kinds:
             raise SchemaError(f"Arithmetic needs numbers; {node} involves text.")
+        if isinstance(node, Bin) and kinds != ["number"]:
+            raise SchemaError(f"cut() needs numbers; {node} bins values that are not numbers.")
+        if isinstance(node, Recode):
+            number = node.numeric and (not node.keep or kinds == ["number"])
+            found[id(node)] = "number" if number else "text"
+            continue
         ordered = isinstance(node, Compare) and node.op in ("<", "<=", ">", ">=")
         if ordered and set(kinds) == {"number", "text"}:
             raise SchemaError(f"{node} compares a number with text; compare like with like.")
@@ -361,18 +384,46 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     order = _postorder(expr)
     refs = sorted({node.name for node in order if isinstance(node, Col)})
     infos = {ref: schema.get(ref) for ref in refs}  # each column looked up once
-    _value_kind(order, infos)
+    value_kind = _value_kind(order, infos)
     if isinstance(expr, Col):
         return replace(infos[expr.name], name=name)
     if isinstance(expr, Bucket):
         bins = tuple(range(len(expr.edges) - 1))
         return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
+    if isinstance(expr, (Bin, Recode)):
+        return _recoded_column(
+            name, expr, value_kind == "number", _expr_bounds(order, infos), schema
+        )
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
     for ref in refs:
         if not infos[ref].summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
     return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos))
+
+
+def _recoded_column(
+    name: str, expr: Bin | Recode, numeric: bool, bounds: Bounds | None, schema: Schema
+) -> ColumnInfo:
+    """The facts of a binned or recoded column: its public keys are the bins or labels.
+
+    A bin index is numeric with keys ``0 .. bins - 1``; numeric labels give a
+    numeric column, other labels a categorical one.  Keeping the values not
+    recoded (``keep``) adds the operand's own keys, when it has declared ones.
+    """
+    if isinstance(expr, Bin):
+        return ColumnInfo(name, "numeric", "int64", bounds, tuple(range(expr.bins)))
+    keys: tuple[Hashable, ...] | None = expr.labels
+    if expr.keep:
+        inner = infer_column(name, expr.operand, schema).categories
+        recoded = set(expr.source)
+        rest = () if inner is None else tuple(k for k in inner if k not in recoded)
+        keys = None if inner is None else tuple(dict.fromkeys((*expr.labels, *rest)))
+    if numeric:
+        return ColumnInfo(name, "numeric", "float64", bounds, keys)
+    if expr.keep:
+        return ColumnInfo(name, "categorical" if keys else "text", "object", None, keys)
+    return ColumnInfo(name, "categorical", "category", None, keys)
 
 
 def numeric(expr: Expr, schema: Schema, what: str) -> ColumnInfo:
