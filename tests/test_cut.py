@@ -221,7 +221,8 @@ def test_qcut_charges_one_quantile_release_then_cuts_for_free(cps: pd.DataFrame)
 def test_qcut_explain_shows_the_quantile_charge_and_spends_nothing(cps: pd.DataFrame) -> None:
     pf = _frame(cps, epsilon=1.0)
     explained = pf.session.explain(lambda: pf["wage"].qcut(4, epsilon=0.3))
-    assert str(explained).startswith("quantile(wage, q=[0.25, 0.5, 0.75]): cost ε=0.3")
+    assert str(explained).startswith("quantile(wage, q=[0.25, 0.5, 0.75]) = a value whose rank")
+    assert explained.plain().endswith("; cost ε=0.3; ε=0.7 left")
     assert pf.session.spent == dp.Budget(0) and pf.session.ledger.empty
 
 
