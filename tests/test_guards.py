@@ -68,7 +68,9 @@ def test_series_refuses_raw_access(
 
 
 def test_unknown_attribute_is_not_forwarded(secret_frame: dp.PrivateFrame) -> None:
-    with pytest.raises(dp.DPError, match="does not forward"):
+    with pytest.raises(dp.DPError, match=r"PrivateFrame has no attribute 'pipe'.*does not forward"):
+        secret_frame.pipe(print)
+    with pytest.raises(dp.PrivacyViolationError, match=r"PrivateFrame\.to_csv would reveal"):
         secret_frame.to_csv("x.csv")
     with pytest.raises(AttributeError, match=r"no attribute '_df' .*does not forward"):
         secret_frame._df  # noqa: B018

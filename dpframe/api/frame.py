@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api.guard import RowGuard, UnknownAttributeError
+from dpframe.api.guard import RowGuard
+from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, Assign, Filter, Plan, describe_plan
@@ -142,15 +143,13 @@ class PrivateFrame(RowGuard):
         )
 
     def __getattr__(self, name: str) -> Any:
-        if not name.startswith("_") and name in self._schema:
-            return self[name]
-        raise UnknownAttributeError(
-            f"PrivateFrame has no attribute {name!r} (dpframe does not forward to pandas). "
-            f"Columns: {', '.join(self._schema.names)}."
-        )
+        if not name.startswith("_") and name in self._schema and name not in REVEALING:
+            return self[name]  # pf.wage; a pandas name that reveals rows wins, as in pandas
+        raise self._missing(name, f" Columns: {', '.join(self._schema.names)}.")
 
     def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(self._schema.names))
+        names = (n for n in self._schema.names if n.isidentifier() and n not in REVEALING)
+        return sorted(set(super().__dir__()) | set(names))
 
     # -- building plans (free) -----------------------------------------------
 

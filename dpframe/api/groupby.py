@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from dpframe.api.frame import PrivateFrame
-from dpframe.api.guard import UnknownAttributeError
 from dpframe.api.node_builders import argmax_node, request_of, require_bounds
+from dpframe.api.teaching import missing_attribute
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
@@ -64,9 +64,10 @@ class PrivateGroupBy:
         raise SchemaError("A PrivateGroupBy is immutable.")
 
     def __getattr__(self, name: str) -> Any:
-        raise UnknownAttributeError(
-            f"PrivateGroupBy has no attribute {name!r} (dpframe does not forward to pandas)."
-        )
+        raise missing_attribute("PrivateGroupBy", name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(n for n in super().__dir__() if not n.startswith("_"))
 
     def __getitem__(self, column: str) -> PrivateGroupBy:
         if not isinstance(column, str):

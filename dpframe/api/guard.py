@@ -1,30 +1,83 @@
-"""Guard rails shared by private frames and series: the ways raw rows must never leave."""
+"""Guard rails shared by private frames and series: the ways raw rows must never leave.
+
+Python's own protocols (``len``, iteration, ``bool``, ``in``, pickling, numpy
+conversion) are refused by the methods here.  pandas attributes that would
+show rows (``head``, ``values``, ``shape``...) are *not* attributes at all:
+``__getattr__`` refuses them with an ``AttributeError`` subclass (see
+:mod:`dpframe.api.teaching`), so ``hasattr`` is False, ``dir()`` and tab
+completion list only what works, and the refusal says what to ask instead.
+numpy's protocols turn ``np.mean(pf["x"])`` into a refusal naming
+``pf["x"].mean(epsilon=...)``, and let numpy scalars take part in column
+arithmetic (``np.float64(2) * pf["x"]`` is the expression ``x * 2``).
+"""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from dpframe.errors import DPError, PrivacyViolationError
+from dpframe.api.teaching import (
+    REVEALING,
+    UnknownAttributeError,
+    library_caller,
+    missing_attribute,
+    refusal_for_function,
+)
+from dpframe.errors import PrivacyViolationError
 
 __all__ = ["RowGuard", "UnknownAttributeError"]
 
 _G = TypeVar("_G", bound="RowGuard")
 
-
-class UnknownAttributeError(DPError, AttributeError):
-    """An attribute that private frames do not have (nothing is forwarded to pandas)."""
+#: numpy ufuncs that are column arithmetic or comparisons: applied as the Python operator.
+_OPERATORS: dict[str, Callable[..., Any]] = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "true_divide": operator.truediv,
+    "negative": operator.neg,
+    "absolute": operator.abs,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "bitwise_and": operator.and_,
+    "logical_and": operator.and_,
+    "bitwise_or": operator.or_,
+    "logical_or": operator.or_,
+    "invert": operator.invert,
+    "logical_not": operator.invert,
+}
 
 
 def refuse(what: str) -> NoReturn:
-    """Raise the error for an operation that would reveal raw values."""
+    """Raise the error for an operation that would reveal raw values.
+
+    When the operation came from a pandas or numpy function (``pd.cut(pf["x"])``
+    asks for an array), the refusal names that function and what to write instead.
+    """
+    caller = library_caller()
+    if caller is not None:
+        raise refusal_for_function(*caller)
     raise PrivacyViolationError(
         f"{what} would reveal private rows, so dpframe refuses it. Ask for an "
         "aggregate instead (count, sum, mean, var, std, groupby(...)), each with epsilon=."
     )
 
 
+def _scalar(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds; anything else unchanged."""
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    return value
+
+
 class RowGuard:
-    """Mixin: every pandas path that yields raw values raises :class:`PrivacyViolationError`."""
+    """Mixin: every path that yields raw values raises :class:`PrivacyViolationError`."""
 
     __slots__ = ()
 
@@ -36,6 +89,14 @@ class RowGuard:
             object.__setattr__(instance, name, value)
         return instance
 
+    def _missing(self, name: str, extra: str = "") -> AttributeError:
+        """The error for an attribute this object does not have (refused, taught or unknown)."""
+        return missing_attribute(type(self).__name__, name, extra)
+
+    def __dir__(self) -> list[str]:
+        """What works: public methods and properties, never a refused pandas name."""
+        return sorted(n for n in super().__dir__() if not n.startswith("_") and n not in REVEALING)
+
     def __len__(self) -> int:
         refuse("len() (the exact row count is private)")
 
@@ -44,6 +105,20 @@ class RowGuard:
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         refuse("Conversion to a numpy array")
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> NoReturn:
+        """Numpy functions (``np.mean``, ``np.concatenate``...) refuse, naming the counterpart."""
+        raise refusal_for_function(func.__name__, getattr(func, "__module__", None) or "numpy")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """Numpy scalars in column arithmetic act as Python numbers; other ufuncs refuse."""
+        apply = _OPERATORS.get(ufunc.__name__)
+        if apply is None or method != "__call__" or kwargs:
+            raise refusal_for_function(ufunc.__name__, "numpy")
+        operands = [_scalar(x) for x in inputs]
+        if any(hasattr(x, "__array__") and not isinstance(x, RowGuard) for x in operands):
+            raise refusal_for_function(ufunc.__name__, "numpy")  # a public array operand
+        return apply(*operands)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         refuse("Pickling")
@@ -65,52 +140,3 @@ class RowGuard:
 
     def __contains__(self, item: object) -> bool:
         refuse("Membership testing on values")
-
-    def head(self, n: int = 5) -> Any:
-        """Refused: rows are private."""
-        refuse("head()")
-
-    def tail(self, n: int = 5) -> Any:
-        """Refused: rows are private."""
-        refuse("tail()")
-
-    def sample(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: rows are private."""
-        refuse("sample()")
-
-    def to_numpy(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: rows are private."""
-        refuse("to_numpy()")
-
-    def to_pandas(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: rows are private."""
-        refuse("to_pandas()")
-
-    def tolist(self) -> Any:
-        """Refused: rows are private."""
-        refuse("tolist()")
-
-    @property
-    def values(self) -> Any:
-        """Refused: rows are private."""
-        refuse(".values")
-
-    @property
-    def iloc(self) -> Any:
-        """Refused: rows are private."""
-        refuse(".iloc")
-
-    @property
-    def loc(self) -> Any:
-        """Refused: rows are private."""
-        refuse(".loc")
-
-    @property
-    def shape(self) -> Any:
-        """Refused: the exact row count is private."""
-        refuse(".shape (the exact row count is private)")
-
-    @property
-    def size(self) -> Any:
-        """Refused: the exact row count is private."""
-        refuse(".size (the exact row count is private)")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpframe.api import binning
 from dpframe.api.frame import PrivateFrame, _to_expr
-from dpframe.api.guard import RowGuard, UnknownAttributeError
+from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
     copy_node,
     histogram_node,
@@ -59,9 +59,7 @@ class PrivateSeries(RowGuard):
         raise SchemaError("A PrivateSeries is immutable.")
 
     def __getattr__(self, name: str) -> Any:
-        raise UnknownAttributeError(
-            f"PrivateSeries has no attribute {name!r} (dpframe does not forward to pandas)."
-        )
+        raise self._missing(name)
 
     def _to_expr(self) -> Expr:
         return self._expr
