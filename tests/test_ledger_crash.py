@@ -44,7 +44,7 @@ _CHILD = textwrap.dedent(
     done = 0
     try:
         while done < int(limit):
-            pf.count(epsilon=cost)
+            pf.count(epsilon=float(cost))
             done += 1
             print("released", flush=True)
     except dp.BudgetExceededError:

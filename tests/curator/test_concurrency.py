@@ -20,7 +20,7 @@ CLIENT = """
 import sys
 import dpframe as dp
 pf = dp.connect(sys.argv[1], token=sys.argv[2]).open("cps")
-eps = sys.argv[3]
+eps = float(sys.argv[3])
 done = 0
 try:
     while True:
