@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api import aggregation
 from dpframe.api.guard import RowGuard
 from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
@@ -290,6 +291,9 @@ class PrivateFrame(RowGuard):
             plan=self._plan, privacy=request_of(epsilon, delta, rho, privacy), column=column
         )
         return list(self._session.run(node).index)
+
+    #: Several aggregates in one charge, as ``pandas.DataFrame.agg`` (``dpframe.api.aggregation``).
+    agg = aggregation.frame_agg
 
     def describe(
         self,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api import aggregation
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.node_builders import argmax_node, request_of, require_bounds
 from dpframe.api.teaching import missing_attribute
@@ -121,6 +122,9 @@ class PrivateGroupBy:
         label = f"{what} by {by}{describe_plan(frame._plan)}"
         agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label, request)
         return cast("pd.Series", frame._session.run(agg))
+
+    #: Several aggregates in one charge, as pandas' ``GroupBy.agg`` (``dpframe.api.aggregation``).
+    agg = aggregation.groupby_agg
 
     def count(
         self,

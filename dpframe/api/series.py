@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.api import binning
+from dpframe.api import aggregation, binning
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
@@ -217,6 +217,8 @@ class PrivateSeries(RowGuard):
     cut = binning.cut
     #: Bins at private quantiles, as ``pandas.qcut`` (charged); see ``dpframe.api.binning.qcut``.
     qcut = binning.qcut
+    #: Several aggregates in one charge, as ``pandas.Series.agg``; see ``dpframe.api.aggregation``.
+    agg = aggregation.series_agg
 
     # -- releases ------------------------------------------------------------
 

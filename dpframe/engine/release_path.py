@@ -63,6 +63,7 @@ __all__ = [
 
 
 def _families() -> Mapping[type, Family[Any]]:
+    from dpframe.mechanisms.agg_family import AggFamily
     from dpframe.mechanisms.aggregate_family import AggregateFamily
     from dpframe.mechanisms.bounds_family import ApproxBoundsFamily
     from dpframe.mechanisms.copy_family import SanitizedCopyFamily
@@ -87,6 +88,7 @@ def _families() -> Mapping[type, Family[Any]]:
             r.Mode: ModeFamily(),
             r.ArgMax: ArgMaxFamily(),
             r.Describe: DescribeFamily(),
+            r.Agg: AggFamily(),
             r.ApproxBounds: ApproxBoundsFamily(),
             r.SparseVector: SparseVectorFamily(),
             r.DiscoverKeys: DiscoverKeysFamily(),

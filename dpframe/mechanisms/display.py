@@ -92,6 +92,12 @@ def grouped_table_html(
     )
 
 
+def _is_count_label(label: object) -> bool:
+    """A row or column of counts (``count``, or ``(column, "count")``): whole numbers."""
+    last = label[-1] if isinstance(label, tuple) and label else label
+    return str(last) == "count"
+
+
 def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, caption: str) -> str:
     """A released DataFrame (e.g. ``describe()``) with ``value ± half-width`` in every cell.
 
@@ -100,10 +106,11 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
     head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = []
     values = frame.to_numpy(dtype=float)
+    counts = [_is_count_label(c) for c in frame.columns]
     for i, label in enumerate(frame.index):
-        integer = str(label) == "count"
         cells = f"<th>{html.escape(str(label))}</th>"
         for j in range(frame.shape[1]):
+            integer = _is_count_label(label) or counts[j]
             value, low, high = float(values[i, j]), float(lows[i, j]), float(highs[i, j])
             if math.isnan(low) or math.isnan(high):
                 cells += f"<td>{value:.4g}</td>"

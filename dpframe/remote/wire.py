@@ -164,6 +164,7 @@ def decode_expr(data: Any) -> Expr:
 
 def _response_types() -> dict[str, type[Any]]:
     from dpframe.mechanisms.additive import NoiseSpec
+    from dpframe.mechanisms.agg_family import CellIntervals
     from dpframe.mechanisms.aggregates import IntervalModel
     from dpframe.mechanisms.copy_family import CopyInfo
     from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
@@ -173,7 +174,8 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
-    from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release
+    from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
+    from dpframe.mechanisms.selection_family import DescribeIntervals
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (
@@ -183,6 +185,9 @@ def _response_types() -> dict[str, type[Any]]:
         NoiseSpec,
         IntervalModel,
         GroupedRelease,
+        FrameRelease,
+        DescribeIntervals,
+        CellIntervals,
         NoInterval,
         Release,
         AccuracyFloor,

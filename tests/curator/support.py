@@ -116,6 +116,8 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     "discover keys": lambda pf: pf.discover_keys("note", epsilon=0.1, delta=1e-9),
     "discover then aggregate": lambda pf: pf.groupby("note")["wage"].mean(epsilon=0.1, delta=1e-9),
     "describe": lambda pf: pf.describe(epsilon=0.3),
+    "agg": lambda pf: pf.agg({"wage": ["mean", "median"], "education": "sum"}, epsilon=0.3),
+    "grouped agg": lambda pf: pf.groupby("region")["wage"].agg(["mean", "count"], epsilon=0.2),
     "randomized response": lambda pf: pf["region"].randomized_response(epsilon=1),
     "laplace copy": lambda pf: pf["wage"].laplace_copy(epsilon=1),
     "kde": lambda pf: pf["wage"].kde(200.0, epsilon=0.1),

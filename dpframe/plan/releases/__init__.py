@@ -10,7 +10,7 @@ validate → privacy map → charge → compute → release → record → notif
 
 Count, sum, mean, var and std (overall or per group, histograms and value
 counts included) are :class:`~dpframe.plan.nodes.Aggregate` nodes; the other
-kinds are defined in this package.  Composite nodes (:class:`Describe`,
+kinds are defined in this package.  Composite nodes (:class:`Agg`, :class:`Describe`,
 :class:`DiscoverThenAggregate`) are charged once for their total; their parts
 and the budget split between them are part of the node (:meth:`parts`).
 
@@ -19,6 +19,7 @@ ranges and types); checks that need the schema or a mechanism's limits run in
 the engine, still before the charge.
 """
 
+from dpframe.plan.releases.aggregations import Agg
 from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, canonical, privacy_key
 from dpframe.plan.releases.copies import SanitizedCopy
 from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
@@ -28,6 +29,7 @@ from dpframe.plan.releases.summaries import ApproxBounds, Describe, bounds_edges
 
 __all__ = [
     "QUANTILE_BINS",
+    "Agg",
     "ApproxBounds",
     "ArgMax",
     "Describe",

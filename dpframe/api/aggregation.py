@@ -1,0 +1,225 @@
+"""pandas' ``agg`` on private frames, columns and group-bys: specs to one :class:`Agg` node.
+
+The spec is read as pandas reads it — a name, a list of names, or a dict
+``{column: name | [names]}`` — and every name is checked before anything is
+charged.  The result has pandas' shape (see :data:`dpframe.plan.releases.aggregations.Layout`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dpframe.api.teaching import COUNTERPARTS
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import Col, Expr
+from dpframe.plan.nodes import GroupKey
+from dpframe.plan.privacy import PrivacyRequest
+from dpframe.plan.releases.aggregations import AGGREGATES, Agg, AggCell, Layout
+
+if TYPE_CHECKING:
+    from dpframe.api.frame import PrivateFrame
+
+__all__ = ["agg_node", "names_of"]
+
+
+def _name(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise SchemaError(
+            f"agg(): {where} must name aggregates as strings ({', '.join(AGGREGATES)}); "
+            f"got {type(value).__name__}. Python functions cannot run on private rows."
+        )
+    if value not in AGGREGATES:
+        hint = f" The private counterpart: {COUNTERPARTS[value]}." if value in COUNTERPARTS else ""
+        raise SchemaError(
+            f"agg(): unknown aggregate {value!r}; use one of {', '.join(AGGREGATES)}.{hint}"
+        )
+    return value
+
+
+def names_of(func: object, where: str) -> tuple[list[str], bool]:
+    """The aggregate names of a spec item (a name or a list), and whether it was a list."""
+    if callable(func):
+        _name(func, where)  # refused: names only
+    if isinstance(func, str):
+        return [_name(func, where)], False
+    if isinstance(func, Sequence) and not isinstance(func, (bytes, bytearray)):
+        names = [_name(f, where) for f in func]
+        if not names:
+            raise SchemaError(f"agg(): {where} is an empty list of aggregates.")
+        if len(set(names)) != len(names):
+            raise SchemaError(f"agg(): {where} names an aggregate twice.")
+        return names, True
+    raise SchemaError(
+        f"agg(): {where} must be an aggregate name, a list of names or a dict "
+        "{column: name or [names]}."
+    )
+
+
+def _cell(frame: PrivateFrame, column: str, expr: Expr, statistic: str) -> AggCell:
+    info = frame._schema.get(column) if isinstance(expr, Col) else None
+    bounds = None if info is None else info.bounds
+    if statistic != "count" and bounds is None:
+        raise SchemaError(
+            f"agg(): {statistic} of {column!r} needs public bounds: declare "
+            f"bounds={{{column!r}: (low, high)}} when loading, or use pf.with_bounds(...)."
+        )
+    return (column, expr, statistic, bounds)  # type: ignore[return-value]
+
+
+def agg_node(
+    frame: PrivateFrame,
+    func: object,
+    request: PrivacyRequest,
+    *,
+    column: tuple[str, Expr] | None = None,
+    keys: tuple[GroupKey, ...] = (),
+    weights: object = None,
+) -> Agg:
+    """The :class:`Agg` node of ``agg(func)`` on ``frame`` (a column of it, or grouped by keys)."""
+    cells: list[AggCell] = []
+    layout: Layout
+    if column is not None:
+        names, _ = names_of(func, "the aggregates")
+        cells = [_cell(frame, column[0], column[1], n) for n in names]
+        layout = "grouped_column" if keys else "column"
+    else:
+        if isinstance(func, Mapping):
+            if not func:
+                raise SchemaError("agg(): the dict of {column: aggregates} is empty.")
+            listed = False
+            for name, spec in func.items():
+                if not isinstance(name, str):
+                    raise SchemaError("agg(): the dict's keys must be column names.")
+                frame._schema.get(name)  # an unknown column is refused here
+                names, is_list = names_of(spec, f"the aggregates of {name!r}")
+                listed = listed or is_list
+                cells += [_cell(frame, name, Col(name), n) for n in names]
+            layout = ("grouped_table" if listed else "grouped_flat") if keys else "table"
+        else:
+            names, is_list = names_of(func, "the aggregates")
+            columns = [c.name for c in frame._schema.columns if c.kind == "numeric" and c.bounds]
+            if not columns:
+                raise SchemaError(
+                    "agg() without a dict applies to the bounded numeric columns, and "
+                    "there are none; name the columns: agg({column: aggregates})."
+                )
+            cells = [_cell(frame, c, Col(c), n) for c in columns for n in names]
+            if keys:
+                layout = "grouped_table" if is_list else "grouped_flat"
+            else:
+                layout = "table" if is_list else "row"
+    if keys and any(not k.categories for k in keys):
+        raise SchemaError(
+            "agg() per group needs declared keys: pass categories={...} when loading, "
+            "or find them first with pf.discover_keys(column, epsilon=..., delta=...)."
+        )
+    return Agg(
+        plan=frame._plan,
+        privacy=request,
+        asked=tuple(cells),
+        by=keys,
+        weights=_weights(weights, len(cells)),
+        layout=layout,
+    )
+
+
+def _weights(weights: object, count: int) -> tuple[int, ...]:
+    if weights is None:
+        return ()
+    if isinstance(weights, Sequence) and not isinstance(weights, (str, bytes)):
+        items: list[Any] = list(weights)
+        if all(isinstance(w, int) and not isinstance(w, bool) for w in items):
+            return tuple(items)
+    raise SchemaError(
+        f"agg(): weights= needs {count} positive integers, one per (column, aggregate) "
+        "in the order asked."
+    )
+
+
+_AGG_DOC = """Several aggregates in one call, as pandas' ``agg``, in one charge.
+
+        ``func`` is an aggregate name ({names}), a list of names, or (on a frame
+        or group-by) a dict ``{{column: name or [names]}}``; the result has
+        pandas' shape. ``weights=`` (positive integers, one per (column,
+        aggregate) in the order asked) splits the request; equal by default.
+        ``dp.ci(result)`` gives every cell's interval (a median's: NaN).
+
+        Privacy: one charge of the request, split over the (column, aggregate)
+        cells by the weights; each cell is the named release at its share
+        (sequential composition; per group, disjoint cells compose in
+        parallel). The split is in ``explain`` and in the ledger's parts.
+
+        Accuracy: each cell as its own release at its share: with k equal
+        cells, k times the noise scale of the aggregate asked alone.
+        """.format(names=", ".join(AGGREGATES))
+
+
+def frame_agg(
+    self: PrivateFrame,
+    func: object,
+    *,
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+    weights: object = None,
+) -> Any:
+    from dpframe.api.node_builders import request_of
+
+    node = agg_node(self, func, request_of(epsilon, delta, rho, privacy), weights=weights)
+    return self._session.run(node)
+
+
+def series_agg(
+    self: Any,
+    func: object,
+    *,
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+    weights: object = None,
+) -> Any:
+    from dpframe.api.node_builders import request_of
+
+    request = request_of(epsilon, delta, rho, privacy)
+    if isinstance(func, str):  # pandas: a scalar, as the named method gives it
+        names_of(func, "the aggregate")
+        if weights is not None:
+            raise SchemaError("agg(): weights= needs a list of aggregates.")
+        return getattr(self, func)(privacy=request)
+    node = agg_node(self._frame, func, request, column=(self.name, self._expr), weights=weights)
+    return self._frame._session.run(node)
+
+
+def groupby_agg(
+    self: Any,
+    func: object,
+    *,
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+    weights: object = None,
+) -> Any:
+    from dpframe.api.node_builders import request_of
+
+    request = request_of(epsilon, delta, rho, privacy)
+    frame = self._frame
+    if self._column is not None:
+        if isinstance(func, str):  # pandas: the Series the named method gives
+            names_of(func, "the aggregate")
+            if weights is not None:
+                raise SchemaError("agg(): weights= needs a list of aggregates.")
+            return getattr(self, func)(privacy=request)
+        column = (self._column, Col(self._column))
+        node = agg_node(frame, func, request, column=column, keys=self._keys, weights=weights)
+    else:
+        node = agg_node(frame, func, request, keys=self._keys, weights=weights)
+    return frame._session.run(node)
+
+
+for _method in (frame_agg, series_agg, groupby_agg):
+    _method.__name__ = "agg"
+    _method.__doc__ = _AGG_DOC
