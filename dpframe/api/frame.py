@@ -298,6 +298,7 @@ class PrivateFrame(RowGuard):
     def describe(
         self,
         *,
+        include: str | None = None,
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
@@ -310,12 +311,20 @@ class PrivateFrame(RowGuard):
         quartiles (one ``quantile`` release); the parts add up to the request.
         The whole request is checked against the budget before the first part.
 
+        With ``include="all"`` (as pandas), the columns with declared
+        categories join: count, unique, top and freq from one noisy histogram
+        over the declared keys each (one more part of the split); unique counts
+        the keys whose noisy count clears the count noise's one-sided 95%
+        quantile (see ``dpframe/mechanisms/describe_family.py``).
+
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
-        at their shares of the budget.
+        at their shares of the budget; ``dp.ci(result)`` gives count, mean and
+        std intervals.
         """
         from dpframe.api.node_builders import describe_node, request_of
 
-        return self._session.run(describe_node(self, request_of(epsilon, delta, rho, privacy)))  # type: ignore[no-any-return]
+        node = describe_node(self, request_of(epsilon, delta, rho, privacy), include)
+        return self._session.run(node)  # type: ignore[no-any-return]
 
     def count(
         self,

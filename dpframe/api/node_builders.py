@@ -185,16 +185,35 @@ def histogram_node(
     return Aggregate(plan, "count", series._expr, None, (key,), label, request), edges
 
 
-def describe_node(frame: PrivateFrame, request: PrivacyRequest) -> Describe:
-    """count, mean, std and quartiles of every bounded numeric column."""
+def describe_node(frame: PrivateFrame, request: PrivacyRequest, include: object = None) -> Describe:
+    """count, mean, std and quartiles of every bounded numeric column.
+
+    With ``include="all"``, also count, unique, top and freq of every column
+    with declared categories (pandas' ``describe(include="all")``).
+    """
+    if include not in (None, "all"):
+        raise SchemaError(
+            f"describe(include=...) takes None (bounded numeric columns) or 'all' (also the "
+            f"columns with declared categories), not {include!r}."
+        )
     columns = tuple(
         (c.name, Col(c.name), c.bounds)
         for c in frame._schema.columns
         if c.kind == "numeric" and c.bounds
     )
-    if not columns:
-        raise SchemaError("describe() needs numeric columns with declared bounds.")
-    return Describe(plan=frame._plan, privacy=request, columns=columns)
+    categorical: tuple[GroupKey, ...] = ()
+    if include == "all":
+        categorical = tuple(
+            GroupKey(c.name, Col(c.name), c.categories)
+            for c in frame._schema.columns
+            if c.categories and not (c.kind == "numeric" and c.bounds)
+        )
+    if not columns and not categorical:
+        raise SchemaError(
+            "describe() needs numeric columns with declared bounds"
+            + (" or columns with declared categories." if include == "all" else ".")
+        )
+    return Describe(plan=frame._plan, privacy=request, columns=columns, categorical=categorical)
 
 
 def sparse_vector_node(

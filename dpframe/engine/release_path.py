@@ -67,18 +67,14 @@ def _families() -> Mapping[type, Family[Any]]:
     from dpframe.mechanisms.aggregate_family import AggregateFamily
     from dpframe.mechanisms.bounds_family import ApproxBoundsFamily
     from dpframe.mechanisms.copy_family import SanitizedCopyFamily
+    from dpframe.mechanisms.describe_family import DescribeFamily
     from dpframe.mechanisms.discovery_family import (
         DiscoverKeysFamily,
         DiscoverThenAggregateFamily,
         SparseVectorFamily,
     )
     from dpframe.mechanisms.model_family import KernelDensityFamily, RegressionFamily
-    from dpframe.mechanisms.selection_family import (
-        ArgMaxFamily,
-        DescribeFamily,
-        ModeFamily,
-        QuantileFamily,
-    )
+    from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily, QuantileFamily
     from dpframe.plan import releases as r
 
     return MappingProxyType(

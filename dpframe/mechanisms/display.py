@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -93,9 +94,9 @@ def grouped_table_html(
 
 
 def _is_count_label(label: object) -> bool:
-    """A row or column of counts (``count``, or ``(column, "count")``): whole numbers."""
+    """A row or column of counts (``count``, ``freq``, ``(column, "count")``): whole numbers."""
     last = label[-1] if isinstance(label, tuple) and label else label
-    return str(last) == "count"
+    return str(last) in ("count", "freq", "unique", "size")
 
 
 def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, caption: str) -> str:
@@ -105,15 +106,24 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
     """
     head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = []
-    values = frame.to_numpy(dtype=float)
+    values = frame.to_numpy(dtype=object)
     counts = [_is_count_label(c) for c in frame.columns]
     for i, label in enumerate(frame.index):
         cells = f"<th>{html.escape(str(label))}</th>"
         for j in range(frame.shape[1]):
             integer = _is_count_label(label) or counts[j]
-            value, low, high = float(values[i, j]), float(lows[i, j]), float(highs[i, j])
+            cell: Any = values[i, j]
+            low, high = float(lows[i, j]), float(highs[i, j])
+            if not isinstance(cell, (int, float, np.number)) or isinstance(cell, bool):
+                cells += f"<td>{html.escape(str(cell))}</td>"  # a key (top) as it is
+                continue
+            value = float(cell)
+            if math.isnan(value):
+                cells += "<td></td>"
+                continue
             if math.isnan(low) or math.isnan(high):
-                cells += f"<td>{value:.4g}</td>"
+                text = f"{value:,.0f}" if integer and value == round(value) else f"{value:.4g}"
+                cells += f"<td>{text}</td>"
             else:
                 cells += f"<td>{shown_interval(value, low, high, integer)[0]}</td>"
         rows.append(f"<tr>{cells}</tr>")

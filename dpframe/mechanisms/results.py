@@ -233,7 +233,11 @@ class FrameRelease:
         """True when ``frame`` still holds exactly the released values, rows and columns."""
         if not (frame.index.equals(self.index) and frame.columns.equals(self.columns)):
             return False
-        return bool(np.array_equal(frame.to_numpy(dtype=float), self.values, equal_nan=True))
+        now = frame.to_numpy(dtype=object)
+        if now.shape != self.values.shape:
+            return False
+        both_missing = pd.isna(now) & pd.isna(self.values)
+        return bool(((now == self.values) | both_missing).all())
 
     def ci(self, level: float = 0.95) -> pd.DataFrame:
         """The frame's intervals: columns ``(column, "low" | "high")``, the same rows."""

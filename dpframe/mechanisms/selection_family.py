@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -36,7 +35,6 @@ from dpframe.mechanisms.quantiles import (
     select_quantile,
 )
 from dpframe.mechanisms.results import (
-    FrameRelease,
     GroupedRelease,
     NoInterval,
     Release,
@@ -46,9 +44,9 @@ from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.plan.expressions import Bucket
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
-from dpframe.plan.releases import ArgMax, Describe, Mode, Quantile
+from dpframe.plan.releases import ArgMax, Mode, Quantile
 
-__all__ = ["ArgMaxFamily", "DescribeFamily", "ModeFamily", "QuantileFamily"]
+__all__ = ["ArgMaxFamily", "ModeFamily", "QuantileFamily"]
 
 _EM = "exponential mechanism (permute-and-flip)"
 # Every ε-DP mechanism is ε²/2-zCDP. The tighter ε²/8 of bounded-range mechanisms needs
@@ -226,78 +224,3 @@ def _argmax_utilities(node: ArgMax, backend: Backend) -> tuple[np.ndarray, int]:
     measures, sensitivities = measures_for(query)
     exact = backend.compute(plan, measures, keys)
     return exact[0].astype(np.int64), sensitivities[0]
-
-
-class DescribeFamily(Family[Describe]):
-    """count, mean, std and quartiles per bounded column: one charge, parts in the node."""
-
-    mechanism = "composite (variance + quartiles per column)"
-
-    def release(self, run: Released[Describe]) -> tuple[Any, str]:
-        """Release every part at its share, then assemble the table (post-processing)."""
-        node = run.node
-        parts = run.parts
-        table = {}
-        models: list[Any] = []
-        for i, (name, _, bounds) in enumerate(node.columns):
-            var = run.part(parts[2 * i])
-            quarts = run.part(parts[2 * i + 1])
-            noisy = var.intervals.noisy
-            low, high = bounds
-            count = float(noisy[0][0])
-            mean = float(np.clip((low + high) / 2 + noisy[1][0] / max(count, 1.0), low, high))
-            # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
-            table[name] = [count, mean, float(var) ** 0.5, *sorted(quarts.tolist())]
-            models.append(var.intervals)
-        result: pd.DataFrame = pd.DataFrame(
-            table, index=["count", "mean", "std", "25%", "50%", "75%"]
-        )
-        result.attrs["dpframe_budget_split"] = split_text(node)
-        result.attrs["dpframe"] = FrameRelease(
-            result.index,
-            result.columns,
-            run.cost,
-            self.mechanism,
-            node.label,
-            DescribeIntervals(tuple(models)),
-            result.to_numpy(dtype=float),
-        )
-        return result, f"{len(node.columns)} columns"
-
-
-@dataclass(frozen=True)
-class DescribeIntervals:
-    """Per-cell intervals of ``describe()``, from each column's variance release (free).
-
-    count, mean and std are functions of the variance release's three noisy
-    sums (count, centred sum, centred sum of squares), so their intervals are
-    that release's: the count's alone, the mean's from the count and the sum,
-    the std's from all three (each with its own Bonferroni split).  The
-    quartile rows have no value interval (their accuracy is a rank error):
-    NaN.
-    """
-
-    models: tuple[Any, ...]  # one IntervalModel (statistic "var") per column
-
-    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high), each of shape (6, columns)."""
-        low = np.full((6, len(self.models)), np.nan)
-        high = np.full((6, len(self.models)), np.nan)
-        for j, model in enumerate(self.models):
-            count = dataclasses.replace(
-                model, statistic="count", noisy=model.noisy[:1], noise=model.noise[:1]
-            )
-            mean = dataclasses.replace(
-                model, statistic="mean", noisy=model.noisy[:2], noise=model.noise[:2]
-            )
-            std = dataclasses.replace(model, statistic="std")
-            for row, part in enumerate((count, mean, std)):
-                lo, hi = part.interval(level)
-                low[row, j], high[row, j] = float(lo[0]), float(hi[0])
-        return low, high
-
-
-def split_text(node: Describe) -> str:
-    """How describe() splits its request, in words."""
-    n = len(node.columns)
-    return f"{n} columns x (1/2 moments + 1/2 quartiles), each 1/{2 * n} of the request"

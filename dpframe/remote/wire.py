@@ -167,6 +167,7 @@ def _response_types() -> dict[str, type[Any]]:
     from dpframe.mechanisms.agg_family import CellIntervals
     from dpframe.mechanisms.aggregates import IntervalModel
     from dpframe.mechanisms.copy_family import CopyInfo
+    from dpframe.mechanisms.describe_family import DescribeIntervals
     from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
     from dpframe.mechanisms.floors import AccuracyFloor
     from dpframe.mechanisms.model_family import (
@@ -175,7 +176,6 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLogisticRegression,
     )
     from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
-    from dpframe.mechanisms.selection_family import DescribeIntervals
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (

@@ -10,47 +10,62 @@ from dpframe.plan.expressions import Bucket, Expr
 from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
 from dpframe.plan.releases.base import QUANTILE_BINS, Bounds, ReleaseNode, scaled
 from dpframe.plan.releases.selection import Quantile
-from dpframe.plan.schema import Schema, check_node_bounds, numeric
+from dpframe.plan.schema import Schema, check_node_bounds, keys_fit, numeric
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Describe(ReleaseNode):
     """count, mean, std and quartiles of bounded numeric columns, in one charge.
 
-    The request is split evenly over the columns; within a column, half goes
-    to the moments (one ``var`` aggregate) and half to the three quartiles
-    (one :class:`Quantile`).
+    The request is split evenly over the parts: per numeric column, one
+    ``var`` aggregate (the moments) and one :class:`Quantile` (the three
+    quartiles); per categorical column (``include="all"``), one count per
+    declared key (one noisy histogram: count, unique, top and freq are
+    post-processing of it).
     """
 
     columns: tuple[tuple[str, Expr, Bounds], ...]
+    categorical: tuple[GroupKey, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.columns:
-            raise SchemaError("describe() needs numeric columns with declared bounds.")
+        if not self.columns and not self.categorical:
+            raise SchemaError(
+                "describe() needs numeric columns with declared bounds (or, with "
+                "include='all', columns with declared categories)."
+            )
         for name, _, bounds in self.columns:
             check_node_bounds(bounds, f"describe() of {name!r}")
+        for key in self.categorical:
+            if not key.categories:
+                raise SchemaError(f"describe() of {key.name!r} needs its declared categories.")
 
     @property
     def share(self) -> Fraction:
         """Each part's share of the request."""
-        return Fraction(1, 2 * len(self.columns))
+        return Fraction(1, 2 * len(self.columns) + len(self.categorical))
 
     def _what(self) -> str:
-        return f"describe({', '.join(name for name, _, _ in self.columns)})"
+        names = [name for name, _, _ in self.columns] + [k.name for k in self.categorical]
+        return f"describe({', '.join(names)})"
 
     def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
-        return tuple(expr for _, expr, _ in self.columns)
+        return tuple(expr for _, expr, _ in self.columns) + tuple(k.expr for k in self.categorical)
 
     def cells(self) -> int:  # noqa: D102
-        return len(self.columns) * (QUANTILE_BINS + 1)
+        keys = sum(len(k.categories) for k in self.categorical)
+        return len(self.columns) * (QUANTILE_BINS + 1) + keys
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         for _, expr, _ in self.columns:
             numeric(expr, schema, "describe")
+        keys_fit(self.categorical, schema)
 
     def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
-        """Per column: a ``var`` aggregate and a quartiles :class:`Quantile`."""
+        """The parts, in order: per numeric column a ``var`` and a quartiles :class:`Quantile`.
+
+        Then per categorical column its histogram over the declared keys.
+        """
         privacy = scaled(self.privacy, self.share, self.privacy.delta * self.share)
         found: list[Aggregate | ReleaseNode] = []
         for _, expr, bounds in self.columns:
@@ -67,6 +82,9 @@ class Describe(ReleaseNode):
                     scalar=False,
                 )
             )
+        for key in self.categorical:
+            label = f"count() by {key.name}{describe_plan(self.plan)}"
+            found.append(Aggregate(self.plan, "count", None, None, (key,), label, privacy))
         return tuple(found)
 
 
