@@ -173,7 +173,7 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
-    from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release
+    from dpframe.mechanisms.results import GroupedRelease, NoInterval, Release, UndeclaredRows
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (
@@ -185,6 +185,7 @@ def _response_types() -> dict[str, type[Any]]:
         GroupedRelease,
         NoInterval,
         Release,
+        UndeclaredRows,
         AccuracyFloor,
         CopyInfo,
         KDEInfo,
