@@ -32,7 +32,7 @@ from dpframe.plan.expressions import Bucket
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import Budget
 
-__all__ = ["AggregateFamily", "group_index"]
+__all__ = ["AggregateFamily", "group_index", "undeclared_release"]
 
 
 def group_index(agg: Aggregate) -> pd.Index:
@@ -58,10 +58,14 @@ def _measured(node: Aggregate) -> tuple[Any, ...]:
     return expr, bounds, tuple(key.key() for key in node.by), node.undeclared
 
 
-def undeclared_rows(
+def undeclared_release(
     agg: Aggregate, planned: UndeclaredNoise, rows: float, rng: SecureRandom
 ) -> UndeclaredRows:
-    """The noisy count of ``rows`` undeclared rows, as a free :class:`Release` with its interval."""
+    """The noisy count of ``rows`` undeclared rows, as a free :class:`Release` with its interval.
+
+    Privacy and Accuracy: see :mod:`dpframe.mechanisms.undeclared` (the cost is
+    zero: the group-by's charge covers the cell).
+    """
     noisy, spec = release_undeclared(planned, np.array([rows]), rng)
     keys = tuple(key.name for key in agg.by)
     bins = all(isinstance(key.expr, Bucket) for key in agg.by)
@@ -105,7 +109,7 @@ class AggregateFamily(Family[Aggregate]):
         outside = None
         if extra is not None:
             *exact, rows = exact
-            outside = undeclared_rows(agg, extra, float(rows[0]), run.rng)
+            outside = undeclared_release(agg, extra, float(rows[0]), run.rng)
         result = release_aggregate(agg, exact, run.allocation, run.rng, planned)
         if agg.by:
             meta = GroupedRelease(

@@ -163,6 +163,17 @@ def release_undeclared(
 
     ``rows`` holds exact counts (one per cell; the statistical tests pass many
     to draw many independent cells with the same noise).
+
+    Privacy:
+        ``planned`` from :func:`plan_undeclared`: with one row per person, a
+        count of sensitivity 1 at the whole allocation, in parallel with the
+        declared cells; with units, one more cell of the first measure, whose
+        noise covers it.  No extra cost (see the module docstring).
+
+    Accuracy:
+        The exact count plus discrete Laplace or Gaussian noise of
+        ``spec.scale`` rows (1/ε, or 1/sqrt(2ρ), for one row per person); with
+        units the count is rounded to the measure's grid (``spec.rounding``).
     """
     exact = np.asarray(rows, dtype=np.float64) * float(planned.weight)
     noisy, spec = release_integer_sums(
