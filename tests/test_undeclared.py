@@ -256,3 +256,17 @@ def test_a_dirty_bounded_column_is_read_as_numbers_not_text(cps: pd.DataFrame) -
     clean = pd.to_numeric(dirty["wage"], errors="coerce").clip(0, 5000)
     assert float(pf["wage"].count(epsilon=BIG)) == pytest.approx(clean.count(), abs=1)
     assert float(pf["wage"].mean(epsilon=BIG)) == pytest.approx(clean.mean(), rel=1e-3)
+
+
+def test_an_epsilon_beyond_float_range_releases_the_exact_count() -> None:
+    """No noise at all (ε = 10⁴⁰⁰): the threshold is the rounding, and any row warns."""
+    from fractions import Fraction
+
+    frame = pd.DataFrame({"k": ["a", "a", "zz"]})
+    session = dp.Session(epsilon=Fraction(10**500), ledger=":memory:")
+    pf = session.private_frame(frame, categories={"k": ["a"]})
+    with pytest.warns(UserWarning, match="about 1 row has a k outside the declared categories"):
+        counts = pf.groupby("k").size(epsilon=Fraction(10**400))
+    assert counts.tolist() == [2.0]
+    assert float(counts.dp.undeclared) == 1.0
+    assert counts.attrs["dpframe"].undeclared.threshold == 0.0

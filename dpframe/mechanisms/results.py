@@ -211,8 +211,10 @@ class UndeclaredRows:
     def message(self) -> str:
         """The warning: how many rows (rounded, noisy) and which key columns; no value."""
         what = "a " + " or ".join(self.keys)
+        about = _about(float(self.count.value))
+        rows = "row has" if about == "1" else "rows have"
         return (
-            f"about {_about(float(self.count.value))} rows have {what} outside {self.outside}; "
+            f"about {about} {rows} {what} outside {self.outside}; "
             "check spelling and case. They are in no group; result.dp.undeclared is their "
             "noisy count (free: part of this release)."
         )

@@ -152,8 +152,18 @@ def plan_undeclared(
         sensitivity, quantum, share = first_sensitivity, first_quantum, first_share
         noise = noise_for(sensitivity, quantum, share, first_spread(agg))
     spec = in_rows(noise[2], weight * quantum)
-    threshold = spec.abs_quantile(1.0 - 2.0 * FALSE_ALARM) + spec.rounding
-    return UndeclaredNoise(weight, sensitivity, quantum, share, noise, k > 1, threshold)
+    return UndeclaredNoise(weight, sensitivity, quantum, share, noise, k > 1, _threshold(spec))
+
+
+def _threshold(spec: NoiseSpec) -> float:
+    """The noise's 1 − 2·FALSE_ALARM two-sided quantile in rows, plus the rounding.
+
+    A noise parameter below float range (an ε beyond 10³⁰⁸) is no noise at all:
+    the threshold is the rounding alone.
+    """
+    if float(spec.parameter) == 0.0:
+        return spec.rounding
+    return spec.abs_quantile(1.0 - 2.0 * FALSE_ALARM) + spec.rounding
 
 
 def release_undeclared(
