@@ -270,3 +270,10 @@ def test_an_epsilon_beyond_float_range_releases_the_exact_count() -> None:
     assert counts.tolist() == [2.0]
     assert float(counts.dp.undeclared) == 1.0
     assert counts.attrs["dpframe"].undeclared.threshold == 0.0
+
+
+def test_an_undeclared_cell_needs_group_keys() -> None:
+    from dpframe.plan.nodes import Source
+
+    with pytest.raises(dp.SchemaError, match=r"undeclared=True counts rows outside group keys"):
+        Aggregate(Source("d"), "count", None, None, (), "q", undeclared=True)
