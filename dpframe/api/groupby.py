@@ -2,12 +2,17 @@
 
 Keys must be declared (``categories=``); the result has one row per declared
 key (or key combination), in declaration order, including empty groups.
-Rows whose key is not declared are dropped, never revealed.  Groups are
-disjoint, so one charge of ε covers every group (parallel composition).
+Rows whose key is not declared are in no group; they are revealed only as a
+noisy count, free (``result.dp.undeclared``, never an index entry), with a
+warning when that count is clearly above its noise (a misspelled or
+differently cased key).  Groups are disjoint, so one charge of ε covers every
+group (parallel composition).
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -17,6 +22,7 @@ from dpframe.api.frame import PrivateFrame
 from dpframe.api.node_builders import argmax_node, request_of, require_bounds
 from dpframe.api.teaching import missing_attribute
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.results import GroupedRelease
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate
@@ -120,8 +126,12 @@ class PrivateGroupBy:
             return cast("pd.Series", frame._session.run(node))
         by = ", ".join(k.name for k in self._keys)
         label = f"{what} by {by}{describe_plan(frame._plan)}"
-        agg = Aggregate(frame._plan, statistic, expr, bounds, self._keys, label, request)
-        return cast("pd.Series", frame._session.run(agg))
+        agg = Aggregate(
+            frame._plan, statistic, expr, bounds, self._keys, label, request, undeclared=True
+        )
+        result = cast("pd.Series", frame._session.run(agg))
+        warn_undeclared(result)
+        return result
 
     #: Several aggregates in one charge, as pandas' ``GroupBy.agg`` (``dpframe.api.aggregation``).
     agg = aggregation.groupby_agg
@@ -238,3 +248,26 @@ class PrivateGroupBy:
         request = request_of(epsilon, delta, rho, privacy)
         node = argmax_node(self._frame, self._keys, agg, column or self._column, request)
         return self._frame._session.run(node)
+
+
+def warn_undeclared(result: Any) -> None:
+    """Warn when a group-by's noisy count of rows with undeclared keys is clearly above noise.
+
+    The message names the key columns and a rounded noisy count, never a value
+    (see :class:`~dpframe.mechanisms.results.UndeclaredRows`).  It is raised in
+    the analyst's process (also in curator mode: the count crosses the wire).
+    """
+    meta = result.attrs.get("dpframe") if isinstance(result, pd.Series) else None
+    if not isinstance(meta, GroupedRelease) or meta.undeclared is None:
+        return
+    if meta.undeclared.clearly_present:
+        warnings.warn(meta.undeclared.message(), UserWarning, stacklevel=_outside_dpframe())
+
+
+def _outside_dpframe() -> int:
+    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level

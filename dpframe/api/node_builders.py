@@ -182,7 +182,8 @@ def histogram_node(
     bucket = Bucket(series._expr, tuple(edges), clamp=clamp)
     key = GroupKey(str(series._expr), bucket, tuple(range(len(edges) - 1)))
     label = f"hist({series._expr}, {len(edges) - 1} bins){describe_plan(plan)}"
-    return Aggregate(plan, "count", series._expr, None, (key,), label, request), edges
+    agg = Aggregate(plan, "count", series._expr, None, (key,), label, request, undeclared=True)
+    return agg, edges
 
 
 def describe_node(frame: PrivateFrame, request: PrivacyRequest, include: object = None) -> Describe:

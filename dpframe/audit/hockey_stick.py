@@ -86,7 +86,8 @@ def features(output: object, max_coords: int = 3) -> Feature:
     * a tuple or list of numbers: those numbers;
     * a pandas Series (a grouped release): its index as one label (so keys
       that appear or vanish are seen) and its first ``max_coords`` values as
-      numbers;
+      numbers, then the noisy count of the rows with undeclared keys when
+      the group-by has that cell (``result.dp.undeclared``);
     * a DataFrame: its values, flattened, as numbers (first ``max_coords``).
 
     Args:
@@ -98,7 +99,7 @@ def features(output: object, max_coords: int = 3) -> Feature:
     """
     import pandas as pd
 
-    from dpframe.mechanisms.results import Release
+    from dpframe.mechanisms.results import GroupedRelease, Release
 
     if isinstance(output, Release):
         return (float(output.value),)
@@ -106,6 +107,9 @@ def features(output: object, max_coords: int = 3) -> Feature:
         return (float(output),)  # type: ignore[arg-type]
     if isinstance(output, pd.Series):
         values = [float(v) if _is_number(v) else _label(v) for v in output.tolist()[:max_coords]]
+        meta = output.attrs.get("dpframe")
+        if isinstance(meta, GroupedRelease) and meta.undeclared is not None:
+            values.append(float(meta.undeclared.count.value))
         return (_label(tuple(output.index.tolist())), *values)
     if isinstance(output, pd.DataFrame):
         flat = output.to_numpy().ravel().tolist()[:max_coords]

@@ -12,8 +12,9 @@ with the bounded numeric columns set per pair:
   clamp shows here);
 * ``nan``, ``+inf``, ``-inf``: the value in every bounded column;
 * ``new_key``: a value that is not a declared category in every categorical
-  column (numbers at the upper bound): invisible to group-bys over declared
-  keys, the δ event of private key discovery;
+  column (numbers at the upper bound): in no group of a group-by over
+  declared keys but in its undeclared cell (a noisy count, one more disjoint
+  cell), and the δ event of private key discovery;
 * ``unit_at_limit`` / ``unit_over_limit`` (with ``privacy_unit``): a new
   person with exactly ``max_rows_per_unit`` rows, or three times as many
   (contribution bounding must cut them), at the upper bounds;

@@ -38,9 +38,17 @@ class Backend(Protocol):
     """What the session needs from an engine."""
 
     def compute(
-        self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
+        self,
+        plan: Plan,
+        measures: tuple[Measure, ...],
+        by: tuple[GroupKey, ...],
+        undeclared: bool = False,
     ) -> list[npt.NDArray[np.float64]]:
-        """Exact values of ``measures`` per group (length = product of key sizes)."""
+        """Exact values of ``measures`` per group (length = product of key sizes).
+
+        With ``undeclared`` (and keys), one more array of length 1 follows: the
+        number of kept rows whose keys are all present and not all declared.
+        """
         ...
 
     def key_counts(

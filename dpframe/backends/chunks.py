@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from dpframe.backends.evaluate import float_values, present
 from dpframe.backends.program import Run
@@ -39,6 +40,9 @@ __all__ = [
     "code_dtype",
     "combine_slots",
     "measure_totals",
+    "outside_bins",
+    "slot_codes",
+    "undeclared_rows",
 ]
 
 #: Rows per chunk: float64 temporaries of 8 MiB.
@@ -75,22 +79,58 @@ def code_dtype(slots: int, n: int, chunk_rows: int) -> np.dtype[Any]:
 
 
 def combine_slots(
-    slots: npt.NDArray[np.intp] | None, key_slots: npt.NDArray[np.intp], categories: int
+    slots: npt.NDArray[np.intp] | None,
+    key_slots: npt.NDArray[np.intp],
+    categories: int,
+    cells: int | None = None,
 ) -> npt.NDArray[np.intp]:
     """Slots of the cells of the keys so far crossed with one more key of ``categories``.
 
     Slot ``1 + i * categories + j`` for cell ``i`` of the keys so far and
-    category ``j`` of the new key; 0 where either is 0 (no cell).  Neither
+    category ``j`` of the new key; 0 where either is 0 (no cell: a missing
+    key, or a row the filters drop).  With ``cells`` (the number of cells of
+    the keys so far), a slot above ``cells`` or a key slot above
+    ``categories`` marks a row whose key is present but not declared (see
+    :func:`slot_codes`); such a row gets the combined undeclared slot
+    ``cells * categories + 1`` unless some key is missing (then 0).  Neither
     input is modified (cached codes are read-only).
     """
     if slots is None:
         return key_slots
     invalid = (slots == 0) | (key_slots == 0)
+    outside = None if cells is None else (slots > cells) | (key_slots > categories)
     combined = slots - 1  # one new array, then in place
     combined *= categories
     combined += key_slots
+    if outside is not None and cells is not None:
+        combined[outside] = cells * categories + 1
     combined[invalid] = 0
     return combined
+
+
+def slot_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
+    """Each value's slot: 1 + its position among ``categories``, 0 if missing, else k + 1.
+
+    ``k + 1`` (k declared categories) marks a value that is present but not
+    declared: the rows of the undeclared cell.  The declared slots are
+    :func:`~dpframe.backends.evaluate.category_codes` + 1 (the same
+    factorization and lookup), so declared cells are unchanged.
+    """
+    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    declared = pd.Index(list(categories), dtype=object)
+    mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
+    mapping += 1
+    mapping[mapping == 0] = len(categories) + 1  # present, not declared
+    mapping = np.append(mapping, 0)  # row code -1 (missing) maps to the last slot: 0
+    return np.asarray(mapping[row_codes], dtype=np.intp)
+
+
+def outside_bins(
+    codes: npt.NDArray[np.intp], values: npt.NDArray[np.float64], bins: int
+) -> npt.NDArray[np.intp]:
+    """Bucket slots (``bucket_codes`` + 1), a present value outside every bin set to bins + 1."""
+    codes[(codes == 0) & ~np.isnan(values)] = bins + 1
+    return codes
 
 
 @dataclass(frozen=True)
@@ -213,7 +253,7 @@ def _count_present(
     if cells.dtype == np.bool_:
         return np.array([float(np.count_nonzero(cells & is_present))])
     counts = np.bincount(cells[is_present], minlength=size + 1)
-    return np.asarray(counts[1:], dtype=np.float64)
+    return np.asarray(counts[1 : size + 1], dtype=np.float64)
 
 
 def _shared_values(
@@ -234,7 +274,7 @@ def _clamp_key(measure: Measure, node: int) -> tuple[Hashable, ...]:
 def bincount(
     slots: Cells, weights: npt.NDArray[np.float64] | None, size: int
 ) -> npt.NDArray[np.float64]:
-    """Per-cell totals; slot 0 (rows in no cell) is dropped.
+    """Per-cell totals; slot 0 (rows in no cell) and the undeclared slot ``size + 1`` are dropped.
 
     ``slots`` may also be a boolean row mask (a single cell: the rows kept by
     the filters), or None (a single cell: every row).  The weights are
@@ -249,4 +289,11 @@ def bincount(
             return np.array([float(np.count_nonzero(mask))])
         return np.array([float(np.sum(weights, where=mask))])
     counts = np.bincount(slots, weights=weights, minlength=size + 1)
-    return np.asarray(counts[1:], dtype=np.float64)
+    return np.asarray(counts[1 : size + 1], dtype=np.float64)
+
+
+def undeclared_rows(cells: Cells, size: int) -> npt.NDArray[np.float64]:
+    """The number of rows in the undeclared slot ``size + 1`` (as a one-cell total)."""
+    if cells is None or cells.dtype == np.bool_:
+        return np.array([0.0])  # no group key: no undeclared cell
+    return np.array([float(np.count_nonzero(cells == size + 1))])

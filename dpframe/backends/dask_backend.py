@@ -146,14 +146,20 @@ class DaskBackend:
     # -- evaluation ----------------------------------------------------------
 
     def compute(
-        self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
+        self,
+        plan: Plan,
+        measures: tuple[Measure, ...],
+        by: tuple[GroupKey, ...],
+        undeclared: bool = False,
     ) -> list[npt.NDArray[np.float64]]:
         """Exact per-group values of ``measures``, bit-identical to the pandas backend's.
 
         The plan is compiled once here (:func:`~dpframe.backends.program.compile_query`)
         and the flat query (no nested expressions) is sent to every partition.
+        With ``undeclared``, the count of the rows with an undeclared key follows
+        (added over the partitions like the other totals).
         """
-        query = compile_query(plan, measures, by)
+        query = compile_query(plan, measures, by, undeclared)
         parts = self._partitions(_needed_columns(self._frame.columns, query.program))
         evaluate = functools.partial(_partition_measures, query)
         partials = [delayed(evaluate, pure=False)(part) for part in parts]

@@ -12,12 +12,13 @@ chunk-sized (about 8 MiB for a float64 column) whatever the frame's size; a
 frame of at most one chunk is evaluated in one piece, as a whole.
 
 One cache: the slot codes (1 + the position among the declared categories,
-0 for missing or undeclared values) of a *source* column used as a group
-key, per declared category list.  They are a deterministic function of data
+0 for missing values, k + 1 for present values outside the k declared
+categories) of a *source* column used as a group key, per declared category
+list.  They are a deterministic function of data
 the backend already holds, never returned to the caller, so repeated
 group-bys over a string column do not re-hash it.  The codes are stored in
-the smallest unsigned integer dtype that holds them (uint8 up to 255
-categories, uint16 up to 65,535: 1 or 2 bytes per row) and converted to
+the smallest unsigned integer dtype that holds them (uint8 up to 254
+categories, uint16 up to 65,534: 1 or 2 bytes per row) and converted to
 ``intp`` one chunk at a time; a frame of one chunk keeps ``intp`` codes (see
 :func:`~dpframe.backends.chunks.code_dtype`).  Nothing that depends on a
 filter or a release is cached.
@@ -43,6 +44,9 @@ from dpframe.backends.chunks import (
     code_dtype,
     combine_slots,
     measure_totals,
+    outside_bins,
+    slot_codes,
+    undeclared_rows,
 )
 from dpframe.backends.evaluate import (
     Rows,
@@ -214,7 +218,11 @@ class PandasBackend:
     # -- measures ------------------------------------------------------------
 
     def compute(
-        self, plan: Plan, measures: tuple[Measure, ...], by: tuple[GroupKey, ...]
+        self,
+        plan: Plan,
+        measures: tuple[Measure, ...],
+        by: tuple[GroupKey, ...],
+        undeclared: bool = False,
     ) -> list[npt.NDArray[np.float64]]:
         """Exact per-group values of ``measures`` (see :class:`Measure`).
 
@@ -222,12 +230,20 @@ class PandasBackend:
         and evaluated chunk by chunk (filters, derived columns, group slots,
         measures; each distinct computation once per chunk) and the per-chunk
         totals are added: bit-identical to one pass over all rows (see
-        :mod:`dpframe.backends.chunks`), with chunk-sized temporaries.
+        :mod:`dpframe.backends.chunks`), with chunk-sized temporaries.  With
+        ``undeclared`` (and keys), one more one-cell total follows: the kept
+        rows whose key is present but not declared (every key present, one
+        or more outside its declared categories or bins).
         """
-        key = (plan.key(), tuple(_measure_key(m) for m in measures), tuple(k.key() for k in by))
+        key = (
+            plan.key(),
+            tuple(_measure_key(m) for m in measures),
+            tuple(k.key() for k in by),
+            undeclared,
+        )
         query = self._queries.get(key)
         if query is None:
-            query = compile_query(plan, measures, by)
+            query = compile_query(plan, measures, by, undeclared)
             if len(self._queries) >= _QUERIES_KEPT:
                 self._queries.clear()
             self._queries[key] = query
@@ -255,7 +271,10 @@ class PandasBackend:
                 cells = mask  # no group-by: one cell, the rows the filters keep (no slot array)
             elif mask is not None:
                 cells = np.where(mask, slots, 0)
-            totals = add_totals(totals, measure_totals(run, shared, cells, size))
+            partial = measure_totals(run, shared, cells, size)
+            if query.undeclared:
+                partial.append(undeclared_rows(cells, size))
+            totals = add_totals(totals, partial)
         assert totals is not None  # chunk_bounds gives at least one range
         return totals
 
@@ -269,14 +288,14 @@ class PandasBackend:
             column = self._frame[key.source]
             n = len(column)
             bounds = chunk_bounds(n, self._chunk_rows)
-            dtype = code_dtype(len(key.categories), n, self._chunk_rows)
+            dtype = code_dtype(len(key.categories) + 1, n, self._chunk_rows)
             if len(bounds) == 1:
-                codes = (category_codes(column, key.categories) + 1).astype(dtype, copy=False)
+                codes = slot_codes(column, key.categories).astype(dtype, copy=False)
             else:
                 codes = np.empty(n, dtype=dtype)
                 for start, stop in bounds:
                     chunk = column.iloc[start:stop]
-                    codes[start:stop] = category_codes(chunk, key.categories) + 1
+                    codes[start:stop] = slot_codes(chunk, key.categories)
             codes.flags.writeable = False
             self._codes[cache_key] = codes
         return codes
@@ -289,23 +308,31 @@ def _chunk_slots(
     start: int,
     stop: int,
 ) -> npt.NDArray[np.intp] | None:
-    """Cell slot of each row of the chunk ``[start, stop)``: 1 + the cell's index, or 0."""
+    """Cell slot of each row of the chunk ``[start, stop)``.
+
+    1 + the cell's index; 0 for no cell (a missing key); ``cells + 1`` when
+    every key is present and some key is not declared (the undeclared slot,
+    dropped from the cells' totals; see :func:`~dpframe.backends.chunks.bincount`).
+    """
     slots: npt.NDArray[np.intp] | None = None
+    cells = 1
     n = len(run.rows)
     for key, codes in zip(keys, cached, strict=True):
         key_slots: npt.NDArray[np.intp]
+        size = len(key.categories)
         if codes is not None:  # a view when the cache already holds intp codes
             key_slots = codes[start:stop].astype(np.intp, copy=False)
         elif key.bucket is not None:
-            inner = run.value(key.node)
-            key_slots = bucket_codes(as_float(inner, n), *key.bucket) + 1
+            inner = as_float(run.value(key.node), n)
+            key_slots = outside_bins(bucket_codes(inner, *key.bucket) + 1, inner, size)
         else:
             values = run.value(key.node)
             if not isinstance(values, pd.Series):
                 values = pd.Series(np.full(n, values, dtype=object))
-            key_slots = category_codes(values, key.categories) + 1
+            key_slots = slot_codes(values, key.categories)
         run.release(key.node)
-        slots = combine_slots(slots, key_slots, len(key.categories))
+        slots = combine_slots(slots, key_slots, size, cells)
+        cells *= size
     return slots
 
 

@@ -123,7 +123,8 @@ class KeySpec:
     """A group key, compiled: where its values come from and how they map to cells.
 
     Attributes:
-        categories: the declared keys (a row in none of them is in no cell).
+        categories: the declared keys (a row in none of them is in no cell; one
+            whose key is present but undeclared may be counted apart).
         node: the program output holding the key's values (a bucket's operand).
         bucket: ``(edges, clamp)`` for a bucket key (bins of the operand), else None.
         source: the source column when the key is one read as is (its codes
@@ -142,13 +143,16 @@ class Query:
 
     ``measures`` are the requested measures without their expressions;
     ``nodes`` holds the program output of each measure's expression (-1 for
-    a row count).
+    a row count).  With ``undeclared``, one more total follows the measures':
+    the number of kept rows whose key is present but not declared (in no
+    cell; see :func:`~dpframe.backends.chunks.slot_codes`).
     """
 
     program: Program
     measures: tuple[Measure, ...]
     nodes: tuple[int, ...]
     keys: tuple[KeySpec, ...]
+    undeclared: bool = False
 
     @property
     def cells(self) -> int:
@@ -159,8 +163,14 @@ class Query:
         return size
 
 
-def compile_query(plan: Plan, measures: Sequence[Measure], by: Sequence[GroupKey]) -> Query:
-    """Compile a release's exact aggregation: filters first, then keys, then measures."""
+def compile_query(
+    plan: Plan, measures: Sequence[Measure], by: Sequence[GroupKey], undeclared: bool = False
+) -> Query:
+    """Compile a release's exact aggregation: filters first, then keys, then measures.
+
+    With ``undeclared`` (and keys), the query also counts the kept rows whose
+    key is present but not declared (see :class:`Query`).
+    """
     key_exprs = [k.expr.operand if isinstance(k.expr, Bucket) else k.expr for k in by]
     measure_exprs = [m.expr for m in measures if m.kind != "rows" and m.expr is not None]
     program = Program.compile(plan, [*key_exprs, *measure_exprs])
@@ -176,4 +186,4 @@ def compile_query(plan: Plan, measures: Sequence[Measure], by: Sequence[GroupKey
         next(value_nodes) if m.kind != "rows" and m.expr is not None else -1 for m in measures
     )
     bare = tuple(dataclasses.replace(m, expr=None) for m in measures)
-    return Query(program, bare, nodes, tuple(keys))
+    return Query(program, bare, nodes, tuple(keys), undeclared and bool(keys))

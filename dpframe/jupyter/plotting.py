@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.results import GroupedRelease, Release, ci
+from dpframe.mechanisms.results import GroupedRelease, Release, ci, undeclared_of
 
 __all__ = ["plot"]
 
@@ -97,3 +97,8 @@ class ReleaseAccessor:
     def plot(self, level: float = 0.95, ax: Any = None, **kwargs: Any) -> Any:
         """Bars with error bars (see :func:`dpframe.plot`)."""
         return plot(self._series, level=level, ax=ax, **kwargs)
+
+    @property
+    def undeclared(self) -> Release | None:
+        """The noisy count of the rows whose key is not declared (free; None: no such cell)."""
+        return undeclared_of(self._series)

@@ -5,22 +5,34 @@ measure's sensitivity, quantum and share of the allocation, validated
 against the samplers' limits before the charge); the release adds noise to
 the backend's exact measures (:func:`~dpframe.mechanisms.aggregates.release_aggregate`).
 Histograms and value counts are count aggregates over a binned or declared key.
+A group-by over declared keys also releases, free, the noisy count of the rows
+whose key is not declared (:mod:`dpframe.mechanisms.undeclared`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise, release_aggregate
+from dpframe.mechanisms.aggregates import (
+    AggregateNoise,
+    IntervalModel,
+    aggregate_noise,
+    release_aggregate,
+)
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation, explain_aggregate
 from dpframe.mechanisms.family import Asked, Family, Released
-from dpframe.mechanisms.results import GroupedRelease, Release, grouped_series
+from dpframe.mechanisms.results import GroupedRelease, Release, UndeclaredRows, grouped_series
+from dpframe.mechanisms.undeclared import UndeclaredNoise, release_undeclared
+from dpframe.noise import SecureRandom
+from dpframe.plan.expressions import Bucket
 from dpframe.plan.nodes import Aggregate
+from dpframe.plan.privacy import Budget
 
-__all__ = ["AggregateFamily", "group_index"]
+__all__ = ["AggregateFamily", "group_index", "undeclared_release"]
 
 
 def group_index(agg: Aggregate) -> pd.Index:
@@ -43,7 +55,30 @@ def _measured(node: Aggregate) -> tuple[Any, ...]:
     """What an aggregate's privacy map depends on besides its plan and statistic, exactly."""
     expr = None if node.expr is None else node.expr.key()
     bounds = None if node.bounds is None else tuple(float(b).hex() for b in node.bounds)
-    return expr, bounds, tuple(key.key() for key in node.by)
+    return expr, bounds, tuple(key.key() for key in node.by), node.undeclared
+
+
+def undeclared_release(
+    agg: Aggregate, planned: UndeclaredNoise, rows: float, rng: SecureRandom
+) -> UndeclaredRows:
+    """The noisy count of ``rows`` undeclared rows, as a free :class:`Release` with its interval.
+
+    Privacy and Accuracy: see :mod:`dpframe.mechanisms.undeclared` (the cost is
+    zero: the group-by's charge covers the cell).
+    """
+    noisy, spec = release_undeclared(planned, np.array([rows]), rng)
+    keys = tuple(key.name for key in agg.by)
+    bins = all(isinstance(key.expr, Bucket) for key in agg.by)
+    outside = "the bins" if bins else "the declared categories"
+    count = Release(
+        float(noisy[0]),
+        Budget(0),
+        spec.name,
+        spec.scale,
+        f"rows with {' or '.join(keys)} outside {outside} (part of: {agg.label})",
+        IntervalModel("count", (noisy,), (spec,), None),
+    )
+    return UndeclaredRows(count, planned.threshold, keys, outside)
 
 
 class AggregateFamily(Family[Aggregate]):
@@ -69,7 +104,12 @@ class AggregateFamily(Family[Aggregate]):
         """Exact measures from the backend, noise, post-processing."""
         agg = run.node
         planned: AggregateNoise = run.noise
-        exact = run.backend.compute(agg.plan, planned.measures, agg.by)
+        extra = planned.undeclared
+        exact = run.backend.compute(agg.plan, planned.measures, agg.by, extra is not None)
+        outside = None
+        if extra is not None:
+            *exact, rows = exact
+            outside = undeclared_release(agg, extra, float(rows[0]), run.rng)
         result = release_aggregate(agg, exact, run.allocation, run.rng, planned)
         if agg.by:
             meta = GroupedRelease(
@@ -80,6 +120,7 @@ class AggregateFamily(Family[Aggregate]):
                 agg.label,
                 result.intervals,
                 run.rho,
+                undeclared=outside,
             )
             series = grouped_series(result.values, meta, agg.statistic)
             return series, f"{len(result.values)} groups"

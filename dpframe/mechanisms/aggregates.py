@@ -42,6 +42,7 @@ from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.mean import mean_noise_plan, release_mean
+from dpframe.mechanisms.undeclared import UndeclaredNoise, first_spread, plan_undeclared
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, unit_rows
@@ -56,6 +57,7 @@ __all__ = [
     "noise_plan",
     "release_aggregate",
     "spread_of",
+    "spreads_of",
 ]
 
 #: The most cells (groups, or key combinations) one release may have; a
@@ -167,11 +169,14 @@ class AggregateNoise:
         noise: for count, sum, var and std, ``noise_for`` of each measure's share
             (grid, sensitivity in grid units, noise); empty for a mean, whose
             second pass depends on released values.
+        undeclared: the noise of the undeclared cell (None: the release has none;
+            see :mod:`dpframe.mechanisms.undeclared`).
     """
 
     measures: tuple[Measure, ...]
     sensitivities: tuple[int, ...]
     noise: tuple[tuple[int, int, NoiseSpec], ...]
+    undeclared: UndeclaredNoise | None = None
 
 
 def spread_of(agg: Aggregate) -> int:
@@ -179,24 +184,38 @@ def spread_of(agg: Aggregate) -> int:
     return max(1, min(unit_rows(agg.plan), agg.n_groups))
 
 
+def spreads_of(agg: Aggregate, count: int) -> tuple[int, ...]:
+    """The spread of each of ``count`` releases: the first may also reach the undeclared cell."""
+    spread = spread_of(agg)
+    return tuple(first_spread(agg) if i == 0 else spread for i in range(count))
+
+
 def aggregate_noise(agg: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
     """Every measure and its noise under ``allocation``; raises for unusable parameters.
 
     Public inputs only.  A mean's possible releases are all checked
     (:func:`~dpframe.mechanisms.mean.mean_noise_plan`), its noise is chosen as it goes.
+    The undeclared cell's noise (when ``agg.undeclared``) is planned here too.
     """
     measures, sensitivities = measures_for(agg)
-    spread = spread_of(agg)
     if agg.statistic == "mean":
-        for _, sens, quantum, part in mean_noise_plan(measures, sensitivities, allocation):
+        planned = mean_noise_plan(measures, sensitivities, allocation)
+        for (_, sens, quantum, part), spread in zip(
+            planned, spreads_of(agg, len(planned)), strict=True
+        ):
             noise_for(sens, quantum, part, spread)
-        return AggregateNoise(measures, sensitivities, ())
+        _, count_sens, count_quantum, count_share = planned[0]
+        extra = plan_undeclared(agg, allocation, count_sens, count_quantum, count_share)
+        return AggregateNoise(measures, sensitivities, (), extra)
     parts = allocation.split(tuple(1 for _ in measures))
     noise = tuple(
         noise_for(sens, m.quantum, part, spread)
-        for m, sens, part in zip(measures, sensitivities, parts, strict=True)
+        for m, sens, part, spread in zip(
+            measures, sensitivities, parts, spreads_of(agg, len(measures)), strict=True
+        )
     )
-    return AggregateNoise(measures, sensitivities, noise)
+    extra = plan_undeclared(agg, allocation, sensitivities[0], measures[0].quantum, parts[0])
+    return AggregateNoise(measures, sensitivities, noise, extra)
 
 
 @dataclass(frozen=True)
@@ -302,7 +321,14 @@ def release_aggregate(
     if agg.statistic == "mean":
         assert agg.bounds is not None
         mean = release_mean(
-            measures, sensitivities, exact, agg.bounds, allocation, rng, spread_of(agg)
+            measures,
+            sensitivities,
+            exact,
+            agg.bounds,
+            allocation,
+            rng,
+            spread_of(agg),
+            count_spread=first_spread(agg),
         )
         model = IntervalModel("mean", (mean.count, mean.total), mean.kept, agg.bounds, mean.center)
         return AggregateResult(mean.values, mean.scales, mean.used, model)

@@ -104,7 +104,11 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
 
     Cells without an interval (NaN ends, such as quartiles) show the value alone.
     """
-    head = "<th></th>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    corner = html.escape(str(frame.index.name)) if frame.index.name is not None else ""
+    head = f"<th>{corner}</th>" + "".join(
+        f"<th>{html.escape(' · '.join(map(str, c)) if isinstance(c, tuple) else str(c))}</th>"
+        for c in frame.columns
+    )
     rows = []
     values = frame.to_numpy(dtype=object)
     counts = [_is_count_label(c) for c in frame.columns]

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import measures_for, noise_plan, spread_of
+from dpframe.mechanisms.aggregates import aggregate_noise, measures_for, noise_plan, spreads_of
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.floors import AccuracyFloor, floor_bounded, floor_zcdp
 from dpframe.plan.nodes import Aggregate
@@ -135,13 +135,27 @@ def explain_aggregate(agg: Aggregate, cost: CostView) -> Explanation:
     """Describe the release of ``agg`` at ``cost`` from public facts only."""
     allocation = cost.allocation
     explained = []
-    spread = spread_of(agg)
-    for name, sens, quantum, part in noise_plan(agg, allocation):
+    planned = noise_plan(agg, allocation)
+    for (name, sens, quantum, part), spread in zip(
+        planned, spreads_of(agg, len(planned)), strict=True
+    ):
         _, _, spec = noise_for(sens, quantum, part, spread)
         explained.append(
             MeasureExplanation(
                 name,
                 sens * quantum,
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
+        )
+    extra = aggregate_noise(agg, allocation).undeclared if agg.undeclared else None
+    if extra is not None:
+        spec = extra.spec
+        explained.append(
+            MeasureExplanation(
+                "rows with undeclared keys (one more cell, free)",
+                extra.sensitivity / extra.weight,
                 spec.name,
                 spec.scale,
                 spec.abs_quantile(0.95) + spec.rounding,
@@ -190,7 +204,7 @@ def aggregate_floor(
     measures, sensitivities = measures_for(agg)
     if agg.statistic not in ("count", "sum") or len(measures) != 1:
         return None
-    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation, spread_of(agg))
+    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation, spreads_of(agg, 1)[0])
     diameter = sensitivities[0] * measures[0].quantum
     if spec.kind == "laplace":
         a = math.exp(-1 / float(spec.parameter))

@@ -127,6 +127,7 @@ def release_mean(
     allocation: NoiseAllocation,
     rng: SecureRandom,
     spread: int = 1,
+    count_spread: int | None = None,
 ) -> MeanRelease:
     """Release a mean per cell (see the module docstring for the mechanism).
 
@@ -145,6 +146,9 @@ def release_mean(
         rng: the secure random source.
         spread: the most cells one neighbour reaches (min(rows per unit, cells);
             see :func:`~dpframe.mechanisms.additive.noise_for`).
+        count_spread: the same for the first count (None: ``spread``); one more
+            cell when the undeclared cell is a cell of the first count
+            (:mod:`dpframe.mechanisms.undeclared`, privacy units).
     """
     count_sens, sum_sens = sensitivities
 
@@ -153,14 +157,16 @@ def release_mean(
         sens: int,
         quantum: float,
         part: NoiseAllocation,
+        reach: int = spread,
     ) -> tuple[FloatArray, NoiseSpec]:
-        return release_integer_sums(values, sens, quantum, part, rng, spread=spread)
+        return release_integer_sums(values, sens, quantum, part, rng, spread=reach)
 
     quantum = measures[1].quantum
     low, high = bounds
     mid = (low + high) / 2
     parts = allocation.split(_ADAPTIVE_WEIGHTS)
-    count, count_spec = release(exact[0], count_sens, 1.0, parts[0])
+    first_reach = spread if count_spread is None else count_spread
+    count, count_spec = release(exact[0], count_sens, 1.0, parts[0], first_reach)
     adaptive = count >= ADAPT_AT_STDS * count_spec.std  # public: a function of released counts
     center = np.full(len(count), mid)
     total = np.zeros(len(count))

@@ -22,7 +22,17 @@ from dpframe.errors import DPError
 from dpframe.mechanisms.display import shown_interval
 from dpframe.plan.privacy import Budget
 
-__all__ = ["FrameRelease", "GroupedRelease", "Intervals", "NoInterval", "Release", "ci", "is_count"]
+__all__ = [
+    "FrameRelease",
+    "GroupedRelease",
+    "Intervals",
+    "NoInterval",
+    "Release",
+    "UndeclaredRows",
+    "ci",
+    "is_count",
+    "undeclared_of",
+]
 
 
 class Intervals(Protocol):
@@ -184,8 +194,57 @@ class Release:
 
 
 @dataclass(frozen=True, eq=False)
+class UndeclaredRows:
+    """The rows a group-by over declared keys left out: their noisy count, never their values.
+
+    Attributes:
+        count: the noisy number of kept rows whose keys are all present and
+            not all declared (a :class:`Release`, free: ``cost`` is zero, the
+            group-by's charge covers it; see :mod:`dpframe.mechanisms.undeclared`).
+        threshold: the noisy count above which they are clearly there (the
+            noise's 1 − 10⁻⁶ quantile).
+        keys: the key columns (public names).
+        outside: what the rows are outside of: ``"the declared categories"``
+            or ``"the bins"``.
+    """
+
+    count: Release
+    threshold: float
+    keys: tuple[str, ...]
+    outside: str
+
+    @property
+    def clearly_present(self) -> bool:
+        """True when the noisy count is above :attr:`threshold` (not explained by noise)."""
+        return float(self.count.value) > self.threshold
+
+    def message(self) -> str:
+        """The warning: how many rows (rounded, noisy) and which key columns; no value."""
+        what = "a " + " or ".join(self.keys)
+        about = _about(float(self.count.value))
+        rows = "row has" if about == "1" else "rows have"
+        return (
+            f"about {about} {rows} {what} outside {self.outside}; "
+            "check spelling and case. They are in no group; result.dp.undeclared is their "
+            "noisy count (free: part of this release)."
+        )
+
+
+def _about(value: float) -> str:
+    """A noisy count rounded to two significant digits, with thousands separators."""
+    if value < 100:
+        return f"{max(round(value), 0):,}"
+    digits = len(str(int(value))) - 2
+    return f"{round(value, -digits):,.0f}"
+
+
+@dataclass(frozen=True, eq=False)
 class GroupedRelease:
-    """Metadata of a grouped result (stored in the Series' ``attrs["dpframe"]``)."""
+    """Metadata of a grouped result (stored in the Series' ``attrs["dpframe"]``).
+
+    ``undeclared`` holds the noisy count of the rows whose key is outside the
+    declared ones (None when the group-by has no such cell: discovered keys).
+    """
 
     index: pd.Index
     cost: Budget
@@ -195,6 +254,7 @@ class GroupedRelease:
     intervals: Intervals
     rho: Fraction | None = None
     values: np.ndarray | None = None
+    undeclared: UndeclaredRows | None = None
 
     def matches(self, series: pd.Series) -> bool:
         """True when ``series`` still holds exactly the released values and keys."""
@@ -287,6 +347,18 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
         f"{type(result).__name__}. A key chosen by mode() or argmax(), a private copy and a "
         "fitted model have no value interval: their docstrings state their accuracy."
     )
+
+
+def undeclared_of(result: pd.Series) -> Release | None:
+    """The noisy count of a group-by's rows with undeclared keys (None: no such cell).
+
+    Raises:
+        DPError: for a Series that dpframe did not release.
+    """
+    meta = result.attrs.get("dpframe") if isinstance(result, pd.Series) else None
+    if not isinstance(meta, GroupedRelease):
+        raise DPError("undeclared needs a grouped result returned by dpframe.")
+    return None if meta.undeclared is None else meta.undeclared.count
 
 
 def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:

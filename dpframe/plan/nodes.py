@@ -217,6 +217,10 @@ class Aggregate:
         label: a human-readable description for the ledger.
         privacy: the privacy cost requested (None: a query used inside another
             release, e.g. argmax's utilities, never released on its own).
+        undeclared: also release, free, a noisy count of the kept rows whose key
+            is present but outside ``by`` (one more disjoint cell, never an index
+            entry; see docs/proofs/undeclared_cell.md).  Set by the group-by
+            facade over declared keys; never for keys discovered privately.
     """
 
     plan: Plan
@@ -226,6 +230,7 @@ class Aggregate:
     by: tuple[GroupKey, ...]
     label: str
     privacy: PrivacyRequest | None = None
+    undeclared: bool = False
 
     __eq__ = _node_eq
     __hash__ = _node_hash
@@ -233,6 +238,8 @@ class Aggregate:
     def __post_init__(self) -> None:
         if self.statistic not in ("count", "sum", "mean", "var", "std"):
             raise SchemaError("statistic must be count, sum, mean, var or std.")
+        if self.undeclared and not self.by:
+            raise SchemaError("undeclared=True counts rows outside group keys: give keys (by=).")
         if self.statistic != "count":
             if self.expr is None:
                 raise SchemaError(f"{self.statistic}() needs a value expression.")
@@ -241,7 +248,7 @@ class Aggregate:
             check_keys(key.name, key.categories)
 
     def key(self) -> tuple[Any, ...]:
-        """``("aggregate", plan, statistic, expr, bounds, group keys, label, privacy)``."""
+        """``("aggregate", plan, statistic, expr, bounds, keys, label, privacy, undeclared)``."""
 
         def build() -> tuple[Any, ...]:
             expr = None if self.expr is None else self.expr.key()
@@ -261,6 +268,7 @@ class Aggregate:
                 by,
                 self.label,
                 privacy,
+                self.undeclared,
             )
 
         return _cached_key(self, build)

@@ -175,7 +175,13 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
-    from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
+    from dpframe.mechanisms.results import (
+        FrameRelease,
+        GroupedRelease,
+        NoInterval,
+        Release,
+        UndeclaredRows,
+    )
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (
@@ -190,6 +196,7 @@ def _response_types() -> dict[str, type[Any]]:
         CellIntervals,
         NoInterval,
         Release,
+        UndeclaredRows,
         AccuracyFloor,
         CopyInfo,
         KDEInfo,

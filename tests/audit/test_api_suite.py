@@ -61,6 +61,8 @@ CASES: dict[str, Case] = {
     "grouped_mean": Case(lambda pf: pf.groupby("g")["x"].mean(epsilon=1)),
     "grouped_sum": Case(lambda pf: pf.groupby("g")["x"].sum(epsilon=1)),
     "value_counts": Case(lambda pf: pf["g"].value_counts(epsilon=1, sort=False)),
+    # The noisy count of the rows with undeclared keys alone (the new_key pair moves it).
+    "undeclared_cell": Case(lambda pf: pf.groupby("g")["x"].sum(epsilon=1).dp.undeclared),
     "hist": Case(lambda pf: pf["x"].hist(bins=3, epsilon=1)),
     "median": Case(lambda pf: pf["x"].median(epsilon=1)),
     "mode": Case(lambda pf: pf["g"].mode(epsilon=1)),
@@ -87,6 +89,8 @@ CASES: dict[str, Case] = {
     ),
     "unit_sum": Case(lambda pf: pf["x"].sum(epsilon=1), unit=True),
     "unit_mean": Case(lambda pf: pf["x"].mean(epsilon=1), unit=True),
+    # A unit's rows over the declared cells and the undeclared one (one more cell of the sum).
+    "unit_grouped_sum": Case(lambda pf: pf.groupby("g")["x"].sum(epsilon=1), unit=True),
     "unit_discover_keys": Case(
         lambda pf: pf.discover_keys("g", epsilon=1, delta=DELTA),
         delta=DELTA,

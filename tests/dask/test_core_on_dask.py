@@ -56,6 +56,14 @@ from tests.test_selection import (
     test_selection_under_zcdp,
     test_value_counts_and_hist,
 )
+from tests.test_undeclared import (
+    cps,
+    test_a_region_missing_from_the_declared_categories_is_counted_apart,
+    test_histograms_count_the_values_outside_explicit_edges,
+    test_several_keys_have_one_undeclared_cell,
+    test_with_privacy_units_the_cell_is_near_the_truth,
+    test_wrong_case_puts_the_whole_region_in_the_undeclared_cell,
+)
 
 pytestmark = [
     pytest.mark.usefixtures("on_dask"),
@@ -64,8 +72,10 @@ pytestmark = [
 ]
 
 __all__ = [
+    "cps",
     "groups_df",
     "rich",
+    "test_a_region_missing_from_the_declared_categories_is_counted_apart",
     "test_above_threshold_finds_the_big_groups",
     "test_count_is_discrete_gaussian_under_zcdp",
     "test_count_is_discrete_laplace",
@@ -79,6 +89,7 @@ __all__ = [
     "test_expression_operators",
     "test_groupby_returns_every_declared_key_in_order",
     "test_groupby_several_keys",
+    "test_histograms_count_the_values_outside_explicit_edges",
     "test_intervals_cover_the_truth",
     "test_large_but_safe_bounds_give_finite_exact_sums",
     "test_mean_var_std_match_their_definition",
@@ -89,10 +100,13 @@ __all__ = [
     "test_quantiles_on_cps_within_the_stated_rank_error",
     "test_scalar_aggregates_match_pandas",
     "test_selection_under_zcdp",
+    "test_several_keys_have_one_undeclared_cell",
     "test_sum_is_gaussian_under_approx_with_delta",
     "test_sum_is_laplace_at_bound_over_epsilon",
     "test_unit_frames",
     "test_value_counts_and_hist",
     "test_values_near_zero_and_negative_values",
+    "test_with_privacy_units_the_cell_is_near_the_truth",
+    "test_wrong_case_puts_the_whole_region_in_the_undeclared_cell",
     "zcdp_frame",
 ]

@@ -21,6 +21,7 @@ from tests.privacy_maps import (
     test_partition_maps,
     test_selection_maps,
     test_sparse_vector_maps,
+    test_undeclared_maps,
     test_vector_maps,
 )
 from tests.privacy_maps.pins import CASES
@@ -32,6 +33,7 @@ _MODULES = (
     test_partition_maps,
     test_selection_maps,
     test_sparse_vector_maps,
+    test_undeclared_maps,
     test_vector_maps,
 )
 
