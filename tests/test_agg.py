@@ -24,7 +24,7 @@ def _frame(cps: pd.DataFrame, epsilon: float = 1e7) -> dp.PrivateFrame:
 
 
 def _clipped(cps: pd.DataFrame) -> pd.DataFrame:
-    out = cps.copy()
+    out: pd.DataFrame = cps.copy()
     for name, (low, high) in CPS1988_BOUNDS.items():
         out[name] = out[name].clip(low, high)
     return out

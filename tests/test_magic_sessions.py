@@ -159,12 +159,15 @@ def test_the_kernel_extension_binds_dp_and_keeps_a_users_dp() -> None:
     ip = InteractiveShell.instance()
     ip.user_ns.clear()
     kernel.load_ipython_extension(ip)
+    namespace: dict[str, object] = ip.user_ns
     try:
-        assert ip.user_ns["dp"] is dp
+        bound = namespace["dp"]
+        assert bound is dp
         assert "dp_session" in ip.magics_manager.magics["line"]
-        ip.user_ns["dp"] = "mine"
+        namespace["dp"] = "mine"
         kernel.bind_dp(ip)
-        assert ip.user_ns["dp"] == "mine"
+        kept = namespace["dp"]
+        assert kept == "mine"
     finally:
         kernel.unload_ipython_extension(ip)
         ip.user_ns.clear()

@@ -93,6 +93,11 @@ def grouped_table_html(
     )
 
 
+def _column_text(label: object) -> str:
+    """A column label for a header: ``("wage", "mean")`` as ``wage · mean``."""
+    return " · ".join(map(str, label)) if isinstance(label, tuple) else str(label)
+
+
 def _is_count_label(label: object) -> bool:
     """A row or column of counts (``count``, ``freq``, ``(column, "count")``): whole numbers."""
     last = label[-1] if isinstance(label, tuple) and label else label
@@ -106,8 +111,7 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
     """
     corner = html.escape(str(frame.index.name)) if frame.index.name is not None else ""
     head = f"<th>{corner}</th>" + "".join(
-        f"<th>{html.escape(' · '.join(map(str, c)) if isinstance(c, tuple) else str(c))}</th>"
-        for c in frame.columns
+        f"<th>{html.escape(_column_text(c))}</th>" for c in frame.columns
     )
     rows = []
     values = frame.to_numpy(dtype=object)

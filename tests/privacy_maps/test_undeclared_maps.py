@@ -17,6 +17,7 @@ without the extra cell in the spread.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 
 import pytest
 
@@ -92,13 +93,13 @@ def _alone_approx() -> Pin:
 ALONE = register(
     {
         **{
-            f"undeclared cell, grouped {s}, Laplace, ε={e}": (lambda s=s, e=e: _alone_laplace(s, e))
+            f"undeclared cell, grouped {s}, Laplace, ε={e}": partial(_alone_laplace, s, e)
             for s in ("count", "sum", "mean", "var")
             for e in (Fraction(1), Fraction(1, 10))
         },
         **{
-            f"undeclared cell, grouped {s}, Gaussian, ρ=1/2": (
-                lambda s=s: _alone_zcdp(s, Fraction(1, 2))
+            f"undeclared cell, grouped {s}, Gaussian, ρ=1/2": partial(
+                _alone_zcdp, s, Fraction(1, 2)
             )
             for s in ("count", "mean")
         },
