@@ -79,6 +79,14 @@ class Backend(Protocol):
         """True when the rows are in this process, so row-level mechanisms may read them."""
         ...
 
+    def preflight(self) -> None:
+        """Before the charge: refuse if the backend cannot run a release now.
+
+        Raises a :class:`~dpframe.errors.DPError` (e.g. Dask workers without
+        dpframe); reads no data.
+        """
+        ...
+
     def numeric_rows(self, plan: Plan, exprs: Sequence[Expr]) -> list[npt.NDArray[np.float64]]:
         """The float values (NaN for missing) of ``exprs`` on the rows the plan keeps.
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +38,7 @@ from dask.delayed import Delayed, delayed
 from dask.tokenize import TokenizationError as TokenizationError
 
 from dpframe.backends.base import MAX_ROWS
+from dpframe.backends.cluster import NO_CLIENT_WARNING, check_workers
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
@@ -94,6 +97,31 @@ class DaskBackend:
         self._frame = frame
         self._unit = unit
         self._fingerprint = fingerprint
+        self._checked: frozenset[str] = frozenset()  # workers that passed the version check
+        self._warned = False  # the no-Client warning, once per backend
+
+    def preflight(self) -> None:
+        """Before the charge: the cluster can run dpframe's tasks (see :mod:`.cluster`).
+
+        With a ``distributed.Client``, every worker must run dpframe, pandas and
+        numpy at this process's versions (checked once per set of workers,
+        within a bounded wait); without one, a warning that the rows stream
+        through this process (once).
+
+        Raises:
+            ClusterNotReadyError: the check failed; nothing is charged.
+        """
+        client = _client()
+        if client is None:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(NO_CLIENT_WARNING, UserWarning, stacklevel=_caller_level())
+            return
+        info: Any = client.scheduler_info()
+        workers = frozenset(info.get("workers", {}))
+        if workers and workers <= self._checked:
+            return
+        self._checked = check_workers(client)
 
     def __repr__(self) -> str:
         return f"DaskBackend(<private data>, {self._frame.npartitions} partitions)"
@@ -349,6 +377,15 @@ def _to_delayed(frame: dd.DataFrame) -> list[Delayed]:
     """One delayed pandas DataFrame per partition (after dask's graph optimization)."""
     to_delayed: Callable[[], list[Delayed]] = frame.to_delayed
     return to_delayed()
+
+
+def _caller_level() -> int:
+    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level
 
 
 def _client() -> Any:

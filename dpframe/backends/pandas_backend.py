@@ -122,6 +122,9 @@ class PandasBackend:
         bounded = bound_contributions(self._frame, unit, max_rows, rng)
         return PandasBackend(bounded, chunk_rows=self._chunk_rows)
 
+    def preflight(self) -> None:
+        """Nothing to check: the rows are in this process."""
+
     # -- whole-frame row access (row-level mechanisms) --------------------------------
 
     @property

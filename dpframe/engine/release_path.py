@@ -218,6 +218,7 @@ def run(session: Session, node: Node) -> Any:
     """Release ``node``: validate, privacy map, charge, compute, release, record, notify."""
     admitted = _admit(session, node)
     backend = _backend(session, node, admitted.family)
+    backend.preflight()  # e.g. Dask workers that cannot run dpframe: refused, nothing charged
     label = node.label
     accountant = session._accountant
     release_id = session._ledger.charge(
@@ -248,6 +249,8 @@ def admit_batch(session: Session, nodes: list[Node]) -> list[Admission]:
 
     admitted = [_admit(session, node) for node in nodes]
     backends = [_backend(session, a.node, a.family) for a in admitted]
+    for backend in {id(b): b for b in backends}.values():
+        backend.preflight()
     datasets = {_source(a.node).dataset for a in admitted}
     if len(datasets) > 1:
         raise DPError("A batch's releases must all read the same data.")
