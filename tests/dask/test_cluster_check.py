@@ -20,7 +20,6 @@ import pytest
 from distributed import Client, LocalCluster
 
 import dpframe as dp
-from dpframe.backends import cluster
 from dpframe.backends.cluster import ClusterNotReadyError, check_workers
 from dpframe.backends.dask_backend import DaskBackend
 
@@ -28,7 +27,8 @@ FRAME = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
 
 
 def _frame(session: dp.Session) -> dp.PrivateFrame:
-    return session.private_frame(dd.from_pandas(FRAME, npartitions=2), bounds={"x": (0, 5)})
+    data: Any = dd.from_pandas(FRAME, npartitions=2)  # type: ignore[no-untyped-call]
+    return session.private_frame(data, bounds={"x": (0, 5)})
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_workers_without_dpframe_are_refused_before_the_charge(lone_cluster: Any
 
         for name in [m for m in sys.modules if m == "dpframe" or m.startswith("dpframe.")]:
             del sys.modules[name]
-        sys.meta_path.insert(0, NoDpframe())  # type: ignore[arg-type]
+        sys.meta_path.insert(0, NoDpframe())
 
     lone_cluster.run(hide_dpframe)
     session = dp.Session(epsilon=10, ledger=":memory:", name="cluster-bare")
@@ -88,7 +88,7 @@ def test_other_versions_are_refused_naming_them(
     def here(name: str) -> str:  # this process only: the workers report their real versions
         return "0.0.1" if name == "pandas" else real(name)
 
-    monkeypatch.setattr(cluster.importlib.metadata, "version", here)
+    monkeypatch.setattr(importlib.metadata, "version", here)
     session = dp.Session(epsilon=10, ledger=":memory:", name="cluster-versions")
     with pytest.raises(ClusterNotReadyError, match=rf"pandas {pd.__version__} \(here 0\.0\.1\)"):
         _frame(session).count(epsilon=1)
