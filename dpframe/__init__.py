@@ -27,6 +27,7 @@ from dpframe.errors import (
     SchemaError,
 )
 from dpframe.jupyter.plotting import plot
+from dpframe.mechanisms.consistency import consistent
 from dpframe.mechanisms.results import GroupedRelease, Release, ci
 from dpframe.plan.expressions import col, lit
 from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
@@ -61,6 +62,7 @@ __all__ = [
     "ci",
     "col",
     "connect",
+    "consistent",
     "cut",
     "lit",
     "plot",
