@@ -184,6 +184,8 @@ def _headline(statistic: str, measures: list[MeasureExplanation], cells: int) ->
     other statistics the measures below say more than one number could.
     """
     each = " in each group" if cells > 1 else ""
+    # a group-by's extra cell (rows with undeclared keys) is not part of the answer's accuracy
+    measures = [m for m in measures if "undeclared" not in m.name]
     if statistic in ("count", "sum") and len(measures) == 1:
         return f"within ±{plain_number(measures[0].half_width_95)} of the true value at 95%{each}"
     final = [m.half_width_95 for m in measures if "worst case" in m.name]
