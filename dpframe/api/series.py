@@ -27,6 +27,7 @@ from dpframe.api.node_builders import (
 )
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import grouped_series
+from dpframe.mechanisms.shares import shares
 from dpframe.plan.expressions import Clip, Col, Expr
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.releases import ApproxBounds
@@ -138,6 +139,20 @@ class PrivateSeries(RowGuard):
 
     def __rmul__(self, other: Any) -> PrivateSeries:
         return self._binary(other, "*", reverse=True)
+
+    def __pow__(self, exponent: Any) -> PrivateSeries:
+        """``x ** k`` for a whole k from 1 to 4: the product ``x * ... * x`` (interval bounds)."""
+        if isinstance(exponent, bool) or not isinstance(exponent, (int, np.integer)):
+            raise SchemaError(
+                "A private column takes whole powers 1 to 4 (x ** 2); for other powers derive "
+                "the column before loading."
+            )
+        if not 1 <= int(exponent) <= 4:
+            raise SchemaError(f"x ** {int(exponent)}: a private column takes whole powers 1 to 4.")
+        result = self
+        for _ in range(int(exponent) - 1):
+            result = result * self
+        return result
 
     def __truediv__(self, other: Any) -> PrivateSeries:
         return self._binary(other, "/")
@@ -405,13 +420,16 @@ class PrivateSeries(RowGuard):
         rho: Number | None = None,
         privacy: Privacy | None = None,
         sort: bool = True,
+        normalize: bool = False,
     ) -> pd.Series:
         """Noisy counts per declared category (one charge: categories are disjoint).
 
         Privacy: sensitivity 1 per disjoint cell; discrete Laplace (ε) or Gaussian (ρ).
+        ``normalize=True`` (shares, as pandas) and sorting are post-processing: free.
 
-        Accuracy: each count has noise scale 1/ε; ``dp.ci(result)`` gives intervals.
-        Sorting by the released counts (as pandas does) is post-processing.
+        Accuracy: each count has noise scale 1/ε; ``dp.ci(result)`` gives intervals
+        (for shares, intervals that hold for every share at once:
+        ``dpframe/mechanisms/shares.py``).
         """
         info = self._info
         if info.categories is None:
@@ -430,14 +448,13 @@ class PrivateSeries(RowGuard):
             request = request_of(epsilon, delta, rho, privacy)
             node = Aggregate(plan, "count", None, None, (key,), label, request)
             counts = self._frame._session.run(node)
-        if not sort:
-            return counts
-        order = np.argsort(-counts.to_numpy(), kind="stable")
-        sorted_counts: pd.Series = counts.iloc[order]
-        sorted_counts.attrs = {}
-        meta = counts.attrs["dpframe"]
-        sorted_counts.attrs["dpframe"] = _reorder(meta, order)
-        return sorted_counts
+        if sort:
+            order = np.argsort(-counts.to_numpy(), kind="stable")
+            sorted_counts: pd.Series = counts.iloc[order]
+            sorted_counts.attrs = {}
+            sorted_counts.attrs["dpframe"] = _reorder(counts.attrs["dpframe"], order)
+            counts = sorted_counts
+        return shares(counts) if normalize else counts  # shares: post-processing
 
     def hist(
         self,
