@@ -14,6 +14,7 @@ from dpframe.api.frame import PrivateFrame
 from dpframe.api.groupby import PrivateGroupBy
 from dpframe.api.series import PrivateSeries
 from dpframe.api.session import Session
+from dpframe.api.tables import crosstab
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     BudgetExceededError,
@@ -63,6 +64,7 @@ __all__ = [
     "col",
     "connect",
     "consistent",
+    "crosstab",
     "cut",
     "lit",
     "plot",

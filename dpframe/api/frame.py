@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api import aggregation
+from dpframe.api import aggregation, tables
 from dpframe.api.guard import RowGuard
 from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
@@ -294,6 +294,8 @@ class PrivateFrame(RowGuard):
 
     #: Several aggregates in one charge, as ``pandas.DataFrame.agg`` (``dpframe.api.aggregation``).
     agg = aggregation.frame_agg
+    #: A grouped aggregate laid out as ``pandas.pivot_table`` (``dpframe.api.tables``).
+    pivot_table = tables.pivot_table
 
     def describe(
         self,

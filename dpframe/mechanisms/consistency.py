@@ -40,7 +40,7 @@ from dpframe.errors import DPError, InvalidArgumentError
 from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.results import GroupedRelease, Release, grouped_series
 
-__all__ = ["ConsistentIntervals", "consistent"]
+__all__ = ["ConsistentIntervals", "consistent", "sum_half_width"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -143,6 +143,11 @@ def _half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) ->
     if 1 < np.count_nonzero(row) <= CONVOLVED_TERMS:
         found.append(_convolved(row, noises, alpha))
     return min(found)
+
+
+def sum_half_width(count: int, noise: NoiseSpec, alpha: float) -> float:
+    """A valid bound on ``|e_1 + ... + e_count|`` (independent copies of ``noise``) at ``alpha``."""
+    return _half_width(np.ones(count), (noise,) * count, alpha)
 
 
 def _pmf(noise: NoiseSpec) -> tuple[FloatArray, int, float]:

@@ -1,0 +1,308 @@
+"""Cross tables: ``dp.crosstab`` and ``pf.pivot_table``, as pandas spells them.
+
+Both are one grouped release over two key columns with public keys (one
+charge: the cells are disjoint), reshaped as pandas reshapes it — rows are
+the index keys, columns the column keys, in declaration order.  Margins
+(``margins=True``) and shares (``normalize=``) are post-processing of the
+released cells: free.  ``dp.ci(table)`` gives every cell's interval: a
+released cell's own; a margin's from the exact sum of its cells' noises
+(:func:`dpframe.mechanisms.consistency.sum_half_width`); shares, where asked,
+from the counts' intervals by interval arithmetic (simultaneous over the
+table, as in :mod:`dpframe.mechanisms.shares`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dpframe.errors import InvalidArgumentError, SchemaError
+from dpframe.mechanisms.consistency import sum_half_width
+from dpframe.mechanisms.results import FrameRelease, GroupedRelease
+from dpframe.plan.expressions import Col
+
+if TYPE_CHECKING:
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.api.series import PrivateSeries
+
+__all__ = ["TableIntervals", "crosstab", "pivot_table"]
+
+FloatArray = npt.NDArray[np.float64]
+_NORMALIZE = (False, True, "all", "index", "columns")
+
+
+@dataclass(frozen=True)
+class TableIntervals:
+    """Intervals of a reshaped grouped release, with its margins and shares.
+
+    Attributes:
+        cells: the grouped release's intervals (one per cell, row-major).
+        shape: (rows, columns) of the cells.
+        noise: the cells' noise (one spec: a grouped count), for the margins.
+        margins: whether a margin row and column (and their corner) follow.
+        normalize: ``None`` or how shares were taken ("all", "index", "columns").
+    """
+
+    cells: Any
+    shape: tuple[int, int]
+    noise: Any
+    margins: bool = False
+    normalize: str | None = None
+
+    def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
+        """(low, high) of every shown cell (margins and shares included)."""
+        rows, cols = self.shape
+        if self.normalize is not None:
+            each = 1 - (1 - level) / (rows * cols)  # every cell at once
+            low, high = (np.maximum(a, 0.0).reshape(rows, cols) for a in self.cells.interval(each))
+            return _share_bounds(low, high, self.normalize, self.margins)
+        low, high = (a.reshape(rows, cols) for a in self.cells.interval(level))
+        if not self.margins:
+            return low, high
+        center = (low + high) / 2  # a count's interval is symmetric around its release
+        low_full = np.zeros((rows + 1, cols + 1))
+        high_full = np.zeros((rows + 1, cols + 1))
+        low_full[:rows, :cols], high_full[:rows, :cols] = low, high
+        across = sum_half_width(cols, self.noise, 1 - level)  # a row's total: cols noises
+        low_full[:rows, cols] = center.sum(axis=1) - across
+        high_full[:rows, cols] = center.sum(axis=1) + across
+        down = sum_half_width(rows, self.noise, 1 - level)  # a column's total: rows noises
+        low_full[rows, :cols] = center.sum(axis=0) - down
+        high_full[rows, :cols] = center.sum(axis=0) + down
+        whole = sum_half_width(rows * cols, self.noise, 1 - level)
+        low_full[rows, cols] = center.sum() - whole
+        high_full[rows, cols] = center.sum() + whole
+        return low_full, high_full
+
+
+def _share_bounds(
+    low: FloatArray, high: FloatArray, normalize: str, margins: bool
+) -> tuple[FloatArray, FloatArray]:
+    """Shares' bounds given every count in [low, high] (the share grows with its own count)."""
+    axis = {"all": None, "index": 1, "columns": 0}[normalize]
+    total_low = low.sum(axis=axis, keepdims=axis is not None)
+    total_high = high.sum(axis=axis, keepdims=axis is not None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_low = np.nan_to_num(low / (low + (total_high - high)))
+        share_high = np.where(high > 0, high / (high + (total_low - low)), 0.0)
+    share_high = np.nan_to_num(share_high, nan=1.0)
+    if not margins:
+        return share_low, share_high
+    return _with_share_margins(share_low, share_high, normalize)
+
+
+def _with_share_margins(
+    low: FloatArray, high: FloatArray, normalize: str
+) -> tuple[FloatArray, FloatArray]:
+    rows, cols = low.shape
+    if normalize == "index":  # a margin row of column shares; rows add up to 1
+        full_low, full_high = np.vstack([low, low.min(axis=0)]), np.vstack([high, high.max(axis=0)])
+        full_low[rows] = np.nan
+        full_high[rows] = np.nan
+        return full_low, full_high
+    if normalize == "columns":
+        full_low, full_high = (
+            np.hstack([low, np.full((rows, 1), np.nan)]),
+            np.hstack([high, np.full((rows, 1), np.nan)]),
+        )
+        return full_low, full_high
+    full_low = np.full((rows + 1, cols + 1), np.nan)
+    full_high = np.full((rows + 1, cols + 1), np.nan)
+    full_low[:rows, :cols], full_high[:rows, :cols] = low, high
+    full_low[rows, cols] = full_high[rows, cols] = 1.0
+    return full_low, full_high
+
+
+def _two_keys(index: PrivateSeries, columns: PrivateSeries) -> tuple[PrivateFrame, str, str]:
+    from dpframe.api.series import PrivateSeries
+
+    if not isinstance(index, PrivateSeries) or not isinstance(columns, PrivateSeries):
+        raise SchemaError("crosstab() takes two columns of one private frame: pf['a'], pf['b'].")
+    frame = index._frame
+    if columns._frame is not frame:
+        raise SchemaError("crosstab(): both columns must come from the same private frame.")
+    names: list[str] = []
+    derived: dict[str, PrivateSeries] = {}
+    for series in (index, columns):
+        name = series.name
+        if not isinstance(series._expr, Col):  # a derived column (e.g. a cut) gets a name
+            while name in frame.columns or name in names:
+                name = f"{name}_binned"
+            derived[name] = series
+        names.append(name)
+    if names[0] == names[1]:
+        raise SchemaError("crosstab(): the index and the columns are the same column.")
+    if derived:
+        frame = frame.assign(**derived)
+    for name in names:
+        if not frame._schema.get(name).categories:
+            raise SchemaError(
+                f"crosstab() needs the public keys of {name!r}: declare categories={{...}} "
+                "(or cut a number into bins)."
+            )
+    return frame, names[0], names[1]
+
+
+def _reshape(grouped: pd.Series, frame: PrivateFrame, rows: str, cols: str) -> pd.DataFrame:
+    row_keys = list(frame._schema.get(rows).categories or ())
+    col_keys = list(frame._schema.get(cols).categories or ())
+    values = grouped.to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
+    table: pd.DataFrame = pd.DataFrame(
+        values, index=pd.Index(row_keys, name=rows), columns=col_keys
+    )
+    table.columns.name = cols
+    return table
+
+
+def crosstab(
+    index: PrivateSeries,
+    columns: PrivateSeries,
+    *,
+    normalize: bool | str = False,
+    margins: bool = False,
+    margins_name: str = "All",
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+) -> pd.DataFrame:
+    """Counts per pair of keys, as ``pandas.crosstab``: one charge over disjoint cells.
+
+    ``margins=True`` adds row and column totals (sums of the released cells:
+    free); ``normalize`` (True or "all", "index", "columns") gives shares
+    (free).  Both columns need public keys (declared categories, or a cut).
+
+    Privacy: one grouped count over the key pairs: sensitivity 1 per cell,
+    cells disjoint; discrete Laplace (ε) or Gaussian (ρ).
+
+    Accuracy: each cell's noise scale is 1/ε (Laplace); a margin over m
+    cells sums m noises; ``dp.ci(table)`` gives every interval.
+    """
+    if normalize not in _NORMALIZE:
+        raise InvalidArgumentError(
+            "crosstab(normalize=...) takes False, True, 'all', 'index' or 'columns'."
+        )
+    frame, rows, cols = _two_keys(index, columns)
+    grouped = frame.groupby([rows, cols]).size(
+        epsilon=epsilon, delta=delta, rho=rho, privacy=privacy
+    )
+    meta: GroupedRelease = grouped.attrs["dpframe"]
+    cell_intervals: Any = meta.intervals  # a grouped count's IntervalModel: one noise spec
+    cell_noise = cell_intervals.noise[0]
+    table = _reshape(grouped, frame, rows, cols)
+    how = None if normalize is False else ("all" if normalize is True else str(normalize))
+    shown: pd.DataFrame = table.copy()
+    if margins:
+        shown[margins_name] = table.sum(axis=1)
+        shown.loc[margins_name] = shown.sum(axis=0)
+    if how is not None:
+        shown = _normalized(table, how, margins, margins_name)
+    shown.attrs["dpframe"] = FrameRelease(
+        shown.index,
+        shown.columns,
+        meta.cost,
+        meta.mechanism,
+        f"crosstab({rows}, {cols})",
+        TableIntervals(meta.intervals, table.shape, cell_noise, margins, how),
+        shown.to_numpy(dtype=object),
+    )
+    return shown
+
+
+def _normalized(table: pd.DataFrame, how: str, margins: bool, name: str) -> pd.DataFrame:
+    counts: pd.DataFrame = table.clip(lower=0)
+    shares: pd.DataFrame
+    if how == "all":
+        shares = counts / max(float(counts.to_numpy().sum()), 1.0)
+        if margins:
+            shares[name] = shares.sum(axis=1)
+            shares.loc[name] = shares.sum(axis=0)
+            shares.iloc[:-1, -1] = np.nan
+            shares.iloc[-1, :-1] = np.nan
+        return shares
+    if how == "index":
+        shares = counts.div(counts.sum(axis=1).replace(0, 1.0), axis=0)
+        if margins:
+            overall = counts.sum(axis=0) / max(float(counts.to_numpy().sum()), 1.0)
+            shares.loc[name] = overall
+        return shares
+    shares = counts.div(counts.sum(axis=0).replace(0, 1.0), axis=1)
+    if margins:
+        shares[name] = counts.sum(axis=1) / max(float(counts.to_numpy().sum()), 1.0)
+    return shares
+
+
+def pivot_table(
+    self: PrivateFrame,
+    values: str,
+    index: str,
+    columns: str,
+    aggfunc: str | Sequence[str] = "mean",
+    *,
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+) -> pd.DataFrame:
+    """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
+
+    One charge: a grouped ``agg`` over the key pairs (a list of aggregates
+    splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
+    column keys, or (aggregate, key) pairs for a list, as pandas.
+
+    Privacy and Accuracy: as the grouped aggregate(s) at their share.
+    """
+    for name in (index, columns):
+        if not self._schema.get(name).categories:
+            raise SchemaError(f"pivot_table() needs the public keys of {name!r}: declare them.")
+    grouped = self.groupby([index, columns])[values]
+    names = [aggfunc] if isinstance(aggfunc, str) else list(aggfunc)
+    result = grouped.agg(names, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy)
+    meta: FrameRelease = result.attrs["dpframe"]
+    row_keys = list(self._schema.get(index).categories or ())
+    col_keys = list(self._schema.get(columns).categories or ())
+    parts = []
+    for name in names:
+        block = result[name].to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
+        parts.append(block)
+    stacked = np.hstack(parts)
+    if isinstance(aggfunc, str):
+        header: pd.Index = pd.Index(col_keys, name=columns)
+    else:
+        header = pd.MultiIndex.from_product([names, col_keys], names=[None, columns])
+    table: pd.DataFrame = pd.DataFrame(
+        stacked, index=pd.Index(row_keys, name=index), columns=header
+    )
+    table.attrs["dpframe"] = FrameRelease(
+        table.index,
+        table.columns,
+        meta.cost,
+        meta.mechanism,
+        f"pivot_table({values}, {index}, {columns}, {names})",
+        PivotIntervals(meta.intervals, (len(row_keys), len(col_keys)), len(names)),
+        table.to_numpy(dtype=object),
+    )
+    return table
+
+
+@dataclass(frozen=True)
+class PivotIntervals:
+    """A grouped agg's intervals (key pairs x aggregates), laid out as the pivot table."""
+
+    cells: Any
+    shape: tuple[int, int]
+    aggregates: int
+
+    def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
+        """(low, high) in the pivot table's layout."""
+        low, high = self.cells.interval(level)
+        rows, cols = self.shape
+        return (
+            np.hstack([low[:, k].reshape(rows, cols) for k in range(self.aggregates)]),
+            np.hstack([high[:, k].reshape(rows, cols) for k in range(self.aggregates)]),
+        )

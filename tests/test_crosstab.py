@@ -1,0 +1,125 @@
+"""dp.crosstab and pf.pivot_table, as pandas spells them: one charge over disjoint key pairs,
+margins and shares as free post-processing, every cell's interval from dp.ci."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dp
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+
+BIG = 1e5
+
+
+def _frame(cps: pd.DataFrame, epsilon: float = 1e7) -> dp.PrivateFrame:
+    session = dp.Session(epsilon=epsilon, ledger=":memory:", name="crosstab")
+    return session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
+
+
+def _pandas(cps: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
+    table = pd.crosstab(cps["region"], cps["smsa"], **kwargs)
+    rows = CPS1988_CATEGORIES["region"] + (["All"] if kwargs.get("margins") else [])
+    cols = CPS1988_CATEGORIES["smsa"] + (["All"] if kwargs.get("margins") else [])
+    return table.reindex(index=rows, columns=[c for c in cols if c in table.columns])
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"margins": True}, {"normalize": "index"}, {"normalize": "columns"}, {"normalize": True}],
+    ids=["counts", "margins", "index", "columns", "all"],
+)
+def test_crosstab_matches_pandas(cps: pd.DataFrame, kwargs: dict[str, Any]) -> None:
+    pf = _frame(cps)
+    got = dp.crosstab(pf["region"], pf["smsa"], epsilon=BIG, **kwargs)
+    want = _pandas(cps, **kwargs)
+    assert list(got.index) == list(want.index) and list(got.columns) == list(want.columns)
+    assert got.index.name == "region" and got.columns.name == "smsa"
+    np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), rtol=1e-3, atol=1e-3)
+    assert pf.session.ledger["epsilon"].tolist() == [BIG]  # one charge; margins/shares free
+
+
+def test_a_cut_column_crosses_without_a_declaration(cps: pd.DataFrame) -> None:
+    pf = _frame(cps)
+    got = dp.crosstab(pf["region"], pf["education"].cut([0, 12, 16, 20]), epsilon=BIG)
+    want = pd.crosstab(cps["region"], pd.cut(cps["education"], [0, 12, 16, 20]))
+    want = want.reindex(CPS1988_CATEGORIES["region"])
+    np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), atol=1)
+
+
+def test_margin_intervals_cover_their_totals() -> None:
+    """Over 300 tables of noisy counts, each margin's 95% interval (the exact-sum bound of its
+    cells' noises) covers the true margin in at least 93% of runs."""
+    rng = np.random.default_rng(3)  # data only
+    frame = pd.DataFrame(
+        {"a": rng.choice(["x", "y", "z"], 1500), "b": rng.choice(["p", "q"], 1500)}
+    )
+    truth = pd.crosstab(frame["a"], frame["b"], margins=True)
+    session = dp.Session(epsilon=1e6, ledger=":memory:", name="margins")
+    pf = session.private_frame(frame, categories={"a": ["x", "y", "z"], "b": ["p", "q"]})
+    covered = np.zeros(truth.shape)
+    for _ in range(300):
+        table = dp.crosstab(pf["a"], pf["b"], margins=True, epsilon=0.2)
+        ci = dp.ci(table)
+        for j, column in enumerate(table.columns):
+            low, high = ci[(column, "low")].to_numpy(), ci[(column, "high")].to_numpy()
+            exact = truth[column].reindex(table.index).to_numpy()
+            covered[:, j] += (low <= exact) & (exact <= high)
+    assert (covered >= 0.93 * 300).all(), covered
+
+
+def test_pivot_table_matches_pandas(cps: pd.DataFrame) -> None:
+    pf = _frame(cps)
+    clipped = cps.assign(wage=cps["wage"].clip(*CPS1988_BOUNDS["wage"]))
+    got = pf.pivot_table("wage", "region", "smsa", epsilon=BIG)
+    want = clipped.pivot_table("wage", "region", "smsa", aggfunc="mean")
+    want = want.reindex(index=CPS1988_CATEGORIES["region"], columns=CPS1988_CATEGORIES["smsa"])
+    np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), rtol=1e-3)
+    both = pf.pivot_table("wage", "region", "smsa", ["mean", "count"], epsilon=BIG)
+    assert list(both.columns) == [
+        (a, k) for a in ("mean", "count") for k in CPS1988_CATEGORIES["smsa"]
+    ]
+    intervals = dp.ci(both)
+    assert intervals.shape == (4, 8)
+    ledger = pf.session.ledger
+    assert ledger["epsilon"].tolist() == [BIG, BIG]
+
+
+BAD: list[tuple[Callable[[dp.PrivateFrame], Any], str]] = [
+    (lambda pf: dp.crosstab(pf["region"], pf["wage"], epsilon=1), "public keys of 'wage'"),
+    (lambda pf: dp.crosstab(pf["region"], pf["region"], epsilon=1), "are the same column"),
+    (lambda pf: dp.crosstab(pf["region"], ["a"], epsilon=1), "two columns of one private frame"),
+    (
+        lambda pf: dp.crosstab(pf["region"], pf["smsa"], normalize="rows", epsilon=1),
+        r"normalize=\.\.\.\) takes False, True",
+    ),
+    (lambda pf: dp.crosstab(pf["region"], pf["smsa"]), "epsilon"),
+    (
+        lambda pf: pf.pivot_table("wage", "region", "education", epsilon=1),
+        "public keys of 'education'",
+    ),
+    (
+        lambda pf: pf.pivot_table("wage", "region", "smsa", "max", epsilon=1),
+        "unknown aggregate 'max'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "match"), BAD)
+def test_bad_input_charges_nothing(
+    cps: pd.DataFrame, call: Callable[[dp.PrivateFrame], Any], match: str
+) -> None:
+    pf = _frame(cps, epsilon=10)
+    with pytest.raises(dp.DPError, match=match):
+        call(pf)
+    assert pf.session.ledger.empty
+
+
+def test_other_frames_are_refused(cps: pd.DataFrame) -> None:
+    one, other = _frame(cps), _frame(cps)
+    with pytest.raises(dp.SchemaError, match="same private frame"):
+        dp.crosstab(one["region"], other["smsa"], epsilon=1)
