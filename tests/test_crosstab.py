@@ -25,7 +25,10 @@ def _pandas(cps: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
     table = pd.crosstab(cps["region"], cps["smsa"], **kwargs)
     rows = CPS1988_CATEGORIES["region"] + (["All"] if kwargs.get("margins") else [])
     cols = CPS1988_CATEGORIES["smsa"] + (["All"] if kwargs.get("margins") else [])
-    return table.reindex(index=rows, columns=[c for c in cols if c in table.columns])
+    shaped: pd.DataFrame = table.reindex(
+        index=rows, columns=[c for c in cols if c in table.columns]
+    )
+    return shaped
 
 
 @pytest.mark.parametrize(
@@ -80,7 +83,7 @@ def test_pivot_table_matches_pandas(cps: pd.DataFrame) -> None:
     want = want.reindex(index=CPS1988_CATEGORIES["region"], columns=CPS1988_CATEGORIES["smsa"])
     np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), rtol=1e-3)
     both = pf.pivot_table("wage", "region", "smsa", ["mean", "count"], epsilon=BIG)
-    assert list(both.columns) == [
+    assert list(both.columns) == [  # type: ignore[comparison-overlap]
         (a, k) for a in ("mean", "count") for k in CPS1988_CATEGORIES["smsa"]
     ]
     intervals = dp.ci(both)
@@ -92,7 +95,10 @@ def test_pivot_table_matches_pandas(cps: pd.DataFrame) -> None:
 BAD: list[tuple[Callable[[dp.PrivateFrame], Any], str]] = [
     (lambda pf: dp.crosstab(pf["region"], pf["wage"], epsilon=1), "public keys of 'wage'"),
     (lambda pf: dp.crosstab(pf["region"], pf["region"], epsilon=1), "are the same column"),
-    (lambda pf: dp.crosstab(pf["region"], ["a"], epsilon=1), "two columns of one private frame"),
+    (
+        lambda pf: dp.crosstab(pf["region"], ["a"], epsilon=1),  # type: ignore[arg-type]
+        "two columns of one private frame",
+    ),
     (
         lambda pf: dp.crosstab(pf["region"], pf["smsa"], normalize="rows", epsilon=1),
         r"normalize=\.\.\.\) takes False, True",
