@@ -67,3 +67,15 @@ def test_whole_powers_are_products_with_interval_bounds(cps: pd.DataFrame) -> No
 def test_other_powers_are_refused(cps: pd.DataFrame, exponent: object, match: str) -> None:
     with pytest.raises(dp.SchemaError, match=match):
         _frame(cps)["education"] ** exponent
+
+
+def test_nunique_counts_the_keys_that_occur(cps: pd.DataFrame) -> None:
+    session = dp.Session(epsilon=100, ledger=":memory:", name="nunique")
+    regions = [*CPS1988_CATEGORIES["region"], "mars"]  # declared, but no row
+    pf = session.private_frame(cps, categories={**CPS1988_CATEGORIES, "region": regions})
+    found = pf["region"].nunique(epsilon=1)
+    assert int(found) == cps["region"].nunique() == 4
+    assert repr(found).startswith("Release(4, no value interval, cost ε=1")
+    with pytest.raises(dp.DPError, match="nunique counts the declared keys"):
+        found.ci()
+    assert session.ledger["epsilon"].tolist() == [1]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.api import aggregation, binning
+from dpframe.api import aggregation, binning, tables
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
@@ -234,6 +234,8 @@ class PrivateSeries(RowGuard):
     qcut = binning.qcut
     #: Several aggregates in one charge, as ``pandas.Series.agg``; see ``dpframe.api.aggregation``.
     agg = aggregation.series_agg
+    #: How many declared keys occur (one noisy histogram); see ``dpframe.api.tables``.
+    nunique = tables.nunique
 
     # -- releases ------------------------------------------------------------
 

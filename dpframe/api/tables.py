@@ -23,14 +23,15 @@ import pandas as pd
 
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.consistency import sum_half_width
-from dpframe.mechanisms.results import FrameRelease, GroupedRelease
+from dpframe.mechanisms.describe_family import unique_threshold
+from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
 from dpframe.plan.expressions import Col
 
 if TYPE_CHECKING:
     from dpframe.api.frame import PrivateFrame
     from dpframe.api.series import PrivateSeries
 
-__all__ = ["TableIntervals", "crosstab", "pivot_table"]
+__all__ = ["TableIntervals", "crosstab", "nunique", "pivot_table"]
 
 FloatArray = npt.NDArray[np.float64]
 _NORMALIZE = (False, True, "all", "index", "columns")
@@ -306,3 +307,41 @@ class PivotIntervals:
             np.hstack([low[:, k].reshape(rows, cols) for k in range(self.aggregates)]),
             np.hstack([high[:, k].reshape(rows, cols) for k in range(self.aggregates)]),
         )
+
+
+def nunique(
+    self: PrivateSeries,
+    *,
+    epsilon: Any = None,
+    delta: Any = None,
+    rho: Any = None,
+    privacy: Any = None,
+) -> Release:
+    """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+
+    A key counts when its noisy count clears the count noise's one-sided 95%
+    quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
+    as ``describe(include="all")``'s unique.
+
+    Privacy: one grouped count over the declared keys (sensitivity 1 per
+    disjoint cell); the rest is post-processing.
+
+    Accuracy: a key without rows is counted with probability ≤ 5%; a key with
+    many more rows than the threshold is rarely missed.  No value interval:
+    ``ci()`` explains why.
+    """
+    counts = self.value_counts(epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, sort=False)
+    meta: GroupedRelease = counts.attrs["dpframe"]
+    found = int((counts.to_numpy(dtype=float) > unique_threshold(counts)).sum())
+    return Release(
+        float(found),
+        meta.cost,
+        meta.mechanism,
+        float("nan"),
+        f"nunique({self.name})",
+        NoInterval(
+            "nunique counts the declared keys whose noisy count clears the count noise's "
+            "95% quantile; it has no value interval (see the docstring's Accuracy)."
+        ),
+        meta.rho,
+    )

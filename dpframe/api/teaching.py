@@ -97,7 +97,6 @@ COUNTERPARTS: dict[str, str] = {
     "pf.assign(neg=-pf['x']).groupby(key).argmax('mean', 'neg', epsilon=...)",
     "unique": "pf.discover_keys(column, epsilon=..., delta=...) finds the keys privately "
     "(or declare them: categories={column: [...]})",
-    "nunique": "len(pf.discover_keys(column, epsilon=..., delta=...)) or the declared categories",
     "sort_values": "value_counts(epsilon=...).nlargest(k) for the most common keys; "
     f"{_QUANTILE} for order statistics",
     "nlargest": "value_counts(epsilon=...).nlargest(k) (a released Series is plain pandas)",

@@ -174,6 +174,8 @@ class Release:
     def _shown(self) -> tuple[str, str]:
         """The value as shown (two significant digits of its uncertainty) and its accuracy."""
         if isinstance(self.intervals, NoInterval):
+            if not np.isfinite(self.scale):
+                return f"{self.value:.6g}", "no value interval"
             return f"{self.value:.6g}", f"95% rank error ±{self.scale:.3g}"
         low, high = self.ci()
         text, low_text, high_text = shown_interval(self.value, low, high, is_count(self.intervals))
