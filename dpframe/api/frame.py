@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api import aggregation, tables
+from dpframe.api import aggregation, tables, transforms
 from dpframe.api.guard import RowGuard
 from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
@@ -296,6 +296,12 @@ class PrivateFrame(RowGuard):
     agg = aggregation.frame_agg
     #: A grouped aggregate laid out as ``pandas.pivot_table`` (``dpframe.api.tables``).
     pivot_table = tables.pivot_table
+    #: Rows where a condition string holds, parsed (never evaluated) (``dpframe.api.transforms``).
+    query = transforms.query
+    #: Columns under new names (``dpframe.api.transforms``).
+    rename = transforms.rename
+    #: Rows without missing values in a subset of columns (``dpframe.api.transforms``).
+    dropna = transforms.dropna
 
     def describe(
         self,

@@ -119,9 +119,7 @@ COUNTERPARTS: dict[str, str] = {
     "first": "rows are private: ask for an aggregate per group",
     "last": "rows are private: ask for an aggregate per group",
     "rank": "ranks are row-level: quantile(q, epsilon=...) for order statistics",
-    "dropna": "pf[pf['col'].notna()] filters missing values (free)",
     "fillna": "aggregates skip missing values; filter with pf[pf['col'].notna()] (free)",
-    "query": "filter with expressions: pf[(pf['age'] > 30) & (pf['region'] == 'south')]",
     "merge": "join a public table before loading, then session.private_frame(...)",
     "join": "join a public table before loading, then session.private_frame(...)",
     "pivot_table": "pf.groupby([rows, cols])[value].mean(epsilon=...) then .unstack() "
