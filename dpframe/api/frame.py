@@ -463,4 +463,8 @@ def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:
         from dpframe.plan.expressions import Lit
 
         return Lit(value)
+    from dpframe.plan.temporal import DateLit, is_date
+
+    if is_date(value):  # pd.Timestamp, datetime, date, numpy.datetime64
+        return DateLit(value)
     raise SchemaError(f"Cannot use a {type(value).__name__} as a column expression.")

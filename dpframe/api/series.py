@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api import binning
+from dpframe.api.accessors import DatetimeAccessor, StringAccessor
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard, UnknownAttributeError
 from dpframe.api.node_builders import (
@@ -545,6 +546,18 @@ class PrivateSeries(RowGuard):
         """
         node = kde_node(self, bandwidth, grid, request_of(epsilon, delta, rho, privacy))
         return self._frame._session.run(node)  # type: ignore[no-any-return]
+
+    # -- accessors (last: a property named ``str`` hides the builtin in later annotations) --
+
+    @property
+    def dt(self) -> DatetimeAccessor:
+        """Calendar fields and periods of a date column, as ``Series.dt`` (free)."""
+        return DatetimeAccessor(self)
+
+    @property
+    def str(self) -> StringAccessor:
+        """Text methods of a text column, as ``Series.str`` (free)."""
+        return StringAccessor(self)
 
 
 def _reorder(meta: Any, order: np.ndarray) -> Any:
