@@ -43,7 +43,7 @@ class DatetimeAccessor:
     """``series.dt``: calendar fields and periods of a date column (as ``Series.dt``).
 
     Every field is a numeric column (``int32`` in pandas) whose public keys
-    are the field's whole range (``month`` 1..12, ``dayofweek`` 0..6 with
+    are the field's whole range (``month`` 1..12, ``day_of_week`` 0..6 with
     Monday 0, ``hour`` 0..23, ...) or, for ``year``, the years between the
     column's declared bounds; ``to_period(freq)`` gives :class:`pandas.Period`
     keys between the bounds.  A date outside the bounds keeps its own year and
@@ -95,19 +95,19 @@ class DatetimeAccessor:
         return self._field("day")
 
     @property
-    def dayofweek(self) -> PrivateSeries:
-        """The day of the week, Monday 0 .. Sunday 6."""
-        return self._field("dayofweek")
+    def day_of_week(self) -> PrivateSeries:
+        """The day of the week, Monday 0 .. Sunday 6 (also ``dayofweek``, ``weekday``)."""
+        return self._field("day_of_week")
 
-    day_of_week = dayofweek
-    weekday = dayofweek
+    dayofweek = day_of_week  # pandas' older names
+    weekday = day_of_week
 
     @property
-    def dayofyear(self) -> PrivateSeries:
-        """The day of the year, 1..366."""
-        return self._field("dayofyear")
+    def day_of_year(self) -> PrivateSeries:
+        """The day of the year, 1..366 (also ``dayofyear``)."""
+        return self._field("day_of_year")
 
-    day_of_year = dayofyear
+    dayofyear = day_of_year
 
     @property
     def hour(self) -> PrivateSeries:

@@ -5,7 +5,7 @@ Three expression nodes (see :mod:`dpframe.plan.expressions` for what every node 
 * :class:`DateLit`: a public date constant (``pf["date"] >= pd.Timestamp("2010-01-01")``);
 * :class:`DtField`: a calendar field of each date, exactly as pandas'
   ``Series.dt.<field>`` computes it (``year``, ``quarter``, ``month``,
-  ``day``, ``dayofweek``, ``dayofyear``, ``hour``, ``minute``, ``second``);
+  ``day``, ``day_of_week``, ``day_of_year``, ``hour``, ``minute``, ``second``);
 * :class:`PeriodOf`: the period holding each date, as ``Series.dt.to_period(freq)``.
 
 The values are pandas' own, for every date; missing dates (NaT) give missing
@@ -14,7 +14,7 @@ bounds (:class:`~dpframe.plan.columns.ColumnInfo.date_bounds`), never from the
 data: ``year`` has the years from the first bound's to the last bound's,
 ``to_period`` the periods between the bounds (:class:`pandas.Period`
 objects, what ``value_counts`` of a period column is indexed by), the other
-fields their whole calendar range (``month`` 1..12, ``dayofweek`` 0..6, ...).
+fields their whole calendar range (``month`` 1..12, ``day_of_week`` 0..6, ...).
 A date outside the bounds keeps its own year and period, which are then not
 among the keys: such a row counts in no declared group (the undeclared
 rows), never in the first or last one.
@@ -64,8 +64,8 @@ DT_FIELDS: dict[str, tuple[int, int] | None] = {
     "quarter": (1, 4),
     "month": (1, 12),
     "day": (1, 31),
-    "dayofweek": (0, 6),
-    "dayofyear": (1, 366),
+    "day_of_week": (0, 6),
+    "day_of_year": (1, 366),
     "hour": (0, 23),
     "minute": (0, 59),
     "second": (0, 59),
