@@ -28,8 +28,10 @@ blow up:
   google-re2), whose time is linear in the text; Python's backtracking
   ``re`` is only used for patterns that are plain text (no metacharacter),
   where it is linear too.  Without RE2 a regular expression is refused
-  before the charge.  RE2 has no backreferences or lookaround, and its
-  ``\d``, ``\w``, ``\s``, ``\b`` are ASCII.
+  before the charge.  RE2 has no backreferences or lookaround, its
+  ``\d``, ``\w``, ``\s``, ``\b`` are ASCII (``\s`` is ``[\t\n\f\r ]``) and
+  its ``$`` is the end of the text (Python's also matches before a final
+  newline).  Text RE2 cannot read (lone surrogates) gives a missing value.
 * Patterns, replacements and ``to_strip`` have at most :data:`MAX_PATTERN`
   characters; a replacement template may use ``\1``..``\99``,
   ``\g<name>``, ``\\``, ``\n``, ``\t``, ``\r``, ``\f``, ``\v``, ``\a``.
@@ -351,6 +353,8 @@ class StrReplace(Derived):
     @property
     def lengthens(self) -> bool:
         """True when a value may get longer (then the maximum length is needed)."""
+        if not self.repl:
+            return False  # matches are removed
         if self.regex or not self.pat or (not self.case and "\\" in self.repl):
             return True  # a template (case=False) may repeat the match: \g<0>\g<0>
         return len(self.repl) > len(self.pat)
