@@ -240,7 +240,6 @@ def test_a_column_with_date_bounds_is_read_as_dates_each_value_on_its_own() -> N
         "2010-01-05T10:30:00+02:00",  # an offset: converted to UTC (08:30)
         datetime.date(2010, 1, 7),
         pd.Timestamp("2010-01-08 06:00"),
-        20100109,  # a number is not a date
         "3000-01-01",  # beyond the nanosecond range
         None,
     ]
@@ -259,6 +258,12 @@ def test_a_column_with_date_bounds_is_read_as_dates_each_value_on_its_own() -> N
     )
     again = other["d"].dt.hour.value_counts(epsilon=BIG, sort=False).round()
     assert again.to_dict() == hours.to_dict()
+
+
+def test_a_number_is_not_a_date() -> None:
+    frame = pd.DataFrame({"d": pd.Series([20100109, 1262304000, 2010.5, True], dtype=object)})
+    pf = dp.Session(epsilon=1e7, ledger=":memory:").private_frame(frame, dtypes={"d": "datetime"})
+    assert float(pf["d"].count(epsilon=BIG)) == pytest.approx(0, abs=0.01)
 
 
 def test_declared_and_typed_date_columns() -> None:
