@@ -26,8 +26,8 @@ from tests.test_dates import (
 )
 from tests.test_text import (
     comment,
-    test_lengthening_text_is_cut_to_the_maximum_length,
     test_length_has_bounds_from_the_declared_maximum,
+    test_lengthening_text_is_cut_to_the_maximum_length,
     test_matches_count_as_pandas_does,
     test_replaced_and_cased_text_counts_as_pandas_does,
     test_text_keys_are_the_declared_categories_mapped,
