@@ -675,3 +675,13 @@ def test_chunked_evaluation_equals_whole_frame_and_pandas(
     truth_counts = comment.head(3000).str.strip().str.lower().value_counts()
     whole = PandasBackend(frame, chunk_rows=97).compute(Source("d"), (Measure("rows"),), (key,))
     assert dict(zip(keys, whole[0].tolist(), strict=True)) == truth_counts.to_dict()
+
+
+def test_declaring_categories_later_keeps_the_maximum_length(data: pd.DataFrame) -> None:
+    pf = _frame(data.head(200)).with_categories(comment=["union worker in the south"])
+    assert pf.column_info("comment").max_length == MAX_LENGTH
+    assert pf["comment"].str.len().bounds == (0.0, float(MAX_LENGTH))
+    assert pf["comment"].str.upper().categories == ("UNION WORKER IN THE SOUTH",)
+    with pytest.raises(dp.SchemaError, match="categories for 'date', which holds dates"):
+        pf.with_categories(date=[pd.Timestamp("2010-01-01")])
+    assert pf.session.ledger.empty

@@ -127,6 +127,12 @@ def check_categories(name: str, categories: object, kind: str) -> tuple[Hashable
     """Validate declared keys: non-empty, distinct, hashable, of the column's type."""
     if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, pd.Index)):
         raise SchemaError(f"categories for {name!r} must be a list of public keys.")
+    if kind == "datetime":
+        raise SchemaError(
+            f"categories for {name!r}, which holds dates: group by a calendar field "
+            f"instead, e.g. pf[{name!r}].dt.year or pf[{name!r}].dt.to_period('M'), whose "
+            "keys follow from the column's bounds."
+        )
     keys = tuple(categories)
     if not keys:
         raise SchemaError(f"categories for {name!r} must not be empty.")
@@ -211,12 +217,6 @@ def schema_from_frame(
         info = ColumnInfo(name=name, kind=kind, dtype=str(series.dtype))
         if kind == "boolean":
             info = replace(info, bounds=(0.0, 1.0), categories=(False, True))
-        if kind == "datetime" and name in categories:
-            raise SchemaError(
-                f"categories for {name!r}, which holds dates: group by a calendar field "
-                f"instead, e.g. pf[{name!r}].dt.year or pf[{name!r}].dt.to_period('M'), whose "
-                "keys follow from the column's bounds."
-            )
         if kind == "datetime" and name in bounds:
             if _numbers(bounds[name]):
                 raise SchemaError(
