@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api import binning
-from dpframe.api.accessors import DatetimeAccessor, StringAccessor
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard, UnknownAttributeError
 from dpframe.api.node_builders import (
@@ -34,6 +33,7 @@ from dpframe.plan.releases import ApproxBounds
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
 if TYPE_CHECKING:
+    from dpframe.api.accessors import DatetimeAccessor, StringAccessor
     from dpframe.mechanisms.results import Release
     from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
@@ -552,11 +552,15 @@ class PrivateSeries(RowGuard):
     @property
     def dt(self) -> DatetimeAccessor:
         """Calendar fields and periods of a date column, as ``Series.dt`` (free)."""
+        from dpframe.api.accessors import DatetimeAccessor
+
         return DatetimeAccessor(self)
 
     @property
     def str(self) -> StringAccessor:
         """Text methods of a text column, as ``Series.str`` (free)."""
+        from dpframe.api.accessors import StringAccessor
+
         return StringAccessor(self)
 
 
