@@ -374,7 +374,7 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
     ),
     (
         ".dt on a number",
-        lambda pf: pf["wage"].dt,
+        lambda pf: pf["wage"].dt.month,
         dp.SchemaError,
         r"\.dt needs a date column; 'wage' is numeric",
     ),
@@ -567,21 +567,20 @@ def test_malformed_date_nodes_are_refused(expr: dict[str, Any], match: str) -> N
     ],
 )
 def test_malformed_period_keys_are_refused_on_the_wire(key: object, match: str) -> None:
-    node = {
-        "v": 1,
-        "node": {
-            "type": "aggregate",
-            "plan": [],
-            "privacy": {"epsilon": "1", "delta": "0", "rho": None},
-            "statistic": "count",
-            "expr": None,
-            "bounds": None,
-            "by": [{"name": "m", "expr": {"op": "col", "name": "m"}, "categories": [key]}],
-            "label": "count",
-        },
-    }
+    months = (pd.Period("2010-01", "M"),)
+    node = Aggregate(
+        Source("d"),
+        "count",
+        None,
+        None,
+        (GroupKey("m", PeriodOf(Col("date"), "M"), months),),
+        "count() by month",
+        PrivacyRequest(epsilon=Fraction(1)),
+    )
+    wire = json.loads(json.dumps(encode_node(node)))
+    wire["node"]["by"][0]["categories"] = [key]
     with pytest.raises(NodeFormatError, match=match):
-        decode_node(node, Source("d"))
+        decode_node(wire, Source("d"))
 
 
 MOMENTS = st.one_of(

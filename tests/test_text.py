@@ -240,7 +240,7 @@ def _load(dtypes: dict[str, str], categories: dict[str, list[str]] | None = None
 BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
     (
         ".str on a number",
-        lambda pf: pf["wage"].str,
+        lambda pf: pf["wage"].str.lower(),
         dp.SchemaError,
         r"\.str needs a text column; 'wage' is numeric",
     ),

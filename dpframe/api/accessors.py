@@ -50,6 +50,9 @@ class DatetimeAccessor:
     period (not a key: it counts in no declared group); a missing date gives a
     missing value.
 
+    On a column that is not a date, every field refuses with a
+    :class:`~dpframe.SchemaError` saying how to declare dates.
+
     Example:
         >>> by_year = pf.assign(year=pf["date"].dt.year).groupby("year")  # doctest: +SKIP
         >>> by_year.size(epsilon=0.1)  # one noisy count per declared year  # doctest: +SKIP
@@ -59,20 +62,24 @@ class DatetimeAccessor:
     __slots__ = ("_series",)
 
     def __init__(self, series: PrivateSeries) -> None:
-        info = series._info
+        self._series = series
+
+    def __repr__(self) -> str:
+        return f"<.dt of {self._series.name!r}>"
+
+    def _checked(self) -> PrivateSeries:
+        info = self._series._info
         if info.kind != "datetime":
             raise SchemaError(
                 f".dt needs a date column; {info.name!r} is {info.kind}. Declare dates with "
                 f"bounds={{{info.name!r}: (pd.Timestamp('2000-01-01'), pd.Timestamp("
                 f"'2020-12-31'))}} or dtypes={{{info.name!r}: 'datetime'}}."
             )
-        self._series = series
-
-    def __repr__(self) -> str:
-        return f"<.dt of {self._series.name!r}>"
+        return self._series
 
     def _field(self, field: str) -> PrivateSeries:
-        return self._series._wrap(DtField(self._series._expr, field))
+        series = self._checked()
+        return series._wrap(DtField(series._expr, field))
 
     @property
     def year(self) -> PrivateSeries:
@@ -130,7 +137,8 @@ class DatetimeAccessor:
         Its keys are the :class:`pandas.Period` objects from the one holding
         the low bound to the one holding the high bound.
         """
-        return self._series._wrap(PeriodOf(self._series._expr, freq))
+        series = self._checked()
+        return series._wrap(PeriodOf(series._expr, freq))
 
 
 class StringAccessor:
@@ -143,7 +151,8 @@ class StringAccessor:
     column's declared maximum length (``dtypes={"name": "text(40)"}``);
     ``len`` and a ``replace`` that can lengthen values need it.
     ``regex=True`` needs RE2 (``pip install 'dpframe[regex]'``) unless the
-    pattern is plain text.  See :mod:`dpframe.plan.text`.
+    pattern is plain text.  On a column that is not text, every method
+    refuses with a :class:`~dpframe.SchemaError`.  See :mod:`dpframe.plan.text`.
 
     Example:
         >>> pf["region"].str.upper().value_counts(epsilon=0.1)  # doctest: +SKIP
@@ -154,19 +163,22 @@ class StringAccessor:
     __slots__ = ("_series",)
 
     def __init__(self, series: PrivateSeries) -> None:
-        info = series._info
-        if info.kind not in ("text", "categorical"):
-            raise SchemaError(
-                f".str needs a text column; {info.name!r} is {info.kind}. Declare text with "
-                f"dtypes={{{info.name!r}: 'text'}} (or 'text(40)' with a maximum length)."
-            )
         self._series = series
 
     def __repr__(self) -> str:
         return f"<.str of {self._series.name!r}>"
 
+    def _checked(self) -> PrivateSeries:
+        info = self._series._info
+        if info.kind not in ("text", "categorical"):
+            raise SchemaError(
+                f".str needs a text column; {info.name!r} is {info.kind}. Declare text with "
+                f"dtypes={{{info.name!r}: 'text'}} (or 'text(40)' with a maximum length)."
+            )
+        return self._series
+
     def _map(self, method: str, chars: str | None = None) -> PrivateSeries:
-        series = self._series
+        series = self._checked()
         node = StrMap(series._expr, method, chars, series._info.max_length)
         return series._wrap(node)
 
@@ -192,7 +204,8 @@ class StringAccessor:
 
     def len(self) -> PrivateSeries:
         """The number of characters; bounds ``(0, max_length)`` (needs a declared max length)."""
-        return self._series._wrap(StrLen(self._series._expr))
+        series = self._checked()
+        return series._wrap(StrLen(series._expr))
 
     def contains(
         self,
@@ -209,26 +222,27 @@ class StringAccessor:
         is refused without it, before anything is charged.  ``na`` fills
         missing values (None: missing).
         """
+        series = self._checked()
         _no_flags(flags, "contains")
         node = StrMatch(
-            self._series._expr,
+            series._expr,
             "contains",
             (pat,),
             _bool(case, "case", "contains"),
             _bool(regex, "regex", "contains"),
             na,
         )
-        return self._series._wrap(node)
+        return series._wrap(node)
 
     def startswith(self, pat: str | tuple[str, ...], na: bool | None = None) -> PrivateSeries:
         """True where the value starts with ``pat`` (or one of a tuple of prefixes)."""
-        pats = pat if isinstance(pat, tuple) else (pat,)
-        return self._series._wrap(StrMatch(self._series._expr, "startswith", pats, na=na))
+        series, pats = self._checked(), pat if isinstance(pat, tuple) else (pat,)
+        return series._wrap(StrMatch(series._expr, "startswith", pats, na=na))
 
     def endswith(self, pat: str | tuple[str, ...], na: bool | None = None) -> PrivateSeries:
         """True where the value ends with ``pat`` (or one of a tuple of suffixes)."""
-        pats = pat if isinstance(pat, tuple) else (pat,)
-        return self._series._wrap(StrMatch(self._series._expr, "endswith", pats, na=na))
+        series, pats = self._checked(), pat if isinstance(pat, tuple) else (pat,)
+        return series._wrap(StrMatch(series._expr, "endswith", pats, na=na))
 
     def replace(
         self,
@@ -247,10 +261,10 @@ class StringAccessor:
         maximum length (truncated); a replacement that can lengthen values
         needs it declared.
         """
+        series = self._checked()
         _no_flags(flags, "replace")
         if callable(repl):
             raise SchemaError("replace() takes a replacement string, not a function.")
-        series = self._series
         node = StrReplace(
             series._expr,
             pat,
