@@ -192,30 +192,38 @@ def text_values(tag: str, params: tuple[Any, ...], value: Any, rows: Rows) -> pd
     expression engine cannot read (lone surrogates) give missing results.
     """
     function = text_function(tag, params)
+
+    def one(item: Any) -> Any:
+        if not isinstance(item, str):
+            return None
+        try:
+            return function(item)
+        except UnicodeError:
+            return None
+
     if not isinstance(value, pd.Series):
         value = pd.Series(np.full(len(rows), value, dtype=object), index=rows.index)
     codes, uniques = pd.factorize(value, use_na_sentinel=True)
-    results: list[Any] = []
-    for unique in uniques:
-        try:
-            results.append(function(unique) if isinstance(unique, str) else None)
-        except UnicodeError:
-            results.append(None)
-    results.append(None)  # row code -1 (missing) takes the last slot
+    distinct = np.asarray(uniques, dtype=object)  # plain objects: fast to iterate
+    results = np.empty(len(distinct) + 1, dtype=object)
+    if len(distinct):
+        results[:-1] = np.frompyfunc(one, 1, 1)(distinct)
+    results[-1] = None  # row code -1 (missing) takes the last slot
+    missing = np.asarray(pd.isna(results), dtype=bool)  # only None is missing here
     index = value.index
     if tag == "str_len":
-        lengths = np.array([np.nan if r is None else float(r) for r in results])
+        lengths = np.where(missing, 0, results).astype(np.float64)
+        lengths[missing] = np.nan
         numbers: pd.Series = pd.Series(lengths[codes], index=index)
         return numbers
     if tag == "str_match":
         na = params[-1]
-        flags = np.array([bool(na) if r is None else bool(r) for r in results])
-        unknown = np.array([r is None and na is None for r in results])
+        flags = np.where(missing, bool(na), results).astype(bool)
+        unknown = missing & (na is None)
         array = pd.arrays.BooleanArray(flags[codes], unknown[codes])
         matches: pd.Series = pd.Series(array, index=index)
         return matches
-    table = np.empty(len(results), dtype=object)
-    table[:] = [np.nan if r is None else r for r in results]
+    table = np.where(missing, np.nan, results)
     text: pd.Series = pd.Series(table[codes], index=index, dtype=object)
     return text
 
