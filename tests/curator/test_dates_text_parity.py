@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,10 @@ import dpframe as dp
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog, CatalogError, hash_token
 from dpframe.curator.service import Curator
+from dpframe.plan.codec import encode_node
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import Aggregate, GroupKey, Source
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE
 from tests.dated_cps import BOUNDS, CATEGORIES, DATE_BOUNDS, DTYPES, MAX_LENGTH, dated_cps, truth
@@ -274,20 +279,25 @@ def dated_calls(draw: st.DrawFn) -> dict[str, Any]:
         ]
     else:
         statistic, value, bounds = "sum", expr, [0.0, 40.0]
-    return {
-        "v": 1,
-        "node": {
-            "type": "aggregate",
-            "plan": plan,
-            "privacy": {"epsilon": "1/10", "delta": "0", "rho": None},
-            "statistic": statistic,
-            "expr": value,
-            "bounds": bounds,
-            "by": [{"name": "k", "expr": key_expr, "categories": categories}],
-            "label": "fuzzed dates and text",
-        },
-        "explain": draw(st.booleans()) and draw(st.booleans()),
-    }
+    call = _template()  # every field of an aggregate node as the codec writes it today
+    call["node"].update(
+        plan=plan,
+        statistic=statistic,
+        expr=value,
+        bounds=bounds,
+        by=[{"name": "k", "expr": key_expr, "categories": categories}],
+        label="fuzzed dates and text",
+    )
+    call["explain"] = draw(st.booleans()) and draw(st.booleans())
+    return call
+
+
+def _template() -> dict[str, Any]:
+    key = GroupKey("k", Col("region"), ("south", "west"))
+    tenth = PrivacyRequest(Fraction(1, 10))
+    node = Aggregate(Source("dated"), "count", None, None, (key,), "x", tenth)
+    body: dict[str, Any] = encode_node(node)
+    return body
 
 
 def test_fuzzed_date_and_text_requests_never_fail_the_curator_or_charge_without_a_release(
