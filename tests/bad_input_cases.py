@@ -264,7 +264,7 @@ DATA_CASES: list[Case] = [
         "datetime column: sum",
         lambda c: one(c.pure, pd.to_datetime(["2020-01-01", "2021-01-01"]))["x"].sum(epsilon=1),
         dp.SchemaError,
-        match=r"sum\(\) needs a numeric column; 'x' is other\. Use",
+        match=r"sum\(\) needs a numeric column; 'x' is datetime\. Use",
     ),
     Case(
         "datetime column: bounds",

@@ -9,6 +9,7 @@ value: ``repr`` shows the public schema, and ``len``, iteration, ``head``,
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import warnings
 from collections.abc import Hashable, Sequence
@@ -210,9 +211,7 @@ class PrivateFrame(RowGuard):
             info = schema.get(name)
             values = check_categories(name, cats, info.kind)
             kind = "categorical" if info.kind == "text" else info.kind
-            schema = schema.with_column(
-                ColumnInfo(info.name, kind, info.dtype, info.bounds, values)
-            )
+            schema = schema.with_column(dataclasses.replace(info, kind=kind, categories=values))
         return self._derive(self._plan, schema)
 
     def groupby(self, by: str | Sequence[str]) -> PrivateGroupBy:
@@ -483,4 +482,8 @@ def _to_expr(value: Any, frame: PrivateFrame | None = None) -> Expr:
         from dpframe.plan.expressions import Lit
 
         return Lit(value)
+    from dpframe.plan.temporal import DateLit, is_date
+
+    if is_date(value):  # pd.Timestamp, datetime, date, numpy.datetime64
+        return DateLit(value)
     raise SchemaError(f"Cannot use a {type(value).__name__} as a column expression.")

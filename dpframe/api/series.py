@@ -34,6 +34,7 @@ from dpframe.plan.releases import ApproxBounds
 from dpframe.plan.schema import ColumnInfo, check_bounds, infer_column
 
 if TYPE_CHECKING:
+    from dpframe.api.accessors import DatetimeAccessor, StringAccessor
     from dpframe.mechanisms.results import Release
     from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
@@ -564,6 +565,22 @@ class PrivateSeries(RowGuard):
         """
         node = kde_node(self, bandwidth, grid, request_of(epsilon, delta, rho, privacy))
         return self._frame._session.run(node)  # type: ignore[no-any-return]
+
+    # -- accessors (last: a property named ``str`` hides the builtin in later annotations) --
+
+    @property
+    def dt(self) -> DatetimeAccessor:
+        """Calendar fields and periods of a date column, as ``Series.dt`` (free)."""
+        from dpframe.api.accessors import DatetimeAccessor
+
+        return DatetimeAccessor(self)
+
+    @property
+    def str(self) -> StringAccessor:
+        """Text methods of a text column, as ``Series.str`` (free)."""
+        from dpframe.api.accessors import StringAccessor
+
+        return StringAccessor(self)
 
 
 def _reorder(meta: Any, order: np.ndarray) -> Any:

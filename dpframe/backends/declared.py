@@ -12,26 +12,47 @@ data had been clean.  Conversion is row by row, so it depends on no other row.
 Kinds: ``"numeric"`` (float64), ``"boolean"`` (True/False/1/0, else missing;
 pandas' nullable ``boolean``), ``"text"`` (pandas' ``string``; numbers become
 their text, whole floats without ``.0``: a numeric column with a missing value
-is float, and its 1000 must still read "1000").  Columns neither declared nor
-bounded keep their dtype.
+is float, and its 1000 must still read "1000"), ``"text(40)"`` (text of at
+most 40 characters: longer values are truncated, and the column's ``.str``
+expressions know the bound, see :mod:`dpframe.plan.text`) and ``"datetime"``
+(``datetime64[ns]``; a column with date bounds ``(pd.Timestamp(...),
+pd.Timestamp(...))`` is one by declaration).  Dates are read as ISO 8601 text
+(``2020-01-31``, ``2020-01-31T08:00:00``; with a UTC offset converted to UTC)
+or date objects, each on its own: no format is guessed from the first value,
+and anything else (another format, a number, a date outside 1677-2262) is
+missing.  A date column with a time zone is read in UTC, without the zone.
+Columns neither declared nor bounded keep their dtype.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from dpframe.errors import SchemaError
 from dpframe.plan.schema import Schema
+from dpframe.plan.temporal import check_date_bounds, is_date
+from dpframe.plan.text import check_max_length
 
 __all__ = ["DeclaredKind", "apply_declared_kinds", "declared_kinds", "declared_schema"]
 
-DeclaredKind = Literal["numeric", "boolean", "text"]
+BaseKind = Literal["numeric", "boolean", "text", "datetime"]
 
-_ALIASES: Mapping[str, DeclaredKind] = {
+
+@dataclass(frozen=True)
+class DeclaredKind:
+    """A declared column kind, and a text column's maximum length (characters)."""
+
+    base: BaseKind
+    max_length: int | None = None
+
+
+_ALIASES: Mapping[str, BaseKind] = {
     "numeric": "numeric",
     "number": "numeric",
     "float": "numeric",
@@ -46,7 +67,37 @@ _ALIASES: Mapping[str, DeclaredKind] = {
     "category": "text",
     "categorical": "text",
     "object": "text",
+    "datetime": "datetime",
+    "datetime64": "datetime",
+    "datetime64[ns]": "datetime",
+    "date": "datetime",
+    "timestamp": "datetime",
 }
+_LIMITED_TEXT = re.compile(r"(?:text|string|str)\((\d{1,7})\)")
+_FIRST, _LAST = pd.Timestamp.min.ceil("s"), pd.Timestamp.max.floor("s")
+
+
+def _parse_kind(name: str, kind: object) -> DeclaredKind:
+    if isinstance(kind, str):
+        limited = _LIMITED_TEXT.fullmatch(kind)
+        if limited is not None:
+            length = check_max_length(int(limited[1]), f"The maximum length of {name!r}")
+            return DeclaredKind("text", length)
+        base = _ALIASES.get(kind)
+        if base is not None:
+            return DeclaredKind(base)
+    raise SchemaError(
+        f"dtypes[{name!r}] must be 'numeric', 'boolean' or 'text' ('text(40)': text of at most "
+        "40 characters), or 'datetime' (or a pandas name of one of them, e.g. 'float64', "
+        "'bool', 'string')."
+    )
+
+
+def _date_pair(pair: object) -> bool:
+    """True when a bounds pair holds a date (the column is declared as dates)."""
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, (tuple, list)):
+        return False
+    return any(is_date(value) for value in pair)
 
 
 def declared_kinds(
@@ -54,17 +105,20 @@ def declared_kinds(
     dtypes: Mapping[str, object] | None,
     bounds: Mapping[str, object] | None,
 ) -> dict[str, DeclaredKind]:
-    """The declared kind of each column: from ``dtypes``, or numeric for bounded columns.
+    """The declared kind of each column: from ``dtypes``, or from the bounds.
 
-    ``columns`` maps each column to its pandas dtype.  A bounded column of
-    text (object or string dtype: how a reader stores a numeric column with a
-    stray word) is read as numbers; bounds on dates, durations, complex
-    numbers or pandas categoricals stay an error (their dtype was declared by
-    whoever built the frame, not inferred from a stray value).
+    ``columns`` maps each column to its pandas dtype.  A column with date
+    bounds (two dates) is a date column, whatever its dtype (text is parsed
+    as ISO 8601 dates).  A column with numeric bounds of text (object or
+    string dtype: how a reader stores a numeric column with a stray word) is
+    read as numbers; numeric bounds on dates, durations, complex numbers or
+    pandas categoricals stay an error (their dtype was declared by whoever
+    built the frame, not inferred from a stray value).
 
     Raises:
-        SchemaError: for an unknown column or kind, or bounds on a column
-            declared as text.
+        SchemaError: for an unknown column or kind, bounds on a column
+            declared as text, date bounds on a column declared otherwise, or
+            date bounds that are not two dates with low <= high.
     """
     if dtypes is not None and not isinstance(dtypes, Mapping):
         raise SchemaError(f"dtypes= takes a dict {{column: kind}}, not a {type(dtypes).__name__}.")
@@ -72,18 +126,22 @@ def declared_kinds(
     for name, kind in (dtypes or {}).items():
         if name not in columns:
             raise SchemaError(f"Unknown column {name!r} in dtypes=.")
-        declared = _ALIASES.get(kind) if isinstance(kind, str) else None
-        if declared is None:
-            raise SchemaError(
-                f"dtypes[{name!r}] must be 'numeric', 'boolean' or 'text' (or a pandas "
-                "name of one of them, e.g. 'float64', 'bool', 'string')."
-            )
-        kinds[name] = declared
-    for name in bounds or {}:
+        kinds[name] = _parse_kind(name, kind)
+    declared_bounds = bounds if isinstance(bounds, Mapping) else {}  # else the schema refuses
+    for name, pair in declared_bounds.items():
         if name not in columns:
             continue  # the schema check names it
-        if name in kinds and kinds[name] == "text":
+        declared = kinds[name].base if name in kinds else None
+        if declared == "text":
             raise SchemaError(f"bounds given for {name!r}, declared as text in dtypes=.")
+        if _date_pair(pair) or declared == "datetime":
+            if declared not in (None, "datetime"):
+                raise SchemaError(
+                    f"bounds for {name!r} are dates, but dtypes= declares it {declared}."
+                )
+            check_date_bounds(name, pair)  # two dates, low <= high: before reading any value
+            kinds[name] = DeclaredKind("datetime")
+            continue
         dtype = columns[name]
         textual = pd.api.types.is_object_dtype(dtype) or (
             pd.api.types.is_string_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
@@ -92,12 +150,17 @@ def declared_kinds(
             pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
         )
         if textual or numeric:  # numeric ones keep their data; their shown dtype is float64
-            kinds.setdefault(name, "numeric")
+            kinds.setdefault(name, DeclaredKind("numeric"))
     return kinds
 
 
-def _convert(series: pd.Series, kind: DeclaredKind) -> pd.Series:
-    dtype = series.dtype
+def _convert(series: pd.Series, declared: DeclaredKind) -> pd.Series:
+    dtype, kind = series.dtype, declared.base
+    if kind == "datetime":
+        return _dates(series)
+    if kind == "text" and declared.max_length is not None:
+        text = _convert(series, DeclaredKind("text"))
+        return text.str.slice(0, declared.max_length)
     if kind == "numeric":
         if pd.api.types.is_bool_dtype(dtype):
             return series.astype("float64")
@@ -120,6 +183,26 @@ def _convert(series: pd.Series, kind: DeclaredKind) -> pd.Series:
     text = series.astype("object").map(_as_text)
     strings: pd.Series = pd.Series(text, index=series.index, name=series.name, dtype="string")
     return strings
+
+
+def _dates(series: pd.Series) -> pd.Series:
+    """``series`` as naive ``datetime64[ns]``, each value on its own (see the module)."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        series = series.dt.tz_convert(None)  # the UTC time, without the zone
+    elif not pd.api.types.is_datetime64_dtype(dtype):
+        values = series.astype("object")
+        text = values.map(lambda v: v if isinstance(v, str) else None)
+        stamps = values.map(lambda v: v if is_date(v) and not isinstance(v, str) else None)
+        parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+        given = pd.to_datetime(stamps, errors="coerce", utc=True)
+        series = parsed.where(parsed.notna(), given).dt.tz_convert(None)
+    inside = series.notna() & (series >= _FIRST) & (series <= _LAST)
+    values = series.where(inside)
+    dates: pd.Series = pd.Series(
+        values.to_numpy(dtype="datetime64[ns]"), index=series.index, name=series.name
+    )
+    return dates
 
 
 def _is(value: Any, number: int) -> bool:
@@ -177,11 +260,21 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
     return pd.DataFrame(columns, index=data.index, copy=False)
 
 
-_DTYPES: Mapping[DeclaredKind, str] = {"numeric": "float64", "boolean": "boolean", "text": "string"}
+_DTYPES: Mapping[BaseKind, str] = {
+    "numeric": "float64",
+    "boolean": "boolean",
+    "text": "string",
+    "datetime": "datetime64[ns]",
+}
 
 
-def _already(dtype: Any, kind: DeclaredKind) -> bool:
-    """True when a column of ``dtype`` needs no conversion to ``kind``."""
+def _already(dtype: Any, declared: DeclaredKind) -> bool:
+    """True when a column of ``dtype`` needs no conversion to ``declared``."""
+    kind = declared.base
+    if kind == "datetime":
+        return bool(dtype == np.dtype("datetime64[ns]"))
+    if declared.max_length is not None:
+        return False  # values may need truncating
     if kind == "numeric":
         return bool(
             pd.api.types.is_numeric_dtype(dtype)
@@ -194,17 +287,29 @@ def _already(dtype: Any, kind: DeclaredKind) -> bool:
 
 
 def _meta(column: Any, kind: DeclaredKind) -> tuple[Any, str]:
-    return (column.name, _DTYPES[kind])
+    return (column.name, _DTYPES[kind.base])
 
 
 def declared_schema(schema: Schema, kinds: Mapping[str, DeclaredKind]) -> Schema:
     """``schema`` with each declared column showing its declared dtype, whatever the data's.
+
+    A text column's declared maximum length is kept in its facts.
 
     A numeric column is evaluated as float64 anyway; showing ``int64`` for a
     clean column and ``float64`` for one with a missing value would reveal that
     a value is missing.
     """
     for name, kind in kinds.items():
-        if name in schema:
-            schema = schema.with_column(replace(schema.get(name), dtype=_DTYPES[kind]))
+        if name not in schema:
+            continue
+        info = replace(schema.get(name), dtype=_DTYPES[kind.base], max_length=kind.max_length)
+        length = kind.max_length
+        if length is not None and any(
+            isinstance(k, str) and len(k) > length for k in info.categories or ()
+        ):
+            raise SchemaError(
+                f"categories for {name!r} include a key longer than its maximum length "
+                f"({length}); values are truncated to it, so that key would never match."
+            )
+        schema = schema.with_column(info)
     return schema

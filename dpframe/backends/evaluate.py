@@ -26,6 +26,7 @@ import pandas as pd
 from dpframe.errors import SchemaError
 from dpframe.plan.dag import Instruction
 from dpframe.plan.recode import decode_label
+from dpframe.plan.text import text_function
 
 __all__ = [
     "Rows",
@@ -34,11 +35,13 @@ __all__ = [
     "bin_codes",
     "bucket_codes",
     "category_codes",
+    "date_values",
     "edges_at_or_below",
     "float_values",
     "mask_values",
     "present",
     "recode_values",
+    "text_values",
 ]
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -113,7 +116,7 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
     tag, params, _ = instruction
     if tag == "source":
         return rows[params[0]]
-    if tag == "lit":
+    if tag in ("lit", "date"):
         return params[0]
     if tag in ("arith", "compare", "logical"):
         op = params[0]
@@ -153,7 +156,76 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
         return recode_values(value, *params)
     if tag == "clip":
         return np.clip(value, params[0], params[1])
+    if tag == "dt":
+        field = getattr(date_values(value, rows).dt, params[0])
+        return pd.Series(field.to_numpy(dtype=np.float64, na_value=np.nan), index=rows.index)
+    if tag == "period":
+        return date_values(value, rows).dt.to_period(params[0])
+    if tag.startswith("str_"):
+        return text_values(tag, params, value, rows)
     raise SchemaError(f"Unsupported expression {tag!r}.")
+
+
+def date_values(value: Any, rows: Rows) -> pd.Series:
+    """A date column (or a date constant, repeated) as ``datetime64`` values of ``rows``.
+
+    Validation lets only dates reach a ``.dt`` node; anything else would be
+    all missing here, never an error.
+    """
+    if isinstance(value, pd.Series) and pd.api.types.is_datetime64_dtype(value.dtype):
+        return value
+    stamp = (
+        np.datetime64("NaT", "ns") if isinstance(value, pd.Series) else np.datetime64(value, "ns")
+    )
+    dates: pd.Series = pd.Series(np.full(len(rows), stamp), index=rows.index)
+    return dates
+
+
+def text_values(tag: str, params: tuple[Any, ...], value: Any, rows: Rows) -> pd.Series:
+    """A ``.str`` node (:mod:`dpframe.plan.text`) on the values of ``rows``.
+
+    The node's function is applied once per distinct value of the chunk
+    (``pd.factorize``), and each row takes its value's result: text nodes
+    give ``object`` text (NaN where missing), ``len`` float64 (NaN where
+    missing), matches pandas' nullable ``boolean`` (``na`` where missing).
+    Missing values, values that are not text, and text the regular
+    expression engine cannot read (lone surrogates) give missing results.
+    """
+    function = text_function(tag, params)
+
+    def one(item: Any) -> Any:
+        if not isinstance(item, str):
+            return None
+        try:
+            return function(item)
+        except UnicodeError:
+            return None
+
+    if not isinstance(value, pd.Series):
+        value = pd.Series(np.full(len(rows), value, dtype=object), index=rows.index)
+    codes, uniques = pd.factorize(value, use_na_sentinel=True)
+    distinct = np.asarray(uniques, dtype=object)  # plain objects: fast to iterate
+    results = np.empty(len(distinct) + 1, dtype=object)
+    if len(distinct):
+        results[:-1] = np.frompyfunc(one, 1, 1)(distinct)
+    results[-1] = None  # row code -1 (missing) takes the last slot
+    missing = np.asarray(pd.isna(results), dtype=bool)  # only None is missing here
+    index = value.index
+    if tag == "str_len":
+        lengths = np.where(missing, 0, results).astype(np.float64)
+        lengths[missing] = np.nan
+        numbers: pd.Series = pd.Series(lengths[codes], index=index)
+        return numbers
+    if tag == "str_match":
+        na = params[-1]
+        flags = np.where(missing, bool(na), results).astype(bool)
+        unknown = missing & (na is None)
+        array = pd.arrays.BooleanArray(flags[codes], unknown[codes])
+        matches: pd.Series = pd.Series(array, index=index)
+        return matches
+    table = np.where(missing, np.nan, results)
+    text: pd.Series = pd.Series(table[codes], index=index, dtype=object)
+    return text
 
 
 def mask_values(value: Any, n: int) -> npt.NDArray[np.bool_]:

@@ -8,8 +8,9 @@ Example ``catalog.toml``::
 
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
-    bounds = { wage = [0, 5000], education = [0, 20] }
+    bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
+    dtypes = { comment = "text(200)" }  # declared kinds, as private_frame(dtypes=...)
     # privacy_unit = "person_id"; max_rows_per_unit = 3
 
     [analysts.alice]
@@ -28,12 +29,13 @@ import re
 import secrets
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget
+from dpframe.plan.temporal import check_date_bounds, is_date
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,11 +68,12 @@ class DatasetEntry:
 
     name: str
     path: Path
-    bounds: Mapping[str, tuple[float, float]]
+    bounds: Mapping[str, tuple[Any, Any]]
     categories: Mapping[str, tuple[Any, ...]]
     privacy_unit: str | None = None
     max_rows_per_unit: int | None = None
     max_groups_per_unit: int | None = None
+    dtypes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "privacy_unit",
         "max_rows_per_unit",
         "max_groups_per_unit",
+        "dtypes",
     }
     unknown = set(entry) - known
     if unknown:
@@ -175,11 +179,20 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CatalogError(f"[datasets.{name}] path must end in .csv or .parquet.")
     bounds_raw = _table(entry.get("bounds", {}), f"[datasets.{name}].bounds")
-    bounds: dict[str, tuple[float, float]] = {}
+    bounds: dict[str, tuple[Any, Any]] = {}
     for column, pair in bounds_raw.items():
         if not (isinstance(pair, list) and len(pair) == 2):
             raise CatalogError(f"[datasets.{name}].bounds.{column} must be [low, high].")
+        if any(is_date(v) for v in pair):  # TOML dates: a date column
+            try:
+                bounds[column] = check_date_bounds(column, pair)
+            except DPError as exc:
+                raise CatalogError(f"[datasets.{name}].bounds.{column}: {exc}") from None
+            continue
         bounds[column] = (float(pair[0]), float(pair[1]))
+    dtypes = _table(entry.get("dtypes", {}), f"[datasets.{name}].dtypes")
+    if not all(isinstance(kind, str) for kind in dtypes.values()):
+        raise CatalogError(f"[datasets.{name}].dtypes maps columns to kinds, e.g. 'text(40)'.")
     categories_raw = _table(entry.get("categories", {}), f"[datasets.{name}].categories")
     categories = {column: tuple(keys) for column, keys in categories_raw.items()}
     return DatasetEntry(
@@ -190,6 +203,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         entry.get("privacy_unit"),
         entry.get("max_rows_per_unit"),
         entry.get("max_groups_per_unit"),
+        dict(dtypes),
     )
 
 

@@ -27,7 +27,7 @@ from dpframe.errors import (
     WIRE_CODES,
     DPError,
 )
-from dpframe.plan.codec import NodeFormatError, decode_node
+from dpframe.plan.codec import NodeFormatError, column_extras, decode_node
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, encode_response
@@ -169,6 +169,7 @@ class Curator:
                     privacy_unit=entry.privacy_unit,
                     max_rows_per_unit=entry.max_rows_per_unit,
                     max_groups_per_unit=entry.max_groups_per_unit,
+                    dtypes=dict(entry.dtypes),
                 )
                 seat = _Seat(session, frame, threading.Lock())
                 self._seats[key] = seat
@@ -196,6 +197,7 @@ class Curator:
                 "dtype": c.dtype,
                 "bounds": None if c.bounds is None else [c.bounds[0], c.bounds[1]],
                 "categories": encode_response(None if c.categories is None else list(c.categories)),
+                **column_extras(c),  # date bounds, maximum text length
             }
             for c in seat.frame._schema.columns
         ]

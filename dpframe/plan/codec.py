@@ -13,14 +13,19 @@ The format is strict:
 * ε, δ and ρ are decimal strings of at most 40 significant digits (exponent
   at most 99 in size) or exact fractions ``"n/d"`` of at most 64-bit parts;
 * numbers are finite JSON numbers, integers are integers, booleans booleans;
-  a public key may also be ``{"$float": "nan"}`` or an interval (the keys of a
-  ``cut`` column) ``{"$interval": [left, right, closed]}``;
+  a public key may also be ``{"$float": "nan"}``, an interval (the keys of a
+  ``cut`` column) ``{"$interval": [left, right, closed]}`` or a period (the
+  keys of ``.dt.to_period``) ``{"$period": ["2020-01", "M"]}``;
 * the whole message holds at most :data:`MAX_ITEMS` JSON containers (checked
   before anything is built); expressions are limited in depth by the transport
   (``dpframe.remote.wire.MAX_DEPTH``) and in size by the engine's resource check.
 
 Every decoding failure is a :class:`NodeFormatError` whose message names the
 field, never a value from the data (the sender wrote every value it holds).
+
+A curator also describes its datasets' public schema to the analyst; a
+column's date bounds (ISO 8601 text) and maximum text length travel as
+:func:`column_extras` gives them.
 """
 
 from __future__ import annotations
@@ -36,17 +41,22 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 
-from dpframe.errors import DPError
+from dpframe.errors import DPError, SchemaError
+from dpframe.plan.columns import ColumnInfo, DateBounds
 from dpframe.plan.expressions import Expr, expr_from_dict
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.recode import label_from_json, label_to_json, plain_label
 from dpframe.plan.releases import ReleaseNode
+from dpframe.plan.temporal import date_from_json, date_to_json, period_from_json, period_to_json
+from dpframe.plan.text import check_max_length
 
 __all__ = [
     "FORMAT_VERSION",
     "MAX_ITEMS",
     "NodeFormatError",
+    "column_extras",
+    "column_extras_from_json",
     "decode_node",
     "encode_node",
     "node_type_names",
@@ -226,7 +236,12 @@ def _key_value(value: object, what: str) -> Hashable:
             return label_from_json(value, what)  # the keys of a binned column (cut)
         except DPError as exc:
             raise _bad(str(exc)) from None
-    raise _bad(f"{what} must be a string, number, boolean, null or interval.")
+    if isinstance(value, dict) and set(value) == {"$period"}:
+        try:
+            return period_from_json(value, what)  # the keys of .dt.to_period
+        except DPError as exc:
+            raise _bad(str(exc)) from None
+    raise _bad(f"{what} must be a string, number, boolean, null or interval (or period).")
 
 
 def _encode_key_value(value: Any) -> Any:
@@ -234,6 +249,8 @@ def _encode_key_value(value: Any) -> Any:
         return {"$float": "nan"}
     if isinstance(value, pd.Interval):
         return label_to_json(plain_label(value))
+    if isinstance(value, pd.Period):
+        return period_to_json(value)
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return value.item()
     return value
@@ -451,3 +468,30 @@ def decode_node(data: object, source: Source) -> Node:
     values = {name: codec.decode(fields[name], name) for name, codec in codecs.items()}
     node: Node = cls(plan=plan, privacy=privacy, **values)  # fields not sent keep defaults
     return node
+
+
+# -- the public schema of a curator's dataset ---------------------------------------
+
+
+def column_extras(info: ColumnInfo) -> dict[str, Any]:
+    """A column's date bounds and maximum length in JSON (what a curator adds to its schema)."""
+    bounds = info.date_bounds
+    return {
+        "date_bounds": None if bounds is None else [date_to_json(b) for b in bounds],
+        "max_length": info.max_length,
+    }
+
+
+def column_extras_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Read :func:`column_extras`' fields (absent: None), as :class:`ColumnInfo` keywords."""
+    bounds = data.get("date_bounds")
+    length = data.get("max_length")
+    dates: DateBounds | None = None
+    if bounds is not None:
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise SchemaError("date_bounds must be a pair of ISO 8601 dates.")
+        dates = (date_from_json(bounds[0], "date_bounds"), date_from_json(bounds[1], "date_bounds"))
+    return {
+        "date_bounds": dates,
+        "max_length": None if length is None else check_max_length(length, "max_length"),
+    }

@@ -54,8 +54,9 @@ class ResourceEstimate:
             "more than ``VISIT_CAP``".
         expression_depth: the longest chain of nested expression nodes as
             written (the nesting that serializers and pickling recurse through).
-        literal_values: values in ``isin`` lists, bin edges and recoded values
-            and their labels, over distinct expression structures.
+        literal_values: values in ``isin`` lists, bin edges, recoded values
+            and their labels, and text patterns and replacements (``.str``),
+            over distinct expression structures.
         output_cells: cells released (product of the declared key sizes; 1
             for a scalar release).
     """
@@ -145,6 +146,10 @@ def estimate(plan: Plan, exprs: Iterable[Expr | None], cells: int) -> ResourceEs
             literals += len(params[0])  # type: ignore[arg-type]  # a tuple of keys
         elif tag == "recode":
             literals += 2 * len(params[0])  # type: ignore[arg-type]  # values and labels
+        elif tag == "str_match":
+            literals += len(params[1])  # type: ignore[arg-type]  # the patterns
+        elif tag == "str_replace":
+            literals += 2  # the pattern and its replacement
     builder = DagBuilder(plan, max_visits=VISIT_CAP)
     try:
         builder.filters()
@@ -182,7 +187,7 @@ def check_resources(sizes: ResourceEstimate, limits: ResourceLimits | None = Non
         (
             sizes.literal_values,
             limits.max_literal_values,
-            "literal values (isin lists, bins, labels)",
+            "literal values (isin lists, bins, labels, patterns)",
         ),
         (sizes.output_cells, limits.max_cells, "output cells"),
     )

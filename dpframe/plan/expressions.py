@@ -59,9 +59,13 @@ def _wrap(value: Any) -> Expr:
         return result
     if isinstance(value, (bool, int, float, str)):
         return Lit(value)
+    from dpframe.plan.temporal import DateLit, is_date  # its nodes build on this module
+
+    if is_date(value):
+        return DateLit(value)
     raise SchemaError(
         f"Cannot use a {type(value).__name__} in a column expression; use a number, a "
-        "string, a boolean or another column."
+        "string, a boolean, a date or another column."
     )
 
 
@@ -519,6 +523,15 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
         from dpframe.plan.recode import recode_from_dict  # its nodes build on this module
 
         return recode_from_dict(data, expr_from_dict(data["operand"]))
+    if op in ("date", "dt", "period"):
+        from dpframe.plan.temporal import temporal_from_dict
+
+        operand = None if op == "date" else expr_from_dict(data["operand"])
+        return temporal_from_dict(data, operand)
+    if op in ("str_map", "str_replace", "str_match", "str_len"):
+        from dpframe.plan.text import text_from_dict
+
+        return text_from_dict(data, expr_from_dict(data["operand"]))
     if op == "clip":
         return Clip(expr_from_dict(data["operand"]), float(data["lower"]), float(data["upper"]))
     raise SchemaError(f"Unknown or malformed expression node {op!r}.")

@@ -11,11 +11,12 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pandas as pd
 
 from dpframe.errors import SchemaError
+from dpframe.plan.columns import Bounds, ColumnInfo, Derived, Kind, ValueKind
 from dpframe.plan.expressions import (
     Abs,
     Arith,
@@ -32,6 +33,7 @@ from dpframe.plan.expressions import (
     Not,
 )
 from dpframe.plan.recode import Bin, Recode
+from dpframe.plan.temporal import DateLit, check_date_bounds, check_temporal
 
 __all__ = [
     "ColumnInfo",
@@ -45,33 +47,6 @@ __all__ = [
     "schema_from_frame",
     "value_fits",
 ]
-
-Kind = Literal["numeric", "boolean", "categorical", "text", "other"]
-Bounds = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class ColumnInfo:
-    """Public facts about one column.
-
-    Attributes:
-        name: the column name.
-        kind: numeric, boolean, categorical, text or other.
-        dtype: the pandas dtype's name.
-        bounds: declared (or derived) clamping bounds, or None.
-        categories: declared public keys, or None.
-    """
-
-    name: str
-    kind: Kind
-    dtype: str
-    bounds: Bounds | None = None
-    categories: tuple[Hashable, ...] | None = None
-
-    @property
-    def summable(self) -> bool:
-        """Numeric or boolean: can be summed and averaged."""
-        return self.kind in ("numeric", "boolean")
 
 
 @dataclass(frozen=True)
@@ -118,17 +93,17 @@ class Schema:
 
     def to_frame(self) -> pd.DataFrame:
         """The schema as a small public table."""
-        table: pd.DataFrame = pd.DataFrame(
-            {
-                "kind": [c.kind for c in self.columns],
-                "dtype": [c.dtype for c in self.columns],
-                "bounds": [c.bounds for c in self.columns],
-                "categories": [
-                    None if c.categories is None else list(c.categories) for c in self.columns
-                ],
-            },
-            index=pd.Index(self.names, name="column"),
-        )
+        columns: dict[str, Any] = {
+            "kind": [c.kind for c in self.columns],
+            "dtype": [c.dtype for c in self.columns],
+            "bounds": [c.bounds if c.date_bounds is None else c.date_bounds for c in self.columns],
+            "categories": [
+                None if c.categories is None else list(c.categories) for c in self.columns
+            ],
+        }
+        if any(c.max_length is not None for c in self.columns):
+            columns["max_length"] = pd.array([c.max_length for c in self.columns], dtype=object)
+        table: pd.DataFrame = pd.DataFrame(columns, index=pd.Index(self.names, name="column"))
         return table
 
 
@@ -152,6 +127,12 @@ def check_categories(name: str, categories: object, kind: str) -> tuple[Hashable
     """Validate declared keys: non-empty, distinct, hashable, of the column's type."""
     if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence, pd.Index)):
         raise SchemaError(f"categories for {name!r} must be a list of public keys.")
+    if kind == "datetime":
+        raise SchemaError(
+            f"categories for {name!r}, which holds dates: group by a calendar field "
+            f"instead, e.g. pf[{name!r}].dt.year or pf[{name!r}].dt.to_period('M'), whose "
+            "keys follow from the column's bounds."
+        )
     keys = tuple(categories)
     if not keys:
         raise SchemaError(f"categories for {name!r} must not be empty.")
@@ -184,6 +165,8 @@ def _kind_of(series: pd.Series) -> Kind:
         return "other"  # no order and no clamping: never summed
     if pd.api.types.is_bool_dtype(dtype):
         return "boolean"
+    if pd.api.types.is_datetime64_dtype(dtype):
+        return "datetime"  # naive dates; with a time zone they stay "other"
     if pd.api.types.is_numeric_dtype(dtype):
         return "numeric"
     if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_string_dtype(dtype):
@@ -200,10 +183,16 @@ def schema_from_frame(
 ) -> Schema:
     """Build and validate the public schema of a DataFrame.
 
+    A date column (naive ``datetime64``) takes two dates as its bounds
+    (:func:`~dpframe.plan.temporal.check_date_bounds`), kept in
+    :attr:`ColumnInfo.date_bounds`.
+
     Raises:
         SchemaError: for unknown columns in ``bounds``/``categories``, bounds
-            that are not finite or have low > high, bounds on a non-numeric
-            column, empty or duplicate categories, or non-string column names.
+            that are not finite or have low > high, bounds on a column that
+            is neither numeric nor dates, date bounds that are not dates,
+            categories on a date column, empty or duplicate categories, or
+            non-string column names.
     """
     declared: tuple[tuple[object, str], ...] = ((bounds, "bounds"), (categories, "categories"))
     for given, what in declared:  # annotations are not checked at run time
@@ -228,7 +217,15 @@ def schema_from_frame(
         info = ColumnInfo(name=name, kind=kind, dtype=str(series.dtype))
         if kind == "boolean":
             info = replace(info, bounds=(0.0, 1.0), categories=(False, True))
-        if name in bounds:
+        if kind == "datetime" and name in bounds:
+            if _numbers(bounds[name]):
+                raise SchemaError(
+                    f"bounds given for {name!r}, which is not numeric; it holds dates, so its "
+                    "bounds are two dates, e.g. (pd.Timestamp('2000-01-01'), "
+                    "pd.Timestamp('2020-12-31'))."
+                )
+            info = replace(info, date_bounds=check_date_bounds(name, bounds[name]))
+        elif name in bounds:
             if kind not in ("numeric", "boolean"):
                 raise SchemaError(
                     f"bounds given for {name!r}, which is not numeric; declare its "
@@ -240,6 +237,13 @@ def schema_from_frame(
             info = replace(info, categories=cats_t, kind="categorical" if kind == "text" else kind)
         infos.append(info)
     return Schema(tuple(infos))
+
+
+def _numbers(pair: object) -> bool:
+    """True for a pair whose values are all numbers (numeric bounds given for dates)."""
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence):
+        return False
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
 
 
 def _arith_bounds(op: str, a: Bounds, b: Bounds) -> Bounds | None:
@@ -275,11 +279,16 @@ def _postorder(root: Expr) -> list[Expr]:
 
 
 def _node_bounds(
-    expr: Expr, infos: Mapping[str, ColumnInfo], found: dict[int, Bounds | None]
+    expr: Expr,
+    infos: Mapping[str, ColumnInfo],
+    found: dict[int, Bounds | None],
+    facts: Mapping[int, ColumnInfo],
 ) -> Bounds | None:
     """The bounds of ``expr`` given those of its children in ``found`` (by object id)."""
     if isinstance(expr, Col):
         return infos[expr.name].bounds
+    if isinstance(expr, Derived):
+        return facts[id(expr)].bounds
     if isinstance(expr, Lit):
         if isinstance(expr.value, (int, float)):
             value = float(expr.value)
@@ -330,34 +339,79 @@ def _clamp(value: float, clip: Clip) -> float:
     return min(max(value, clip.lower), clip.upper)
 
 
-def _expr_bounds(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> Bounds | None:
+def _expr_bounds(
+    order: list[Expr], infos: Mapping[str, ColumnInfo], facts: Mapping[int, ColumnInfo]
+) -> Bounds | None:
     """Interval-arithmetic bounds of ``order[-1]`` (nodes in post-order), each computed once."""
     found: dict[int, Bounds | None] = {}
     for node in order:
-        found[id(node)] = _node_bounds(node, infos, found)
+        found[id(node)] = _node_bounds(node, infos, found, facts)
     return found[id(order[-1])]
 
 
-_KIND_OF_COLUMN = {"numeric": "number", "boolean": "number", "text": "text", "categorical": "text"}
+def _derived_facts(
+    order: list[Expr], infos: Mapping[str, ColumnInfo], schema: Schema
+) -> dict[int, ColumnInfo]:
+    """The facts of every :class:`Derived` node of ``order`` (post-order), by object id.
 
-
-def _value_kind(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> str:
-    """``number``, ``text`` or ``other`` of ``order[-1]`` (nodes in post-order), checking types.
-
-    Each shared node is checked once, children first (the first offending
-    node in a left-to-right post-order walk is the one reported).
+    A chain of derived nodes is resolved in one pass (each from its
+    operand's facts, found before it); an operand of another type gets its
+    facts from :func:`infer_column`.
     """
-    found: dict[int, str] = {}
+    facts: dict[int, ColumnInfo] = {}
+    for node in order:
+        if isinstance(node, Derived):
+            operand = node.operand
+            base = facts.get(id(operand))
+            if base is None:
+                if isinstance(operand, Col):
+                    base = infos[operand.name]
+                else:
+                    base = infer_column(str(operand), operand, schema)
+            facts[id(node)] = node.facts(str(node), base)
+    return facts
+
+
+_KIND_OF_COLUMN: Mapping[str, ValueKind] = {
+    "numeric": "number",
+    "boolean": "number",
+    "text": "text",
+    "categorical": "text",
+    "datetime": "date",
+}
+
+
+def _column_kind(info: ColumnInfo) -> ValueKind:
+    if info.dtype.startswith("period["):
+        return "period"  # a column assigned from to_period()
+    return _KIND_OF_COLUMN.get(info.kind, "other")
+
+
+def _value_kind(order: list[Expr], infos: Mapping[str, ColumnInfo]) -> ValueKind:
+    """The :data:`~dpframe.plan.columns.ValueKind` of ``order[-1]`` (nodes in post-order).
+
+    Checks the kinds every node gets.  Each shared node is checked once,
+    children first (the first offending node in a left-to-right post-order
+    walk is the one reported).
+    """
+    found: dict[int, ValueKind] = {}
     for node in order:
         if isinstance(node, Col):
-            found[id(node)] = _KIND_OF_COLUMN.get(infos[node.name].kind, "other")
+            found[id(node)] = _column_kind(infos[node.name])
             continue
         if isinstance(node, Lit):
             found[id(node)] = "text" if isinstance(node.value, str) else "number"
             continue
+        if isinstance(node, DateLit):
+            found[id(node)] = "date"
+            continue
         kinds = [found[id(child)] for child in node.children()]
+        if isinstance(node, Derived):
+            found[id(node)] = node.value_kind(kinds[0])
+            continue
         if isinstance(node, (Arith, Neg, Abs, Clip)) and "text" in kinds:
             raise SchemaError(f"Arithmetic needs numbers; {node} involves text.")
+        check_temporal(node, kinds)
         if isinstance(node, Bin) and kinds != ["number"]:
             raise SchemaError(f"cut() needs numbers; {node} bins values that are not numbers.")
         if isinstance(node, Recode):
@@ -387,19 +441,39 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     value_kind = _value_kind(order, infos)
     if isinstance(expr, Col):
         return replace(infos[expr.name], name=name)
+    if isinstance(expr, DateLit):
+        return ColumnInfo(name, "datetime", "datetime64[ns]", date_bounds=(expr.value, expr.value))
+    facts = _derived_facts(order, infos, schema)
+    if isinstance(expr, Derived):
+        return replace(facts[id(expr)], name=name)
     if isinstance(expr, Bucket):
         bins = tuple(range(len(expr.edges) - 1))
         return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
     if isinstance(expr, (Bin, Recode)):
-        return _recoded_column(
-            name, expr, value_kind == "number", _expr_bounds(order, infos), schema
-        )
+        bounds = _expr_bounds(order, infos, facts)
+        return _recoded_column(name, expr, value_kind == "number", bounds, schema)
     if isinstance(expr, (Compare, Logical, IsIn, IsNull, Not)):
         return ColumnInfo(name, "boolean", "bool", (0.0, 1.0), (False, True))
-    for ref in refs:
+    for ref in _direct_refs(expr):
         if not infos[ref].summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
-    return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos))
+    return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos, facts))
+
+
+def _direct_refs(expr: Expr) -> list[str]:
+    """The columns ``expr`` reads other than through a :class:`Derived` node, sorted."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, Derived):
+            continue
+        seen.add(id(node))
+        if isinstance(node, Col):
+            found.add(node.name)
+        stack.extend(node.children())
+    return sorted(found)
 
 
 def _recoded_column(

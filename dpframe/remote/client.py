@@ -24,7 +24,7 @@ from dpframe.errors import (
     DPError,
     InvalidArgumentError,
 )
-from dpframe.plan.codec import encode_node
+from dpframe.plan.codec import column_extras_from_json, encode_node
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.plan.schema import ColumnInfo, Schema
@@ -257,6 +257,7 @@ def _column(data: Mapping[str, Any]) -> ColumnInfo:
         str(data["dtype"]),
         None if bounds is None else (float(bounds[0]), float(bounds[1])),
         None if categories is None else tuple(categories),
+        **column_extras_from_json(data),  # date bounds, maximum text length
     )
 
 

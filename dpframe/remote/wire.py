@@ -29,6 +29,7 @@ import pandas as pd
 
 from dpframe.errors import DPError
 from dpframe.plan.expressions import Expr, expr_from_dict
+from dpframe.plan.temporal import period_from_json
 
 __all__ = [
     "MAX_DEPTH",
@@ -217,6 +218,8 @@ def encode_response(value: Any) -> Any:
         return {
             "$interval": [encode_response(value.left), encode_response(value.right), value.closed]
         }
+    if isinstance(value, pd.Period):  # the keys of .dt.to_period
+        return {"$period": [str(value), value.freqstr]}
     if isinstance(value, pd.IntervalIndex):
         return {
             "$intervalindex": {
@@ -324,6 +327,9 @@ class _ResponseDecoder:
         left, right, closed = body
         interval: pd.Interval = pd.Interval(self.decode(left), self.decode(right), closed=closed)
         return interval
+
+    def _period(self, data: Any, body: Any) -> pd.Period:
+        return period_from_json(data, "A period")
 
     def _intervalindex(self, data: Any, body: Any) -> pd.IntervalIndex:
         pairs = self.decode(body["breaks"])

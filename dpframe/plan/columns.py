@@ -1,0 +1,90 @@
+"""Public facts about one column, and the base class of expressions that derive them.
+
+:class:`ColumnInfo` holds what is public about a column (declared, never
+inferred from the private values): its kind, its dtype's name, numeric
+clamping bounds, date bounds, a text column's maximum length and its public
+keys.  :class:`Derived` is the base of the expressions that compute a new
+column from one operand with facts of their own (the ``.dt`` and ``.str``
+expressions of :mod:`dpframe.plan.temporal` and :mod:`dpframe.plan.text`):
+each says which operand kinds it accepts and which facts its result has, so
+:func:`dpframe.plan.schema.infer_column` needs no case per node type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import Expr
+
+__all__ = ["Bounds", "ColumnInfo", "DateBounds", "Derived", "Kind", "ValueKind"]
+
+Kind = Literal["numeric", "boolean", "categorical", "text", "datetime", "other"]
+Bounds: TypeAlias = tuple[float, float]
+DateBounds: TypeAlias = "tuple[pd.Timestamp, pd.Timestamp]"
+#: The kind of a value in an expression: numbers (booleans included), text, dates,
+#: periods (``to_period``) or anything else; :func:`dpframe.plan.schema.infer_column`
+#: checks that each node gets the kinds it accepts.
+ValueKind = Literal["number", "text", "date", "period", "other"]
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """Public facts about one column.
+
+    Attributes:
+        name: the column name.
+        kind: numeric, boolean, categorical, text, datetime or other.
+        dtype: the pandas dtype's name.
+        bounds: declared (or derived) clamping bounds, or None.
+        categories: declared (or derived) public keys, or None.
+        date_bounds: a date column's declared first and last dates (naive
+            :class:`pandas.Timestamp` objects), or None.
+        max_length: a text column's declared (or derived) maximum length in
+            characters (longer values are truncated), or None.
+    """
+
+    name: str
+    kind: Kind
+    dtype: str
+    bounds: Bounds | None = None
+    categories: tuple[Hashable, ...] | None = None
+    date_bounds: DateBounds | None = None
+    max_length: int | None = None
+
+    @property
+    def summable(self) -> bool:
+        """Numeric or boolean: can be summed and averaged."""
+        return self.kind in ("numeric", "boolean")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Derived(Expr):
+    """An expression computing a column from one ``operand``, with facts of its own.
+
+    Subclasses add their parameters as fields after ``operand`` and implement
+    :meth:`value_kind` (checking the operand's kind), :meth:`facts` (the
+    result's kind, bounds, keys...), :meth:`params`, :meth:`node_dict` and
+    :meth:`pieces`.
+    """
+
+    operand: Expr
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.operand, Expr):
+            raise SchemaError(f"{type(self).__name__} needs a column expression as its operand.")
+
+    def children(self) -> tuple[Expr, ...]:  # noqa: D102
+        return (self.operand,)
+
+    def value_kind(self, operand: ValueKind) -> ValueKind:
+        """The kind of this node's values, given its operand's; a :class:`SchemaError` if wrong."""
+        raise NotImplementedError
+
+    def facts(self, name: str, operand: ColumnInfo) -> ColumnInfo:
+        """The public facts of the column ``name`` this node computes from ``operand``'s."""
+        raise NotImplementedError
