@@ -37,7 +37,7 @@ def pf(session: dp.Session, cps: pd.DataFrame) -> dp.PrivateFrame:
         ("series", "idxmax", r"groupby\(key\)\.argmax"),
         ("frame", "max", r"PrivateFrame has no attribute 'max'.*quantile\(1\.0"),
         ("frame", "merge", r"join a public table before loading"),
-        ("frame", "query", r"filter with expressions"),
+        ("frame", "sort_values", r"value_counts\(epsilon=\.\.\.\)\.nlargest\(k\)"),
         ("groupby", "median", r"PrivateGroupBy has no attribute 'median'.*median\(epsilon"),
         ("groupby", "apply", r"PrivateGroupBy has no attribute 'apply'.*expressions"),
     ],

@@ -26,6 +26,7 @@ from dpframe.api.node_builders import (
     require_bounds,
 )
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.aggregates import reordered
 from dpframe.mechanisms.results import grouped_series
 from dpframe.mechanisms.shares import shares
 from dpframe.plan.expressions import Clip, Col, Expr
@@ -455,7 +456,7 @@ class PrivateSeries(RowGuard):
             order = np.argsort(-counts.to_numpy(), kind="stable")
             sorted_counts: pd.Series = counts.iloc[order]
             sorted_counts.attrs = {}
-            sorted_counts.attrs["dpframe"] = _reorder(counts.attrs["dpframe"], order)
+            sorted_counts.attrs["dpframe"] = reordered(counts.attrs["dpframe"], order)
             counts = sorted_counts
         return shares(counts) if normalize else counts  # shares: post-processing
 
@@ -568,6 +569,15 @@ class PrivateSeries(RowGuard):
 
     # -- accessors (last: a property named ``str`` hides the builtin in later annotations) --
 
+    def __dir__(self) -> list[str]:
+        """What works on this column: ``dt`` only on dates, ``str`` only on text (as pandas)."""
+        hidden = set()
+        if self._info.kind != "datetime":
+            hidden.add("dt")
+        if self._info.kind not in ("text", "categorical"):
+            hidden.add("str")
+        return [name for name in super().__dir__() if name not in hidden]
+
     @property
     def dt(self) -> DatetimeAccessor:
         """Calendar fields and periods of a date column, as ``Series.dt`` (free)."""
@@ -581,16 +591,3 @@ class PrivateSeries(RowGuard):
         from dpframe.api.accessors import StringAccessor
 
         return StringAccessor(self)
-
-
-def _reorder(meta: Any, order: np.ndarray) -> Any:
-    """A grouped release's metadata with its cells in a new order (post-processing)."""
-    from dpframe.mechanisms.aggregates import IntervalModel
-
-    model = meta.intervals
-    if isinstance(model, IntervalModel):
-        model = dataclasses.replace(model, noisy=tuple(a[order] for a in model.noisy))
-    values = None if meta.values is None else meta.values[order]
-    return dataclasses.replace(
-        meta, index=meta.index[order], scales=meta.scales[order], intervals=model, values=values
-    )

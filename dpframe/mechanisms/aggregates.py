@@ -31,8 +31,10 @@ Accuracy:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +58,7 @@ __all__ = [
     "measures_for",
     "noise_plan",
     "release_aggregate",
+    "reordered",
     "spread_of",
     "spreads_of",
 ]
@@ -344,3 +347,14 @@ def release_aggregate(
     values, scales = _combine(agg, noisy, noise)
     model = IntervalModel(agg.statistic, tuple(noisy), tuple(noise), agg.bounds)
     return AggregateResult(values, scales, tuple(noise), model)
+
+
+def reordered(meta: Any, order: npt.NDArray[np.intp]) -> Any:
+    """A grouped release's metadata with its cells in a new order (post-processing)."""
+    model = meta.intervals
+    if isinstance(model, IntervalModel):
+        model = dataclasses.replace(model, noisy=tuple(a[order] for a in model.noisy))
+    values = None if meta.values is None else meta.values[order]
+    return dataclasses.replace(
+        meta, index=meta.index[order], scales=meta.scales[order], intervals=model, values=values
+    )
