@@ -9,7 +9,9 @@ the declared kind instead: a value that does not convert becomes missing
 (handled like NaN: it adds nothing and is not counted), exactly as if the
 data had been clean.  Conversion is row by row, so it depends on no other row.
 
-Kinds: ``"numeric"`` (float64), ``"boolean"`` (True/False/1/0, else missing;
+Kinds: ``"numeric"`` (float64), ``"integer"`` (read as ``"numeric"``; the
+schema shows ``Int64`` and quantiles answer with whole numbers: their public
+candidates are integers), ``"boolean"`` (True/False/1/0, else missing;
 pandas' nullable ``boolean``), ``"text"`` (pandas' ``string``; numbers become
 their text, whole floats without ``.0``: a numeric column with a missing value
 is float, and its 1000 must still read "1000").  Columns neither declared nor
@@ -27,17 +29,25 @@ import pandas as pd
 from dpframe.errors import SchemaError
 from dpframe.plan.schema import Schema
 
-__all__ = ["DeclaredKind", "apply_declared_kinds", "declared_kinds", "declared_schema"]
+__all__ = [
+    "INTEGER_DTYPE",
+    "DeclaredKind",
+    "apply_declared_kinds",
+    "declared_kinds",
+    "declared_schema",
+]
 
-DeclaredKind = Literal["numeric", "boolean", "text"]
+DeclaredKind = Literal["numeric", "integer", "boolean", "text"]
 
 _ALIASES: Mapping[str, DeclaredKind] = {
     "numeric": "numeric",
     "number": "numeric",
     "float": "numeric",
     "float64": "numeric",
-    "int": "numeric",
-    "int64": "numeric",
+    "int": "integer",
+    "int64": "integer",
+    "Int64": "integer",
+    "integer": "integer",
     "boolean": "boolean",
     "bool": "boolean",
     "text": "text",
@@ -75,8 +85,8 @@ def declared_kinds(
         declared = _ALIASES.get(kind) if isinstance(kind, str) else None
         if declared is None:
             raise SchemaError(
-                f"dtypes[{name!r}] must be 'numeric', 'boolean' or 'text' (or a pandas "
-                "name of one of them, e.g. 'float64', 'bool', 'string')."
+                f"dtypes[{name!r}] must be 'numeric', 'boolean' or 'text' (or 'integer', or "
+                "a pandas name of one of them, e.g. 'float64', 'int64', 'bool', 'string')."
             )
         kinds[name] = declared
     for name in bounds or {}:
@@ -98,7 +108,7 @@ def declared_kinds(
 
 def _convert(series: pd.Series, kind: DeclaredKind) -> pd.Series:
     dtype = series.dtype
-    if kind == "numeric":
+    if kind in ("numeric", "integer"):
         if pd.api.types.is_bool_dtype(dtype):
             return series.astype("float64")
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
@@ -177,12 +187,21 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
     return pd.DataFrame(columns, index=data.index, copy=False)
 
 
-_DTYPES: Mapping[DeclaredKind, str] = {"numeric": "float64", "boolean": "boolean", "text": "string"}
+#: The dtype a declared column is evaluated as (an integer column too is read as numbers).
+_DTYPES: Mapping[DeclaredKind, str] = {
+    "numeric": "float64",
+    "integer": "float64",
+    "boolean": "boolean",
+    "text": "string",
+}
+#: The dtype the public schema shows: the declared kind, never the data's dtype.
+INTEGER_DTYPE = "Int64"
+_SHOWN: Mapping[DeclaredKind, str] = {**_DTYPES, "integer": INTEGER_DTYPE}
 
 
 def _already(dtype: Any, kind: DeclaredKind) -> bool:
     """True when a column of ``dtype`` needs no conversion to ``kind``."""
-    if kind == "numeric":
+    if kind in ("numeric", "integer"):
         return bool(
             pd.api.types.is_numeric_dtype(dtype)
             and not pd.api.types.is_bool_dtype(dtype)
@@ -202,9 +221,11 @@ def declared_schema(schema: Schema, kinds: Mapping[str, DeclaredKind]) -> Schema
 
     A numeric column is evaluated as float64 anyway; showing ``int64`` for a
     clean column and ``float64`` for one with a missing value would reveal that
-    a value is missing.
+    a value is missing.  A column declared ``"integer"`` shows ``Int64``
+    (whole numbers, missing allowed): that is how quantiles know to choose
+    among integers (:data:`INTEGER_DTYPE`).
     """
     for name, kind in kinds.items():
         if name in schema:
-            schema = schema.with_column(replace(schema.get(name), dtype=_DTYPES[kind]))
+            schema = schema.with_column(replace(schema.get(name), dtype=_SHOWN[kind]))
     return schema
