@@ -103,23 +103,45 @@ def _settle(x: Fraction, word: int, rng: SecureRandom) -> bool:
         digits += 25
 
 
-def _far_coins(count: int, rng: SecureRandom) -> npt.NDArray[np.bool_]:
-    """``count`` coins of exp(−CAP), each from a uniform 62-bit word U drawn in two parts.
+def _far_accepted(far: npt.NDArray[np.bool_], rng: SecureRandom) -> npt.NDArray[np.intp]:
+    """Where coins of exp(−CAP) succeed among the positions ``far``, each from a 62-bit word U.
 
-    U's top 16 bits come first; the coin can only succeed when U < B (about
-    21), so only the words whose top bits are all 0 (one in 65,536) draw
-    their remaining 46 bits.  U is exactly uniform either way.
+    Every position draws U's top 16 bits (the far ones use them); the coin
+    can only succeed when U < B (about 21), so only the far words whose top
+    bits are all 0 (one in 65,536) draw their remaining 46 bits.  U is
+    exactly uniform either way.
     """
-    coins = np.zeros(count, dtype=np.bool_)
-    top = rng.uniform_below(2**16, count)
+    top = rng.uniform_below(2**16, far.shape[0])
+    hits = np.flatnonzero((top == 0) & far)
+    if not hits.size:
+        return hits
     low_end, high_end = (int(v[0]) for v in _thresholds(np.array([math.exp(-_CAP)])))
-    for i in np.flatnonzero(top == 0):
-        word = rng.randbits(_WORD_BITS - 16)  # U = 0·2⁴⁶ + these bits
-        if word < low_end:
-            coins[i] = True
-        elif word < high_end:
-            coins[i] = _settle(Fraction(_CAP), word, rng)
-    return coins
+    words = rng.uniform_below(2 ** (_WORD_BITS - 16), hits.size)  # U = 0·2⁴⁶ + these bits
+    accepted = words < low_end
+    for i in np.flatnonzero((words >= low_end) & (words < high_end)):
+        accepted[i] = _settle(Fraction(_CAP), int(words[i]), rng)
+    return hits[accepted]
+
+
+def _accepted(flat: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> npt.NDArray[np.intp]:
+    """The sorted positions i whose coin of exp(−flat_i·factor) succeeds (see :func:`exp_coins`)."""
+    # x ≥ CAP exactly: gap ≥ ceil(CAP / factor), an exact integer threshold.
+    far = np.asarray(flat >= math.ceil(Fraction(_CAP) / factor), dtype=np.bool_)
+    survivors = _far_accepted(far, rng)
+    if survivors.size:  # x − CAP = (gap·a − CAP·b)/b for factor = a/b
+        a, b = factor.numerator, factor.denominator
+        rest = np.array([int(flat[i]) * a - _CAP * b for i in survivors], dtype=object)
+        survivors = survivors[bernoulli_exp_array(rest, b, rng)]
+    near = np.flatnonzero(~far)
+    values = flat[near]
+    zero = np.asarray(values == 0, dtype=np.bool_)
+    words = rng.uniform_below(_WORD, near.size)
+    x = values.astype(np.float64) * float(factor)
+    low, high = _thresholds(np.exp(-x))
+    coins = (words < low) | zero
+    for i in np.flatnonzero((words >= low) & (words < high) & ~zero):
+        coins[i] = _settle(int(values[i]) * factor, int(words[i]), rng)
+    return np.sort(np.concatenate((near[coins], survivors)))
 
 
 def exp_coins(gaps: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> npt.NDArray[np.bool_]:
@@ -130,7 +152,7 @@ def exp_coins(gaps: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> np
     (both exact consequences of V = (U + W)/2⁶² < exp(−x) for a uniform
     real V whose first 62 bits are U), and A ≤ U < B (probability below
     2⁻³⁹) is settled exactly by :func:`_settle`.  For x ≥ 40 the coin is
-    the product of a coin of exp(−40) drawn the same way (:func:`_far_coins`)
+    the product of a coin of exp(−40) drawn the same way (:func:`_far_accepted`)
     and, when that one succeeds (probability 4·10⁻¹⁸), an exact coin of
     exp(−(x − 40)) from :func:`~dpframe.noise.bernoulli_exp_array`.  A gap
     of 0 is always accepted.
@@ -140,28 +162,10 @@ def exp_coins(gaps: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> np
         factor: ε/(2Δ) > 0, exact.
         rng: the secure random source.
     """
-    shape = np.shape(gaps)
     flat = np.asarray(gaps).reshape(-1)
-    # x ≥ CAP exactly: gap ≥ ceil(CAP / factor), an exact integer threshold.
-    far = np.asarray(flat >= math.ceil(Fraction(_CAP) / factor), dtype=np.bool_)
-    coins = _far_coins(flat.shape[0], rng) & far
-    survivors = np.flatnonzero(coins)
-    if survivors.size:  # x − CAP = (gap·a − CAP·b)/b for factor = a/b
-        a, b = factor.numerator, factor.denominator
-        rest = np.array([int(flat[i]) * a - _CAP * b for i in survivors], dtype=object)
-        coins[survivors] = bernoulli_exp_array(rest, b, rng)
-    zero = np.asarray(flat == 0, dtype=np.bool_)
-    coins |= zero
-    near = np.flatnonzero(~(far | zero))
-    if near.size:
-        values = flat[near]
-        words = rng.uniform_below(_WORD, near.size)
-        low, high = _thresholds(np.exp(-(values.astype(np.float64) * float(factor))))
-        near_coins = words < low
-        for i in np.flatnonzero((words >= low) & (words < high)):
-            near_coins[i] = _settle(int(values[i]) * factor, int(words[i]), rng)
-        coins[near] = near_coins
-    return coins.reshape(shape)
+    coins = np.zeros(flat.shape[0], dtype=np.bool_)
+    coins[_accepted(flat, factor, rng)] = True
+    return coins.reshape(np.shape(gaps))
 
 
 def permute_and_flip_rows(
@@ -190,9 +194,12 @@ def permute_and_flip_rows(
         raise InvalidBudgetError("permute_and_flip_rows needs a 2-D array with candidates.")
     if values.shape[0] == 0:
         return np.zeros(0, dtype=np.intp)
+    rows, width = values.shape
     gaps = values.max(axis=1, keepdims=True) - values
-    coins = exp_coins(gaps, Fraction(epsilon) / (2 * sensitivity), rng)
-    accepted = coins.sum(axis=1)
-    rank = rng.uniform_below(accepted.astype(np.int64), accepted.shape[0])
-    running = np.cumsum(coins, axis=1)
-    return np.asarray(np.argmax(running > rank[:, None], axis=1), dtype=np.intp)
+    accepted = _accepted(gaps.reshape(-1), Fraction(epsilon) / (2 * sensitivity), rng)
+    # Each row's best candidate is accepted: every row has at least one position.
+    row_of = accepted // width
+    first = np.searchsorted(row_of, np.arange(rows))
+    count = np.diff(np.append(first, accepted.size))
+    rank = rng.uniform_below(count.astype(np.int64), rows)
+    return np.asarray(accepted[first + rank] - np.arange(rows) * width, dtype=np.intp)

@@ -181,7 +181,11 @@ def below_candidates(
     rows = np.asarray(counts).reshape(-1, np.shape(counts)[-1]).astype(np.int64)
     cumulative = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=np.int64)
     np.cumsum(rows, axis=1, out=cumulative[:, 1:])
-    below = cumulative[:, bins.below]
+    positions = bins.below
+    if positions.size and np.array_equal(positions, np.arange(positions[0], positions[-1] + 1)):
+        below = cumulative[:, positions[0] : positions[-1] + 1]  # a view: no copy
+    else:
+        below = cumulative[:, positions]
     upto = below if bins.upto is bins.below else cumulative[:, bins.upto]
     return below, upto, cumulative[:, -1].copy()
 
@@ -198,7 +202,14 @@ def quantile_utilities(
     low, high = np.atleast_2d(below), np.atleast_2d(upto)
     n = np.asarray(totals).reshape(-1, 1)
     num, den = q.numerator, q.denominator
-    if den < 2**31 and num < 2**31:  # |terms| < 2**31 · 2**31: int64
+    small = den < 2**31 and num < 2**31  # |terms| < 2**31 · 2**31: int64
+    if high is low and small:  # no equality bins: −|den·#{x < c} − num·n|, in place
+        utilities = low * np.int64(den)
+        utilities -= n * np.int64(num)
+        np.abs(utilities, out=utilities)
+        np.negative(utilities, out=utilities)
+        return utilities
+    if small:
         target = n * np.int64(num)
         over = low * np.int64(den) - target
         under = target - high * np.int64(den)
