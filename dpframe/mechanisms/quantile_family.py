@@ -207,14 +207,17 @@ def _counted(node: GroupedQuantile) -> Aggregate:
 
 def _group_index(node: GroupedQuantile) -> pd.Index:
     names = [k.name for k in node.by]
-    if node.scalar:
-        if len(node.by) == 1:
-            return pd.Index(list(node.by[0].categories), name=names[0], dtype=object)
-        return pd.MultiIndex.from_product([list(k.categories) for k in node.by], names=names)
-    levels = [float(q) for q in node.levels]
-    return pd.MultiIndex.from_product(
-        [*(list(k.categories) for k in node.by), levels], names=[*names, None]
-    )
+    index: pd.Index
+    if node.scalar and len(node.by) == 1:
+        index = pd.Index(list(node.by[0].categories), name=names[0], dtype=object)
+    elif node.scalar:
+        index = pd.MultiIndex.from_product([list(k.categories) for k in node.by], names=names)
+    else:
+        levels = [float(q) for q in node.levels]
+        index = pd.MultiIndex.from_product(
+            [*(list(k.categories) for k in node.by), levels], names=[*names, None]
+        )
+    return index
 
 
 class GroupedQuantileFamily(Family[GroupedQuantile]):

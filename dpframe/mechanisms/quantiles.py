@@ -204,7 +204,7 @@ def quantile_utilities(
     num, den = q.numerator, q.denominator
     small = den < 2**31 and num < 2**31  # |terms| < 2**31 · 2**31: int64
     if high is low and small:  # no equality bins: −|den·#{x < c} − num·n|, in place
-        utilities = low * np.int64(den)
+        utilities: npt.NDArray[Any] = low * np.int64(den)
         utilities -= n * np.int64(num)
         np.abs(utilities, out=utilities)
         np.negative(utilities, out=utilities)
@@ -217,7 +217,7 @@ def quantile_utilities(
         target = n.astype(object) * num
         over = low.astype(object) * den - target
         under = target - high.astype(object) * den
-    return -np.maximum(np.maximum(over, under), 0)
+    return np.asarray(-np.maximum(np.maximum(over, under), 0))
 
 
 def select_quantile(
