@@ -91,15 +91,15 @@ def test_undecided_coins_are_settled_exactly(monkeypatch: pytest.MonkeyPatch) ->
 
 
 class _Forced:
-    """A random source whose 16-bit prefixes and 46-bit rests are given words (the rest real)."""
+    """A random source whose 8-bit word tops are 0 and 54-bit rests are given (the rest real)."""
 
     def __init__(self, rest: int) -> None:
         self.rest = rest
 
     def uniform_below(self, m: Any, size: int) -> np.ndarray:
-        if isinstance(m, int) and m == 2**16:
+        if isinstance(m, int) and m == 2**8:
             return np.zeros(size, dtype=np.int64)
-        if isinstance(m, int) and m == 2**46:
+        if isinstance(m, int) and m == 2**54:
             return np.full(size, self.rest, dtype=np.int64)
         return RNG.uniform_below(m, size)
 

@@ -103,45 +103,75 @@ def _settle(x: Fraction, word: int, rng: SecureRandom) -> bool:
         digits += 25
 
 
-def _far_accepted(far: npt.NDArray[np.bool_], rng: SecureRandom) -> npt.NDArray[np.intp]:
-    """Where coins of exp(−CAP) succeed among the positions ``far``, each from a 62-bit word U.
+#: Bits of every coin's word drawn first; the rest (54 bits) only where they are needed.
+_TOP_BITS = 8
+_REST_BITS = _WORD_BITS - _TOP_BITS
 
-    Every position draws U's top 16 bits (the far ones use them); the coin
-    can only succeed when U < B (about 21), so only the far words whose top
-    bits are all 0 (one in 65,536) draw their remaining 46 bits.  U is
-    exactly uniform either way.
-    """
-    top = rng.uniform_below(2**16, far.shape[0])
-    hits = np.flatnonzero((top == 0) & far)
-    if not hits.size:
-        return hits
-    low_end, high_end = (int(v[0]) for v in _thresholds(np.array([math.exp(-_CAP)])))
-    words = rng.uniform_below(2 ** (_WORD_BITS - 16), hits.size)  # U = 0·2⁴⁶ + these bits
-    accepted = words < low_end
-    for i in np.flatnonzero((words >= low_end) & (words < high_end)):
-        accepted[i] = _settle(Fraction(_CAP), int(words[i]), rng)
-    return hits[accepted]
+
+def _decide(
+    words: npt.NDArray[np.int64],
+    gaps: npt.NDArray[Any],
+    factor: Fraction,
+    p: npt.NDArray[np.float64],
+    rng: SecureRandom,
+) -> npt.NDArray[np.bool_]:
+    """V = (U + W)/2⁶² < exp(−gap·factor) for 62-bit words U: float bounds, else exact."""
+    low, high = _thresholds(p)
+    coins = words < low
+    for i in np.flatnonzero((words >= low) & (words < high)):
+        coins[i] = _settle(int(gaps[i]) * factor, int(words[i]), rng)
+    return coins
 
 
 def _accepted(flat: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> npt.NDArray[np.intp]:
-    """The sorted positions i whose coin of exp(−flat_i·factor) succeeds (see :func:`exp_coins`)."""
+    """The sorted positions i whose coin of exp(−flat_i·factor) succeeds (see :func:`exp_coins`).
+
+    Every coin's uniform 62-bit word U = T·2⁵⁴ + R is drawn in two parts:
+    the top 8 bits T for every coin, and the rest R only where T does not
+    decide.  With integer bounds a ≤ exp(−x)·2⁸ ≤ b (from float64, with the
+    margin of :func:`_thresholds`), T < a accepts (U < (T + 1)·2⁵⁴ ≤ a·2⁵⁴)
+    and T ≥ b rejects; a far coin (x ≥ 40: exp(−40)·2⁶² < 21) can only
+    succeed when T = 0.  U is exactly uniform either way, so the coins are
+    those of :func:`exp_coins`.
+    """
+    n = flat.shape[0]
+    top = rng.uniform_below(2**_TOP_BITS, n)
     # x ≥ CAP exactly: gap ≥ ceil(CAP / factor), an exact integer threshold.
     far = np.asarray(flat >= math.ceil(Fraction(_CAP) / factor), dtype=np.bool_)
-    survivors = _far_accepted(far, rng)
-    if survivors.size:  # x − CAP = (gap·a − CAP·b)/b for factor = a/b
-        a, b = factor.numerator, factor.denominator
-        rest = np.array([int(flat[i]) * a - _CAP * b for i in survivors], dtype=object)
-        survivors = survivors[bernoulli_exp_array(rest, b, rng)]
-    near = np.flatnonzero(~far)
-    values = flat[near]
-    zero = np.asarray(values == 0, dtype=np.bool_)
-    words = rng.uniform_below(_WORD, near.size)
-    x = values.astype(np.float64) * float(factor)
-    low, high = _thresholds(np.exp(-x))
-    coins = (words < low) | zero
-    for i in np.flatnonzero((words >= low) & (words < high) & ~zero):
-        coins[i] = _settle(int(values[i]) * factor, int(words[i]), rng)
-    return np.sort(np.concatenate((near[coins], survivors)))
+    found: list[npt.NDArray[np.intp]] = []
+    hits = np.flatnonzero((top == 0) & far)  # U < 2⁵⁴: the first stage may succeed
+    if hits.size:
+        rest = rng.uniform_below(2**_REST_BITS, hits.size)  # U = 0·2⁵⁴ + rest
+        cap = np.full(hits.size, _CAP, dtype=np.int64)
+        p_cap = np.full(hits.size, math.exp(-_CAP))
+        survivors = hits[_decide(rest, cap, Fraction(1), p_cap, rng)]
+        if survivors.size:  # x − CAP = (gap·a − CAP·b)/b for factor = a/b
+            a, b = factor.numerator, factor.denominator
+            left = np.array([int(flat[i]) * a - _CAP * b for i in survivors], dtype=object)
+            found.append(survivors[bernoulli_exp_array(left, b, rng)])
+    everything = not far.any()
+    near = np.arange(n) if everything else np.flatnonzero(~far)
+    if near.size:
+        values = flat if everything else flat[near]
+        x = values.astype(np.float64)
+        x *= -float(factor)
+        p = np.exp(x, out=x)
+        scaled = p * float(2**_TOP_BITS)
+        upper = np.ceil(scaled * (1.0 + _MARGIN))
+        upper += 1.0
+        scaled *= 1.0 - _MARGIN
+        lower = np.floor(scaled, out=scaled)
+        lower -= 1.0
+        word_top = top if everything else top[near]
+        coins = word_top < lower
+        coins |= values == 0
+        pending = np.flatnonzero((word_top >= lower) & (word_top < upper) & (values != 0))
+        if pending.size:
+            rest = rng.uniform_below(2**_REST_BITS, pending.size)
+            words = (word_top[pending] << _REST_BITS) + rest
+            coins[pending] = _decide(words, values[pending], factor, p[pending], rng)
+        found.append(near[coins])
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
 
 
 def exp_coins(gaps: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> npt.NDArray[np.bool_]:
@@ -152,7 +182,7 @@ def exp_coins(gaps: npt.NDArray[Any], factor: Fraction, rng: SecureRandom) -> np
     (both exact consequences of V = (U + W)/2⁶² < exp(−x) for a uniform
     real V whose first 62 bits are U), and A ≤ U < B (probability below
     2⁻³⁹) is settled exactly by :func:`_settle`.  For x ≥ 40 the coin is
-    the product of a coin of exp(−40) drawn the same way (:func:`_far_accepted`)
+    the product of a coin of exp(−40) drawn the same way (:func:`_accepted`)
     and, when that one succeeds (probability 4·10⁻¹⁸), an exact coin of
     exp(−(x − 40)) from :func:`~dpframe.noise.bernoulli_exp_array`.  A gap
     of 0 is always accepted.
