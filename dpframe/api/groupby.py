@@ -12,8 +12,9 @@ Results are plain pandas Series (one entry per declared key), so pandas'
 own methods work on the released values as free post-processing:
 ``pf.groupby("region")["wage"].mean(epsilon=1).idxmax()`` names the region
 with the largest *released* mean (``.nlargest(3)``, ``.sort_values()`` and
-``.rank()`` likewise).  There is no ``groupby(...).idxmax(...)``: pandas has
-none; ``argmax(...)`` selects the key privately in one release instead.
+``.rank()`` likewise).  A group-by has no ``idxmax``: pandas' would name each
+group's row with the largest value (a private row); ``argmax(...)`` selects
+the key with the largest count, sum or mean privately, in one release.
 """
 
 from __future__ import annotations
