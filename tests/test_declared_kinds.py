@@ -54,7 +54,7 @@ def test_boolean_declaration_reads_true_false_one_zero() -> None:
     ("declared", "match"),
     [
         ({"dtypes": {"nope": "numeric"}}, "Unknown column 'nope' in dtypes="),
-        ({"dtypes": {"x": "complex"}}, "must be 'numeric', 'boolean' or 'text'"),
+        ({"dtypes": {"x": "complex"}}, "must be 'numeric', 'integer', 'boolean' or 'text'"),
         ({"dtypes": ["x"]}, "dtypes= takes a dict"),
         ({"dtypes": {"x": "text"}, "bounds": {"x": (0, 1)}}, "declared as text"),
     ],

@@ -38,7 +38,8 @@ def pf(session: dp.Session, cps: pd.DataFrame) -> dp.PrivateFrame:
         ("frame", "max", r"PrivateFrame has no attribute 'max'.*quantile\(1\.0"),
         ("frame", "merge", r"join a public table before loading"),
         ("frame", "sort_values", r"value_counts\(epsilon=\.\.\.\)\.nlargest\(k\)"),
-        ("groupby", "median", r"PrivateGroupBy has no attribute 'median'.*median\(epsilon"),
+        ("groupby", "idxmax", r"PrivateGroupBy has no attribute 'idxmax'.*groupby\(key\)\.argmax"),
+        ("frame", "median", r"PrivateFrame has no attribute 'median'.*pf\['col'\]\.median"),
         ("groupby", "apply", r"PrivateGroupBy has no attribute 'apply'.*expressions"),
     ],
 )

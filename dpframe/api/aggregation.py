@@ -114,6 +114,7 @@ def agg_node(
             "agg() per group needs declared keys: pass categories={...} when loading, "
             "or find them first with pf.discover_keys(column, epsilon=..., delta=...)."
         )
+    chosen = tuple(_median_candidates(frame, cell) for cell in cells)
     return Agg(
         plan=frame._plan,
         privacy=request,
@@ -121,7 +122,18 @@ def agg_node(
         by=keys,
         weights=_weights(weights, len(cells)),
         layout=layout,
+        candidates=chosen if any(chosen) else (),
     )
+
+
+def _median_candidates(frame: PrivateFrame, cell: AggCell) -> tuple[float, ...]:
+    """A median's public candidates: the integers within the bounds for an integer column."""
+    from dpframe.api.node_builders import quantile_candidates
+
+    _, expr, statistic, bounds = cell
+    if statistic != "median" or bounds is None or not isinstance(expr, Col):
+        return ()
+    return quantile_candidates(frame._schema.get(expr.name), bounds, None)
 
 
 def _weights(weights: object, count: int) -> tuple[int, ...]:

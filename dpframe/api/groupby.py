@@ -7,6 +7,14 @@ noisy count, free (``result.dp.undeclared``, never an index entry), with a
 warning when that count is clearly above its noise (a misspelled or
 differently cased key).  Groups are disjoint, so one charge of ε covers every
 group (parallel composition).
+
+Results are plain pandas Series (one entry per declared key), so pandas'
+own methods work on the released values as free post-processing:
+``pf.groupby("region")["wage"].mean(epsilon=1).idxmax()`` names the region
+with the largest *released* mean (``.nlargest(3)``, ``.sort_values()`` and
+``.rank()`` likewise).  A group-by has no ``idxmax``: pandas' would name each
+group's row with the largest value (a private row); ``argmax(...)`` selects
+the key with the largest count, sum or mean privately, in one release.
 """
 
 from __future__ import annotations
@@ -19,7 +27,12 @@ import pandas as pd
 
 from dpframe.api import aggregation
 from dpframe.api.frame import PrivateFrame
-from dpframe.api.node_builders import argmax_node, request_of, require_bounds
+from dpframe.api.node_builders import (
+    argmax_node,
+    grouped_quantile_node,
+    request_of,
+    require_bounds,
+)
 from dpframe.api.teaching import missing_attribute
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import GroupedRelease
@@ -28,6 +41,8 @@ from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
     from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
 __all__ = ["PrivateGroupBy"]
@@ -184,6 +199,9 @@ class PrivateGroupBy:
         Privacy and Accuracy: as :meth:`PrivateSeries.mean`, each group with its
         own privately chosen centre; one charge covers all groups (they are
         disjoint).
+
+        The result is a pandas Series of released values: ``.idxmax()``,
+        ``.nlargest(k)`` and ``.sort_values()`` on it are free post-processing.
         """
         return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
 
@@ -208,6 +226,83 @@ class PrivateGroupBy:
     ) -> pd.Series:
         """Clamped standard deviation per group."""
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
+
+    def quantile(
+        self,
+        q: float | Sequence[float] = 0.5,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
+    ) -> pd.Series:
+        """The q-quantile(s) of the selected column in every group, in one charge.
+
+        As pandas: a scalar q gives a Series indexed by the keys; a list gives
+        a Series indexed by (key, q).  Keys must be declared (refused before
+        the charge otherwise).  Candidates as :meth:`PrivateSeries.quantile`:
+        the 4,097-point grid over the bounds, the integers within the bounds
+        for a column declared integer, or ``candidates=``.
+
+        Privacy: ε-DP.  One exponential-mechanism selection (permute-and-flip,
+        utility sensitivity max(q, 1 − q) ranks) per group and level; the
+        groups are disjoint, so each group's selections get the whole ε
+        (parallel composition), and a list of q splits it evenly.  With a
+        privacy unit of k rows each group's utility is calibrated to k rows
+        and the unit's loss over the groups it reaches adds up to at most ε
+        (docs/proofs/grouped_quantiles.md).  The rows whose key is not
+        declared are counted, free, in ``result.dp.undeclared``.
+
+        Accuracy: in each group, with probability 1 − β the released value's
+        rank in its group misses q·n_group by at most (2·max(q, 1 − q)·k/ε_q)·
+        ln(C/β) more than the best of the C candidates (``explain`` states the
+        95% figure); a group with few rows is close to a uniform choice.
+
+        Args:
+            q: a level in [0, 1], or a list of levels.
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            candidates: public candidate values (sorted, finite, within the bounds).
+
+        Example:
+            >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
+        """
+        node = grouped_quantile_node(
+            self._frame,
+            self._keys,
+            self._column,
+            q,
+            request_of(epsilon, delta, rho, privacy),
+            candidates,
+        )
+        result = cast("pd.Series", self._frame._session.run(node))
+        warn_undeclared(result)
+        return result
+
+    def median(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
+    ) -> pd.Series:
+        """The median of the selected column in every group (see :meth:`quantile`).
+
+        Privacy: ε-DP, one charge for all groups (disjoint).  Accuracy: in each
+        group the rank error is within (2k/ε)·ln(C/β) of the best candidate's
+        with probability 1 − β.
+
+        Example:
+            >>> pf.groupby("region")["wage"].median(epsilon=1).idxmax()  # doctest: +SKIP
+        """
+        return self.quantile(
+            0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
+        )
 
     def argmax(
         self,

@@ -9,22 +9,27 @@ Nothing here reads data or charges anything; a bad argument raises a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+import numbers
+from collections.abc import Iterable, Mapping, Sequence, Sized
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from dpframe.backends.declared import INTEGER_DTYPE
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.kde import check_bandwidth
-from dpframe.mechanisms.quantiles import check_quantile
+from dpframe.mechanisms.quantiles import check_quantile, integer_candidates
 from dpframe.plan.expressions import Bucket, Col, Expr
 from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
 from dpframe.plan.privacy import Number, PrivacyRequest
 from dpframe.plan.releases import (
+    MAX_CANDIDATES,
     ArgMax,
     Describe,
+    GroupedQuantile,
     KernelDensity,
     Mode,
     Quantile,
@@ -32,6 +37,7 @@ from dpframe.plan.releases import (
     SanitizedCopy,
     SparseVector,
 )
+from dpframe.plan.releases.selection import check_candidates
 from dpframe.plan.schema import ColumnInfo, infer_column
 
 if TYPE_CHECKING:
@@ -42,9 +48,12 @@ __all__ = [
     "argmax_node",
     "copy_node",
     "describe_node",
+    "grouped_quantile_node",
     "histogram_node",
+    "is_integer_kind",
     "kde_node",
     "mode_node",
+    "quantile_candidates",
     "quantile_node",
     "regression_node",
     "request_of",
@@ -95,13 +104,60 @@ def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
     return info.bounds
 
 
-def quantile_node(series: PrivateSeries, qs: object, request: PrivacyRequest) -> Quantile:
-    """One or several quantiles of a bounded column."""
-    scalar = not isinstance(qs, (list, tuple, np.ndarray, pd.Index))
+def _levels(qs: object) -> tuple[tuple[Fraction, ...], bool]:
+    """The quantile levels asked, exactly, and whether ``q`` was a scalar (as pandas reads it)."""
+    scalar = not isinstance(qs, (list, tuple, np.ndarray, pd.Index, pd.Series))
     levels_raw = [qs] if scalar else list(qs)  # type: ignore[call-overload]
     if not levels_raw:
         raise SchemaError("quantile() needs at least one level q in [0, 1].")
-    levels = tuple(check_quantile(q) for q in levels_raw)
+    return tuple(check_quantile(q) for q in levels_raw), scalar
+
+
+def is_integer_kind(info: ColumnInfo) -> bool:
+    """True for a column declared integer (``dtypes={col: "integer"}``) or boolean.
+
+    The kind comes from the declared schema only (its dtype ``Int64`` is the
+    declaration, never read off the data); a numeric column that merely holds
+    whole numbers is not integer unless declared so.
+    """
+    return info.dtype == INTEGER_DTYPE or info.kind == "boolean"
+
+
+def quantile_candidates(
+    info: ColumnInfo, bounds: tuple[float, float], given: object
+) -> tuple[float, ...]:
+    """The public candidates of a quantile: ``given``, or integers for an integer column.
+
+    ``()`` is the default 4,097-point grid over the bounds.  ``given`` must be
+    sorted, finite and within the bounds (checked here and by the node, before
+    anything is charged), at most :data:`~dpframe.plan.releases.MAX_CANDIDATES`.
+    """
+    if given is None:
+        return integer_candidates(bounds) if is_integer_kind(info) else ()
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise SchemaError(
+            "quantile(candidates=...) takes a sorted list of numbers within the column's bounds."
+        )
+    size = len(given) if isinstance(given, Sized) else None
+    if size is not None and size > MAX_CANDIDATES:
+        raise SchemaError(
+            f"quantile(): at most {MAX_CANDIDATES:,} candidates, got {size:,}; choose fewer."
+        )
+    values = list(itertools.islice(given, MAX_CANDIDATES + 1))
+    if not values:
+        raise SchemaError("quantile(candidates=...) is empty; give at least one value.")
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values):
+        raise SchemaError("quantile(): candidates must be numbers (no text, booleans or None).")
+    chosen = tuple(float(v) for v in values)
+    check_candidates(chosen, bounds, "quantile()")
+    return chosen
+
+
+def quantile_node(
+    series: PrivateSeries, qs: object, request: PrivacyRequest, candidates: object = None
+) -> Quantile:
+    """One or several quantiles of a bounded column."""
+    levels, scalar = _levels(qs)
     bounds = require_bounds(series._info, "quantile")
     return Quantile(
         plan=series._frame._plan,
@@ -110,6 +166,42 @@ def quantile_node(series: PrivateSeries, qs: object, request: PrivacyRequest) ->
         bounds=bounds,
         levels=levels,
         scalar=scalar,
+        candidates=quantile_candidates(series._info, bounds, candidates),
+    )
+
+
+def grouped_quantile_node(
+    frame: PrivateFrame,
+    keys: tuple[GroupKey, ...],
+    column: str | None,
+    qs: object,
+    request: PrivacyRequest,
+    candidates: object = None,
+) -> GroupedQuantile:
+    """One or several quantiles of a bounded column per group of declared keys."""
+    if column is None:
+        raise SchemaError("Select a column first: grouped['column'].quantile(...) or .median(...).")
+    undeclared = [k.name for k in keys if not k.categories]
+    if undeclared:
+        name = undeclared[0]
+        raise SchemaError(
+            f"A quantile per group needs the declared keys of {name!r}: pass "
+            f"categories={{{name!r}: [...]}} when loading or pf.with_categories({name}=[...]). "
+            f"To find them privately, run pf.discover_keys({name!r}, epsilon=..., delta=...) "
+            "first and declare what it found."
+        )
+    levels, scalar = _levels(qs)
+    info = frame._schema.get(column)
+    bounds = require_bounds(info, "quantile")
+    return GroupedQuantile(
+        plan=frame._plan,
+        privacy=request,
+        expr=Col(column),
+        bounds=bounds,
+        levels=levels,
+        by=keys,
+        scalar=scalar,
+        candidates=quantile_candidates(info, bounds, candidates),
     )
 
 

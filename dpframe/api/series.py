@@ -335,23 +335,45 @@ class PrivateSeries(RowGuard):
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
     ) -> Any:
-        """The q-quantile(s) over the declared bounds, by the exponential mechanism.
+        """The q-quantile(s) among public candidate values, by the exponential mechanism.
 
-        Privacy: ε-DP (permute-and-flip over 4,097 public candidate values,
-        utility sensitivity max(q, 1 − q) ranks); a list of q splits ε evenly.
+        The candidates are public: by default 4,097 equally spaced values over
+        the declared bounds; for a column declared integer
+        (``dtypes={col: "integer"}``; the declared schema shows ``Int64``,
+        never read from the values) the integers within the bounds (or
+        4,097 equally spaced integers when more would fit), so the answer is a
+        whole number; ``candidates=`` gives your own.
+
+        Privacy: ε-DP (permute-and-flip over the C candidates, utility
+        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
+        a list of q splits ε evenly (stated in the ledger's label).  Only public
+        inputs choose the candidates.
 
         Accuracy: with probability 1 − β the rank error exceeds the best
-        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(4097/β) (``release.scale`` holds the
-        95% figure); candidates are (U − L)/4096 apart.  ``ci()`` is not
-        available for this mechanism.
+        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
+        holds the 95% figure; ``explain`` states it); default candidates are
+        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
+
+        Args:
+            q: a level in [0, 1], or a list of levels (as pandas).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            candidates: public candidate values, sorted, finite and within the
+                bounds, at most 4,097 (refused before anything is charged otherwise).
 
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
+
+        Example:
+            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
+            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
         """
-        return self._frame._session.run(
-            quantile_node(self, q, request_of(epsilon, delta, rho, privacy))
-        )
+        request = request_of(epsilon, delta, rho, privacy)
+        return self._frame._session.run(quantile_node(self, q, request, candidates))
 
     def median(
         self,
@@ -360,11 +382,19 @@ class PrivateSeries(RowGuard):
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
     ) -> Release:
-        """The 0.5-quantile (see :meth:`quantile`)."""
+        """The 0.5-quantile; Privacy and Accuracy as :meth:`quantile` (rank error (2/ε)·ln(C/β))."""
         return cast(
             "Release",
-            self.quantile(0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy),
+            self.quantile(
+                0.5,
+                epsilon=epsilon,
+                delta=delta,
+                rho=rho,
+                privacy=privacy,
+                candidates=candidates,
+            ),
         )
 
     def approx_bounds(

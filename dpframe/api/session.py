@@ -70,10 +70,12 @@ class Session(engine_session.Session):
                 numeric columns to be summed or averaged.
             categories: public keys ``{column: [key, ...]}`` for group-bys;
                 rows with other values are dropped from grouped results.
-            dtypes: declared kinds ``{column: "numeric" | "boolean" | "text"}``;
-                a column with ``bounds`` is numeric by declaration.  Values are
-                read as declared (one that does not convert becomes missing),
-                so no kind is inferred from the private values.
+            dtypes: declared kinds ``{column: "numeric" | "integer" | "boolean" |
+                "text"}``; a column with ``bounds`` is numeric by declaration
+                (``"integer"``: numeric, and its quantiles choose among whole
+                numbers).  Values are read as declared (one that does not
+                convert becomes missing), so no kind is inferred from the
+                private values.
             privacy_unit: the column identifying a person (or household...)
                 when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
                 (which then also holds the two limits below).

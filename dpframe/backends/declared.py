@@ -9,7 +9,9 @@ the declared kind instead: a value that does not convert becomes missing
 (handled like NaN: it adds nothing and is not counted), exactly as if the
 data had been clean.  Conversion is row by row, so it depends on no other row.
 
-Kinds: ``"numeric"`` (float64), ``"boolean"`` (True/False/1/0, else missing;
+Kinds: ``"numeric"`` (float64), ``"integer"`` (read as ``"numeric"``; the
+schema shows ``Int64`` and quantiles answer with whole numbers: their public
+candidates are integers), ``"boolean"`` (True/False/1/0, else missing;
 pandas' nullable ``boolean``), ``"text"`` (pandas' ``string``; numbers become
 their text, whole floats without ``.0``: a numeric column with a missing value
 is float, and its 1000 must still read "1000"), ``"text(40)"`` (text of at
@@ -39,9 +41,15 @@ from dpframe.plan.schema import Schema
 from dpframe.plan.temporal import check_date_bounds, is_date
 from dpframe.plan.text import check_max_length
 
-__all__ = ["DeclaredKind", "apply_declared_kinds", "declared_kinds", "declared_schema"]
+__all__ = [
+    "INTEGER_DTYPE",
+    "DeclaredKind",
+    "apply_declared_kinds",
+    "declared_kinds",
+    "declared_schema",
+]
 
-BaseKind = Literal["numeric", "boolean", "text", "datetime"]
+BaseKind = Literal["numeric", "integer", "boolean", "text", "datetime"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +65,10 @@ _ALIASES: Mapping[str, BaseKind] = {
     "number": "numeric",
     "float": "numeric",
     "float64": "numeric",
-    "int": "numeric",
-    "int64": "numeric",
+    "int": "integer",
+    "int64": "integer",
+    "Int64": "integer",
+    "integer": "integer",
     "boolean": "boolean",
     "bool": "boolean",
     "text": "text",
@@ -87,9 +97,9 @@ def _parse_kind(name: str, kind: object) -> DeclaredKind:
         if base is not None:
             return DeclaredKind(base)
     raise SchemaError(
-        f"dtypes[{name!r}] must be 'numeric', 'boolean' or 'text' ('text(40)': text of at most "
-        "40 characters), or 'datetime' (or a pandas name of one of them, e.g. 'float64', "
-        "'bool', 'string')."
+        f"dtypes[{name!r}] must be 'numeric', 'integer', 'boolean' or 'text' ('text(40)': text "
+        "of at most 40 characters), or 'datetime' (or a pandas name of one of them, e.g. "
+        "'float64', 'int64', 'bool', 'string')."
     )
 
 
@@ -161,7 +171,7 @@ def _convert(series: pd.Series, declared: DeclaredKind) -> pd.Series:
     if kind == "text" and declared.max_length is not None:
         text = _convert(series, DeclaredKind("text"))
         return text.str.slice(0, declared.max_length)
-    if kind == "numeric":
+    if kind in ("numeric", "integer"):
         if pd.api.types.is_bool_dtype(dtype):
             return series.astype("float64")
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
@@ -260,12 +270,17 @@ def apply_declared_kinds(data: Any, kinds: Mapping[str, DeclaredKind]) -> Any:
     return pd.DataFrame(columns, index=data.index, copy=False)
 
 
+#: The dtype a declared column is evaluated as (an integer column too is read as numbers).
 _DTYPES: Mapping[BaseKind, str] = {
     "numeric": "float64",
+    "integer": "float64",
     "boolean": "boolean",
     "text": "string",
     "datetime": "datetime64[ns]",
 }
+#: The dtype the public schema shows: the declared kind, never the data's dtype.
+INTEGER_DTYPE = "Int64"
+_SHOWN: Mapping[BaseKind, str] = {**_DTYPES, "integer": INTEGER_DTYPE}
 
 
 def _already(dtype: Any, declared: DeclaredKind) -> bool:
@@ -275,7 +290,7 @@ def _already(dtype: Any, declared: DeclaredKind) -> bool:
         return bool(dtype == np.dtype("datetime64[ns]"))
     if declared.max_length is not None:
         return False  # values may need truncating
-    if kind == "numeric":
+    if kind in ("numeric", "integer"):
         return bool(
             pd.api.types.is_numeric_dtype(dtype)
             and not pd.api.types.is_bool_dtype(dtype)
@@ -297,12 +312,14 @@ def declared_schema(schema: Schema, kinds: Mapping[str, DeclaredKind]) -> Schema
 
     A numeric column is evaluated as float64 anyway; showing ``int64`` for a
     clean column and ``float64`` for one with a missing value would reveal that
-    a value is missing.
+    a value is missing.  A column declared ``"integer"`` shows ``Int64``
+    (whole numbers, missing allowed): that is how quantiles know to choose
+    among integers (:data:`INTEGER_DTYPE`).
     """
     for name, kind in kinds.items():
         if name not in schema:
             continue
-        info = replace(schema.get(name), dtype=_DTYPES[kind.base], max_length=kind.max_length)
+        info = replace(schema.get(name), dtype=_SHOWN[kind.base], max_length=kind.max_length)
         length = kind.max_length
         if length is not None and any(
             isinstance(k, str) and len(k) > length for k in info.categories or ()

@@ -265,7 +265,11 @@ class PandasBackend:
         shared = MeasurePlan.of(measures, query.nodes)
         totals: list[npt.NDArray[np.float64]] | None = None
         columns: dict[str, Any] = {}  # the frame's column Series, shared by the chunks
-        for start, stop in chunk_bounds(n, self._chunk_rows):
+        # Every chunk adds a total per cell: with many cells (a grouped quantile's
+        # histogram) chunks grow with them, up to 4x, so adding totals never
+        # outweighs reading rows (temporaries stay no larger than the totals).
+        rows = max(self._chunk_rows, min(size, 4 * self._chunk_rows))
+        for start, stop in chunk_bounds(n, rows):
             run = Run(program, Rows(self._frame, start, stop, columns))
             mask = run.mask()
             slots = _chunk_slots(run, query.keys, cached, start, stop)

@@ -74,13 +74,15 @@ def _families() -> Mapping[type, Family[Any]]:
         SparseVectorFamily,
     )
     from dpframe.mechanisms.model_family import KernelDensityFamily, RegressionFamily
-    from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily, QuantileFamily
+    from dpframe.mechanisms.quantile_family import GroupedQuantileFamily, QuantileFamily
+    from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily
     from dpframe.plan import releases as r
 
     return MappingProxyType(
         {
             Aggregate: AggregateFamily(),
             r.Quantile: QuantileFamily(),
+            r.GroupedQuantile: GroupedQuantileFamily(),
             r.Mode: ModeFamily(),
             r.ArgMax: ArgMaxFamily(),
             r.Describe: DescribeFamily(),

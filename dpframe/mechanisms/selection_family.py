@@ -1,13 +1,13 @@
-"""Selection releases: quantiles, mode, group argmax, and describe (a composite).
+"""Selection releases: the most frequent category and group argmax.
 
 Each family's privacy map is computed from public inputs before the charge;
 its release reads exact counts (or sums) from the backend and selects with
 permute-and-flip (the exponential mechanism's report-noisy-max form).
+Quantiles are in :mod:`dpframe.mechanisms.quantile_family` (re-exported here).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Hashable
 from fractions import Fraction
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.backends.base import Backend
-from dpframe.errors import InvalidBudgetError, SchemaError
+from dpframe.errors import SchemaError
 from dpframe.mechanisms.aggregates import (
     MAX_CELLS,
     AggregateNoise,
@@ -26,101 +26,19 @@ from dpframe.mechanisms.aggregates import (
     release_aggregate,
 )
 from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
-from dpframe.mechanisms.explanations import Explanation, plain_number
-from dpframe.mechanisms.family import Asked, Family, Released
-from dpframe.mechanisms.quantiles import (
-    QUANTILE_BINS,
-    bin_edges,
-    rank_error,
-    select_quantile,
-)
-from dpframe.mechanisms.results import (
-    GroupedRelease,
-    NoInterval,
-    Release,
-    grouped_series,
-)
+from dpframe.mechanisms.family import Family, Released
+from dpframe.mechanisms.quantile_family import GroupedQuantileFamily, QuantileFamily
 from dpframe.mechanisms.selection import permute_and_flip
-from dpframe.plan.expressions import Bucket
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
-from dpframe.plan.releases import ArgMax, Mode, Quantile
+from dpframe.plan.releases import ArgMax, Mode
 
-__all__ = ["ArgMaxFamily", "ModeFamily", "QuantileFamily"]
+__all__ = ["ArgMaxFamily", "GroupedQuantileFamily", "ModeFamily", "QuantileFamily"]
 
 _EM = "exponential mechanism (permute-and-flip)"
 # Every ε-DP mechanism is ε²/2-zCDP. The tighter ε²/8 of bounded-range mechanisms needs
 # utility changes of spread at most Δ, which not every use guarantees; stay safe.
 _EM_ZCDP = Fraction(1, 2)
-_QUANTILE_REASON = (
-    "Quantiles come from the exponential mechanism, whose error is a rank, not an "
-    "additive noise: with probability 1-β the released value's rank is within "
-    "(2/ε_q)·ln(4097/β) of q·n (see Release.scale)."
-)
-
-
-class QuantileFamily(Family[Quantile]):
-    """Quantiles by permute-and-flip over 4,097 public candidates (ε split over the levels)."""
-
-    mechanism = _EM
-
-    def privacy_map(self, node: Quantile, allocation: NoiseAllocation) -> Fraction:
-        """The ε of each level; refused when its rank error would exceed 2**52 ranks."""
-        eps_each = pure_epsilon(allocation, _EM_ZCDP) / len(node.levels)
-        if not float(eps_each) > 0 or rank_error(float(eps_each), 0.95) > 2**52:
-            raise InvalidBudgetError(
-                "The privacy parameter is so small that a quantile's rank error would exceed "
-                "2**52 ranks; ask for a larger epsilon (or rho), or fewer levels at once."
-            )
-        return eps_each
-
-    def explain(self, node: Quantile, asked: Asked) -> Explanation:
-        """The cost, and each level's 95% rank error (public: ε, q and the unit's row limit)."""
-        eps_each = self.privacy_map(node, asked.allocation)
-        rows = unit_rows(node.plan)
-        errors = [rank_error(float(eps_each), 0.95, q, rows) for q in node.levels]
-        headline = (
-            f"a value whose rank is within ±{plain_number(max(errors))} rows of the true "
-            "quantile's at 95% (on the 4,097-point public grid)"
-        )
-        return dataclasses.replace(asked.cost_only(node.label), headline=headline)
-
-    def release(self, run: Released[Quantile]) -> tuple[Any, str]:
-        """One histogram over the candidates, then one selection per level."""
-        node = run.node
-        eps_each: Fraction = run.noise
-        edges = bin_edges(node.bounds)
-        key = GroupKey(
-            "_bin",
-            Bucket(node.expr, tuple(float(e) for e in edges), clamp=True),
-            tuple(range(QUANTILE_BINS)),
-        )
-        counts = run.backend.compute(node.plan, (Measure("nonnull", node.expr),), (key,))[0]
-        below = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        total = int(below[-1])
-        rows = unit_rows(node.plan)
-        picked = [
-            float(edges[select_quantile(below, total, q, eps_each, run.rng, rows)])
-            for q in node.levels
-        ]
-        errors = [rank_error(float(eps_each), 0.95, q, rows) for q in node.levels]
-        label = node.label
-        if node.scalar:
-            release = Release(
-                picked[0], run.cost, _EM, errors[0], label, NoInterval(_QUANTILE_REASON), run.rho
-            )
-            return release, repr(picked[0])
-        index = pd.Index([float(q) for q in node.levels], name="q")
-        meta = GroupedRelease(
-            index,
-            run.cost,
-            _EM,
-            np.array(errors),
-            label,
-            NoInterval(_QUANTILE_REASON),
-            run.rho,
-        )
-        return grouped_series(np.array(picked), meta, str(node.expr)), str(picked)
 
 
 def _key_index(keys: tuple[GroupKey, ...]) -> pd.Index:

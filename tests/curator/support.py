@@ -108,6 +108,11 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     "hist": lambda pf: pf["wage"].hist(bins=8, epsilon=0.1),
     "quantile": lambda pf: pf["wage"].quantile([0.1, 0.5, 0.9], epsilon=0.1),
     "median": lambda pf: pf["education"].median(epsilon=0.1),
+    "quantile candidates": lambda pf: pf["wage"].median(epsilon=0.1, candidates=[100, 500, 900]),
+    "grouped quantile": lambda pf: pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=0.1),
+    "grouped median": lambda pf: pf.groupby(["region", "smsa"])["education"].median(
+        epsilon=0.1, candidates=range(21)
+    ),
     "mode": lambda pf: pf["region"].mode(epsilon=0.1),
     "argmax": lambda pf: pf.groupby("region").argmax("mean", "wage", epsilon=0.1),
     "sparse vector": lambda pf: pf.above_threshold(

@@ -24,10 +24,17 @@ from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, canonical, pr
 from dpframe.plan.releases.copies import SanitizedCopy
 from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
 from dpframe.plan.releases.models import KernelDensity, Regression
-from dpframe.plan.releases.selection import ArgMax, Mode, Quantile
+from dpframe.plan.releases.selection import (
+    MAX_CANDIDATES,
+    ArgMax,
+    GroupedQuantile,
+    Mode,
+    Quantile,
+)
 from dpframe.plan.releases.summaries import ApproxBounds, Describe, bounds_edges
 
 __all__ = [
+    "MAX_CANDIDATES",
     "QUANTILE_BINS",
     "Agg",
     "ApproxBounds",
@@ -35,6 +42,7 @@ __all__ = [
     "Describe",
     "DiscoverKeys",
     "DiscoverThenAggregate",
+    "GroupedQuantile",
     "KernelDensity",
     "Mode",
     "Quantile",

@@ -10,7 +10,7 @@ from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import Aggregate, GroupKey, describe_plan
 from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, scaled
-from dpframe.plan.releases.selection import Quantile
+from dpframe.plan.releases.selection import GroupedQuantile, Quantile, check_candidates
 from dpframe.plan.schema import Schema, check_node_bounds, keys_fit, numeric, value_fits
 
 __all__ = ["AGGREGATES", "Agg", "AggCell", "Layout"]
@@ -38,13 +38,16 @@ class Agg(ReleaseNode):
     Each (column, aggregate) cell is a part released with its share of the
     request: ``weights[i] / sum(weights)`` of ε (or ρ) and of δ, so the parts
     compose back to exactly the request (sequential composition; per group,
-    the cells of one part are disjoint).
+    the cells of one part are disjoint).  A median is a :class:`Quantile`
+    (per group: a :class:`GroupedQuantile`) whose public candidates are
+    ``candidates[i]`` (``()``: the default grid; empty ``candidates``: all default).
     """
 
     asked: tuple[AggCell, ...]
     by: tuple[GroupKey, ...] = ()
     weights: tuple[int, ...] = ()
     layout: Layout = "table"
+    candidates: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -65,11 +68,16 @@ class Agg(ReleaseNode):
                         "(declare bounds={...} when loading, or with_bounds)."
                     )
                 check_node_bounds(bounds, f"agg() {statistic} of {label!r}")
-            if statistic == "median" and self.by:
-                raise SchemaError(
-                    "agg(): a median per group is not available yet; take the median of "
-                    "each group's filtered frame, pf[pf[key] == k][column].median(epsilon=...)."
-                )
+        if self.candidates:
+            if len(self.candidates) != len(self.asked):
+                raise SchemaError("agg(): candidates needs one entry per (column, aggregate).")
+            for (label, _, statistic, bounds), chosen in zip(
+                self.asked, self.candidates, strict=True
+            ):
+                if chosen and (statistic != "median" or bounds is None):
+                    raise SchemaError(f"agg(): only a median takes candidates ({label!r}).")
+                if chosen and bounds is not None:
+                    check_candidates(chosen, bounds, f"agg() median of {label!r}")
         weights = self.weights or (1,) * len(self.asked)
         if len(weights) != len(self.asked) or not all(
             isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in weights
@@ -92,12 +100,16 @@ class Agg(ReleaseNode):
         return tuple(expr for _, expr, _, _ in self.asked) + tuple(k.expr for k in self.by)
 
     def cells(self) -> int:
-        """Output cells: one per (column, aggregate) and group; a median's candidates."""
+        """Output cells: one per (column, aggregate) and group; a median's candidates per group."""
         groups = 1
         for key in self.by:
             groups *= len(key.categories) if key.categories else 1
-        medians = sum(1 for c in self.asked if c[2] == "median")
-        return len(self.asked) * groups + medians * QUANTILE_BINS
+        histogram = 0
+        for i, cell in enumerate(self.asked):
+            if cell[2] == "median":
+                chosen = self.candidates[i] if self.candidates else ()
+                histogram += groups * (len(chosen) + 1 if chosen else QUANTILE_BINS + 1)
+        return len(self.asked) * groups + histogram
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         keys_fit(self.by, schema)
@@ -119,15 +131,28 @@ class Agg(ReleaseNode):
             privacy = scaled(self.privacy, share, self.privacy.delta * share)
             if statistic == "median":
                 assert bounds is not None
-                found.append(
-                    Quantile(
+                chosen = self.candidates[i] if self.candidates else ()
+                median: Quantile | GroupedQuantile
+                if self.by:
+                    median = GroupedQuantile(
                         plan=self.plan,
                         privacy=privacy,
                         expr=expr,
                         bounds=bounds,
                         levels=(Fraction(1, 2),),
+                        by=self.by,
+                        candidates=chosen,
                     )
-                )
+                else:
+                    median = Quantile(
+                        plan=self.plan,
+                        privacy=privacy,
+                        expr=expr,
+                        bounds=bounds,
+                        levels=(Fraction(1, 2),),
+                        candidates=chosen,
+                    )
+                found.append(median)
                 continue
             by = f" by {', '.join(k.name for k in self.by)}" if self.by else ""
             name = f"{statistic}({label}){by}{describe_plan(self.plan)}"
