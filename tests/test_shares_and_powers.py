@@ -73,9 +73,12 @@ def test_nunique_counts_the_keys_that_occur(cps: pd.DataFrame) -> None:
     session = dp.Session(epsilon=100, ledger=":memory:", name="nunique")
     regions = [*CPS1988_CATEGORIES["region"], "mars"]  # declared, but no row
     pf = session.private_frame(cps, categories={**CPS1988_CATEGORIES, "region": regions})
-    found = pf["region"].nunique(epsilon=1)
-    assert int(found) == cps["region"].nunique() == 4
-    assert repr(found).startswith("Release(4, no value interval, cost ε=1")
+    # The empty key passes the threshold in at most 5% of releases (whatever ε): over 40
+    # releases, 4 found at least 30 times fails with probability below 1e-6 if all is right.
+    found = [pf["region"].nunique(epsilon=1) for _ in range(40)]
+    assert sum(int(f) == cps["region"].nunique() == 4 for f in found) >= 30
+    assert all(int(f) in (4, 5) for f in found)
+    assert repr(found[0]).startswith(f"Release({int(found[0])}, no value interval, cost ε=1")
     with pytest.raises(dp.DPError, match="nunique counts the declared keys"):
-        found.ci()
-    assert session.ledger["epsilon"].tolist() == [1]
+        found[0].ci()
+    assert session.ledger["epsilon"].tolist() == [1] * 40
