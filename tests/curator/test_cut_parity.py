@@ -244,6 +244,7 @@ def binned_calls(draw: st.DrawFn) -> dict[str, Any]:
             "bounds": bounds,
             "by": [{"name": "k", "expr": key_expr, "categories": key_categories}],
             "label": "fuzzed cut",
+            "undeclared": draw(st.booleans()),
         },
         "explain": draw(st.booleans()) and draw(st.booleans()),
     }
