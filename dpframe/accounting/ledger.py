@@ -521,18 +521,43 @@ class Ledger:
             ``currency``, ``privacy_unit`` and ``parts`` (JSON text, see
             :func:`decode_parts`), missing (``pd.isna``) where not recorded.
         """
+        frame = self.page(session)
+        frame["dataset"] = frame["dataset"].str.slice(0, 12)
+        return frame
+
+    def page(self, session: str, *, after: int = 0, limit: int | None = None) -> pd.DataFrame:
+        """The releases of ``session`` with an id above ``after``, oldest first, at most ``limit``.
+
+        The columns of :meth:`releases`, with ``dataset`` as recorded (whole).
+
+        Args:
+            session: the session's name.
+            after: the last release id already read (0: from the first).
+            limit: the most rows returned (None: all).
+        """
+        sql = f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? AND id > ? ORDER BY id"
+        params: tuple[object, ...] = (session, int(after))
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (*params, int(limit))
         with self._lock, ledger_errors(self.path):
-            rows = self._conn.execute(
-                f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? ORDER BY id",
-                (session,),
-            ).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
         frame = pd.DataFrame(rows, columns=list(_SHOWN))
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
-        frame["dataset"] = frame["dataset"].str.slice(0, 12)
         indexed: pd.DataFrame = frame.set_index("id")[list(_ORDER)]
         return indexed
+
+    def count(self, session: str, *, since: float | None = None) -> int:
+        """How many releases ``session`` has recorded (since the time ``since``, if given)."""
+        sql = "SELECT COUNT(*) FROM releases WHERE session=?"
+        params: tuple[object, ...] = (session,)
+        if since is not None:
+            sql += " AND time >= ?"
+            params = (session, float(since))
+        with self._lock, ledger_errors(self.path):
+            return int(self._conn.execute(sql, params).fetchone()[0])
 
     def record_digests(self, dataset: str, digests: Mapping[str, str]) -> None:
         """Record (or replace) per-column digests of ``dataset``, durably.

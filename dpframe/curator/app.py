@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
-from dpframe.curator.service import Curator, ServiceError, error_payload
+from dpframe.curator.service import LEDGER_PAGE, Curator, ServiceError, error_payload
 from dpframe.plan.codec import node_type_names
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -209,9 +209,18 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         return curator.budget(who, name)
 
     @app.get("/v1/datasets/{name}/ledger")
-    def ledger(name: str, who: Analyst = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
-        """The analyst's own releases on the dataset, oldest first."""
-        return curator.ledger(who, name)
+    def ledger(
+        name: str,
+        after: int = Query(default=0, ge=0, le=2**62),
+        limit: int = Query(default=LEDGER_PAGE, ge=1, le=LEDGER_PAGE),
+        who: Analyst = Depends(analyst),  # noqa: B008
+    ) -> dict[str, Any]:
+        """One page of the analyst's own releases on the dataset, oldest first.
+
+        Rows with an id above ``after``, at most ``limit``; ``next`` is the
+        ``after`` of the next page (None after the last).
+        """
+        return curator.ledger(who, name, after=after, limit=limit)
 
     @app.post("/v1/datasets/{name}/query")
     def query(

@@ -20,8 +20,9 @@ from typing import Any
 import pandas as pd
 
 import dpframe as dp
+from dpframe.api.frame import PrivateFrame
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
-from dpframe.engine.loading import read_table
+from dpframe.curator.data import check_columns, read_declared
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     WIRE_CODES,
@@ -32,7 +33,10 @@ from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, encode_response
 
-__all__ = ["Curator", "ServiceError", "error_payload"]
+__all__ = ["LEDGER_PAGE", "Curator", "ServiceError", "error_payload", "shown_ledger"]
+
+#: The most ledger rows one ``/ledger`` answer holds (the client follows ``next``).
+LEDGER_PAGE = 1_000
 
 _log = logging.getLogger("dpframe.curator")
 
@@ -81,6 +85,22 @@ def classify(exc: Exception) -> ServiceError:
     )
 
 
+def shown_ledger(table: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """Ledger rows as an analyst sees them: the data named by catalog name and version.
+
+    The ledger's ``dataset`` field holds what the curator recorded: the
+    catalog identity (``name`` or ``name@version``), or for rows written by an
+    older curator the data's fingerprint, a hash of every row, which must not
+    reach the analyst.  Those rows show the name and no version.
+    """
+    shown: pd.DataFrame = table.copy()
+    recorded = [str(d) for d in shown["dataset"]]
+    prefix = entry.name + "@"
+    shown["dataset"] = entry.name
+    shown["version"] = [d[len(prefix) :] if d.startswith(prefix) else None for d in recorded]
+    return shown
+
+
 @dataclass
 class _Seat:
     """One analyst's session on one dataset."""
@@ -88,6 +108,7 @@ class _Seat:
     session: dp.Session
     frame: dp.PrivateFrame
     lock: threading.Lock
+    entry: DatasetEntry
 
     @property
     def source(self) -> Source:
@@ -119,6 +140,8 @@ class Curator:
         self._seats: dict[tuple[str, str], _Seat] = {}
         self._lock = threading.Lock()
         self.unexpected_errors = 0
+        for entry in catalog.datasets.values():
+            check_columns(entry)  # every column's kind declared (reads the header only)
 
     # -- identity --------------------------------------------------------------
 
@@ -141,8 +164,7 @@ class Curator:
     def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
         data = self._data.get(entry.name)
         if data is None:
-            reader = pd.read_csv if entry.path.suffix.lower() == ".csv" else pd.read_parquet
-            data = read_table(reader, entry.path, {})
+            data = read_declared(entry)
             self._data[entry.name] = data
         return data
 
@@ -162,15 +184,18 @@ class Curator:
                     ledger=self.catalog.ledger,
                     accounting=accounting,
                 )
-                frame = session.private_frame(
+                source, schema = session.load(
                     self._frame_data(entry),
                     dict(entry.bounds),
                     {k: list(v) for k, v in entry.categories.items()},
+                    dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
                     privacy_unit=entry.privacy_unit,
                     max_rows_per_unit=entry.max_rows_per_unit,
                     max_groups_per_unit=entry.max_groups_per_unit,
+                    identity=entry.identity,  # named, not fingerprinted
                 )
-                seat = _Seat(session, frame, threading.Lock())
+                frame = PrivateFrame._create(session, source, schema)
+                seat = _Seat(session, frame, threading.Lock(), entry)
                 self._seats[key] = seat
         return seat
 
@@ -202,6 +227,7 @@ class Curator:
         with seat.lock:
             return {
                 "dataset": dataset,
+                "version": seat.entry.version or None,
                 "columns": columns,
                 "budget": self._budget_state(seat.session),
             }
@@ -212,12 +238,24 @@ class Curator:
         with seat.lock:
             return self._budget_state(seat.session)
 
-    def ledger(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
-        """The analyst's own releases on ``dataset``."""
+    def ledger(
+        self, analyst: Analyst, dataset: str, *, after: int = 0, limit: int = LEDGER_PAGE
+    ) -> dict[str, Any]:
+        """One page of the analyst's own releases on ``dataset``, oldest first.
+
+        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) with an id above
+        ``after``; ``next`` is the ``after`` of the next page, or None after the
+        last one.  The data is named by its catalog name and version, never by
+        anything computed from the rows.
+        """
         seat = self._seat(analyst, dataset)
+        limit = max(1, min(int(limit), LEDGER_PAGE))
         with seat.lock:
-            table = seat.session.ledger
-        return {"ledger": encode_response(table)}
+            table = seat.session._ledger.page(seat.session.name, after=after, limit=limit + 1)
+        more = len(table) > limit
+        table = shown_ledger(table.iloc[:limit], seat.entry)
+        following = int(table.index[-1]) if more else None
+        return {"ledger": encode_response(table), "next": following}
 
     def query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and run one release call; raises :class:`ServiceError` on failure."""

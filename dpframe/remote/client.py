@@ -142,6 +142,12 @@ class RemoteSession(Observable):
         return self._dataset
 
     @property
+    def version(self) -> str | None:
+        """The data owner's version of the dataset (None when the catalog gives none)."""
+        version = self._state.get("version")
+        return None if version is None else str(version)
+
+    @property
     def accounting(self) -> str:
         """``pure``, ``approx`` or ``zcdp``, as configured by the data owner."""
         return str(self._state["accounting"])
@@ -169,10 +175,24 @@ class RemoteSession(Observable):
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """This analyst's releases on this dataset, as recorded by the curator."""
+        """This analyst's releases on this dataset, as recorded by the curator (every page).
+
+        The data is named by its catalog name (``dataset``) and the owner's
+        ``version``; nothing computed from the rows is shown.
+        """
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/ledger"
-        table = decode_response(self._http.request("GET", path)["ledger"])
-        return cast(pd.DataFrame, table)
+        pages: list[pd.DataFrame] = []
+        after: int | None = 0
+        while after is not None:
+            answer = self._http.request("GET", f"{path}?after={after}")
+            pages.append(cast(pd.DataFrame, decode_response(answer["ledger"])))
+            following = answer.get("next")
+            if following is not None and (not isinstance(following, int) or following <= after):
+                raise ProtocolError("invalid_value", "The curator's ledger pages do not advance.")
+            after = following
+        if len(pages) == 1:
+            return pages[0]
+        return pd.concat(pages)
 
     def run(self, node: Node) -> Any:
         """Send ``node`` to the curator, which validates, charges and releases it."""
@@ -241,7 +261,9 @@ class Connection:
         path = f"/v1/datasets/{urllib.parse.quote(dataset, safe='')}"
         info = self._http.request("GET", path)
         schema = Schema(tuple(_column(c) for c in info["columns"]))
-        session = RemoteSession(self._http, dataset, info["budget"])
+        session = RemoteSession(
+            self._http, dataset, {**info["budget"], "version": info.get("version")}
+        )
         return PrivateFrame._create(cast("Session", session), Source(dataset), schema)
 
     def __repr__(self) -> str:
