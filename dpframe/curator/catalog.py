@@ -5,6 +5,7 @@ Example ``catalog.toml``::
     [server]
     ledger = "curator-ledger.sqlite"     # relative to this file
     latency_quantum_ms = 250             # answer queries only at multiples of 250 ms (0: off)
+    # limits and rates: see dpframe.curator.settings
 
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpframe.curator.settings import SERVER_KEYS, ServerSettings, server_settings
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget
 
@@ -136,6 +138,7 @@ class Catalog:
     analysts: Mapping[str, Analyst]
     ledger: Path
     latency_quantum: float = 0.0
+    settings: ServerSettings = field(default_factory=ServerSettings)
 
     @classmethod
     def load(cls, path: str | Path) -> Catalog:
@@ -156,7 +159,7 @@ class Catalog:
         if unknown:
             raise CatalogError(f"Unknown catalog sections: {', '.join(sorted(unknown))}.")
         server = _table(data.get("server", {}), "[server]")
-        unknown_server = set(server) - {"ledger", "latency_quantum_ms"}
+        unknown_server = set(server) - SERVER_KEYS
         if unknown_server:
             raise CatalogError(f"[server] has unknown keys: {', '.join(sorted(unknown_server))}.")
         ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
@@ -180,7 +183,8 @@ class Catalog:
         hashes = [a.token_sha256 for a in analysts.values()]
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
-        return cls(datasets, analysts, ledger, float(quantum) / 1000)
+        settings = server_settings(server, CatalogError)
+        return cls(datasets, analysts, ledger, float(quantum) / 1000, settings)
 
     def analyst_for(self, token: str) -> Analyst | None:
         """The analyst whose token this is (every analyst is compared, in constant time each)."""

@@ -183,6 +183,7 @@ class Curator:
                     name=f"{analyst.name}/{dataset}",
                     ledger=self.catalog.ledger,
                     accounting=accounting,
+                    limits=self.catalog.settings.limits,  # stricter than embedded
                 )
                 source, schema = session.load(
                     self._frame_data(entry),
@@ -228,6 +229,7 @@ class Curator:
             return {
                 "dataset": dataset,
                 "version": seat.entry.version or None,
+                "limits": dict(vars(self.catalog.settings.limits)),
                 "columns": columns,
                 "budget": self._budget_state(seat.session),
             }

@@ -34,7 +34,13 @@ from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, Schema
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Node, Released
-from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
+from dpframe.plan.estimate import (
+    ResourceEstimate,
+    ResourceLimits,
+    check_resources,
+    estimate,
+    public_lists,
+)
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.privacy import Budget, PrivacyRequest
 from dpframe.plan.releases import (
@@ -138,7 +144,7 @@ def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
     completed, before it reads anything.
     """
     family = family_of(node, session._families)
-    check_resources(size_of(node), session._limits)  # sized first: bounded work
+    check_resources(size_of(node, session._limits), session._limits)  # sized first
     if not template:
         validate_node(node, _schema(session, node))
     request = _request(node)
@@ -157,9 +163,12 @@ def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
     return _Admitted(node, family, request, charge, allocation, noise, parts)
 
 
-def size_of(node: Node) -> ResourceEstimate:
-    """The work a node asks for, from public inputs only (never the data or its row count)."""
-    return estimate(node.plan, node.expressions(), node.cells())
+def size_of(node: Node, limits: ResourceLimits | None = None) -> ResourceEstimate:
+    """The work a node asks for, from public inputs only (never the data or its row count).
+
+    With ``limits``, a node over the cheap sizes (cells, lists) is answered early.
+    """
+    return estimate(node.plan, node.expressions(), node.cells(), public_lists(node), limits)
 
 
 def _node_parts(node: Node) -> tuple[Node, ...]:
@@ -195,7 +204,7 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
 def explain(session: Session, node: Node) -> Explanation:
     """What ``node`` would cost and release; nothing is charged and no data is read."""
     family = family_of(node, session._families)
-    check_resources(size_of(node), session._limits)  # sized first: bounded work
+    check_resources(size_of(node, session._limits), session._limits)  # sized first
     validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(

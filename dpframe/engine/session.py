@@ -223,6 +223,11 @@ class Session(Observable):
         return self._accountant.kind
 
     @property
+    def limits(self) -> ResourceLimits:
+        """The largest request this session evaluates (sized before the charge)."""
+        return self._limits
+
+    @property
     def ledger_path(self) -> str:
         """Where the ledger file is."""
         return self._ledger.path

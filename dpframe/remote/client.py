@@ -25,6 +25,7 @@ from dpframe.errors import (
     InvalidArgumentError,
 )
 from dpframe.plan.codec import encode_node
+from dpframe.plan.estimate import ResourceLimits, check_resources
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.plan.schema import ColumnInfo, Schema
@@ -125,11 +126,18 @@ class RemoteSession(Observable):
 
     is_remote = True
 
-    def __init__(self, http: _Http, dataset: str, state: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        http: _Http,
+        dataset: str,
+        state: Mapping[str, Any],
+        limits: ResourceLimits | None = None,
+    ) -> None:
         self._http = http
         self._dataset = dataset
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._state = dict(state)
+        self._limits = limits or ResourceLimits()
 
     @property
     def name(self) -> str:
@@ -194,8 +202,17 @@ class RemoteSession(Observable):
             return pages[0]
         return pd.concat(pages)
 
+    @property
+    def limits(self) -> ResourceLimits:
+        """The curator's resource limits (checked here too, before a request is sent)."""
+        return self._limits
+
     def run(self, node: Node) -> Any:
-        """Send ``node`` to the curator, which validates, charges and releases it."""
+        """Send ``node`` to the curator, which validates, charges and releases it.
+
+        A request over the curator's resource limits is refused here, before
+        it is encoded or sent (the curator would refuse it before the charge).
+        """
         capture(self, node)
         answer = self._send(node, explain=False)
         cost = _budget(answer["cost"])
@@ -213,6 +230,9 @@ class RemoteSession(Observable):
         return self._send(node, explain=True)["result"]
 
     def _send(self, node: Node, *, explain: bool) -> dict[str, Any]:
+        from dpframe.engine.release_path import size_of
+
+        check_resources(size_of(node, self._limits), self._limits)
         body = encode_node(node)
         body["explain"] = explain
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
@@ -262,12 +282,26 @@ class Connection:
         info = self._http.request("GET", path)
         schema = Schema(tuple(_column(c) for c in info["columns"]))
         session = RemoteSession(
-            self._http, dataset, {**info["budget"], "version": info.get("version")}
+            self._http,
+            dataset,
+            {**info["budget"], "version": info.get("version")},
+            _limits(info.get("limits")),
         )
         return PrivateFrame._create(cast("Session", session), Source(dataset), schema)
 
     def __repr__(self) -> str:
         return f"Connection({self._http.url!r})"
+
+
+def _limits(data: object) -> ResourceLimits | None:
+    """The curator's resource limits from its schema answer (None: an older curator's)."""
+    if not isinstance(data, Mapping):
+        return None
+    known = {k: v for k, v in data.items() if k in ResourceLimits.__dataclass_fields__}
+    try:
+        return ResourceLimits(**known)
+    except DPError:
+        raise ProtocolError("invalid_value", "The curator sent invalid resource limits.") from None
 
 
 def _column(data: Mapping[str, Any]) -> ColumnInfo:

@@ -385,7 +385,7 @@ BAD_BODIES: list[tuple[str, Any, int, str]] = [
     ("1,001 plan steps", node_with(plan=[EDUCATED] * 1001), 422, "invalid_request"),
     ("sum of a text column", node_with(statistic="sum", expr=col("region")), 400, "schema"),
     ("mean of a text column", node_with(expr=col("ethnicity")), 400, "schema"),
-    ("too many cells", node_with(by=_cells(5000)), 400, "schema"),
+    ("too many cells", node_with(by=_cells(5000)), 400, "resource_limit"),
     ("over 50,000 JSON containers", node_with(by=_many_containers(60_000)), 400, "invalid_query"),
     ("a label over 1,000 characters", node_with(label="x" * 1001), 400, "invalid_query"),
 ]
