@@ -15,13 +15,17 @@ refused with 413 before they are parsed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
@@ -88,8 +92,10 @@ class ErrorResponse(BaseModel):
 
 
 def _error(exc: ServiceError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(error_payload(exc.code, exc.message), exc.status, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+    return JSONResponse(
+        error_payload(exc.code, exc.message), exc.status, headers={**headers, **exc.headers}
+    )
 
 
 class BodyLimit:
@@ -148,17 +154,28 @@ async def _send(send: Send, status: int, payload: dict[str, Any]) -> None:
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422)
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422, 429)
 }
 
 
-def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
+def create_app(
+    catalog: Catalog | Curator, *, docs: bool = True, threads: int | None = None
+) -> FastAPI:
     """The curator's ASGI application for ``catalog`` (serve it with uvicorn).
 
     ``docs=False`` leaves out the interactive pages (``/docs``, ``/redoc``);
-    the machine-readable ``/openapi.json`` stays.
+    the machine-readable ``/openapi.json`` stays.  ``threads`` sets the
+    number of worker threads that compute releases and read ledgers (default:
+    anyio's 40); ``/v1/health`` and the latency quantum's wait use none.
     """
     curator = catalog if isinstance(catalog, Curator) else Curator(catalog)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if threads is not None:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     app = FastAPI(
         title="dpframe curator",
         version="1",
@@ -166,6 +183,7 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         responses=_ERRORS,
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
+        lifespan=lifespan,
     )
     app.state.curator = curator
 
@@ -189,8 +207,8 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         return _error(ServiceError(exc.status_code, code, str(exc.detail)))
 
     @app.get("/v1/health")
-    def health() -> dict[str, str]:
-        """Liveness check (no token needed, no data)."""
+    async def health() -> dict[str, str]:
+        """Liveness check (no token needed, no data), answered off the worker threads."""
         return {"status": "ok"}
 
     @app.get("/v1/datasets")
@@ -223,13 +241,24 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         return curator.ledger(who, name, after=after, limit=limit)
 
     @app.post("/v1/datasets/{name}/query")
-    def query(
+    async def query(
         name: str,
         request: QueryRequest,
         who: Analyst = Depends(analyst),  # noqa: B008
     ) -> dict[str, Any]:
-        """One release: charged to the analyst's budget only if it is released."""
-        return curator.query(who, name, request.model_dump(exclude_unset=True, exclude_none=False))
+        """One release: charged to the analyst's budget only if it is released.
+
+        429 ``busy`` (with ``Retry-After``), uncharged, while another release of
+        the analyst on this dataset runs.
+        """
+        body = request.model_dump(exclude_unset=True, exclude_none=False)
+        started = curator.now()
+        try:
+            return await run_in_threadpool(curator.answer, who, name, body)
+        finally:
+            wait = curator.padding(started)
+            if wait > 0:
+                await anyio.sleep(wait)  # the latency quantum holds no thread
 
     app.add_middleware(BodyLimit, curator=curator)
     return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthenticationError",
     "Connection",
+    "CuratorBusyError",
     "CuratorUnavailableError",
     "RemoteSession",
     "connect",
@@ -53,17 +55,33 @@ class CuratorUnavailableError(DPError):
     """The curator could not be reached or answered outside the protocol."""
 
 
+class CuratorBusyError(DPError):
+    """Another release of this analyst on this dataset was still running; nothing was charged.
+
+    The client waits and sends the release again for up to ``busy_wait``
+    seconds (``dp.connect(..., busy_wait=...)``) before raising this.
+
+    Attributes:
+        retry_after: the seconds the curator asked to wait.
+    """
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 #: Error codes of the protocol and the error class the client raises for each.
 ERROR_CLASSES: Mapping[str, type[DPError]] = {
     **{code: cls for cls, _, code in WIRE_CODES},
     "unauthorized": AuthenticationError,
+    "busy": CuratorBusyError,
 }
 
 
 class _Http:
     """JSON over HTTP with a bearer token; errors become :class:`DPError` subclasses."""
 
-    def __init__(self, url: str, token: str, timeout: float) -> None:
+    def __init__(self, url: str, token: str, timeout: float, busy_wait: float = 30.0) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidArgumentError(f"{url!r} is not an http(s) URL of a dpframe curator.")
@@ -74,11 +92,25 @@ class _Http:
         self.url = url.rstrip("/")
         self._token = token
         self._timeout = timeout
+        self._busy_wait = busy_wait
 
     def __repr__(self) -> str:
         return f"_Http({self.url!r}, token=<hidden>)"
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Send one request; a ``busy`` answer (nothing charged) is sent again after a wait."""
+        waited = 0.0
+        while True:
+            try:
+                return self._request(method, path, body)
+            except CuratorBusyError as busy:
+                pause = min(max(busy.retry_after, 0.05), 5.0)
+                if waited + pause > self._busy_wait:
+                    raise
+                time.sleep(pause)
+                waited += pause
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self._token}")
@@ -108,6 +140,12 @@ def _error_from(exc: urllib.error.HTTPError) -> DPError:
     cls = ERROR_CLASSES.get(code)
     if cls is None:
         return ProtocolError(code, message)
+    if cls is CuratorBusyError:
+        try:
+            retry_after = float(exc.headers.get("Retry-After", "1"))
+        except ValueError:
+            retry_after = 1.0
+        return CuratorBusyError(message, retry_after)
     return cls(message)
 
 
@@ -316,13 +354,18 @@ def _column(data: Mapping[str, Any]) -> ColumnInfo:
     )
 
 
-def connect(url: str, token: str | None = None, *, timeout: float = 60.0) -> Connection:
+def connect(
+    url: str, token: str | None = None, *, timeout: float = 60.0, busy_wait: float = 30.0
+) -> Connection:
     """Connect to a dpframe curator (``dpframe serve``).
 
     Args:
         url: the curator's address, e.g. ``"https://curator.example.org"``.
         token: the analyst's token; default: the ``DPFRAME_TOKEN`` environment variable.
         timeout: seconds to wait for each answer.
+        busy_wait: seconds to keep sending a release again while the curator
+            answers ``busy`` (another release of yours on the same dataset is
+            running; nothing is charged); then :class:`CuratorBusyError`.
 
     Raises:
         AuthenticationError: when the curator refuses the token.
@@ -332,6 +375,6 @@ def connect(url: str, token: str | None = None, *, timeout: float = 60.0) -> Con
         token = os.environ.get("DPFRAME_TOKEN")
         if not token:
             raise InvalidArgumentError("Pass token=... or set the DPFRAME_TOKEN variable.")
-    connection = Connection(_Http(url, token, timeout))
+    connection = Connection(_Http(url, token, timeout, busy_wait))
     connection.datasets()  # fail now on a wrong token or address
     return connection

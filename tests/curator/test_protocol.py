@@ -629,7 +629,7 @@ def test_answers_are_held_to_the_latency_quantum(tmp_path: Path) -> None:
     # Errors are held too: their timing is no signal.
     with pytest.raises(ServiceError, match=r"node\.type must be one of"):
         curator.query(analyst, "cps", node_with(type="nope"))
-    assert slept == pytest.approx([0.13, 0.0, 0.24])
+    assert slept == pytest.approx([0.13, 0.24])  # the second answer ended on the grid
 
 
 def test_latency_quantum_must_be_sane(tmp_path: Path) -> None:

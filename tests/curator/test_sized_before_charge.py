@@ -155,7 +155,10 @@ def test_the_client_refuses_a_huge_histogram_at_once(server: Server) -> None:
     assert session.limits == ResourceLimits.remote()
     before = len(session.ledger)
     started = time.perf_counter()
-    with pytest.raises(ResourceLimitError, match=r"hist\(bins=10000000\) has 10000000 output cells \(limit 100000\)"):
+    with pytest.raises(
+        ResourceLimitError,
+        match=r"hist\(bins=10000000\) has 10000000 output cells \(limit 100000\)",
+    ):
         pf["wage"].hist(bins=10_000_000, epsilon=0.1)
     keys = [f"r{i}" for i in range(20_000)]
     with pytest.raises(ResourceLimitError, match=r"20000 values in one list .*\(limit 10000\)"):
@@ -184,7 +187,9 @@ def test_embedded_sessions_keep_their_wider_limits() -> None:
     assert len(pf["x"].hist(bins=200_000, epsilon=1.0)) == 200_000
     tight = dp.Session(epsilon=1.0, ledger=":memory:", limits=ResourceLimits.remote())
     frame = tight.private_frame(pd.DataFrame({"x": [1.0, 2.0]}), bounds={"x": (0.0, 3.0)})
-    with pytest.raises(ResourceLimitError, match=r"hist\(bins=200000\) has 200000 output cells \(limit 100000\)"):
+    with pytest.raises(
+        ResourceLimitError, match=r"hist\(bins=200000\) has 200000 output cells \(limit 100000\)"
+    ):
         frame["x"].hist(bins=200_000, epsilon=1.0)
     assert tight.spent == dp.Budget()
 

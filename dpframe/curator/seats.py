@@ -1,0 +1,209 @@
+"""Seats: one analyst's session on one dataset, used by one release at a time, never waited for.
+
+A seat holds the analyst's :class:`~dpframe.Session` (named
+``"analyst/dataset"`` in the curator's ledger) and the curator's frame over
+its own copy of the data.  A release takes the seat's lock *without waiting*:
+when another release of the same analyst on the same dataset is running, the
+request is answered at once with 429 ``busy`` and a ``Retry-After`` header,
+uncharged, so a flood of requests from one analyst never parks the server's
+worker threads (before issue 16, 40 such requests exhausted the pool and
+``/v1/health`` and every other analyst timed out).  Reads (schema, budget,
+ledger) need no seat lock: the ledger serializes itself.
+
+Seats are opened once, on first use; each dataset is read (and its declared
+kinds applied) once and shared by every seat, and opening one seat never
+holds up requests on seats already open.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+import dpframe as dp
+from dpframe.accounting.ledger import Ledger, PendingCharge
+from dpframe.api.frame import PrivateFrame
+from dpframe.backends.declared import apply_declared_kinds
+from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
+from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
+from dpframe.curator.data import read_declared
+from dpframe.plan.nodes import Source
+
+__all__ = ["Seat", "SeatLedger", "Seats", "shown_ledger"]
+
+
+class SeatLedger(Ledger):
+    """The ledger of one seat: it also notes the ids of the rows it charges.
+
+    The curator reads them after a release (under the seat's lock, so they
+    are this release's) to answer with the release's ledger id and to store
+    the answer for :meth:`dpframe.curator.service.Curator.recover`.
+    """
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self.charged: list[int] = []
+
+    def charge(self, *args: Any, **kwargs: Any) -> int:  # noqa: D102  (Ledger.charge)
+        release_id = super().charge(*args, **kwargs)
+        self.charged.append(release_id)
+        return release_id
+
+    def charge_many(  # noqa: D102  (Ledger.charge_many)
+        self, session: str, dataset: str, items: Sequence[PendingCharge], check: Any
+    ) -> list[int]:
+        ids = super().charge_many(session, dataset, items, check)
+        self.charged.extend(ids)
+        return ids
+
+
+@dataclass
+class Seat:
+    """One analyst's session on one dataset.
+
+    Attributes:
+        session: the analyst's session (budget, accountant, ledger).
+        frame: the curator's frame over its own copy of the data.
+        entry: the catalog's dataset.
+        ledger: the session's ledger.
+        lock: held by the one release running on this seat.
+        recent: the clock times of this seat's latest releases (rate limit).
+    """
+
+    session: dp.Session
+    frame: PrivateFrame
+    entry: DatasetEntry
+    ledger: SeatLedger
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    recent: deque[float] = field(default_factory=deque)
+
+    @property
+    def source(self) -> Source:
+        """The dataset's source as loaded by the curator (with its privacy-unit setting)."""
+        plan = self.frame.plan
+        if not isinstance(plan, Source):
+            raise ServiceError(500, "internal", "The dataset is not a plain source.")
+        return plan
+
+    @contextmanager
+    def hold(self, retry_after: int) -> Iterator[None]:
+        """Hold the seat for one release, or answer 429 ``busy`` at once (nothing charged)."""
+        if not self.lock.acquire(blocking=False):
+            raise ServiceError(
+                429,
+                "busy",
+                "Another release of yours on this dataset is still running; nothing was "
+                f"charged. Send this one again after it (in {retry_after} s).",
+                {"Retry-After": str(retry_after)},
+            )
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+
+class Seats:
+    """The open seats of a curator, opened on first use.
+
+    Args:
+        catalog: the data owner's catalog.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._open: dict[tuple[str, str], Seat] = {}
+        self._data: dict[str, pd.DataFrame] = {}
+        self._lock = threading.Lock()  # guards the two locks' tables below, briefly
+        self._opening: dict[tuple[str, str], threading.Lock] = {}
+        self._reading: dict[str, threading.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def values(self) -> list[Seat]:
+        """The open seats."""
+        return list(self._open.values())
+
+    def __getitem__(self, key: tuple[str, str]) -> Seat:
+        return self._open[key]
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+    def get(self, analyst: Analyst, dataset: str) -> Seat:
+        """The analyst's seat on ``dataset`` (opened now if needed), or 404 if not granted."""
+        if dataset not in analyst.budgets:
+            raise UNKNOWN_DATASET
+        key = (analyst.name, dataset)
+        seat = self._open.get(key)
+        if seat is not None:
+            return seat
+        with self._lock:
+            opening = self._opening.setdefault(key, threading.Lock())
+        with opening:  # only requests for this very seat wait for it to open
+            seat = self._open.get(key)
+            if seat is None:
+                seat = self._make(analyst, dataset)
+                self._open[key] = seat
+        return seat
+
+    def _make(self, analyst: Analyst, dataset: str) -> Seat:
+        entry = self.catalog.datasets[dataset]
+        budget, accounting = analyst.budgets[dataset]
+        ledger = SeatLedger(self.catalog.ledger)
+        session = dp.Session(
+            budget.epsilon,
+            budget.delta,
+            name=f"{analyst.name}/{dataset}",
+            ledger=ledger,
+            accounting=accounting,
+            limits=self.catalog.settings.limits,  # stricter than embedded
+        )
+        source, schema = session.load(
+            self._frame_data(entry),
+            dict(entry.bounds),
+            {k: list(v) for k, v in entry.categories.items()},
+            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
+            privacy_unit=entry.privacy_unit,
+            max_rows_per_unit=entry.max_rows_per_unit,
+            max_groups_per_unit=entry.max_groups_per_unit,
+            identity=entry.identity,  # named, not fingerprinted
+        )
+        return Seat(session, PrivateFrame._create(session, source, schema), entry, ledger)
+
+    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
+        """The dataset as declared, read once and shared by every seat."""
+        data = self._data.get(entry.name)
+        if data is not None:
+            return data
+        with self._lock:
+            reading = self._reading.setdefault(entry.name, threading.Lock())
+        with reading:
+            data = self._data.get(entry.name)
+            if data is None:
+                frame = read_declared(entry)
+                data = apply_declared_kinds(frame, dict(entry.kinds))  # type: ignore[arg-type]
+                self._data[entry.name] = data
+        return data
+
+
+def shown_ledger(table: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """Ledger rows as an analyst sees them: the data named by catalog name and version.
+
+    The ledger's ``dataset`` field holds what the curator recorded: the
+    catalog identity (``name`` or ``name@version``), or for rows written by an
+    older curator the data's fingerprint, a hash of every row, which must not
+    reach the analyst.  Those rows show the name and no version.
+    """
+    shown: pd.DataFrame = table.copy()
+    recorded = [str(d) for d in shown["dataset"]]
+    prefix = entry.name + "@"
+    shown["dataset"] = entry.name
+    shown["version"] = [d[len(prefix) :] if d.startswith(prefix) else None for d in recorded]
+    return shown
