@@ -24,10 +24,10 @@ migrated in place, newer ones refused (:mod:`dpframe.accounting.ledger_schema`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,6 +40,7 @@ from typing import get_args
 import pandas as pd
 
 from dpframe.accounting.accountants import AccountingKind, Charge
+from dpframe.accounting.ledger_location import default_ledger_path
 from dpframe.accounting.ledger_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -53,47 +54,14 @@ from dpframe.plan.privacy import Budget
 
 __all__ = [
     "APPLICATION_ID",
+    "MAX_LABEL",
     "SCHEMA_VERSION",
     "Ledger",
     "PendingCharge",
+    "clip_label",
     "decode_parts",
     "default_ledger_path",
 ]
-
-
-def default_ledger_path() -> Path:
-    r"""Where the ledger lives when none is given: always an absolute path.
-
-    ``$DPFRAME_LEDGER`` if set (made absolute, so a later ``cd`` cannot start a
-    fresh budget); else the user's data directory: ``$XDG_DATA_HOME/dpframe``
-    (default ``~/.local/share/dpframe``) on Linux, ``~/Library/Application
-    Support/dpframe`` on macOS and ``%LOCALAPPDATA%\\dpframe`` on Windows.  An
-    empty variable counts as unset, and a relative ``$XDG_DATA_HOME`` or
-    ``%LOCALAPPDATA%`` is ignored (as the XDG specification says).
-    """
-    env = _env_path("DPFRAME_LEDGER")
-    if env is not None:
-        return env.absolute()
-    home = Path.home()
-    if sys.platform == "win32":
-        base = _absolute_env("LOCALAPPDATA") or home / "AppData" / "Local"
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = _absolute_env("XDG_DATA_HOME") or home / ".local" / "share"
-    return (base / "dpframe" / "ledger.sqlite").absolute()
-
-
-def _env_path(name: str) -> Path | None:
-    """The path in environment variable ``name``; None when unset or empty."""
-    value = os.environ.get(name, "")
-    return Path(value).expanduser() if value.strip() else None
-
-
-def _absolute_env(name: str) -> Path | None:
-    """The path in ``name`` if it is absolute; None otherwise (unset, empty or relative)."""
-    path = _env_path(name)
-    return path if path is not None and path.is_absolute() else None
 
 
 #: The columns of a release row that :meth:`Ledger.releases` reads (all but ``session``).
@@ -164,6 +132,31 @@ class PendingCharge:
     currency: str | None = None
 
 
+#: The longest label a ledger row stores; longer ones keep their start and a digest.
+MAX_LABEL = 256
+_DIGEST_CHARS = 16
+
+
+def clip_label(label: str) -> str:
+    """``label`` as the ledger stores it: whole up to :data:`MAX_LABEL` characters.
+
+    A longer label (a 24,000-item ``isin`` made a 243 KiB row) keeps its first
+    characters and ends with `` … #`` and the first 16 hex digits of the
+    SHA-256 of the whole label, so two long labels that differ stay apart and
+    a label can be matched to the query that made it.  Labels are built from
+    the query's public arguments, never from the data.
+
+    Example:
+        >>> len(clip_label("x" * 10_000)) == MAX_LABEL
+        True
+    """
+    if len(label) <= MAX_LABEL:
+        return label
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    tail = f" … #{digest}"
+    return label[: MAX_LABEL - len(tail)] + tail
+
+
 def _encode_parts(total: Charge, parts: Sequence[tuple[str, Charge]] | None) -> str | None:
     """The JSON text of a composite release's parts, checked to add up to its cost."""
     if parts is None:
@@ -180,7 +173,12 @@ def _encode_parts(total: Charge, parts: Sequence[tuple[str, Charge]] | None) -> 
         )
     return json.dumps(
         [
-            {"name": name, "epsilon": str(c.epsilon), "delta": str(c.delta), "rho": str(c.rho)}
+            {
+                "name": clip_label(name),
+                "epsilon": str(c.epsilon),
+                "delta": str(c.delta),
+                "rho": str(c.rho),
+            }
             for name, c in parts
         ]
     )
@@ -228,8 +226,8 @@ def _row(
     session = head[0]
     params = (
         *head,
-        query,
-        mechanism,
+        clip_label(query),
+        clip_label(mechanism),
         str(cost.epsilon),
         str(cost.delta),
         str(cost.rho),

@@ -230,7 +230,7 @@ def create_app(
     def ledger(
         name: str,
         after: int = Query(default=0, ge=0, le=2**62),
-        limit: int = Query(default=LEDGER_PAGE, ge=1, le=LEDGER_PAGE),
+        limit: int | None = Query(default=None, ge=1, le=LEDGER_PAGE),
         who: Analyst = Depends(analyst),  # noqa: B008
     ) -> dict[str, Any]:
         """One page of the analyst's own releases on the dataset, oldest first.

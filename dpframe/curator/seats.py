@@ -17,6 +17,7 @@ holds up requests on seats already open.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,7 @@ from dpframe.backends.declared import apply_declared_kinds
 from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
+from dpframe.curator.settings import ServerSettings
 from dpframe.plan.nodes import Source
 
 __all__ = ["Seat", "SeatLedger", "Seats", "shown_ledger"]
@@ -90,6 +92,43 @@ class Seat:
         if not isinstance(plan, Source):
             raise ServiceError(500, "internal", "The dataset is not a plain source.")
         return plan
+
+    def check_pace(self, now: float, settings: ServerSettings) -> None:
+        """Refuse a release over the seat's rate or ledger-row limit (nothing is charged).
+
+        Call while holding the seat.  Raises :class:`ServiceError`: 429
+        ``rate_limited`` (with ``Retry-After``) when ``releases_per_minute``
+        releases were charged in the last 60 seconds, 403 ``ledger_full`` when
+        the ledger holds ``max_ledger_rows`` releases of this seat.
+        """
+        while self.recent and self.recent[0] <= now - 60:
+            self.recent.popleft()
+        if len(self.recent) >= settings.releases_per_minute:
+            wait = max(1, math.ceil(self.recent[0] + 60 - now))
+            raise ServiceError(
+                429,
+                "rate_limited",
+                f"You made {len(self.recent)} releases on this dataset in the last minute, "
+                f"the most this curator allows ({settings.releases_per_minute}); nothing was "
+                f"charged. Send this one again in {wait} s.",
+                {"Retry-After": str(wait)},
+            )
+        rows = self.ledger.count(self.session.name)
+        if rows >= settings.max_ledger_rows:
+            raise ServiceError(
+                403,
+                "ledger_full",
+                f"Your ledger on this dataset holds {rows} releases, the most this curator "
+                f"records ({settings.max_ledger_rows}); nothing was charged. Ask the data "
+                "owner.",
+            )
+
+    def note_charges(self, now: float) -> list[int]:
+        """The ledger ids charged since the last call (this release's), counted for the rate."""
+        charged = list(self.ledger.charged)
+        self.ledger.charged.clear()
+        self.recent.extend([now] * len(charged))
+        return charged
 
     @contextmanager
     def hold(self, retry_after: int) -> Iterator[None]:
@@ -165,6 +204,7 @@ class Seats:
             accounting=accounting,
             limits=self.catalog.settings.limits,  # stricter than embedded
         )
+        session._accountant.floor = self.catalog.settings.min_epsilon  # ε per release, at least
         source, schema = session.load(
             self._frame_data(entry),
             dict(entry.bounds),

@@ -39,8 +39,9 @@ class Curator:
 
     Args:
         catalog: the data owner's catalog.
-        clock: seconds on a monotonic clock (the latency quantum, rate limits).
+        clock: seconds on a monotonic clock (the latency quantum).
         sleep: how :meth:`query` waits out the latency quantum.
+        pace_clock: seconds on a monotonic clock for the rate limit.
 
     Raises:
         CatalogError: a dataset's file has a column without a declared kind.
@@ -52,9 +53,11 @@ class Curator:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        pace_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.catalog = catalog
         self._clock = clock
+        self._pace_clock = pace_clock
         self._sleep = sleep
         self._seats = Seats(catalog)
         self.unexpected_errors = 0
@@ -120,7 +123,7 @@ class Curator:
         return self._budget_state(self._seats.get(analyst, dataset))
 
     def ledger(
-        self, analyst: Analyst, dataset: str, *, after: int = 0, limit: int = LEDGER_PAGE
+        self, analyst: Analyst, dataset: str, *, after: int = 0, limit: int | None = None
     ) -> dict[str, Any]:
         """One page of the analyst's own releases on ``dataset``, oldest first.
 
@@ -130,7 +133,7 @@ class Curator:
         anything computed from the rows.
         """
         seat = self._seats.get(analyst, dataset)
-        limit = max(1, min(int(limit), LEDGER_PAGE))
+        limit = LEDGER_PAGE if limit is None else max(1, min(int(limit), LEDGER_PAGE))
         table = seat.ledger.page(seat.session.name, after=after, limit=limit + 1)
         more = len(table) > limit
         table = shown_ledger(table.iloc[:limit], seat.entry)
@@ -178,12 +181,17 @@ class Curator:
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
             events: list[ReleaseEvent] = []
-            with seat.hold(self.catalog.settings.busy_retry_seconds):
+            settings = self.catalog.settings
+            with seat.hold(settings.busy_retry_seconds):
+                if not explain:
+                    seat.check_pace(self._pace_clock(), settings)
+                seat.note_charges(self._pace_clock())  # forget any row left from before
                 unsubscribe = seat.session.subscribe(events.append)
                 try:
                     result = seat.session.explain(node) if explain else seat.session.run(node)
                 finally:
                     unsubscribe()
+                    charged = seat.note_charges(self._pace_clock())
                 state = self._budget_state(seat)
             encoded = encode_response(result)
         except Exception as exc:
@@ -196,4 +204,10 @@ class Curator:
         for event in events:
             cost = cost + event.cost
         label = "; ".join(e.query for e in events) if events else node.label
-        return {"result": encoded, "budget": state, "cost": encode_response(cost), "query": label}
+        return {
+            "result": encoded,
+            "budget": state,
+            "cost": encode_response(cost),
+            "query": label,
+            "release": charged[-1] if charged else None,  # its ledger id (None: explained)
+        }

@@ -24,6 +24,7 @@ from dpframe.errors import (
     WIRE_CODES,
     DPError,
     InvalidArgumentError,
+    LedgerError,
 )
 from dpframe.plan.codec import encode_node
 from dpframe.plan.estimate import ResourceLimits, check_resources
@@ -42,6 +43,7 @@ __all__ = [
     "Connection",
     "CuratorBusyError",
     "CuratorUnavailableError",
+    "RateLimitedError",
     "RemoteSession",
     "connect",
 ]
@@ -70,11 +72,25 @@ class CuratorBusyError(DPError):
         self.retry_after = retry_after
 
 
+class RateLimitedError(DPError):
+    """The analyst made the most releases the curator allows per minute; nothing was charged.
+
+    Attributes:
+        retry_after: the seconds until one more release is allowed.
+    """
+
+    def __init__(self, message: str, retry_after: float = 60.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 #: Error codes of the protocol and the error class the client raises for each.
 ERROR_CLASSES: Mapping[str, type[DPError]] = {
     **{code: cls for cls, _, code in WIRE_CODES},
     "unauthorized": AuthenticationError,
     "busy": CuratorBusyError,
+    "rate_limited": RateLimitedError,
+    "ledger_full": LedgerError,
 }
 
 
@@ -140,12 +156,12 @@ def _error_from(exc: urllib.error.HTTPError) -> DPError:
     cls = ERROR_CLASSES.get(code)
     if cls is None:
         return ProtocolError(code, message)
-    if cls is CuratorBusyError:
+    if cls is CuratorBusyError or cls is RateLimitedError:
         try:
             retry_after = float(exc.headers.get("Retry-After", "1"))
         except ValueError:
             retry_after = 1.0
-        return CuratorBusyError(message, retry_after)
+        return cls(message, retry_after)
     return cls(message)
 
 
