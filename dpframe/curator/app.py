@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
@@ -239,6 +239,15 @@ def create_app(
         ``after`` of the next page (None after the last).
         """
         return curator.ledger(who, name, after=after, limit=limit)
+
+    @app.get("/v1/datasets/{name}/releases/{release_id}")
+    def recover(
+        name: str,
+        release_id: int = Path(ge=1, le=2**62),
+        who: Analyst = Depends(analyst),  # noqa: B008
+    ) -> dict[str, Any]:
+        """The answer of one of the analyst's charged releases, again, free (by ledger id)."""
+        return curator.recover(who, name, release_id)
 
     @app.post("/v1/datasets/{name}/query")
     async def query(

@@ -76,6 +76,7 @@ class Seat:
         ledger: the session's ledger.
         lock: held by the one release running on this seat.
         recent: the clock times of this seat's latest releases (rate limit).
+        stored: bytes of this seat's answers kept in the ledger (None: not yet read).
     """
 
     session: dp.Session
@@ -84,6 +85,7 @@ class Seat:
     ledger: SeatLedger
     lock: threading.Lock = field(default_factory=threading.Lock)
     recent: deque[float] = field(default_factory=deque)
+    stored: int | None = None
 
     @property
     def source(self) -> Source:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,7 +25,7 @@ from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.plan.codec import decode_node
 from dpframe.plan.privacy import Budget
-from dpframe.remote.wire import ProtocolError, check_depth, encode_response
+from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
 __all__ = ["LEDGER_PAGE", "Curator", "ServiceError", "error_payload", "shown_ledger"]
 
@@ -180,34 +181,80 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
-            events: list[ReleaseEvent] = []
-            settings = self.catalog.settings
-            with seat.hold(settings.busy_retry_seconds):
-                if not explain:
-                    seat.check_pace(self._pace_clock(), settings)
-                seat.note_charges(self._pace_clock())  # forget any row left from before
-                unsubscribe = seat.session.subscribe(events.append)
-                try:
-                    result = seat.session.explain(node) if explain else seat.session.run(node)
-                finally:
-                    unsubscribe()
-                    charged = seat.note_charges(self._pace_clock())
-                state = self._budget_state(seat)
-            encoded = encode_response(result)
+            with seat.hold(self.catalog.settings.busy_retry_seconds):
+                return self._run(seat, node, explain)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
                 self.unexpected_errors += 1
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
+
+    def _run(self, seat: Seat, node: Any, explain: bool) -> dict[str, Any]:
+        """Explain or release ``node`` on a held seat; keep a release's answer."""
+        if not explain:
+            seat.check_pace(self._pace_clock(), self.catalog.settings)
+        seat.note_charges(self._pace_clock())  # forget any row left from before
+        events: list[ReleaseEvent] = []
+        unsubscribe = seat.session.subscribe(events.append)
+        try:
+            result = seat.session.explain(node) if explain else seat.session.run(node)
+        finally:
+            unsubscribe()
+            charged = seat.note_charges(self._pace_clock())
         cost = Budget()
         for event in events:
             cost = cost + event.cost
         label = "; ".join(e.query for e in events) if events else node.label
-        return {
-            "result": encoded,
-            "budget": state,
-            "cost": encode_response(cost),
-            "query": label,
-            "release": charged[-1] if charged else None,  # its ledger id (None: explained)
-        }
+        kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
+        release = charged[-1] if charged else None  # its ledger id (None: explained)
+        if release is not None:
+            self._keep(seat, release, kept)
+        return {**kept, "budget": self._budget_state(seat), "release": release}
+
+    def _keep(self, seat: Seat, release: int, kept: Mapping[str, Any]) -> None:
+        """Store a release's answer in the ledger for :meth:`recover` (best effort).
+
+        Called while holding the seat.  Answers are kept up to the catalog's
+        ``stored_answers_mb`` per seat; later ones are answered but not kept.
+        """
+        body = zlib.compress(dumps(kept).encode(), 6)
+        try:
+            if seat.stored is None:
+                seat.stored = seat.ledger.stored_bytes(seat.session.name)
+            if seat.stored + len(body) > self.catalog.settings.stored_answers_mb * 2**20:
+                _log.warning("Answer of release %s not kept: the seat's store is full", release)
+                return
+            seat.ledger.store_answer(release, body)
+            seat.stored += len(body)
+        except DPError as exc:  # the release stands and is answered; only recovery is lost
+            _log.warning("Could not store the answer of release %s: %s", release, exc)
+
+    def recover(self, analyst: Analyst, dataset: str, release_id: int) -> dict[str, Any]:
+        """The answer of one of the analyst's charged releases, again, free.
+
+        Raises :class:`ServiceError`: 404 ``unknown_release`` when the
+        analyst's ledger on ``dataset`` has no release of this id with a
+        stored answer (an explanation, a failed release, another analyst's
+        id, or one released before answers were stored); 409 ``pending``
+        (with ``Retry-After``) while it is still being computed.
+        """
+        seat = self._seats.get(analyst, dataset)
+        found = seat.ledger.answer(seat.session.name, release_id)
+        if found is not None and found[1] is not None:
+            kept = loads(zlib.decompress(found[1]))
+            return {**kept, "budget": self._budget_state(seat), "release": release_id}
+        if found is not None and found[0] == "charged":
+            retry = str(self.catalog.settings.busy_retry_seconds)
+            raise ServiceError(
+                409,
+                "pending",
+                "This release is still being computed; ask again shortly.",
+                {"Retry-After": retry},
+            )
+        raise ServiceError(
+            404,
+            "unknown_release",
+            "Your ledger on this dataset has no stored answer for this release id "
+            "(explanations and failed releases have none).",
+        )

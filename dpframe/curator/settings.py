@@ -8,6 +8,7 @@ Example::
     max_ledger_rows = 10000            # per analyst, on each dataset
     min_epsilon = "1e-6"               # the least ε (share) one release may cost
     busy_retry_seconds = 1             # Retry-After of a busy seat's 429
+    stored_answers_mb = 64             # answers kept for recovery, per analyst and dataset
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
     max_cells = 100000
@@ -46,6 +47,8 @@ class ServerSettings:
             session's ε); a request below it is refused (``invalid_budget``),
             uncharged.
         busy_retry_seconds: the ``Retry-After`` of a 429 ``busy`` answer.
+        stored_answers_mb: MiB of compressed answers kept for recovery per
+            analyst and dataset; later answers are sent but not kept.
     """
 
     limits: ResourceLimits = field(default_factory=ResourceLimits.remote)
@@ -53,6 +56,7 @@ class ServerSettings:
     max_ledger_rows: int = 10_000
     min_epsilon: Fraction = Fraction(1, 10**6)
     busy_retry_seconds: int = 1
+    stored_answers_mb: int = 64
 
 
 #: The keys of ``[server]`` (besides the settings above: the ledger path and latency quantum).
@@ -81,7 +85,12 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
     defaults = ServerSettings()
     counts = {
         name: _positive(server.get(name, getattr(defaults, name)), name, error)
-        for name in ("releases_per_minute", "max_ledger_rows", "busy_retry_seconds")
+        for name in (
+            "releases_per_minute",
+            "max_ledger_rows",
+            "busy_retry_seconds",
+            "stored_answers_mb",
+        )
     }
     return ServerSettings(
         limits=limits,

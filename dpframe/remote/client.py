@@ -89,6 +89,8 @@ ERROR_CLASSES: Mapping[str, type[DPError]] = {
     **{code: cls for cls, _, code in WIRE_CODES},
     "unauthorized": AuthenticationError,
     "busy": CuratorBusyError,
+    "pending": CuratorBusyError,  # a release still computing: asked again after a wait
+    "unknown_release": InvalidArgumentError,
     "rate_limited": RateLimitedError,
     "ledger_full": LedgerError,
 }
@@ -192,6 +194,8 @@ class RemoteSession(Observable):
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._state = dict(state)
         self._limits = limits or ResourceLimits()
+        #: The ledger id of the last release answered (None before any).
+        self.last_release: int | None = None
 
     @property
     def name(self) -> str:
@@ -280,6 +284,25 @@ class RemoteSession(Observable):
         self._announce(event)
         return answer["result"]
 
+    def recover(self, release_id: int) -> Any:
+        """The answer of one of your charged releases, fetched again by its ledger id, free.
+
+        When an answer is lost on the way (a timeout, a dropped connection),
+        its charge stands: ``session.ledger`` lists the release (its index is
+        the id), and this fetches the stored answer without any new charge.
+        While the release is still being computed, the client waits (up to
+        ``busy_wait`` seconds).
+
+        Raises:
+            InvalidArgumentError: no stored answer of yours has this id.
+        """
+        if isinstance(release_id, bool) or not isinstance(release_id, int) or release_id < 1:
+            raise InvalidArgumentError("recover() takes a release id from session.ledger's index.")
+        path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/releases/{release_id}"
+        answer: dict[str, Any] = self._http.request("GET", path)
+        self._state.update(answer["budget"])
+        return decode_response(answer["result"])
+
     def _explain_node(self, node: Any) -> Any:
         return self._send(node, explain=True)["result"]
 
@@ -290,8 +313,18 @@ class RemoteSession(Observable):
         body = encode_node(node)
         body["explain"] = explain
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
-        answer: dict[str, Any] = self._http.request("POST", path, body)
+        try:
+            answer: dict[str, Any] = self._http.request("POST", path, body)
+        except CuratorUnavailableError as exc:
+            if explain:
+                raise
+            raise CuratorUnavailableError(
+                f"{exc} If the release was charged, session.ledger lists it and "
+                "session.recover(id) fetches its answer again, free."
+            ) from None
         self._state.update(answer["budget"])
+        if answer.get("release") is not None:
+            self.last_release = int(answer["release"])
         answer["result"] = decode_response(answer["result"])
         return answer
 
