@@ -99,7 +99,15 @@ def _error(exc: ServiceError) -> JSONResponse:
 
 
 class BodyLimit:
-    """ASGI middleware: refuse bodies larger than ``limit`` bytes (413) without buffering them."""
+    """ASGI middleware: refuse bodies larger than ``limit`` bytes with 413, whatever their framing.
+
+    A declared ``Content-Length`` over the limit is refused before any byte is
+    read.  Otherwise the body is read here, up to the limit (a chunked body
+    has no declared length), and handed to the app whole; one byte more and
+    the request is answered 413 without reaching the app (before issue 16 a
+    chunked body over the limit got 400 from the app's body parser).  Without
+    a valid token the answer is 401 either way.
+    """
 
     def __init__(self, app: ASGIApp, curator: Curator, limit: int = MAX_BODY) -> None:
         self.app = app
@@ -113,32 +121,42 @@ class BodyLimit:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            authorization = headers.get(b"authorization", b"").decode("latin-1")
-            try:
-                self.curator.authenticate(authorization)
-            except ServiceError as exc:  # no token: 401 whatever the body
-                await _send(send, exc.status, error_payload(exc.code, exc.message))
-                return
-            await _too_large(send)
+            await self._refuse(headers, send)
             return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
             if seen > self.limit:
-                raise _TooLargeError
-            return message
+                await self._refuse(headers, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
 
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: a disconnect, when it comes
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, headers: dict[bytes, bytes], send: Send) -> None:
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
-            await self.app(scope, limited, send)
-        except _TooLargeError:
-            await _too_large(send)
-
-
-class _TooLargeError(Exception):
-    pass
+            self.curator.authenticate(authorization)
+        except ServiceError as exc:  # no token: 401 whatever the body
+            await _send(send, exc.status, error_payload(exc.code, exc.message))
+            return
+        await _too_large(send)
 
 
 async def _too_large(send: Send) -> None:
