@@ -35,34 +35,80 @@ from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
+from dpframe.errors import LedgerError
 from dpframe.plan.nodes import Source
 
 __all__ = ["Seat", "SeatLedger", "Seats", "shown_ledger"]
 
 
 class SeatLedger(Ledger):
-    """The ledger of one seat: it also notes the ids of the rows it charges.
+    """The ledger of one seat: it notes the ids it charges and keeps abandoned rows abandoned.
 
-    The curator reads them after a release (under the seat's lock, so they
-    are this release's) to answer with the release's ledger id and to store
-    the answer for :meth:`dpframe.curator.service.Curator.recover`.
+    The curator reads the charged ids after a release (while holding the
+    seat, so they are this release's) to answer with the release's ledger id
+    and to store the answer for :meth:`dpframe.curator.service.Curator.recover`.
+
+    A release the curator gives up on (:meth:`abandon`) keeps its charge, and
+    its row says ``abandoned`` whatever the still-running computation writes
+    later; a charge attempted after that is refused (nothing is recorded).
+    A row the engine marks ``failed`` (the release failed on the data, after
+    the charge) is recorded ``abandoned`` too: an analyst cannot tell the two
+    causes apart.
     """
 
     def __init__(self, path: Any) -> None:
         super().__init__(path)
         self.charged: list[int] = []
+        self._guard = threading.Lock()
+        self._refusing = False
+        self._abandoned: set[int] = set()
 
     def charge(self, *args: Any, **kwargs: Any) -> int:  # noqa: D102  (Ledger.charge)
-        release_id = super().charge(*args, **kwargs)
-        self.charged.append(release_id)
+        with self._guard:
+            if self._refusing:
+                raise LedgerError(
+                    "This release was abandoned before its charge; nothing was charged."
+                )
+            release_id = super().charge(*args, **kwargs)
+            self.charged.append(release_id)
         return release_id
 
     def charge_many(  # noqa: D102  (Ledger.charge_many)
         self, session: str, dataset: str, items: Sequence[PendingCharge], check: Any
     ) -> list[int]:
-        ids = super().charge_many(session, dataset, items, check)
-        self.charged.extend(ids)
+        with self._guard:
+            if self._refusing:
+                raise LedgerError(
+                    "This release was abandoned before its charge; nothing was charged."
+                )
+            ids = super().charge_many(session, dataset, items, check)
+            self.charged.extend(ids)
         return ids
+
+    def complete(self, release_id: int, value: str, status: str = "released") -> None:  # noqa: D102
+        if status == "failed" or release_id in self._abandoned:
+            value, status = "", "abandoned"
+        super().complete(release_id, value, status)
+
+    def abandon(self) -> list[int]:
+        """Give up on the running release: its charged rows say ``abandoned``; refuse new charges.
+
+        Returns:
+            The ids of the rows it had charged (their charges stand).
+        """
+        with self._guard:
+            self._refusing = True
+            ids = list(self.charged)
+            self.charged.clear()
+            self._abandoned.update(ids)
+        for release_id in ids:
+            super().complete(release_id, "", "abandoned")
+        return ids
+
+    def resume(self) -> None:
+        """Accept charges again (the abandoned computation has ended)."""
+        with self._guard:
+            self._refusing = False
 
 
 @dataclass
@@ -77,6 +123,9 @@ class Seat:
         lock: held by the one release running on this seat.
         recent: the clock times of this seat's latest releases (rate limit).
         stored: bytes of this seat's answers kept in the ledger (None: not yet read).
+        abandoned: releases abandoned on this seat (wall-clock limit or a
+            failure after the charge) since the curator started.
+        suspended: True once ``abandoned`` reached the catalog's limit.
     """
 
     session: dp.Session
@@ -86,6 +135,8 @@ class Seat:
     lock: threading.Lock = field(default_factory=threading.Lock)
     recent: deque[float] = field(default_factory=deque)
     stored: int | None = None
+    abandoned: int = 0
+    suspended: bool = False
 
     @property
     def source(self) -> Source:
@@ -132,9 +183,20 @@ class Seat:
         self.recent.extend([now] * len(charged))
         return charged
 
-    @contextmanager
-    def hold(self, retry_after: int) -> Iterator[None]:
-        """Hold the seat for one release, or answer 429 ``busy`` at once (nothing charged)."""
+    def take(self, retry_after: int) -> None:
+        """Take the seat for one release, or answer 429 ``busy`` at once (nothing charged).
+
+        The taker gives it back with :meth:`give` (or, for an abandoned
+        release, the computation does when it ends).  A suspended seat answers
+        403 ``suspended``.
+        """
+        if self.suspended:
+            raise ServiceError(
+                403,
+                "suspended",
+                "Your seat on this dataset is suspended after repeated abandoned releases; "
+                "nothing was charged. The data owner has been told.",
+            )
         if not self.lock.acquire(blocking=False):
             raise ServiceError(
                 429,
@@ -143,10 +205,19 @@ class Seat:
                 f"charged. Send this one again after it (in {retry_after} s).",
                 {"Retry-After": str(retry_after)},
             )
+
+    def give(self) -> None:
+        """Give the seat back (see :meth:`take`)."""
+        self.lock.release()
+
+    @contextmanager
+    def hold(self, retry_after: int) -> Iterator[None]:
+        """:meth:`take` the seat for the block, and :meth:`give` it back after."""
+        self.take(retry_after)
         try:
             yield
         finally:
-            self.lock.release()
+            self.give()
 
 
 class Seats:

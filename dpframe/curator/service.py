@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -33,6 +34,59 @@ __all__ = ["LEDGER_PAGE", "Curator", "ServiceError", "error_payload", "shown_led
 LEDGER_PAGE = 1_000
 
 _log = logging.getLogger("dpframe.curator")
+
+
+#: The one answer to a release that did not come back, whatever the cause.
+LIMIT_EXCEEDED = ServiceError(
+    503,
+    "limit_exceeded",
+    "This release was not completed; its charge stands and your ledger records it as "
+    "abandoned. The cause is not shown (it could depend on the data).",
+)
+
+
+class _Work:
+    """One release computing in a thread of its own (so the curator can stop waiting for it).
+
+    When the curator gives up waiting (:meth:`wait` is False), the thread
+    gives the seat back and lets its ledger charge again once it ends.
+    """
+
+    def __init__(self, seat: Seat, node: Any) -> None:
+        self.seat = seat
+        self.node = node
+        self.events: list[ReleaseEvent] = []
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._guard = threading.Lock()
+        self._given_up = False
+        threading.Thread(target=self._run, name="dpframe-release", daemon=True).start()
+
+    def _run(self) -> None:
+        unsubscribe = self.seat.session.subscribe(self.events.append)
+        try:
+            self.result = self.seat.session.run(self.node)
+        except BaseException as exc:  # handed to the waiting thread
+            self.error = exc
+        finally:
+            unsubscribe()
+            with self._guard:
+                self._done.set()
+                given_up = self._given_up
+            if given_up:
+                self.seat.ledger.resume()
+                self.seat.give()
+
+    def wait(self, seconds: float) -> bool:
+        """True when the release ended within ``seconds``; else the thread is left to end alone."""
+        if self._done.wait(seconds):
+            return True
+        with self._guard:
+            if self._done.is_set():  # ended just now
+                return True
+            self._given_up = True
+        return False
 
 
 class Curator:
@@ -181,8 +235,10 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
-            with seat.hold(self.catalog.settings.busy_retry_seconds):
-                return self._run(seat, node, explain)
+            if explain:
+                with seat.hold(self.catalog.settings.busy_retry_seconds):
+                    return self._answered(seat, seat.session.explain(node), [], [], node.label)
+            return self._release(seat, node)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
@@ -190,22 +246,61 @@ class Curator:
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
 
-    def _run(self, seat: Seat, node: Any, explain: bool) -> dict[str, Any]:
-        """Explain or release ``node`` on a held seat; keep a release's answer."""
-        if not explain:
-            seat.check_pace(self._pace_clock(), self.catalog.settings)
-        seat.note_charges(self._pace_clock())  # forget any row left from before
-        events: list[ReleaseEvent] = []
-        unsubscribe = seat.session.subscribe(events.append)
+    def _release(self, seat: Seat, node: Any) -> dict[str, Any]:
+        """Release ``node`` on its seat, within the wall-clock limit.
+
+        The release runs in a thread of its own while this one waits at most
+        ``release_seconds``.  If the limit fires (a server fault: it is set
+        far above the slowest request within the limits), the charge stands,
+        the row says ``abandoned``, the answer is ``limit_exceeded``, and the
+        seat stays busy until the computation ends.  A release that fails
+        after its charge (on the data) gets the same answer and row: the
+        analyst never learns which of the two happened.
+        """
+        settings = self.catalog.settings
+        seat.take(settings.busy_retry_seconds)
+        handed_over = False
         try:
-            result = seat.session.explain(node) if explain else seat.session.run(node)
-        finally:
-            unsubscribe()
+            seat.check_pace(self._pace_clock(), settings)
+            seat.note_charges(self._pace_clock())  # forget any row left from before
+            work = _Work(seat, node)
+            if not work.wait(settings.release_seconds):
+                handed_over = True  # the computation gives the seat back when it ends
+                self._abandon(seat, "took longer than the wall-clock limit", None)
             charged = seat.note_charges(self._pace_clock())
+            if work.error is not None:
+                if not charged:  # refused before the charge: an ordinary, data-free error
+                    raise work.error
+                self._abandon(seat, "failed after its charge", work.error)
+            return self._answered(seat, work.result, work.events, charged, node.label)
+        finally:
+            if not handed_over:
+                seat.give()
+
+    def _abandon(self, seat: Seat, why: str, error: BaseException | None) -> None:
+        """Count an abandoned release, log it for the operator, and answer ``limit_exceeded``."""
+        ids = seat.ledger.abandon() if error is None else []
+        seat.abandoned += 1
+        name = seat.session.name
+        _log.error("Release abandoned on %s (%s); ledger rows %s", name, why, ids, exc_info=error)
+        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
+            seat.suspended = True
+            _log.error("Seat %s suspended after %d abandoned releases", name, seat.abandoned)
+        raise LIMIT_EXCEEDED
+
+    def _answered(
+        self,
+        seat: Seat,
+        result: Any,
+        events: list[ReleaseEvent],
+        charged: list[int],
+        default_label: str,
+    ) -> dict[str, Any]:
+        """The answer to a release or explanation; a release's answer is kept for recovery."""
         cost = Budget()
         for event in events:
             cost = cost + event.cost
-        label = "; ".join(e.query for e in events) if events else node.label
+        label = "; ".join(e.query for e in events) if events else default_label
         kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
         release = charged[-1] if charged else None  # its ledger id (None: explained)
         if release is not None:

@@ -9,6 +9,8 @@ Example::
     min_epsilon = "1e-6"               # the least ε (share) one release may cost
     busy_retry_seconds = 1             # Retry-After of a busy seat's 429
     stored_answers_mb = 64             # answers kept for recovery, per analyst and dataset
+    release_seconds = 300              # wall-clock limit of one release (a server fault)
+    abandoned_to_suspend = 3           # abandoned releases before a seat is suspended
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
     max_cells = 100000
@@ -20,6 +22,7 @@ default to :meth:`dpframe.plan.estimate.ResourceLimits.remote`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -49,6 +52,13 @@ class ServerSettings:
         busy_retry_seconds: the ``Retry-After`` of a 429 ``busy`` answer.
         stored_answers_mb: MiB of compressed answers kept for recovery per
             analyst and dataset; later answers are sent but not kept.
+        release_seconds: the wall-clock limit of one release, far above the
+            slowest request within the limits; when it fires (a server fault)
+            the charge stands, the row says ``abandoned`` and the answer is
+            ``limit_exceeded``.
+        abandoned_to_suspend: abandoned releases (wall-clock limit, or a
+            failure on the data after the charge) after which a seat is
+            suspended until the curator restarts (logged for the operator).
     """
 
     limits: ResourceLimits = field(default_factory=ResourceLimits.remote)
@@ -57,6 +67,8 @@ class ServerSettings:
     min_epsilon: Fraction = Fraction(1, 10**6)
     busy_retry_seconds: int = 1
     stored_answers_mb: int = 64
+    release_seconds: float = 300.0
+    abandoned_to_suspend: int = 3
 
 
 #: The keys of ``[server]`` (besides the settings above: the ledger path and latency quantum).
@@ -90,11 +102,20 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
             "max_ledger_rows",
             "busy_retry_seconds",
             "stored_answers_mb",
+            "abandoned_to_suspend",
         )
     }
+    seconds = server.get("release_seconds", defaults.release_seconds)
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0 < seconds < math.inf
+    ):
+        raise error("[server].release_seconds must be a number of seconds > 0.")
     return ServerSettings(
         limits=limits,
         min_epsilon=_fraction(server.get("min_epsilon", defaults.min_epsilon), error),
+        release_seconds=float(seconds),
         **counts,
     )
 

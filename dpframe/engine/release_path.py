@@ -316,12 +316,12 @@ def finish(session: Session, admission: Admission) -> Any:
     except DPError:
         session._ledger.complete(release_id, "", status="failed")
         raise
-    except Exception as exc:
+    except Exception:
         session._ledger.complete(release_id, "", status="failed")
         raise QueryFailedError(
-            f"The query failed while reading the data ({type(exc).__name__}); its charge "
-            "stands. No detail is shown because it could hold private values: check the "
-            "column types used in the query's conditions and expressions."
+            "The query failed while reading the data; its charge stands. No detail is "
+            "shown, not even the kind of failure, because it could depend on private "
+            "values: check the column types used in the query's conditions and expressions."
         ) from None
     session._ledger.complete(release_id, shown)
     session._notify(label, cost)

@@ -25,6 +25,7 @@ from dpframe.errors import (
     DPError,
     InvalidArgumentError,
     LedgerError,
+    QueryFailedError,
 )
 from dpframe.plan.codec import encode_node
 from dpframe.plan.estimate import ResourceLimits, check_resources
@@ -45,6 +46,7 @@ __all__ = [
     "CuratorUnavailableError",
     "RateLimitedError",
     "RemoteSession",
+    "SeatSuspendedError",
     "connect",
 ]
 
@@ -84,6 +86,10 @@ class RateLimitedError(DPError):
         self.retry_after = retry_after
 
 
+class SeatSuspendedError(DPError):
+    """The curator suspended this seat (analyst, dataset) after repeated abandoned releases."""
+
+
 #: Error codes of the protocol and the error class the client raises for each.
 ERROR_CLASSES: Mapping[str, type[DPError]] = {
     **{code: cls for cls, _, code in WIRE_CODES},
@@ -92,6 +98,8 @@ ERROR_CLASSES: Mapping[str, type[DPError]] = {
     "pending": CuratorBusyError,  # a release still computing: asked again after a wait
     "unknown_release": InvalidArgumentError,
     "rate_limited": RateLimitedError,
+    "limit_exceeded": QueryFailedError,  # not completed: charged, recorded as abandoned
+    "suspended": SeatSuspendedError,
     "ledger_full": LedgerError,
 }
 
