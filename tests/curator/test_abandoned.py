@@ -80,6 +80,10 @@ def _ledger(client: TestClient) -> pd.DataFrame:
     return table
 
 
+def _suspended(curator: Curator) -> bool:
+    return curator._seats[("bob", "cps")].suspended
+
+
 def _wait_until(condition: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 20
     while not condition():
@@ -139,7 +143,7 @@ def test_repeated_abandonments_suspend_the_seat(
     curator, client = _client(tmp_path, "abandoned_to_suspend = 2")
     monkeypatch.setattr(release_path, "_release", _fail)
     assert client.get("/v1/datasets/cps", headers=auth()).status_code == 200
-    assert not curator._seats[("bob", "cps")].suspended
+    assert not _suspended(curator)
     with caplog.at_level(logging.ERROR, logger="dpframe.curator"):
         for _ in range(2):
             assert (
@@ -149,7 +153,7 @@ def test_repeated_abandonments_suspend_the_seat(
     refused = client.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
     assert (refused.status_code, refused.json()["error"]["code"]) == (403, "suspended")
     assert len(_ledger(client)) == 2  # nothing charged once suspended
-    assert curator._seats[("bob", "cps")].suspended
+    assert _suspended(curator)
     assert "Seat bob/cps suspended after 2 abandoned releases" in caplog.text
     assert "Release abandoned on bob/cps (failed after its charge)" in caplog.text
     other = client.post(
