@@ -582,6 +582,7 @@ def test_malformed_interval_keys_are_refused_on_the_wire(key: object, match: str
             "bounds": None,
             "by": [{"name": "x", "expr": {"op": "col", "name": "x"}, "categories": [key]}],
             "label": "count",
+            "undeclared": False,
         },
     }
     with pytest.raises(NodeFormatError, match=match):
