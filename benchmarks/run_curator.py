@@ -49,7 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="dpframe-curator-bench-"))
-    catalog = write_catalog(folder, alice_epsilon=1000.0)
+    catalog = write_catalog(folder, alice_epsilon=1000.0, server="releases_per_minute = 1000000")
     server = start_server(catalog)
     try:
         remote = dp.connect(server.url, token=ALICE).open("cps")

@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-docs", action="store_true", help="leave out the interactive /docs and /redoc pages"
     )
+    serve.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="worker threads computing releases (default 40); health checks use none",
+    )
     commands.add_parser("new-token", help="print a new analyst token and its hash for the catalog")
     return parser
 
@@ -76,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         catalog = Catalog.load(args.catalog)
+        from dpframe.curator.service import Curator
+
+        curator = Curator(catalog)  # checks every column's declared kind (file headers only)
     except CatalogError as exc:
         print(f"dpframe serve: {exc}", file=sys.stderr)
         return 2
@@ -85,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if scheme == "http" and not _is_loopback(args.host):
         print("dpframe serve: WARNING: plain HTTP beyond loopback (--insecure-http)", flush=True)
     uvicorn.run(
-        create_app(catalog, docs=not args.no_docs),
+        create_app(curator, docs=not args.no_docs, threads=args.threads),
         host=args.host,
         port=args.port,
         log_level=args.log_level,

@@ -69,6 +69,7 @@ WIRE_CODES: tuple[tuple[type[DPError], int, str], ...] = (
     (BudgetExceededError, 403, "budget_exceeded"),
     (InvalidBudgetError, 400, "invalid_budget"),
     (PrivacyViolationError, 400, "privacy_violation"),
+    (ResourceLimitError, 400, "resource_limit"),
     (SchemaError, 400, "schema"),
     (InvalidArgumentError, 400, "invalid_argument"),
     (QueryFailedError, 400, "query_failed"),

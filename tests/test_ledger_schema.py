@@ -143,7 +143,7 @@ def test_version_1_file_is_migrated_in_place(ledger_path: Path, stamped: bool) -
 
     ledger = Ledger(ledger_path)
     assert _pragmas(ledger_path) == (APPLICATION_ID, SCHEMA_VERSION, "wal")
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     # same layout as a ledger created new
     fresh = Ledger(ledger_path.with_name("fresh.sqlite"))
     assert _schema(ledger._conn) == _schema(fresh._conn)
@@ -170,11 +170,14 @@ def test_version_1_file_is_migrated_in_place(ledger_path: Path, stamped: bool) -
 def test_migration_is_one_transaction(ledger_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _version_1_file(ledger_path)
     before = _digest(ledger_path)
-    failing = Migration(3, "a step that fails half-way", ("CREATE TABLE t (x)", "NOT SQL"))
+    later = SCHEMA_VERSION + 1
+    failing = Migration(later, "a step that fails half-way", ("CREATE TABLE t (x)", "NOT SQL"))
     monkeypatch.setattr(ledger_schema, "MIGRATIONS", (*ledger_schema.MIGRATIONS, failing))
-    with pytest.raises(dp.LedgerError, match=r"Cannot update the ledger .* to schema version 3"):
+    with pytest.raises(
+        dp.LedgerError, match=rf"Cannot update the ledger .* to schema version {later}"
+    ):
         Ledger(ledger_path)
-    # neither step 2 nor the first half of step 3 stayed
+    # neither the real steps nor the first half of the failing one stayed
     assert _digest(ledger_path) == before
     assert _pragmas(ledger_path) == (APPLICATION_ID, 1, "delete")
 
@@ -183,11 +186,12 @@ def test_a_later_step_goes_through_the_same_path(
     ledger_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     Ledger(ledger_path).charge("s", "d", Charge(epsilon=Fraction(1)), lambda s: None, "q", "m")
-    step = Migration(3, "an example column", ("ALTER TABLE releases ADD COLUMN example TEXT",))
+    later = SCHEMA_VERSION + 1
+    step = Migration(later, "an example column", ("ALTER TABLE releases ADD COLUMN example TEXT",))
     with monkeypatch.context() as patch:
         patch.setattr(ledger_schema, "MIGRATIONS", (*ledger_schema.MIGRATIONS, step))
         upgraded = Ledger(ledger_path)
-        assert _pragmas(ledger_path)[1] == 3
+        assert _pragmas(ledger_path)[1] == later
         columns = {row[1] for row in upgraded._conn.execute("PRAGMA table_info(releases)")}
         assert "example" in columns
         assert upgraded.spent("s") == Charge(epsilon=Fraction(1))
@@ -195,9 +199,9 @@ def test_a_later_step_goes_through_the_same_path(
         assert _schema(new._conn) == _schema(upgraded._conn)
         upgraded.close()
         new.close()
-    # this dpframe knows only version 2: the upgraded file is refused, unchanged
+    # this dpframe knows only its own version: the upgraded file is refused, unchanged
     before = _digest(ledger_path)
-    with pytest.raises(dp.LedgerError, match="schema version 3, written by a newer dpframe"):
+    with pytest.raises(dp.LedgerError, match=f"schema version {later}, written by a newer dpframe"):
         Ledger(ledger_path)
     assert _digest(ledger_path) == before
 

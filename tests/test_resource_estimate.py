@@ -41,6 +41,7 @@ def test_sizes_of_a_small_query() -> None:
         expression_depth=2,
         literal_values=3 + 4,
         output_cells=3,
+        longest_list=4,  # the bin edges
     )
     check_resources(sizes)
 

@@ -80,6 +80,10 @@ class Accountant(ABC):
     """
 
     kind: AccountingKind
+    #: The least ε one release may cost, in the session's share units (the
+    #: charge's ε: the request's ε, or under zCDP its share of the session's ε);
+    #: 0 (the default): no minimum.  A curator sets it (``min_epsilon``).
+    floor: Fraction = _ZERO
 
     def __init__(self, total: Budget) -> None:
         self.total = total
@@ -113,7 +117,18 @@ class Accountant(ABC):
         return Budget(self._epsilon_of_rho(charge.rho), request.delta)
 
     def check(self, spent: Charge, charge: Charge, request: PrivacyRequest) -> None:
-        """Raise :class:`BudgetExceededError` (charging nothing) if the filter refuses."""
+        """Raise :class:`BudgetExceededError` (charging nothing) if the filter refuses.
+
+        Also raises :class:`InvalidBudgetError` (charging nothing) for a charge
+        below :attr:`floor`.
+        """
+        if charge.epsilon < self.floor:
+            raise InvalidBudgetError(
+                f"This release costs epsilon {float(charge.epsilon):.3g} (in this session's "
+                f"share units), below the least one release may cost here "
+                f"({float(self.floor):.3g}); nothing was charged. Ask for at least "
+                f"{float(self.floor):.3g}: a smaller epsilon buys only noise."
+            )
         if self.admits(spent, charge):
             return
         remaining = self.remaining(spent)

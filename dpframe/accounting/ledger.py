@@ -24,22 +24,27 @@ migrated in place, newer ones refused (:mod:`dpframe.accounting.ledger_schema`).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import get_args
 
 import pandas as pd
 
-from dpframe.accounting.accountants import AccountingKind, Charge
+from dpframe.accounting.accountants import Charge
+from dpframe.accounting.ledger_location import default_ledger_path
+from dpframe.accounting.ledger_rows import (
+    MAX_LABEL,
+    PendingCharge,
+    Row,
+    clip_label,
+    decode_parts,
+    row_statement,
+)
 from dpframe.accounting.ledger_schema import (
     APPLICATION_ID,
     SCHEMA_VERSION,
@@ -48,52 +53,19 @@ from dpframe.accounting.ledger_schema import (
     open_file,
     open_memory,
 )
-from dpframe.errors import InvalidArgumentError, LedgerError
+from dpframe.errors import LedgerError
 from dpframe.plan.privacy import Budget
 
 __all__ = [
     "APPLICATION_ID",
+    "MAX_LABEL",
     "SCHEMA_VERSION",
     "Ledger",
     "PendingCharge",
+    "clip_label",
     "decode_parts",
     "default_ledger_path",
 ]
-
-
-def default_ledger_path() -> Path:
-    r"""Where the ledger lives when none is given: always an absolute path.
-
-    ``$DPFRAME_LEDGER`` if set (made absolute, so a later ``cd`` cannot start a
-    fresh budget); else the user's data directory: ``$XDG_DATA_HOME/dpframe``
-    (default ``~/.local/share/dpframe``) on Linux, ``~/Library/Application
-    Support/dpframe`` on macOS and ``%LOCALAPPDATA%\\dpframe`` on Windows.  An
-    empty variable counts as unset, and a relative ``$XDG_DATA_HOME`` or
-    ``%LOCALAPPDATA%`` is ignored (as the XDG specification says).
-    """
-    env = _env_path("DPFRAME_LEDGER")
-    if env is not None:
-        return env.absolute()
-    home = Path.home()
-    if sys.platform == "win32":
-        base = _absolute_env("LOCALAPPDATA") or home / "AppData" / "Local"
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = _absolute_env("XDG_DATA_HOME") or home / ".local" / "share"
-    return (base / "dpframe" / "ledger.sqlite").absolute()
-
-
-def _env_path(name: str) -> Path | None:
-    """The path in environment variable ``name``; None when unset or empty."""
-    value = os.environ.get(name, "")
-    return Path(value).expanduser() if value.strip() else None
-
-
-def _absolute_env(name: str) -> Path | None:
-    """The path in ``name`` if it is absolute; None otherwise (unset, empty or relative)."""
-    path = _env_path(name)
-    return path if path is not None and path.is_absolute() else None
 
 
 #: The columns of a release row that :meth:`Ledger.releases` reads (all but ``session``).
@@ -127,119 +99,6 @@ _ORDER = (
     "privacy_unit",
     "parts",
 )
-_CURRENCIES = frozenset(get_args(AccountingKind))
-_INSERT = (
-    "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
-    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
-    " NULL, ?, ?, {currency})"
-)
-#: The new row's currency: given (or the session's accounting registered through this
-#: object), or else read from the session's budget row in the same statement.
-_GIVEN, _LOOKUP = "?", "(SELECT accounting FROM budgets WHERE session=? AND dataset='*')"
-_INSERT_GIVEN, _INSERT_LOOKUP = _INSERT.format(currency=_GIVEN), _INSERT.format(currency=_LOOKUP)
-_Row = tuple[str, tuple[object, ...]]
-
-
-@dataclass(frozen=True)
-class PendingCharge:
-    """One release waiting for admission in :meth:`Ledger.charge_many`.
-
-    Attributes:
-        charge: its cost in the accountant's native units.
-        query: the ledger label.
-        mechanism: the mechanism's name.
-        parts: for a composite release, each part's name and cost; the costs
-            must add up to ``charge`` exactly.
-        privacy_unit: the privacy-unit setting of the dataset (public text,
-            for example ``"row"`` or the unit column and its limits).
-        currency: the accounting the cost is in (``"pure"``, ``"approx"``,
-            ``"zcdp"``); None records the session's registered accounting.
-    """
-
-    charge: Charge
-    query: str
-    mechanism: str
-    parts: Sequence[tuple[str, Charge]] | None = None
-    privacy_unit: str | None = None
-    currency: str | None = None
-
-
-def _encode_parts(total: Charge, parts: Sequence[tuple[str, Charge]] | None) -> str | None:
-    """The JSON text of a composite release's parts, checked to add up to its cost."""
-    if parts is None:
-        return None
-    if not parts or not all(isinstance(name, str) and name for name, _ in parts):
-        raise InvalidArgumentError("parts= takes a non-empty list of (name, Charge) pairs.")
-    summed = Charge()
-    for _, cost in parts:
-        summed = summed + cost
-    if summed != total:
-        raise InvalidArgumentError(
-            f"The parts of a composite release cost {summed} in total, not its charge "
-            f"{total}: the ledger records parts that add up to the charge exactly."
-        )
-    return json.dumps(
-        [
-            {"name": name, "epsilon": str(c.epsilon), "delta": str(c.delta), "rho": str(c.rho)}
-            for name, c in parts
-        ]
-    )
-
-
-def decode_parts(text: str | None) -> list[tuple[str, Charge]] | None:
-    """The parts of a composite release from their JSON text in the ledger.
-
-    Args:
-        text: the ``parts`` field of a release row (None for a simple release).
-
-    Returns:
-        Each part's name and exact cost, in recorded order, or None.
-    """
-    if text is None:
-        return None
-    return [
-        (
-            part["name"],
-            Charge(Fraction(part["epsilon"]), Fraction(part["delta"]), Fraction(part["rho"])),
-        )
-        for part in json.loads(text)
-    ]
-
-
-def _row(
-    head: tuple[str, str, float],
-    cost: Charge,
-    query: str,
-    mechanism: str,
-    parts: Sequence[tuple[str, Charge]] | None,
-    privacy_unit: str | None,
-    currency: str | None,
-    registered: str | None,
-) -> _Row:
-    """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
-
-    ``head`` is (session, dataset, time); ``registered`` is the session's accounting
-    if known (the currency when none is given).
-    """
-    if currency is not None and currency not in _CURRENCIES:
-        raise InvalidArgumentError(
-            f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {currency!r}."
-        )
-    session = head[0]
-    params = (
-        *head,
-        query,
-        mechanism,
-        str(cost.epsilon),
-        str(cost.delta),
-        str(cost.rho),
-        privacy_unit,
-        _encode_parts(cost, parts),
-    )
-    currency = currency or registered
-    if currency is None:
-        return _INSERT_LOOKUP, (*params, session)
-    return _INSERT_GIVEN, (*params, currency)
 
 
 class Ledger:
@@ -403,7 +262,7 @@ class Ledger:
                 unknown ``currency``.
             LedgerError: SQLite failed (nothing is recorded).
         """
-        row = _row(
+        row = row_statement(
             (session, dataset, time.time()),
             charge,
             query,
@@ -447,7 +306,7 @@ class Ledger:
             return []
         head, registered = (session, dataset, time.time()), self._accounting.get(session)
         rows = [
-            _row(
+            row_statement(
                 head,
                 i.charge,
                 i.query,
@@ -465,7 +324,7 @@ class Ledger:
         return self._admit(session, rows, total, check)
 
     def _admit(
-        self, session: str, rows: list[_Row], total: Charge, check: Callable[[Charge], None]
+        self, session: str, rows: list[Row], total: Charge, check: Callable[[Charge], None]
     ) -> list[int]:
         """Check the filter and insert ``rows`` in one transaction; move the cached total after."""
         ids: list[int] = []
@@ -521,18 +380,90 @@ class Ledger:
             ``currency``, ``privacy_unit`` and ``parts`` (JSON text, see
             :func:`decode_parts`), missing (``pd.isna``) where not recorded.
         """
+        frame = self.page(session)
+        frame["dataset"] = frame["dataset"].str.slice(0, 12)
+        return frame
+
+    def page(self, session: str, *, after: int = 0, limit: int | None = None) -> pd.DataFrame:
+        """The releases of ``session`` with an id above ``after``, oldest first, at most ``limit``.
+
+        The columns of :meth:`releases`, with ``dataset`` as recorded (whole).
+
+        Args:
+            session: the session's name.
+            after: the last release id already read (0: from the first).
+            limit: the most rows returned (None: all).
+        """
+        sql = f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? AND id > ? ORDER BY id"
+        params: tuple[object, ...] = (session, int(after))
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (*params, int(limit))
         with self._lock, ledger_errors(self.path):
-            rows = self._conn.execute(
-                f"SELECT {', '.join(_SHOWN)} FROM releases WHERE session=? ORDER BY id",
-                (session,),
-            ).fetchall()
+            rows = self._conn.execute(sql, params).fetchall()
         frame = pd.DataFrame(rows, columns=list(_SHOWN))
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
         for col in ("epsilon", "delta", "rho"):
             frame[col] = [float(Fraction(v)) for v in frame[col]]
-        frame["dataset"] = frame["dataset"].str.slice(0, 12)
         indexed: pd.DataFrame = frame.set_index("id")[list(_ORDER)]
         return indexed
+
+    def count(self, session: str, *, since: float | None = None) -> int:
+        """How many releases ``session`` has recorded (since the time ``since``, if given)."""
+        sql = "SELECT COUNT(*) FROM releases WHERE session=?"
+        params: tuple[object, ...] = (session,)
+        if since is not None:
+            sql += " AND time >= ?"
+            params = (session, float(since))
+        with self._lock, ledger_errors(self.path):
+            return int(self._conn.execute(sql, params).fetchone()[0])
+
+    def store_answer(self, release_id: int, body: bytes) -> None:
+        """Keep the public answer sent for a release (a curator's), for :meth:`answer`.
+
+        One statement in autocommit mode, like :meth:`complete` (``NORMAL``
+        sync in WAL mode: a crash of the process never loses it).
+
+        Args:
+            release_id: the release's id (from :meth:`charge`).
+            body: the encoded answer (public: the release as sent).
+        """
+        insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
+        with self._lock, ledger_errors(self.path):
+            if self._journal != "wal":
+                self._conn.execute(insert, (release_id, body, time.time()))
+                return
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._conn.execute(insert, (release_id, body, time.time()))
+            finally:
+                self._conn.execute("PRAGMA synchronous=FULL")
+
+    def answer(self, session: str, release_id: int) -> tuple[str, bytes | None] | None:
+        """The status and stored answer of release ``release_id`` of ``session``.
+
+        Returns:
+            None when ``session`` has no release of this id; else its status
+            (``charged``, ``released``, ``failed``, ...) and the stored answer
+            (None when none was stored).
+        """
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT r.status, a.body FROM releases AS r LEFT JOIN answers AS a"
+                " ON a.release_id = r.id WHERE r.id=? AND r.session=?",
+                (int(release_id), session),
+            ).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+    def stored_bytes(self, session: str) -> int:
+        """The bytes of the answers stored for ``session``'s releases (:meth:`store_answer`)."""
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT COALESCE(SUM(LENGTH(a.body)), 0) FROM answers AS a"
+                " JOIN releases AS r ON r.id = a.release_id WHERE r.session=?",
+                (session,),
+            ).fetchone()
+        return int(row[0])
 
     def record_digests(self, dataset: str, digests: Mapping[str, str]) -> None:
         """Record (or replace) per-column digests of ``dataset``, durably.

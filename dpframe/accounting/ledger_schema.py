@@ -126,6 +126,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX digests_by_digest ON digests (digest)",
         ),
     ),
+    Migration(
+        3,
+        "A table of the answers a curator sent for its releases (the public, encoded "
+        "release, compressed), keyed by release id, so that a client that lost an answer "
+        "can fetch it again, free.",
+        (
+            """CREATE TABLE answers (
+    release_id INTEGER PRIMARY KEY REFERENCES releases (id),
+    body BLOB NOT NULL,
+    time REAL NOT NULL
+)""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.backends.declared import INTEGER_DTYPE
-from dpframe.errors import InvalidBudgetError, SchemaError
+from dpframe.errors import InvalidBudgetError, ResourceLimitError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.kde import check_bandwidth
 from dpframe.mechanisms.quantiles import check_quantile, integer_candidates
@@ -244,6 +244,21 @@ def argmax_node(
     )
 
 
+def _check_bins(series: PrivateSeries, bins: int) -> None:
+    """Refuse more bins than the session's limits allow, before building their edges."""
+    limits = series._frame._session.limits
+    if bins > limits.max_cells:
+        over = f"{bins} output cells (limit {limits.max_cells})"
+    elif bins > limits.max_list_items:
+        over = f"{bins} values in one list of keys, bin edges (limit {limits.max_list_items})"
+    else:
+        return
+    raise ResourceLimitError(
+        f"This request is too large to evaluate; nothing was charged. hist(bins={bins}) "
+        f"has {over}. Use fewer bins."
+    )
+
+
 def histogram_node(
     series: PrivateSeries, bins: int | Sequence[float], request: PrivacyRequest
 ) -> tuple[Aggregate, list[float]]:
@@ -255,6 +270,7 @@ def histogram_node(
             raise SchemaError("hist(bins=...) needs at least one bin.")
         if bins > MAX_CELLS:
             raise SchemaError(f"hist(bins=...) takes at most {MAX_CELLS} bins.")
+        _check_bins(series, bins)
         low, high = require_bounds(series._info, "hist")
         edges = [float(e) for e in np.linspace(low, high, bins + 1)]
     else:

@@ -47,6 +47,7 @@ __all__ = [
     "apply_declared_kinds",
     "declared_kinds",
     "declared_schema",
+    "parse_kind",
 ]
 
 BaseKind = Literal["numeric", "integer", "boolean", "text", "datetime"]
@@ -85,6 +86,11 @@ _ALIASES: Mapping[str, BaseKind] = {
 }
 _LIMITED_TEXT = re.compile(r"(?:text|string|str)\((\d{1,7})\)")
 _FIRST, _LAST = pd.Timestamp.min.ceil("s"), pd.Timestamp.max.floor("s")
+
+
+def parse_kind(name: str, kind: object) -> DeclaredKind:
+    """The declared kind ``kind`` of column ``name`` (a :class:`SchemaError` if unknown)."""
+    return _parse_kind(name, kind)
 
 
 def _parse_kind(name: str, kind: object) -> DeclaredKind:

@@ -15,17 +15,21 @@ refused with 413 before they are parsed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI, Header, Request
+import anyio
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
-from dpframe.curator.service import Curator, ServiceError, error_payload
+from dpframe.curator.service import LEDGER_PAGE, Curator, ServiceError, error_payload
 from dpframe.plan.codec import node_type_names
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -88,12 +92,22 @@ class ErrorResponse(BaseModel):
 
 
 def _error(exc: ServiceError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(error_payload(exc.code, exc.message), exc.status, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+    return JSONResponse(
+        error_payload(exc.code, exc.message), exc.status, headers={**headers, **exc.headers}
+    )
 
 
 class BodyLimit:
-    """ASGI middleware: refuse bodies larger than ``limit`` bytes (413) without buffering them."""
+    """ASGI middleware: refuse bodies larger than ``limit`` bytes with 413, whatever their framing.
+
+    A declared ``Content-Length`` over the limit is refused before any byte is
+    read.  Otherwise the body is read here, up to the limit (a chunked body
+    has no declared length), and handed to the app whole; one byte more and
+    the request is answered 413 without reaching the app (before issue 16 a
+    chunked body over the limit got 400 from the app's body parser).  Without
+    a valid token the answer is 401 either way.
+    """
 
     def __init__(self, app: ASGIApp, curator: Curator, limit: int = MAX_BODY) -> None:
         self.app = app
@@ -107,32 +121,42 @@ class BodyLimit:
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
-            authorization = headers.get(b"authorization", b"").decode("latin-1")
-            try:
-                self.curator.authenticate(authorization)
-            except ServiceError as exc:  # no token: 401 whatever the body
-                await _send(send, exc.status, error_payload(exc.code, exc.message))
-                return
-            await _too_large(send)
+            await self._refuse(headers, send)
             return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
             if seen > self.limit:
-                raise _TooLargeError
-            return message
+                await self._refuse(headers, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
 
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: a disconnect, when it comes
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, headers: dict[bytes, bytes], send: Send) -> None:
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
-            await self.app(scope, limited, send)
-        except _TooLargeError:
-            await _too_large(send)
-
-
-class _TooLargeError(Exception):
-    pass
+            self.curator.authenticate(authorization)
+        except ServiceError as exc:  # no token: 401 whatever the body
+            await _send(send, exc.status, error_payload(exc.code, exc.message))
+            return
+        await _too_large(send)
 
 
 async def _too_large(send: Send) -> None:
@@ -148,17 +172,28 @@ async def _send(send: Send, status: int, payload: dict[str, Any]) -> None:
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422)
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422, 429)
 }
 
 
-def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
+def create_app(
+    catalog: Catalog | Curator, *, docs: bool = True, threads: int | None = None
+) -> FastAPI:
     """The curator's ASGI application for ``catalog`` (serve it with uvicorn).
 
     ``docs=False`` leaves out the interactive pages (``/docs``, ``/redoc``);
-    the machine-readable ``/openapi.json`` stays.
+    the machine-readable ``/openapi.json`` stays.  ``threads`` sets the
+    number of worker threads that compute releases and read ledgers (default:
+    anyio's 40); ``/v1/health`` and the latency quantum's wait use none.
     """
     curator = catalog if isinstance(catalog, Curator) else Curator(catalog)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if threads is not None:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     app = FastAPI(
         title="dpframe curator",
         version="1",
@@ -166,6 +201,7 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         responses=_ERRORS,
         docs_url="/docs" if docs else None,
         redoc_url="/redoc" if docs else None,
+        lifespan=lifespan,
     )
     app.state.curator = curator
 
@@ -189,8 +225,8 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         return _error(ServiceError(exc.status_code, code, str(exc.detail)))
 
     @app.get("/v1/health")
-    def health() -> dict[str, str]:
-        """Liveness check (no token needed, no data)."""
+    async def health() -> dict[str, str]:
+        """Liveness check (no token needed, no data), answered off the worker threads."""
         return {"status": "ok"}
 
     @app.get("/v1/datasets")
@@ -209,18 +245,47 @@ def create_app(catalog: Catalog | Curator, *, docs: bool = True) -> FastAPI:
         return curator.budget(who, name)
 
     @app.get("/v1/datasets/{name}/ledger")
-    def ledger(name: str, who: Analyst = Depends(analyst)) -> dict[str, Any]:  # noqa: B008
-        """The analyst's own releases on the dataset, oldest first."""
-        return curator.ledger(who, name)
+    def ledger(
+        name: str,
+        after: int = Query(default=0, ge=0, le=2**62),
+        limit: int | None = Query(default=None, ge=1, le=LEDGER_PAGE),
+        who: Analyst = Depends(analyst),  # noqa: B008
+    ) -> dict[str, Any]:
+        """One page of the analyst's own releases on the dataset, oldest first.
+
+        Rows with an id above ``after``, at most ``limit``; ``next`` is the
+        ``after`` of the next page (None after the last).
+        """
+        return curator.ledger(who, name, after=after, limit=limit)
+
+    @app.get("/v1/datasets/{name}/releases/{release_id}")
+    def recover(
+        name: str,
+        release_id: int = Path(ge=1, le=2**62),
+        who: Analyst = Depends(analyst),  # noqa: B008
+    ) -> dict[str, Any]:
+        """The answer of one of the analyst's charged releases, again, free (by ledger id)."""
+        return curator.recover(who, name, release_id)
 
     @app.post("/v1/datasets/{name}/query")
-    def query(
+    async def query(
         name: str,
         request: QueryRequest,
         who: Analyst = Depends(analyst),  # noqa: B008
     ) -> dict[str, Any]:
-        """One release: charged to the analyst's budget only if it is released."""
-        return curator.query(who, name, request.model_dump(exclude_unset=True, exclude_none=False))
+        """One release: charged to the analyst's budget only if it is released.
+
+        429 ``busy`` (with ``Retry-After``), uncharged, while another release of
+        the analyst on this dataset runs.
+        """
+        body = request.model_dump(exclude_unset=True, exclude_none=False)
+        started = curator.now()
+        try:
+            return await run_in_threadpool(curator.answer, who, name, body)
+        finally:
+            wait = curator.padding(started)
+            if wait > 0:
+                await anyio.sleep(wait)  # the latency quantum holds no thread
 
     app.add_middleware(BodyLimit, curator=curator)
     return app

@@ -5,17 +5,26 @@ Example ``catalog.toml``::
     [server]
     ledger = "curator-ledger.sqlite"     # relative to this file
     latency_quantum_ms = 250             # answer queries only at multiples of 250 ms (0: off)
+    # limits and rates: see dpframe.curator.settings
 
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
+    version = "1988-03"                  # owner-set: names this copy of the data
     bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
-    dtypes = { comment = "text(200)" }  # declared kinds, as private_frame(dtypes=...)
+    dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
     # privacy_unit = "person_id"; max_rows_per_unit = 3
 
     [analysts.alice]
     token_sha256 = "9f86d08..."          # dpframe new-token prints a token and its hash
     budgets = { cps = { epsilon = 1.0, delta = 1e-6 } }
+
+Every column of the file has a declared kind, never inferred from its values:
+``numeric`` for a bounded column, the kind of its categories' keys (text,
+numbers or booleans) for a column with categories, and otherwise the kind
+given in ``dtypes`` (``"numeric"``, ``"boolean"`` or ``"text"``).  A column
+with no declaration is refused when the curator starts
+(:func:`dpframe.curator.data.check_columns`).
 
 Tokens are stored only as SHA-256 hashes: tokens are 256-bit random strings
 (``dpframe new-token``), so a plain hash is as strong as a slow one here.
@@ -33,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpframe.backends.declared import parse_kind
+from dpframe.curator.settings import SERVER_KEYS, ServerSettings, server_settings
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget
 from dpframe.plan.temporal import check_date_bounds, is_date
@@ -42,9 +53,21 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Analyst", "Catalog", "CatalogError", "DatasetEntry", "hash_token", "new_token"]
+__all__ = [
+    "KINDS",
+    "Analyst",
+    "Catalog",
+    "CatalogError",
+    "DatasetEntry",
+    "hash_token",
+    "new_token",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_VERSION = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+
+#: The kinds a catalog declares for a column (``dtypes = { column = kind }``).
+KINDS = ("numeric", "boolean", "text")
 
 
 class CatalogError(DPError):
@@ -64,7 +87,21 @@ def new_token() -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """One dataset a curator serves (the owner's settings, all public but the file)."""
+    """One dataset a curator serves (the owner's settings, all public but the file).
+
+    Attributes:
+        name: the catalog's name of the dataset.
+        path: the CSV or Parquet file.
+        bounds: declared clamping bounds of numeric columns.
+        categories: declared public keys.
+        privacy_unit: the column naming a person, or None (one row per person).
+        max_rows_per_unit: with ``privacy_unit``: rows kept per unit.
+        max_groups_per_unit: with ``privacy_unit``: keys one unit may add.
+        version: the owner's name for this copy of the data ("" when not set);
+            shown to analysts instead of anything computed from the rows.
+        kinds: every declared column's kind (``numeric``, ``boolean`` or
+            ``text``), from ``dtypes``, bounds and categories.
+    """
 
     name: str
     path: Path
@@ -73,7 +110,13 @@ class DatasetEntry:
     privacy_unit: str | None = None
     max_rows_per_unit: int | None = None
     max_groups_per_unit: int | None = None
-    dtypes: Mapping[str, str] = field(default_factory=dict)
+    version: str = ""
+    kinds: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> str:
+        """How the ledger names this data: the catalog name, and ``@version`` when set."""
+        return f"{self.name}@{self.version}" if self.version else self.name
 
 
 @dataclass(frozen=True)
@@ -97,6 +140,7 @@ class Catalog:
     analysts: Mapping[str, Analyst]
     ledger: Path
     latency_quantum: float = 0.0
+    settings: ServerSettings = field(default_factory=ServerSettings)
 
     @classmethod
     def load(cls, path: str | Path) -> Catalog:
@@ -117,7 +161,7 @@ class Catalog:
         if unknown:
             raise CatalogError(f"Unknown catalog sections: {', '.join(sorted(unknown))}.")
         server = _table(data.get("server", {}), "[server]")
-        unknown_server = set(server) - {"ledger", "latency_quantum_ms"}
+        unknown_server = set(server) - SERVER_KEYS
         if unknown_server:
             raise CatalogError(f"[server] has unknown keys: {', '.join(sorted(unknown_server))}.")
         ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
@@ -141,7 +185,8 @@ class Catalog:
         hashes = [a.token_sha256 for a in analysts.values()]
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
-        return cls(datasets, analysts, ledger, float(quantum) / 1000)
+        settings = server_settings(server, CatalogError)
+        return cls(datasets, analysts, ledger, float(quantum) / 1000, settings)
 
     def analyst_for(self, token: str) -> Analyst | None:
         """The analyst whose token this is (every analyst is compared, in constant time each)."""
@@ -168,6 +213,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "privacy_unit",
         "max_rows_per_unit",
         "max_groups_per_unit",
+        "version",
         "dtypes",
     }
     unknown = set(entry) - known
@@ -195,6 +241,12 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         raise CatalogError(f"[datasets.{name}].dtypes maps columns to kinds, e.g. 'text(40)'.")
     categories_raw = _table(entry.get("categories", {}), f"[datasets.{name}].categories")
     categories = {column: tuple(keys) for column, keys in categories_raw.items()}
+    version = entry.get("version", "")
+    if not isinstance(version, str) or (version and not _VERSION.match(version)):
+        raise CatalogError(
+            f"[datasets.{name}].version must be text of 1-64 letters, digits, '_', '.', ':', "
+            "'+', '-' (e.g. \"2024-06\")."
+        )
     return DatasetEntry(
         name,
         path,
@@ -203,8 +255,69 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         entry.get("privacy_unit"),
         entry.get("max_rows_per_unit"),
         entry.get("max_groups_per_unit"),
-        dict(dtypes),
+        version,
+        _kinds(name, entry.get("dtypes", {}), bounds, categories),
     )
+
+
+def _kinds(
+    name: str,
+    dtypes_raw: object,
+    bounds: Mapping[str, object],
+    categories: Mapping[str, tuple[Any, ...]],
+) -> dict[str, str]:
+    """Each declared column's kind: from ``dtypes``, else bounds (numeric), else its keys."""
+    where = f"[datasets.{name}]"
+    dtypes = _table(dtypes_raw, f"{where}.dtypes")
+    kinds: dict[str, str] = {}
+    bases: dict[str, str] = {}
+    for column, kind in dtypes.items():
+        try:
+            bases[column] = parse_kind(column, kind).base  # also 'integer', 'text(40)', ...
+        except DPError:
+            raise CatalogError(
+                f"{where}.dtypes.{column} must be one of {', '.join(map(repr, KINDS))} "
+                "(or 'integer', 'datetime', 'text(40)': text of at most 40 characters)."
+            ) from None
+        kinds[column] = str(kind)
+    for column, pair in bounds.items():
+        dated = any(is_date(v) for v in pair)  # type: ignore[attr-defined]
+        wanted = "datetime" if dated else "numeric"
+        base = bases.get(column)
+        if base is None:
+            kinds[column], bases[column] = wanted, wanted
+        elif not (base == wanted or (wanted == "numeric" and base == "integer")):
+            raise CatalogError(
+                f"{where}.bounds.{column}: a column with {'date' if dated else 'numeric'} "
+                f"bounds is {wanted}, not {base}."
+            )
+    for column, keys in categories.items():
+        if not keys:
+            raise CatalogError(f"{where}.categories.{column} must not be empty.")
+        of_keys = _kind_of_keys(keys)
+        if of_keys is None:
+            raise CatalogError(
+                f"{where}.categories.{column} must be all text, all numbers or all booleans."
+            )
+        declared = bases.setdefault(column, of_keys)
+        kinds.setdefault(column, of_keys)
+        if declared != of_keys and not (declared == "integer" and of_keys == "numeric"):
+            raise CatalogError(
+                f"{where}.categories.{column} are {of_keys} keys, but the column is "
+                f"declared {declared}."
+            )
+    return kinds
+
+
+def _kind_of_keys(keys: tuple[Any, ...]) -> str | None:
+    """The kind that declared keys imply (text, numeric or boolean), or None when mixed."""
+    if all(isinstance(k, str) for k in keys):
+        return "text"
+    if all(isinstance(k, bool) for k in keys):
+        return "boolean"
+    if all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in keys):
+        return "numeric"
+    return None
 
 
 def _analyst(name: str, entry: Mapping[str, Any], datasets: Mapping[str, Any]) -> Analyst:

@@ -1,10 +1,11 @@
-"""The curator's core, independent of HTTP: analysts, sessions, releases and error codes.
+"""The curator's core, independent of HTTP: analysts, seats, releases and error codes.
 
-Each (analyst, dataset) pair has its own :class:`~dpframe.Session`, named
-``"analyst/dataset"`` in the curator's SQLite ledger, so spends survive
-restarts and one analyst can neither read nor spend another's budget.  Calls
-on one session are serialized by a lock of that session; the ledger's
-``BEGIN IMMEDIATE`` transactions also guard against other processes.
+Each (analyst, dataset) pair has its own seat (:mod:`dpframe.curator.seats`):
+a :class:`~dpframe.Session` named ``"analyst/dataset"`` in the curator's
+SQLite ledger, so spends survive restarts and one analyst can neither read
+nor spend another's budget.  One release runs on a seat at a time; another
+one arriving meanwhile is answered 429 ``busy`` at once, uncharged.  The
+ledger's ``BEGIN IMMEDIATE`` transactions also guard against other processes.
 """
 
 from __future__ import annotations
@@ -13,89 +14,79 @@ import logging
 import math
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
-import dpframe as dp
-from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
-from dpframe.engine.loading import read_table
+from dpframe.curator.catalog import Analyst, Catalog
+from dpframe.curator.codes import ServiceError, classify, error_payload
+from dpframe.curator.data import check_columns
+from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.engine.session import ReleaseEvent
-from dpframe.errors import (
-    WIRE_CODES,
-    DPError,
-)
-from dpframe.plan.codec import NodeFormatError, column_extras, decode_node
-from dpframe.plan.nodes import Source
+from dpframe.errors import DPError
+from dpframe.plan.codec import column_extras, decode_node
 from dpframe.plan.privacy import Budget
-from dpframe.remote.wire import ProtocolError, check_depth, encode_response
+from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
-__all__ = ["Curator", "ServiceError", "error_payload"]
+__all__ = ["LEDGER_PAGE", "Curator", "ServiceError", "error_payload", "shown_ledger"]
+
+#: The most ledger rows one ``/ledger`` answer holds (the client follows ``next``).
+LEDGER_PAGE = 1_000
 
 _log = logging.getLogger("dpframe.curator")
 
 
-class ServiceError(Exception):
-    """An error with a fixed code and HTTP status, safe to send to the analyst."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-UNKNOWN_DATASET = ServiceError(404, "unknown_dataset", "No dataset of this name is granted to you.")
+#: The one answer to a release that did not come back, whatever the cause.
+LIMIT_EXCEEDED = ServiceError(
+    503,
+    "limit_exceeded",
+    "This release was not completed; its charge stands and your ledger records it as "
+    "abandoned. The cause is not shown (it could depend on the data).",
+)
 
 
-def error_payload(code: str, message: str) -> dict[str, Any]:
-    """The JSON body of every error response."""
-    return {"error": {"code": code, "message": message}}
+class _Work:
+    """One release computing in a thread of its own (so the curator can stop waiting for it).
 
-
-def classify(exc: Exception) -> ServiceError:
-    """Map an exception raised while serving a call to a fixed code.
-
-    Errors that dpframe raises on purpose carry messages written never to
-    hold private values; anything else gets a fixed message (and is logged
-    on the curator's side for the data owner).
+    When the curator gives up waiting (:meth:`wait` is False), the thread
+    gives the seat back and lets its ledger charge again once it ends.
     """
-    if isinstance(exc, ServiceError):
-        return exc
-    if isinstance(exc, ProtocolError):
-        return ServiceError(413 if exc.code == "too_large" else 400, exc.code, str(exc))
-    if isinstance(exc, NodeFormatError):
-        return ServiceError(400, "invalid_query", str(exc))
-    for cls, status, code in WIRE_CODES:
-        if isinstance(exc, cls):
-            return ServiceError(status, code, str(exc))
-    if isinstance(exc, DPError):
-        return ServiceError(400, "dp_error", str(exc))
-    return ServiceError(
-        400,
-        "invalid_query",
-        "The query could not be evaluated; check its arguments against the API. "
-        "Nothing was charged.",
-    )
 
+    def __init__(self, seat: Seat, node: Any) -> None:
+        self.seat = seat
+        self.node = node
+        self.events: list[ReleaseEvent] = []
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._guard = threading.Lock()
+        self._given_up = False
+        threading.Thread(target=self._run, name="dpframe-release", daemon=True).start()
 
-@dataclass
-class _Seat:
-    """One analyst's session on one dataset."""
+    def _run(self) -> None:
+        unsubscribe = self.seat.session.subscribe(self.events.append)
+        try:
+            self.result = self.seat.session.run(self.node)
+        except BaseException as exc:  # handed to the waiting thread
+            self.error = exc
+        finally:
+            unsubscribe()
+            with self._guard:
+                self._done.set()
+                given_up = self._given_up
+            if given_up:
+                self.seat.ledger.resume()
+                self.seat.give()
 
-    session: dp.Session
-    frame: dp.PrivateFrame
-    lock: threading.Lock
-
-    @property
-    def source(self) -> Source:
-        """The dataset's source as loaded by the curator (with its privacy-unit setting)."""
-        plan = self.frame.plan
-        if not isinstance(plan, Source):
-            raise ServiceError(500, "internal", "The dataset is not a plain source.")
-        return plan
+    def wait(self, seconds: float) -> bool:
+        """True when the release ended within ``seconds``; else the thread is left to end alone."""
+        if self._done.wait(seconds):
+            return True
+        with self._guard:
+            if self._done.is_set():  # ended just now
+                return True
+            self._given_up = True
+        return False
 
 
 class Curator:
@@ -103,6 +94,12 @@ class Curator:
 
     Args:
         catalog: the data owner's catalog.
+        clock: seconds on a monotonic clock (the latency quantum).
+        sleep: how :meth:`query` waits out the latency quantum.
+        pace_clock: seconds on a monotonic clock for the rate limit.
+
+    Raises:
+        CatalogError: a dataset's file has a column without a declared kind.
     """
 
     def __init__(
@@ -111,14 +108,20 @@ class Curator:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        pace_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.catalog = catalog
         self._clock = clock
+        self._pace_clock = pace_clock
         self._sleep = sleep
-        self._data: dict[str, pd.DataFrame] = {}
-        self._seats: dict[tuple[str, str], _Seat] = {}
-        self._lock = threading.Lock()
+        self._seats = Seats(catalog)
         self.unexpected_errors = 0
+        for entry in catalog.datasets.values():
+            check_columns(entry)  # every column's kind declared (reads the header only)
+
+    def now(self) -> float:
+        """The curator's clock (monotonic seconds)."""
+        return self._clock()
 
     # -- identity --------------------------------------------------------------
 
@@ -136,47 +139,11 @@ class Curator:
         """The datasets granted to ``analyst``."""
         return sorted(analyst.budgets)
 
-    # -- sessions --------------------------------------------------------------
-
-    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
-        data = self._data.get(entry.name)
-        if data is None:
-            reader = pd.read_csv if entry.path.suffix.lower() == ".csv" else pd.read_parquet
-            data = read_table(reader, entry.path, {})
-            self._data[entry.name] = data
-        return data
-
-    def _seat(self, analyst: Analyst, dataset: str) -> _Seat:
-        if dataset not in analyst.budgets:
-            raise UNKNOWN_DATASET
-        key = (analyst.name, dataset)
-        with self._lock:
-            seat = self._seats.get(key)
-            if seat is None:
-                entry = self.catalog.datasets[dataset]
-                budget, accounting = analyst.budgets[dataset]
-                session = dp.Session(
-                    budget.epsilon,
-                    budget.delta,
-                    name=f"{analyst.name}/{dataset}",
-                    ledger=self.catalog.ledger,
-                    accounting=accounting,
-                )
-                frame = session.private_frame(
-                    self._frame_data(entry),
-                    dict(entry.bounds),
-                    {k: list(v) for k, v in entry.categories.items()},
-                    privacy_unit=entry.privacy_unit,
-                    max_rows_per_unit=entry.max_rows_per_unit,
-                    max_groups_per_unit=entry.max_groups_per_unit,
-                    dtypes=dict(entry.dtypes),
-                )
-                seat = _Seat(session, frame, threading.Lock())
-                self._seats[key] = seat
-        return seat
+    # -- reads (no seat lock: the ledger serializes itself) --------------------
 
     @staticmethod
-    def _budget_state(session: dp.Session) -> dict[str, Any]:
+    def _budget_state(seat: Seat) -> dict[str, Any]:
+        session = seat.session
         return {
             "name": session.name,
             "accounting": session.accounting,
@@ -185,11 +152,9 @@ class Curator:
             "remaining": encode_response(session.remaining),
         }
 
-    # -- requests --------------------------------------------------------------
-
     def describe(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
-        """The public schema of a dataset and the analyst's budget on it."""
-        seat = self._seat(analyst, dataset)
+        """The public schema of a dataset, its version, the limits and the analyst's budget."""
+        seat = self._seats.get(analyst, dataset)
         columns = [
             {
                 "name": c.name,
@@ -201,36 +166,55 @@ class Curator:
             }
             for c in seat.frame._schema.columns
         ]
-        with seat.lock:
-            return {
-                "dataset": dataset,
-                "columns": columns,
-                "budget": self._budget_state(seat.session),
-            }
+        return {
+            "dataset": dataset,
+            "version": seat.entry.version or None,
+            "limits": dict(vars(self.catalog.settings.limits)),
+            "columns": columns,
+            "budget": self._budget_state(seat),
+        }
 
     def budget(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
         """The analyst's budget on ``dataset``, read from the ledger."""
-        seat = self._seat(analyst, dataset)
-        with seat.lock:
-            return self._budget_state(seat.session)
+        return self._budget_state(self._seats.get(analyst, dataset))
 
-    def ledger(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
-        """The analyst's own releases on ``dataset``."""
-        seat = self._seat(analyst, dataset)
-        with seat.lock:
-            table = seat.session.ledger
-        return {"ledger": encode_response(table)}
+    def ledger(
+        self, analyst: Analyst, dataset: str, *, after: int = 0, limit: int | None = None
+    ) -> dict[str, Any]:
+        """One page of the analyst's own releases on ``dataset``, oldest first.
+
+        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) with an id above
+        ``after``; ``next`` is the ``after`` of the next page, or None after the
+        last one.  The data is named by its catalog name and version, never by
+        anything computed from the rows.
+        """
+        seat = self._seats.get(analyst, dataset)
+        limit = LEDGER_PAGE if limit is None else max(1, min(int(limit), LEDGER_PAGE))
+        table = seat.ledger.page(seat.session.name, after=after, limit=limit + 1)
+        more = len(table) > limit
+        table = shown_ledger(table.iloc[:limit], seat.entry)
+        following = int(table.index[-1]) if more else None
+        return {"ledger": encode_response(table), "next": following}
+
+    # -- releases ----------------------------------------------------------------
 
     def query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate and run one release call; raises :class:`ServiceError` on failure."""
+        """Validate and run one release call; raises :class:`ServiceError` on failure.
+
+        The answer (or error) is held until a multiple of the latency quantum
+        has passed (with this object's ``sleep``; the HTTP app waits without
+        holding a thread).
+        """
         started = self._clock()
         try:
-            return self._query(analyst, dataset, body)
+            return self.answer(analyst, dataset, body)
         finally:
-            self._pad(started)
+            wait = self.padding(started)
+            if wait > 0:
+                self._sleep(wait)
 
-    def _pad(self, started: float) -> None:
-        """Hold the answer until a multiple of the catalog's latency quantum has passed.
+    def padding(self, started: float) -> float:
+        """Seconds to hold an answer begun at ``started``, to a multiple of the latency quantum.
 
         A release's computing time grows with the rows it reads (e.g. how many
         pass a filter), a side channel that DP does not cover; answering only
@@ -238,12 +222,13 @@ class Curator:
         """
         quantum = self.catalog.latency_quantum
         if quantum <= 0:
-            return
+            return 0.0
         elapsed = self._clock() - started
-        self._sleep(math.ceil(elapsed / quantum) * quantum - elapsed if elapsed > 0 else quantum)
+        return math.ceil(elapsed / quantum) * quantum - elapsed if elapsed > 0 else quantum
 
-    def _query(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        seat = self._seat(analyst, dataset)
+    def answer(self, analyst: Analyst, dataset: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One release call, answered at once (no latency quantum); see :meth:`query`."""
+        seat = self._seats.get(analyst, dataset)
         try:
             check_depth(body)
             explain = body.get("explain", False)
@@ -251,23 +236,121 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
-            events: list[ReleaseEvent] = []
-            with seat.lock:
-                unsubscribe = seat.session.subscribe(events.append)
-                try:
-                    result = seat.session.explain(node) if explain else seat.session.run(node)
-                finally:
-                    unsubscribe()
-                state = self._budget_state(seat.session)
-            encoded = encode_response(result)
+            if explain:
+                with seat.hold(self.catalog.settings.busy_retry_seconds):
+                    return self._answered(seat, seat.session.explain(node), [], [], node.label)
+            return self._release(seat, node)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
                 self.unexpected_errors += 1
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
+
+    def _release(self, seat: Seat, node: Any) -> dict[str, Any]:
+        """Release ``node`` on its seat, within the wall-clock limit.
+
+        The release runs in a thread of its own while this one waits at most
+        ``release_seconds``.  If the limit fires (a server fault: it is set
+        far above the slowest request within the limits), the charge stands,
+        the row says ``abandoned``, the answer is ``limit_exceeded``, and the
+        seat stays busy until the computation ends.  A release that fails
+        after its charge (on the data) gets the same answer and row: the
+        analyst never learns which of the two happened.
+        """
+        settings = self.catalog.settings
+        seat.take(settings.busy_retry_seconds)
+        handed_over = False
+        try:
+            seat.check_pace(self._pace_clock(), settings)
+            seat.note_charges(self._pace_clock())  # forget any row left from before
+            work = _Work(seat, node)
+            if not work.wait(settings.release_seconds):
+                handed_over = True  # the computation gives the seat back when it ends
+                self._abandon(seat, "took longer than the wall-clock limit", None)
+            charged = seat.note_charges(self._pace_clock())
+            if work.error is not None:
+                if not charged:  # refused before the charge: an ordinary, data-free error
+                    raise work.error
+                self._abandon(seat, "failed after its charge", work.error)
+            return self._answered(seat, work.result, work.events, charged, node.label)
+        finally:
+            if not handed_over:
+                seat.give()
+
+    def _abandon(self, seat: Seat, why: str, error: BaseException | None) -> None:
+        """Count an abandoned release, log it for the operator, and answer ``limit_exceeded``."""
+        ids = seat.ledger.abandon() if error is None else []
+        seat.abandoned += 1
+        name = seat.session.name
+        _log.error("Release abandoned on %s (%s); ledger rows %s", name, why, ids, exc_info=error)
+        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
+            seat.suspended = True
+            _log.error("Seat %s suspended after %d abandoned releases", name, seat.abandoned)
+        raise LIMIT_EXCEEDED
+
+    def _answered(
+        self,
+        seat: Seat,
+        result: Any,
+        events: list[ReleaseEvent],
+        charged: list[int],
+        default_label: str,
+    ) -> dict[str, Any]:
+        """The answer to a release or explanation; a release's answer is kept for recovery."""
         cost = Budget()
         for event in events:
             cost = cost + event.cost
-        label = "; ".join(e.query for e in events) if events else node.label
-        return {"result": encoded, "budget": state, "cost": encode_response(cost), "query": label}
+        label = "; ".join(e.query for e in events) if events else default_label
+        kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
+        release = charged[-1] if charged else None  # its ledger id (None: explained)
+        if release is not None:
+            self._keep(seat, release, kept)
+        return {**kept, "budget": self._budget_state(seat), "release": release}
+
+    def _keep(self, seat: Seat, release: int, kept: Mapping[str, Any]) -> None:
+        """Store a release's answer in the ledger for :meth:`recover` (best effort).
+
+        Called while holding the seat.  Answers are kept up to the catalog's
+        ``stored_answers_mb`` per seat; later ones are answered but not kept.
+        """
+        body = zlib.compress(dumps(kept).encode(), 6)
+        try:
+            if seat.stored is None:
+                seat.stored = seat.ledger.stored_bytes(seat.session.name)
+            if seat.stored + len(body) > self.catalog.settings.stored_answers_mb * 2**20:
+                _log.warning("Answer of release %s not kept: the seat's store is full", release)
+                return
+            seat.ledger.store_answer(release, body)
+            seat.stored += len(body)
+        except DPError as exc:  # the release stands and is answered; only recovery is lost
+            _log.warning("Could not store the answer of release %s: %s", release, exc)
+
+    def recover(self, analyst: Analyst, dataset: str, release_id: int) -> dict[str, Any]:
+        """The answer of one of the analyst's charged releases, again, free.
+
+        Raises :class:`ServiceError`: 404 ``unknown_release`` when the
+        analyst's ledger on ``dataset`` has no release of this id with a
+        stored answer (an explanation, a failed release, another analyst's
+        id, or one released before answers were stored); 409 ``pending``
+        (with ``Retry-After``) while it is still being computed.
+        """
+        seat = self._seats.get(analyst, dataset)
+        found = seat.ledger.answer(seat.session.name, release_id)
+        if found is not None and found[1] is not None:
+            kept = loads(zlib.decompress(found[1]))
+            return {**kept, "budget": self._budget_state(seat), "release": release_id}
+        if found is not None and found[0] == "charged":
+            retry = str(self.catalog.settings.busy_retry_seconds)
+            raise ServiceError(
+                409,
+                "pending",
+                "This release is still being computed; ask again shortly.",
+                {"Retry-After": retry},
+            )
+        raise ServiceError(
+            404,
+            "unknown_release",
+            "Your ledger on this dataset has no stored answer for this release id "
+            "(explanations and failed releases have none).",
+        )

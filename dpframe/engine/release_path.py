@@ -34,7 +34,13 @@ from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, Schema
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Node, Released
-from dpframe.plan.estimate import ResourceEstimate, check_resources, estimate
+from dpframe.plan.estimate import (
+    ResourceEstimate,
+    ResourceLimits,
+    check_resources,
+    estimate,
+    public_lists,
+)
 from dpframe.plan.nodes import Aggregate, Source, lineage
 from dpframe.plan.privacy import Budget, PrivacyRequest
 from dpframe.plan.releases import (
@@ -140,7 +146,7 @@ def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
     completed, before it reads anything.
     """
     family = family_of(node, session._families)
-    check_resources(size_of(node), session._limits)  # sized first: bounded work
+    check_resources(size_of(node, session._limits), session._limits)  # sized first
     if not template:
         validate_node(node, _schema(session, node))
     request = _request(node)
@@ -159,9 +165,12 @@ def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
     return _Admitted(node, family, request, charge, allocation, noise, parts)
 
 
-def size_of(node: Node) -> ResourceEstimate:
-    """The work a node asks for, from public inputs only (never the data or its row count)."""
-    return estimate(node.plan, node.expressions(), node.cells())
+def size_of(node: Node, limits: ResourceLimits | None = None) -> ResourceEstimate:
+    """The work a node asks for, from public inputs only (never the data or its row count).
+
+    With ``limits``, a node over the cheap sizes (cells, lists) is answered early.
+    """
+    return estimate(node.plan, node.expressions(), node.cells(), public_lists(node), limits)
 
 
 def _node_parts(node: Node) -> tuple[Node, ...]:
@@ -197,7 +206,7 @@ def _backend(session: Session, node: Node, family: Family[Any]) -> Backend:
 def explain(session: Session, node: Node) -> Explanation:
     """What ``node`` would cost and release; nothing is charged and no data is read."""
     family = family_of(node, session._families)
-    check_resources(size_of(node), session._limits)  # sized first: bounded work
+    check_resources(size_of(node, session._limits), session._limits)  # sized first
     validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
@@ -312,12 +321,12 @@ def finish(session: Session, admission: Admission) -> Any:
     except DPError:
         session._ledger.complete(release_id, "", status="failed")
         raise
-    except Exception as exc:
+    except Exception:
         session._ledger.complete(release_id, "", status="failed")
         raise QueryFailedError(
-            f"The query failed while reading the data ({type(exc).__name__}); its charge "
-            "stands. No detail is shown because it could hold private values: check the "
-            "column types used in the query's conditions and expressions."
+            "The query failed while reading the data; its charge stands. No detail is "
+            "shown, not even the kind of failure, because it could depend on private "
+            "values: check the column types used in the query's conditions and expressions."
         ) from None
     session._ledger.complete(release_id, shown)
     session._notify(label, cost)

@@ -223,6 +223,11 @@ class Session(Observable):
         return self._accountant.kind
 
     @property
+    def limits(self) -> ResourceLimits:
+        """The largest request this session evaluates (sized before the charge)."""
+        return self._limits
+
+    @property
     def ledger_path(self) -> str:
         """Where the ledger file is."""
         return self._ledger.path
@@ -288,11 +293,15 @@ class Session(Observable):
         privacy_unit: str | PrivacyUnit | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        identity: str | None = None,
     ) -> tuple[Source, Schema]:
         """Hold ``df`` (by reference) under this session; the plan's source and its public schema.
 
         The facade's ``private_frame`` wraps the result; the arguments are
-        documented there (:meth:`dpframe.Session.private_frame`).
+        documented there (:meth:`dpframe.Session.private_frame`).  ``identity``
+        names the data in the ledger instead of its fingerprint (a hash of
+        every row): a curator names its datasets by catalog name and version,
+        so nothing computed from the rows is ever recorded or shown.
 
         Raises:
             SchemaError: for an empty frame, unknown columns, invalid bounds or
@@ -317,7 +326,7 @@ class Session(Observable):
         )
         unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = check_groups(unit, max_groups_per_unit)
-        dataset = backend.fingerprint()
+        dataset = backend.fingerprint() if identity is None else identity
         previous_unit = self._units.setdefault(dataset, unit)
         if previous_unit != unit:
             raise SchemaError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,8 +24,11 @@ from dpframe.errors import (
     WIRE_CODES,
     DPError,
     InvalidArgumentError,
+    LedgerError,
+    QueryFailedError,
 )
 from dpframe.plan.codec import column_extras_from_json, encode_node
+from dpframe.plan.estimate import ResourceLimits, check_resources
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.plan.schema import ColumnInfo, Schema
@@ -38,8 +42,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthenticationError",
     "Connection",
+    "CuratorBusyError",
     "CuratorUnavailableError",
+    "RateLimitedError",
     "RemoteSession",
+    "SeatSuspendedError",
     "connect",
 ]
 
@@ -52,17 +59,55 @@ class CuratorUnavailableError(DPError):
     """The curator could not be reached or answered outside the protocol."""
 
 
+class CuratorBusyError(DPError):
+    """Another release of this analyst on this dataset was still running; nothing was charged.
+
+    The client waits and sends the release again for up to ``busy_wait``
+    seconds (``dp.connect(..., busy_wait=...)``) before raising this.
+
+    Attributes:
+        retry_after: the seconds the curator asked to wait.
+    """
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class RateLimitedError(DPError):
+    """The analyst made the most releases the curator allows per minute; nothing was charged.
+
+    Attributes:
+        retry_after: the seconds until one more release is allowed.
+    """
+
+    def __init__(self, message: str, retry_after: float = 60.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class SeatSuspendedError(DPError):
+    """The curator suspended this seat (analyst, dataset) after repeated abandoned releases."""
+
+
 #: Error codes of the protocol and the error class the client raises for each.
 ERROR_CLASSES: Mapping[str, type[DPError]] = {
     **{code: cls for cls, _, code in WIRE_CODES},
     "unauthorized": AuthenticationError,
+    "busy": CuratorBusyError,
+    "pending": CuratorBusyError,  # a release still computing: asked again after a wait
+    "unknown_release": InvalidArgumentError,
+    "rate_limited": RateLimitedError,
+    "limit_exceeded": QueryFailedError,  # not completed: charged, recorded as abandoned
+    "suspended": SeatSuspendedError,
+    "ledger_full": LedgerError,
 }
 
 
 class _Http:
     """JSON over HTTP with a bearer token; errors become :class:`DPError` subclasses."""
 
-    def __init__(self, url: str, token: str, timeout: float) -> None:
+    def __init__(self, url: str, token: str, timeout: float, busy_wait: float = 30.0) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidArgumentError(f"{url!r} is not an http(s) URL of a dpframe curator.")
@@ -73,11 +118,25 @@ class _Http:
         self.url = url.rstrip("/")
         self._token = token
         self._timeout = timeout
+        self._busy_wait = busy_wait
 
     def __repr__(self) -> str:
         return f"_Http({self.url!r}, token=<hidden>)"
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        """Send one request; a ``busy`` answer (nothing charged) is sent again after a wait."""
+        waited = 0.0
+        while True:
+            try:
+                return self._request(method, path, body)
+            except CuratorBusyError as busy:
+                pause = min(max(busy.retry_after, 0.05), 5.0)
+                if waited + pause > self._busy_wait:
+                    raise
+                time.sleep(pause)
+                waited += pause
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self._token}")
@@ -107,6 +166,12 @@ def _error_from(exc: urllib.error.HTTPError) -> DPError:
     cls = ERROR_CLASSES.get(code)
     if cls is None:
         return ProtocolError(code, message)
+    if cls is CuratorBusyError or cls is RateLimitedError:
+        try:
+            retry_after = float(exc.headers.get("Retry-After", "1"))
+        except ValueError:
+            retry_after = 1.0
+        return cls(message, retry_after)
     return cls(message)
 
 
@@ -125,11 +190,20 @@ class RemoteSession(Observable):
 
     is_remote = True
 
-    def __init__(self, http: _Http, dataset: str, state: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        http: _Http,
+        dataset: str,
+        state: Mapping[str, Any],
+        limits: ResourceLimits | None = None,
+    ) -> None:
         self._http = http
         self._dataset = dataset
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._state = dict(state)
+        self._limits = limits or ResourceLimits()
+        #: The ledger id of the last release answered (None before any).
+        self.last_release: int | None = None
 
     @property
     def name(self) -> str:
@@ -140,6 +214,12 @@ class RemoteSession(Observable):
     def dataset(self) -> str:
         """The dataset this session's budget protects."""
         return self._dataset
+
+    @property
+    def version(self) -> str | None:
+        """The data owner's version of the dataset (None when the catalog gives none)."""
+        version = self._state.get("version")
+        return None if version is None else str(version)
 
     @property
     def accounting(self) -> str:
@@ -169,13 +249,36 @@ class RemoteSession(Observable):
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """This analyst's releases on this dataset, as recorded by the curator."""
+        """This analyst's releases on this dataset, as recorded by the curator (every page).
+
+        The data is named by its catalog name (``dataset``) and the owner's
+        ``version``; nothing computed from the rows is shown.
+        """
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/ledger"
-        table = decode_response(self._http.request("GET", path)["ledger"])
-        return cast(pd.DataFrame, table)
+        pages: list[pd.DataFrame] = []
+        after: int | None = 0
+        while after is not None:
+            answer = self._http.request("GET", f"{path}?after={after}")
+            pages.append(cast(pd.DataFrame, decode_response(answer["ledger"])))
+            following = answer.get("next")
+            if following is not None and (not isinstance(following, int) or following <= after):
+                raise ProtocolError("invalid_value", "The curator's ledger pages do not advance.")
+            after = following
+        if len(pages) == 1:
+            return pages[0]
+        return pd.concat(pages)
+
+    @property
+    def limits(self) -> ResourceLimits:
+        """The curator's resource limits (checked here too, before a request is sent)."""
+        return self._limits
 
     def run(self, node: Node) -> Any:
-        """Send ``node`` to the curator, which validates, charges and releases it."""
+        """Send ``node`` to the curator, which validates, charges and releases it.
+
+        A request over the curator's resource limits is refused here, before
+        it is encoded or sent (the curator would refuse it before the charge).
+        """
         capture(self, node)
         answer = self._send(node, explain=False)
         cost = _budget(answer["cost"])
@@ -189,15 +292,47 @@ class RemoteSession(Observable):
         self._announce(event)
         return answer["result"]
 
+    def recover(self, release_id: int) -> Any:
+        """The answer of one of your charged releases, fetched again by its ledger id, free.
+
+        When an answer is lost on the way (a timeout, a dropped connection),
+        its charge stands: ``session.ledger`` lists the release (its index is
+        the id), and this fetches the stored answer without any new charge.
+        While the release is still being computed, the client waits (up to
+        ``busy_wait`` seconds).
+
+        Raises:
+            InvalidArgumentError: no stored answer of yours has this id.
+        """
+        if isinstance(release_id, bool) or not isinstance(release_id, int) or release_id < 1:
+            raise InvalidArgumentError("recover() takes a release id from session.ledger's index.")
+        path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/releases/{release_id}"
+        answer: dict[str, Any] = self._http.request("GET", path)
+        self._state.update(answer["budget"])
+        return decode_response(answer["result"])
+
     def _explain_node(self, node: Any) -> Any:
         return self._send(node, explain=True)["result"]
 
     def _send(self, node: Node, *, explain: bool) -> dict[str, Any]:
+        from dpframe.engine.release_path import size_of
+
+        check_resources(size_of(node, self._limits), self._limits)
         body = encode_node(node)
         body["explain"] = explain
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
-        answer: dict[str, Any] = self._http.request("POST", path, body)
+        try:
+            answer: dict[str, Any] = self._http.request("POST", path, body)
+        except CuratorUnavailableError as exc:
+            if explain:
+                raise
+            raise CuratorUnavailableError(
+                f"{exc} If the release was charged, session.ledger lists it and "
+                "session.recover(id) fetches its answer again, free."
+            ) from None
         self._state.update(answer["budget"])
+        if answer.get("release") is not None:
+            self.last_release = int(answer["release"])
         answer["result"] = decode_response(answer["result"])
         return answer
 
@@ -241,11 +376,27 @@ class Connection:
         path = f"/v1/datasets/{urllib.parse.quote(dataset, safe='')}"
         info = self._http.request("GET", path)
         schema = Schema(tuple(_column(c) for c in info["columns"]))
-        session = RemoteSession(self._http, dataset, info["budget"])
+        session = RemoteSession(
+            self._http,
+            dataset,
+            {**info["budget"], "version": info.get("version")},
+            _limits(info.get("limits")),
+        )
         return PrivateFrame._create(cast("Session", session), Source(dataset), schema)
 
     def __repr__(self) -> str:
         return f"Connection({self._http.url!r})"
+
+
+def _limits(data: object) -> ResourceLimits | None:
+    """The curator's resource limits from its schema answer (None: an older curator's)."""
+    if not isinstance(data, Mapping):
+        return None
+    known = {k: v for k, v in data.items() if k in ResourceLimits.__dataclass_fields__}
+    try:
+        return ResourceLimits(**known)
+    except DPError:
+        raise ProtocolError("invalid_value", "The curator sent invalid resource limits.") from None
 
 
 def _column(data: Mapping[str, Any]) -> ColumnInfo:
@@ -261,13 +412,18 @@ def _column(data: Mapping[str, Any]) -> ColumnInfo:
     )
 
 
-def connect(url: str, token: str | None = None, *, timeout: float = 60.0) -> Connection:
+def connect(
+    url: str, token: str | None = None, *, timeout: float = 60.0, busy_wait: float = 30.0
+) -> Connection:
     """Connect to a dpframe curator (``dpframe serve``).
 
     Args:
         url: the curator's address, e.g. ``"https://curator.example.org"``.
         token: the analyst's token; default: the ``DPFRAME_TOKEN`` environment variable.
         timeout: seconds to wait for each answer.
+        busy_wait: seconds to keep sending a release again while the curator
+            answers ``busy`` (another release of yours on the same dataset is
+            running; nothing is charged); then :class:`CuratorBusyError`.
 
     Raises:
         AuthenticationError: when the curator refuses the token.
@@ -277,6 +433,6 @@ def connect(url: str, token: str | None = None, *, timeout: float = 60.0) -> Con
         token = os.environ.get("DPFRAME_TOKEN")
         if not token:
             raise InvalidArgumentError("Pass token=... or set the DPFRAME_TOKEN variable.")
-    connection = Connection(_Http(url, token, timeout))
+    connection = Connection(_Http(url, token, timeout, busy_wait))
     connection.datasets()  # fail now on a wrong token or address
     return connection

@@ -146,8 +146,21 @@ def _toml_value(value: object) -> str:
     return repr(value)
 
 
-def write_catalog(folder: Path, *, alice_epsilon: float = 5.0) -> Path:
-    """A catalog with datasets cps, sentinel and secret; alice and bob with their grants."""
+#: The kinds of the sentinel columns that have neither bounds nor categories.
+SENTINEL_DTYPES = {"note": "text", "person_id": "numeric"}
+#: Every sentinel column's kind (the "secret" dataset declares no bounds or categories).
+ALL_SENTINEL_DTYPES = {
+    **dict.fromkeys(CPS1988_BOUNDS, "numeric"),
+    **dict.fromkeys(CPS1988_CATEGORIES, "text"),
+    **SENTINEL_DTYPES,
+}
+
+
+def write_catalog(folder: Path, *, alice_epsilon: float = 5.0, server: str = "") -> Path:
+    """A catalog with datasets cps, sentinel and secret; alice and bob with their grants.
+
+    ``server`` holds more lines of the ``[server]`` table (e.g. limits).
+    """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
     bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
@@ -155,6 +168,7 @@ def write_catalog(folder: Path, *, alice_epsilon: float = 5.0) -> Path:
     lines = [
         "[server]",
         'ledger = "ledger.sqlite"',
+        server,
         "",
         "[datasets.cps]",
         f'path = "{cps1988_path()}"',
@@ -163,11 +177,14 @@ def write_catalog(folder: Path, *, alice_epsilon: float = 5.0) -> Path:
         "",
         "[datasets.sentinel]",
         'path = "sentinel.csv"',
+        'version = "2024-06"',
         f"bounds = {_toml_value(bounds)}",
         f"categories = {_toml_value(cats)}",
+        f"dtypes = {_toml_value(SENTINEL_DTYPES)}",
         "",
         "[datasets.secret]",
         'path = "sentinel.csv"',
+        f"dtypes = {_toml_value(ALL_SENTINEL_DTYPES)}",
         "",
         "[analysts.alice]",
         f'token_sha256 = "{hash_token(ALICE)}"',

@@ -385,7 +385,7 @@ BAD_BODIES: list[tuple[str, Any, int, str]] = [
     ("1,001 plan steps", node_with(plan=[EDUCATED] * 1001), 422, "invalid_request"),
     ("sum of a text column", node_with(statistic="sum", expr=col("region")), 400, "schema"),
     ("mean of a text column", node_with(expr=col("ethnicity")), 400, "schema"),
-    ("too many cells", node_with(by=_cells(5000)), 400, "schema"),
+    ("too many cells", node_with(by=_cells(5000)), 400, "resource_limit"),
     ("over 50,000 JSON containers", node_with(by=_many_containers(60_000)), 400, "invalid_query"),
     ("a label over 1,000 characters", node_with(label="x" * 1001), 400, "invalid_query"),
 ]
@@ -629,7 +629,7 @@ def test_answers_are_held_to_the_latency_quantum(tmp_path: Path) -> None:
     # Errors are held too: their timing is no signal.
     with pytest.raises(ServiceError, match=r"node\.type must be one of"):
         curator.query(analyst, "cps", node_with(type="nope"))
-    assert slept == pytest.approx([0.13, 0.0, 0.24])
+    assert slept == pytest.approx([0.13, 0.24])  # the second answer ended on the grid
 
 
 def test_latency_quantum_must_be_sane(tmp_path: Path) -> None:

@@ -1,0 +1,165 @@
+"""Ledger rows: what one charge inserts (clipped labels, checked parts, its currency).
+
+:func:`row_statement` builds the INSERT of one pending charge; labels are
+clipped (:func:`clip_label`), a composite's parts are checked to add up to its
+charge and stored as JSON (:func:`decode_parts` reads them back).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import get_args
+
+from dpframe.accounting.accountants import AccountingKind, Charge
+from dpframe.errors import InvalidArgumentError
+
+__all__ = ["MAX_LABEL", "PendingCharge", "Row", "clip_label", "decode_parts", "row_statement"]
+
+_CURRENCIES = frozenset(get_args(AccountingKind))
+_INSERT = (
+    "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
+    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
+    " NULL, ?, ?, {currency})"
+)
+#: The new row's currency: given (or the session's accounting registered through this
+#: object), or else read from the session's budget row in the same statement.
+_GIVEN, _LOOKUP = "?", "(SELECT accounting FROM budgets WHERE session=? AND dataset='*')"
+_INSERT_GIVEN, _INSERT_LOOKUP = _INSERT.format(currency=_GIVEN), _INSERT.format(currency=_LOOKUP)
+#: One INSERT statement and its parameters.
+Row = tuple[str, tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class PendingCharge:
+    """One release waiting for admission in :meth:`Ledger.charge_many`.
+
+    Attributes:
+        charge: its cost in the accountant's native units.
+        query: the ledger label.
+        mechanism: the mechanism's name.
+        parts: for a composite release, each part's name and cost; the costs
+            must add up to ``charge`` exactly.
+        privacy_unit: the privacy-unit setting of the dataset (public text,
+            for example ``"row"`` or the unit column and its limits).
+        currency: the accounting the cost is in (``"pure"``, ``"approx"``,
+            ``"zcdp"``); None records the session's registered accounting.
+    """
+
+    charge: Charge
+    query: str
+    mechanism: str
+    parts: Sequence[tuple[str, Charge]] | None = None
+    privacy_unit: str | None = None
+    currency: str | None = None
+
+
+#: The longest label a ledger row stores; longer ones keep their start and a digest.
+MAX_LABEL = 256
+_DIGEST_CHARS = 16
+
+
+def clip_label(label: str) -> str:
+    """``label`` as the ledger stores it: whole up to :data:`MAX_LABEL` characters.
+
+    A longer label (a 24,000-item ``isin`` made a 243 KiB row) keeps its first
+    characters and ends with `` … #`` and the first 16 hex digits of the
+    SHA-256 of the whole label, so two long labels that differ stay apart and
+    a label can be matched to the query that made it.  Labels are built from
+    the query's public arguments, never from the data.
+
+    Example:
+        >>> len(clip_label("x" * 10_000)) == MAX_LABEL
+        True
+    """
+    if len(label) <= MAX_LABEL:
+        return label
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    tail = f" … #{digest}"
+    return label[: MAX_LABEL - len(tail)] + tail
+
+
+def _encode_parts(total: Charge, parts: Sequence[tuple[str, Charge]] | None) -> str | None:
+    """The JSON text of a composite release's parts, checked to add up to its cost."""
+    if parts is None:
+        return None
+    if not parts or not all(isinstance(name, str) and name for name, _ in parts):
+        raise InvalidArgumentError("parts= takes a non-empty list of (name, Charge) pairs.")
+    summed = Charge()
+    for _, cost in parts:
+        summed = summed + cost
+    if summed != total:
+        raise InvalidArgumentError(
+            f"The parts of a composite release cost {summed} in total, not its charge "
+            f"{total}: the ledger records parts that add up to the charge exactly."
+        )
+    return json.dumps(
+        [
+            {
+                "name": clip_label(name),
+                "epsilon": str(c.epsilon),
+                "delta": str(c.delta),
+                "rho": str(c.rho),
+            }
+            for name, c in parts
+        ]
+    )
+
+
+def decode_parts(text: str | None) -> list[tuple[str, Charge]] | None:
+    """The parts of a composite release from their JSON text in the ledger.
+
+    Args:
+        text: the ``parts`` field of a release row (None for a simple release).
+
+    Returns:
+        Each part's name and exact cost, in recorded order, or None.
+    """
+    if text is None:
+        return None
+    return [
+        (
+            part["name"],
+            Charge(Fraction(part["epsilon"]), Fraction(part["delta"]), Fraction(part["rho"])),
+        )
+        for part in json.loads(text)
+    ]
+
+
+def row_statement(
+    head: tuple[str, str, float],
+    cost: Charge,
+    query: str,
+    mechanism: str,
+    parts: Sequence[tuple[str, Charge]] | None,
+    privacy_unit: str | None,
+    currency: str | None,
+    registered: str | None,
+) -> Row:
+    """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
+
+    ``head`` is (session, dataset, time); ``registered`` is the session's accounting
+    if known (the currency when none is given).
+    """
+    if currency is not None and currency not in _CURRENCIES:
+        raise InvalidArgumentError(
+            f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {currency!r}."
+        )
+    session = head[0]
+    params = (
+        *head,
+        clip_label(query),
+        clip_label(mechanism),
+        str(cost.epsilon),
+        str(cost.delta),
+        str(cost.rho),
+        privacy_unit,
+        _encode_parts(cost, parts),
+    )
+    currency = currency or registered
+    if currency is None:
+        return _INSERT_LOOKUP, (*params, session)
+    return _INSERT_GIVEN, (*params, currency)

@@ -1,0 +1,323 @@
+"""Seats: one analyst's session on one dataset, used by one release at a time, never waited for.
+
+A seat holds the analyst's :class:`~dpframe.Session` (named
+``"analyst/dataset"`` in the curator's ledger) and the curator's frame over
+its own copy of the data.  A release takes the seat's lock *without waiting*:
+when another release of the same analyst on the same dataset is running, the
+request is answered at once with 429 ``busy`` and a ``Retry-After`` header,
+uncharged, so a flood of requests from one analyst never parks the server's
+worker threads (before issue 16, 40 such requests exhausted the pool and
+``/v1/health`` and every other analyst timed out).  Reads (schema, budget,
+ledger) need no seat lock: the ledger serializes itself.
+
+Seats are opened once, on first use; each dataset is read (and its declared
+kinds applied) once and shared by every seat, and opening one seat never
+holds up requests on seats already open.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+import dpframe as dp
+from dpframe.accounting.ledger import Ledger, PendingCharge
+from dpframe.api.frame import PrivateFrame
+from dpframe.backends.declared import apply_declared_kinds, parse_kind
+from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
+from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
+from dpframe.curator.data import read_declared
+from dpframe.curator.settings import ServerSettings
+from dpframe.errors import LedgerError
+from dpframe.plan.nodes import Source
+
+__all__ = ["Seat", "SeatLedger", "Seats", "shown_ledger"]
+
+
+class SeatLedger(Ledger):
+    """The ledger of one seat: it notes the ids it charges and keeps abandoned rows abandoned.
+
+    The curator reads the charged ids after a release (while holding the
+    seat, so they are this release's) to answer with the release's ledger id
+    and to store the answer for :meth:`dpframe.curator.service.Curator.recover`.
+
+    A release the curator gives up on (:meth:`abandon`) keeps its charge, and
+    its row says ``abandoned`` whatever the still-running computation writes
+    later; a charge attempted after that is refused (nothing is recorded).
+    A row the engine marks ``failed`` (the release failed on the data, after
+    the charge) is recorded ``abandoned`` too: an analyst cannot tell the two
+    causes apart.
+    """
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self.charged: list[int] = []
+        self._guard = threading.Lock()
+        self._refusing = False
+        self._abandoned: set[int] = set()
+
+    def charge(self, *args: Any, **kwargs: Any) -> int:  # noqa: D102  (Ledger.charge)
+        with self._guard:
+            if self._refusing:
+                raise LedgerError(
+                    "This release was abandoned before its charge; nothing was charged."
+                )
+            release_id = super().charge(*args, **kwargs)
+            self.charged.append(release_id)
+        return release_id
+
+    def charge_many(  # noqa: D102  (Ledger.charge_many)
+        self, session: str, dataset: str, items: Sequence[PendingCharge], check: Any
+    ) -> list[int]:
+        with self._guard:
+            if self._refusing:
+                raise LedgerError(
+                    "This release was abandoned before its charge; nothing was charged."
+                )
+            ids = super().charge_many(session, dataset, items, check)
+            self.charged.extend(ids)
+        return ids
+
+    def complete(self, release_id: int, value: str, status: str = "released") -> None:  # noqa: D102
+        if status == "failed" or release_id in self._abandoned:
+            value, status = "", "abandoned"
+        super().complete(release_id, value, status)
+
+    def abandon(self) -> list[int]:
+        """Give up on the running release: its charged rows say ``abandoned``; refuse new charges.
+
+        Returns:
+            The ids of the rows it had charged (their charges stand).
+        """
+        with self._guard:
+            self._refusing = True
+            ids = list(self.charged)
+            self.charged.clear()
+            self._abandoned.update(ids)
+        for release_id in ids:
+            super().complete(release_id, "", "abandoned")
+        return ids
+
+    def resume(self) -> None:
+        """Accept charges again (the abandoned computation has ended)."""
+        with self._guard:
+            self._refusing = False
+
+
+@dataclass
+class Seat:
+    """One analyst's session on one dataset.
+
+    Attributes:
+        session: the analyst's session (budget, accountant, ledger).
+        frame: the curator's frame over its own copy of the data.
+        entry: the catalog's dataset.
+        ledger: the session's ledger.
+        lock: held by the one release running on this seat.
+        recent: the clock times of this seat's latest releases (rate limit).
+        stored: bytes of this seat's answers kept in the ledger (None: not yet read).
+        abandoned: releases abandoned on this seat (wall-clock limit or a
+            failure after the charge) since the curator started.
+        suspended: True once ``abandoned`` reached the catalog's limit.
+    """
+
+    session: dp.Session
+    frame: PrivateFrame
+    entry: DatasetEntry
+    ledger: SeatLedger
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    recent: deque[float] = field(default_factory=deque)
+    stored: int | None = None
+    abandoned: int = 0
+    suspended: bool = False
+
+    @property
+    def source(self) -> Source:
+        """The dataset's source as loaded by the curator (with its privacy-unit setting)."""
+        plan = self.frame.plan
+        if not isinstance(plan, Source):
+            raise ServiceError(500, "internal", "The dataset is not a plain source.")
+        return plan
+
+    def check_pace(self, now: float, settings: ServerSettings) -> None:
+        """Refuse a release over the seat's rate or ledger-row limit (nothing is charged).
+
+        Call while holding the seat.  Raises :class:`ServiceError`: 429
+        ``rate_limited`` (with ``Retry-After``) when ``releases_per_minute``
+        releases were charged in the last 60 seconds, 403 ``ledger_full`` when
+        the ledger holds ``max_ledger_rows`` releases of this seat.
+        """
+        while self.recent and self.recent[0] <= now - 60:
+            self.recent.popleft()
+        if len(self.recent) >= settings.releases_per_minute:
+            wait = max(1, math.ceil(self.recent[0] + 60 - now))
+            raise ServiceError(
+                429,
+                "rate_limited",
+                f"You made {len(self.recent)} releases on this dataset in the last minute, "
+                f"the most this curator allows ({settings.releases_per_minute}); nothing was "
+                f"charged. Send this one again in {wait} s.",
+                {"Retry-After": str(wait)},
+            )
+        rows = self.ledger.count(self.session.name)
+        if rows >= settings.max_ledger_rows:
+            raise ServiceError(
+                403,
+                "ledger_full",
+                f"Your ledger on this dataset holds {rows} releases, the most this curator "
+                f"records ({settings.max_ledger_rows}); nothing was charged. Ask the data "
+                "owner.",
+            )
+
+    def note_charges(self, now: float) -> list[int]:
+        """The ledger ids charged since the last call (this release's), counted for the rate."""
+        charged = list(self.ledger.charged)
+        self.ledger.charged.clear()
+        self.recent.extend([now] * len(charged))
+        return charged
+
+    def take(self, retry_after: int) -> None:
+        """Take the seat for one release, or answer 429 ``busy`` at once (nothing charged).
+
+        The taker gives it back with :meth:`give` (or, for an abandoned
+        release, the computation does when it ends).  A suspended seat answers
+        403 ``suspended``.
+        """
+        if self.suspended:
+            raise ServiceError(
+                403,
+                "suspended",
+                "Your seat on this dataset is suspended after repeated abandoned releases; "
+                "nothing was charged. The data owner has been told.",
+            )
+        if not self.lock.acquire(blocking=False):
+            raise ServiceError(
+                429,
+                "busy",
+                "Another release of yours on this dataset is still running; nothing was "
+                f"charged. Send this one again after it (in {retry_after} s).",
+                {"Retry-After": str(retry_after)},
+            )
+
+    def give(self) -> None:
+        """Give the seat back (see :meth:`take`)."""
+        self.lock.release()
+
+    @contextmanager
+    def hold(self, retry_after: int) -> Iterator[None]:
+        """:meth:`take` the seat for the block, and :meth:`give` it back after."""
+        self.take(retry_after)
+        try:
+            yield
+        finally:
+            self.give()
+
+
+class Seats:
+    """The open seats of a curator, opened on first use.
+
+    Args:
+        catalog: the data owner's catalog.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._open: dict[tuple[str, str], Seat] = {}
+        self._data: dict[str, pd.DataFrame] = {}
+        self._lock = threading.Lock()  # guards the two locks' tables below, briefly
+        self._opening: dict[tuple[str, str], threading.Lock] = {}
+        self._reading: dict[str, threading.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def values(self) -> list[Seat]:
+        """The open seats."""
+        return list(self._open.values())
+
+    def __getitem__(self, key: tuple[str, str]) -> Seat:
+        return self._open[key]
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+    def get(self, analyst: Analyst, dataset: str) -> Seat:
+        """The analyst's seat on ``dataset`` (opened now if needed), or 404 if not granted."""
+        if dataset not in analyst.budgets:
+            raise UNKNOWN_DATASET
+        key = (analyst.name, dataset)
+        seat = self._open.get(key)
+        if seat is not None:
+            return seat
+        with self._lock:
+            opening = self._opening.setdefault(key, threading.Lock())
+        with opening:  # only requests for this very seat wait for it to open
+            seat = self._open.get(key)
+            if seat is None:
+                seat = self._make(analyst, dataset)
+                self._open[key] = seat
+        return seat
+
+    def _make(self, analyst: Analyst, dataset: str) -> Seat:
+        entry = self.catalog.datasets[dataset]
+        budget, accounting = analyst.budgets[dataset]
+        ledger = SeatLedger(self.catalog.ledger)
+        session = dp.Session(
+            budget.epsilon,
+            budget.delta,
+            name=f"{analyst.name}/{dataset}",
+            ledger=ledger,
+            accounting=accounting,
+            limits=self.catalog.settings.limits,  # stricter than embedded
+        )
+        session._accountant.floor = self.catalog.settings.min_epsilon  # ε per release, at least
+        source, schema = session.load(
+            self._frame_data(entry),
+            dict(entry.bounds),
+            {k: list(v) for k, v in entry.categories.items()},
+            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
+            privacy_unit=entry.privacy_unit,
+            max_rows_per_unit=entry.max_rows_per_unit,
+            max_groups_per_unit=entry.max_groups_per_unit,
+            identity=entry.identity,  # named, not fingerprinted
+        )
+        return Seat(session, PrivateFrame._create(session, source, schema), entry, ledger)
+
+    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
+        """The dataset as declared, read once and shared by every seat."""
+        data = self._data.get(entry.name)
+        if data is not None:
+            return data
+        with self._lock:
+            reading = self._reading.setdefault(entry.name, threading.Lock())
+        with reading:
+            data = self._data.get(entry.name)
+            if data is None:
+                frame = read_declared(entry)
+                kinds = {c: parse_kind(c, k) for c, k in entry.kinds.items()}
+                data = apply_declared_kinds(frame, kinds)
+                self._data[entry.name] = data
+        return data
+
+
+def shown_ledger(table: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """Ledger rows as an analyst sees them: the data named by catalog name and version.
+
+    The ledger's ``dataset`` field holds what the curator recorded: the
+    catalog identity (``name`` or ``name@version``), or for rows written by an
+    older curator the data's fingerprint, a hash of every row, which must not
+    reach the analyst.  Those rows show the name and no version.
+    """
+    shown: pd.DataFrame = table.copy()
+    recorded = [str(d) for d in shown["dataset"]]
+    prefix = entry.name + "@"
+    shown["dataset"] = entry.name
+    shown["version"] = [d[len(prefix) :] if d.startswith(prefix) else None for d in recorded]
+    return shown
