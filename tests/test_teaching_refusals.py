@@ -92,7 +92,7 @@ def test_tab_completion_offers_what_works() -> None:
         assert offered("pf.he") == []
         assert {"count", "columns"} <= set(offered("pf.co"))
         ip.user_ns["wage"] = ip.user_ns["pf"]["wage"]
-        assert set(offered("wage.m")) == {"mean", "median", "mode"}  # no max, no min
+        assert set(offered("wage.m")) == {"map", "mean", "median", "mode"}  # no max, no min
         assert "values" not in offered("wage.va")
     finally:
         ip.user_ns.pop("pf")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.api import aggregation, binning, row_copies, tables
+from dpframe.api import aggregation, binning, recoding, row_copies, tables
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
@@ -524,6 +524,9 @@ class PrivateSeries(RowGuard):
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
+    #: Public recodings, as ``Series.map(dict)`` and ``Series.replace`` (``dpframe.api.recoding``).
+    map = recoding.map_values
+    replace = recoding.replace_values
     #: A sanitized copy by randomized response (``dpframe.api.row_copies``).
     randomized_response = row_copies.randomized_response
     #: A sanitized copy with Laplace noise per value (``dpframe.api.row_copies``).

@@ -106,7 +106,6 @@ COUNTERPARTS: dict[str, str] = {
     "e.g. pf.groupby(cols).size(epsilon=...)",
     "apply": "derive columns with expressions (arithmetic, clip, abs, isin, between, cut): "
     "pf.assign(new=pf['a'] * 2 + 1); Python functions cannot run on private rows",
-    "map": "derive columns with expressions (arithmetic, clip, abs, isin, cut)",
     "transform": "derive columns with expressions, then aggregate",
     "aggregate": "agg(...): several aggregates in one charge, as pandas' agg",
     "cumsum": "running totals are row-level: hist(bins, epsilon=...) then .cumsum() on the release",
