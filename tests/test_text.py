@@ -685,3 +685,12 @@ def test_declaring_categories_later_keeps_the_maximum_length(data: pd.DataFrame)
     with pytest.raises(dp.SchemaError, match="categories for 'date', which holds dates"):
         pf.with_categories(date=[pd.Timestamp("2010-01-01")])
     assert pf.session.ledger.empty
+
+
+def test_a_derived_expression_must_define_its_kind_and_facts() -> None:
+    from dpframe.plan.columns import Derived
+
+    with pytest.raises(TypeError, match="must define value_kind"):
+
+        class Incomplete(Derived):
+            pass

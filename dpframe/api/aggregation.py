@@ -197,12 +197,17 @@ def series_agg(
 
     request = request_of(epsilon, delta, rho, privacy)
     if isinstance(func, str):  # pandas: a scalar, as the named method gives it
-        names_of(func, "the aggregate")
-        if weights is not None:
-            raise SchemaError("agg(): weights= needs a list of aggregates.")
-        return getattr(self, func)(privacy=request)
+        return _named(self, func, request, weights)
     node = agg_node(self._frame, func, request, column=(self.name, self._expr), weights=weights)
     return self._frame._session.run(node)
+
+
+def _named(owner: Any, func: str, request: PrivacyRequest, weights: object) -> Any:
+    """``agg("mean")``: what the named method gives (pandas' shape for a single name)."""
+    names_of(func, "the aggregate")
+    if weights is not None:
+        raise SchemaError("agg(): weights= needs a list of aggregates.")
+    return getattr(owner, func)(privacy=request)
 
 
 def groupby_agg(
@@ -221,10 +226,7 @@ def groupby_agg(
     frame = self._frame
     if self._column is not None:
         if isinstance(func, str):  # pandas: the Series the named method gives
-            names_of(func, "the aggregate")
-            if weights is not None:
-                raise SchemaError("agg(): weights= needs a list of aggregates.")
-            return getattr(self, func)(privacy=request)
+            return _named(self, func, request, weights)
         column = (self._column, Col(self._column))
         node = agg_node(frame, func, request, column=column, keys=self._keys, weights=weights)
     else:

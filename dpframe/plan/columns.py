@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import pandas as pd
 
@@ -81,10 +81,24 @@ class Derived(Expr):
     def children(self) -> tuple[Expr, ...]:  # noqa: D102
         return (self.operand,)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse, when it is defined, a derived expression without its own kind and facts."""
+        super().__init_subclass__(**kwargs)
+        for method in ("value_kind", "facts"):
+            if getattr(cls, method) is getattr(Derived, method):
+                raise TypeError(f"Derived expression {cls.__name__} must define {method}().")
+
     def value_kind(self, operand: ValueKind) -> ValueKind:
-        """The kind of this node's values, given its operand's; a :class:`SchemaError` if wrong."""
-        raise NotImplementedError
+        """The kind of this node's values, given its operand's; a :class:`SchemaError` if wrong.
+
+        Every subclass defines it (enforced when the class is defined), so this
+        base body never runs.
+        """
+        raise TypeError(f"{type(self).__name__} does not define value_kind()")
 
     def facts(self, name: str, operand: ColumnInfo) -> ColumnInfo:
-        """The public facts of the column ``name`` this node computes from ``operand``'s."""
-        raise NotImplementedError
+        """The public facts of the column ``name`` this node computes from ``operand``'s.
+
+        Every subclass defines it (enforced when the class is defined).
+        """
+        raise TypeError(f"{type(self).__name__} does not define facts()")
