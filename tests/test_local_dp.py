@@ -211,7 +211,7 @@ def test_copy_length_noise_distribution(tmp_path: Path) -> None:
     pf = session.private_frame(small, categories={"c": ["a", "b"]})
     # ε = 20 with a 5% share: the length has discrete Laplace noise of scale 1.
     lengths = np.array(
-        [len(pf["c"].randomized_response(epsilon=20)) - 20 for _ in range(1500)], dtype=np.int64
+        [len(pf["c"].randomized_response(epsilon=20)) - 20 for _ in range(4000)], dtype=np.int64
     )
     assert chi2_pvalue(lengths, dlaplace_pmf(1.0)) > ALPHA
     assert chi2_pvalue(lengths, dlaplace_pmf(1.3)) < ALPHA
