@@ -55,8 +55,15 @@ def test_a_cut_column_crosses_without_a_declaration(cps: pd.DataFrame) -> None:
 
 
 def test_margin_intervals_cover_their_totals() -> None:
-    """Over 300 tables of noisy counts, each margin's 95% interval (the exact-sum bound of its
-    cells' noises) covers the true margin in at least 93% of runs."""
+    """Over 300 tables of noisy counts, the 95% intervals (a margin's is the exact-sum bound of
+    its cells' noises) cover the truth in at least 93% of the 3,600 cell-runs pooled, and each
+    cell in at least 87% of its 300 runs.
+
+    Thresholds: pooled, 93% is 5.5 standard deviations under 95% (chance of a false failure
+    about 2e-8); per cell, 87% of 300 is 6.4 below Binomial(300, 0.95)'s mean. A per-cell bar
+    of 93% failed by chance (about one run in five: six interior cells at exactly 95%).
+    Margins given one cell's half-width cover 87.5%, 80% and 63% (sums of 2, 3 and 6 Laplace
+    noises, simulated), 88% pooled, which the pooled bar rejects."""
     rng = np.random.default_rng(3)  # data only
     frame = pd.DataFrame(
         {"a": rng.choice(["x", "y", "z"], 1500), "b": rng.choice(["p", "q"], 1500)}
@@ -72,7 +79,8 @@ def test_margin_intervals_cover_their_totals() -> None:
             low, high = ci[(column, "low")].to_numpy(), ci[(column, "high")].to_numpy()
             exact = truth[column].reindex(table.index).to_numpy()
             covered[:, j] += (low <= exact) & (exact <= high)
-    assert (covered >= 0.93 * 300).all(), covered
+    assert covered.sum() >= 0.93 * 300 * covered.size, covered
+    assert (covered >= 0.87 * 300).all(), covered
 
 
 def test_pivot_table_matches_pandas(cps: pd.DataFrame) -> None:
