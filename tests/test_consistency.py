@@ -77,9 +77,11 @@ def test_the_convolved_bound_is_the_exact_quantile_for_one_noise(cps: pd.DataFra
 
 
 def test_intervals_cover_the_truth() -> None:
-    """Over 300 pairs of releases, each consistent cell's 95% interval covers its true count
-    in at least 93% of runs.  Intervals computed as if the noise were 30% smaller would cover a
-    Laplace-dominated cell in about 88% of runs and fail (1,200 cells: 3 SD below 93%)."""
+    """Over 300 pairs of releases, the consistent cells' 95% intervals cover their true counts
+    in at least 91.5% of the 1,200 cell-runs.  Measured coverage is 95.1% (4,000 cell-runs), so
+    91.5% is 5.5 SD below it (false failure about 2e-8); intervals computed as if the noise
+    were 30% smaller would cover a Laplace-dominated cell in about 88% of runs, 3.7 SD under
+    the bar.  (The earlier 93% bar was 3.3 SD from 95%: a false failure in about 1 run of 2,000.)"""
     rng = np.random.default_rng(11)  # data only
     frame = pd.DataFrame({"k": rng.choice(["a", "b", "c", "d"], size=2000, p=[0.4, 0.3, 0.2, 0.1])})
     truth = frame["k"].value_counts().reindex(["a", "b", "c", "d"]).to_numpy()
@@ -91,7 +93,7 @@ def test_intervals_cover_the_truth() -> None:
         intervals = dp.ci(fitted)
         covered += int(((intervals["low"] <= truth) & (truth <= intervals["high"])).sum())
         cells += len(truth)
-    assert covered / cells >= 0.93, covered / cells
+    assert covered / cells >= 0.915, covered / cells
 
 
 @pytest.mark.parametrize(
