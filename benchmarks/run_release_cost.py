@@ -50,16 +50,23 @@ from dpframe.accounting.ledger import PendingCharge
 
 EPSILON = 1.0
 WARMUP = 20
+#: Warm-up rounds of 50 calls, at most, for a durable variant to reach a steady WAL.
+STEADY_ROUNDS = 100
 BATCH = 10
 MEMORY, DURABLE = "dpframe count, in-memory ledger", "dpframe count, durable ledger"
 COMMIT = "one durable SQLite commit (WAL, FULL)"
 DIFFPRIVLIB = "diffprivlib count_nonzero"
+COMMIT_THEN_DPL = "durable commit, then diffprivlib count_nonzero (timed together)"
 STAND_IN = "numpy stand-in: count_nonzero + float Laplace (not DP)"
 
-# The diffprivlib worker (its venv: numpy and diffprivlib only). Reads a count n
-# per line, makes n releases, prints their times as one JSON line; 0 ends it.
+# The diffprivlib worker (its venv: numpy and diffprivlib only). Reads "n mode" per
+# line, makes n releases, prints their times as one JSON line; "0" ends it. Mode
+# "count": count_nonzero alone; mode "commit": one durable SQLite commit (WAL,
+# synchronous=FULL, in the database argv[3]) and then count_nonzero, timed together,
+# as a diffprivlib user who keeps a durable record of each release would run them.
+# Before its first line the worker warms that database until its WAL stops growing.
 _WORKER = """
-import json, sys, time
+import json, os, sqlite3, sys, time
 import numpy as np
 import diffprivlib
 from diffprivlib import tools
@@ -68,14 +75,26 @@ from diffprivlib.accountant import BudgetAccountant
 values = np.load(sys.argv[1])
 epsilon = float(sys.argv[2])
 accountant = BudgetAccountant()
+conn = sqlite3.connect(sys.argv[3], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("PRAGMA synchronous=FULL")
+conn.execute("CREATE TABLE t (x TEXT)")
+for _ in range(int(sys.argv[4])):
+    size = os.path.getsize(sys.argv[3] + "-wal")
+    for _ in range(50):
+        conn.execute("INSERT INTO t VALUES ('1/10')")
+    if os.path.getsize(sys.argv[3] + "-wal") == size:
+        break
 print(json.dumps({"version": diffprivlib.__version__}), flush=True)
 for line in sys.stdin:
-    n = int(line)
-    if n == 0:
+    n, mode = (line.split() + ["count"])[:2]
+    if int(n) == 0:
         break
     times = []
-    for _ in range(n):
+    for _ in range(int(n)):
         start = time.perf_counter()
+        if mode == "commit":
+            conn.execute("INSERT INTO t VALUES ('1/10')")
         tools.count_nonzero(values, epsilon=epsilon, accountant=accountant)
         times.append(time.perf_counter() - start)
     print(json.dumps(times), flush=True)
@@ -85,10 +104,23 @@ for line in sys.stdin:
 Variant = Callable[[int], list[float]]
 
 
-def _timer(call: Callable[[], object]) -> Variant:
-    """A variant of single calls, warmed up with :data:`WARMUP` untimed calls."""
+def _timer(call: Callable[[], object], wal: Path | None = None) -> Variant:
+    """A variant of single calls, warmed up with :data:`WARMUP` untimed calls.
+
+    With ``wal`` (a durable variant's write-ahead log), the warm-up goes on in
+    rounds of 50 calls until the log stops growing: SQLite reuses a WAL from its
+    start after each checkpoint, and a commit that grows the file costs up to
+    twice one that overwrites it (a size change is metadata the sync must also
+    flush), so every durable variant is timed in that same steady state.
+    """
     for _ in range(WARMUP):
         call()
+    for _ in range(STEADY_ROUNDS if wal is not None else 0):
+        size = wal.stat().st_size if wal is not None and wal.exists() else -1
+        for _ in range(50):
+            call()
+        if wal is not None and wal.exists() and wal.stat().st_size == size:
+            break
 
     def run(n: int) -> list[float]:
         out = []
@@ -101,10 +133,14 @@ def _timer(call: Callable[[], object]) -> Variant:
     return run
 
 
+def _wal(path: str | Path) -> Path | None:
+    return None if str(path) == ":memory:" else Path(f"{path}-wal")
+
+
 def _dpframe_count(df: pd.DataFrame, ledger: str | Path) -> Variant:
     session = dp.Session(epsilon=1e12, ledger=ledger, name="release-cost")
     pf = session.private_frame(df, bounds={"income": BOUNDS["income"]})
-    return _timer(lambda: pf.count(epsilon=EPSILON))
+    return _timer(lambda: pf.count(epsilon=EPSILON), _wal(ledger))
 
 
 def _durable_commit(folder: Path) -> Variant:
@@ -114,7 +150,9 @@ def _durable_commit(folder: Path) -> Variant:
         raise SystemExit(f"WAL does not work in {folder} (journal_mode={mode})")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("CREATE TABLE t (x TEXT)")
-    return _timer(lambda: conn.execute("INSERT INTO t VALUES ('1/10')"))
+    return _timer(
+        lambda: conn.execute("INSERT INTO t VALUES ('1/10')"), folder / "commit.sqlite-wal"
+    )
 
 
 def _ledger_single(ledger: Ledger) -> Variant:
@@ -124,7 +162,7 @@ def _ledger_single(ledger: Ledger) -> Variant:
         release_id = ledger.charge("s", "d", cost, lambda spent: None, "count", "m")
         ledger.complete(release_id, "60000")
 
-    return _timer(one)
+    return _timer(one, _wal(ledger.path))
 
 
 def _ledger_batch(ledger: Ledger) -> Variant:
@@ -135,7 +173,7 @@ def _ledger_batch(ledger: Ledger) -> Variant:
         for release_id in ledger.charge_many("s", "d", items, lambda spent: None):
             ledger.complete(release_id, "60000")
 
-    batches = _timer(batch)
+    batches = _timer(batch, _wal(ledger.path))
     return lambda n: [t / BATCH for t in batches(max(1, n // BATCH))]
 
 
@@ -148,7 +186,7 @@ def _numpy_stand_in(values: np.ndarray) -> Variant:
 class _Diffprivlib:
     """diffprivlib's count_nonzero in a worker process of its own venv."""
 
-    def __init__(self, values_path: Path, log: Path) -> None:
+    def __init__(self, values_path: Path, log: Path, commits: Path) -> None:
         from benchmarks.run_field import LIBRARIES, ensure_venv, venv_python
 
         lib = LIBRARIES["diffprivlib"]
@@ -160,7 +198,15 @@ class _Diffprivlib:
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
         self.proc = subprocess.Popen(
-            [str(venv_python(lib)), "-c", _WORKER, str(values_path), str(EPSILON)],
+            [
+                str(venv_python(lib)),
+                "-c",
+                _WORKER,
+                str(values_path),
+                str(EPSILON),
+                str(commits),
+                str(STEADY_ROUNDS),
+            ],
             cwd=tempfile.gettempdir(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -173,6 +219,7 @@ class _Diffprivlib:
             return
         self.version = str(json.loads(first)["version"])
         self(WARMUP)
+        self.with_commit(WARMUP)
 
     def _line(self) -> str | None:
         assert self.proc is not None
@@ -181,9 +228,17 @@ class _Diffprivlib:
         return line or None
 
     def __call__(self, n: int) -> list[float]:
+        """``n`` counts, each timed alone."""
+        return self._ask(n, "count")
+
+    def with_commit(self, n: int) -> list[float]:
+        """``n`` times one durable commit and then a count, timed together."""
+        return self._ask(n, "commit")
+
+    def _ask(self, n: int, mode: str) -> list[float]:
         assert self.proc is not None
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.write(f"{n} {mode}\n")
         self.proc.stdin.flush()
         line = self._line()
         if line is None:
@@ -233,9 +288,14 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[dict[str, Any], str]:
         ),
         STAND_IN: _numpy_stand_in(values),
     }
-    worker = _Diffprivlib(folder / "income.npy", folder / "pip.log") if args.diffprivlib else None
+    worker = (
+        _Diffprivlib(folder / "income.npy", folder / "pip.log", folder / "dpl-commit.sqlite")
+        if args.diffprivlib
+        else None
+    )
     if worker is not None and worker.problem is None:
         variants[DIFFPRIVLIB] = worker
+        variants[COMMIT_THEN_DPL] = worker.with_commit
     samples: dict[str, list[float]] = {name: [] for name in variants}
     try:
         for _ in range(args.rounds):
@@ -254,6 +314,8 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[dict[str, Any], str]:
         "durable count / in-memory count": med[DURABLE] / med[MEMORY],
         "(durable - in-memory count) / durable commit": (med[DURABLE] - med[MEMORY]) / med[COMMIT],
     }
+    if COMMIT_THEN_DPL in med:
+        ratios[f"durable count / ({COMMIT_THEN_DPL})"] = med[DURABLE] / med[COMMIT_THEN_DPL]
     if worker is None:
         dpl = "not run (--no-diffprivlib)"
     else:
@@ -282,7 +344,8 @@ def _render(results: dict[str, Any], reference: str) -> str:
         f"# Fixed cost per release: pf.count(epsilon={EPSILON:g}) on {results['rows']:,} rows",
         "",
         f"{results['releases_per_variant']} releases per variant ({results['rounds']} rounds of "
-        f"{results['chunk']}, variants in turn, after {WARMUP} warm-up calls each). Durable files "
+        f"{results['chunk']}, variants in turn, after {WARMUP} warm-up calls each, durable "
+        "ones until their WAL stopped growing). Durable files "
         f"in `{results['folder']}` ({results['file_system']}); SQLite {results['sqlite']}, "
         f"Python {results['python']}, load average {results['load_average']}.",
         f"diffprivlib: {results['diffprivlib']}.",
