@@ -14,6 +14,7 @@ from scipy import stats
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.describe_family import unique_threshold
+from tests.stats_helpers import ALPHA
 
 CATEGORIES = {**CPS1988_CATEGORIES, "region": [*CPS1988_CATEGORIES["region"], "mars"]}
 
@@ -73,25 +74,41 @@ def test_intervals_cover_numeric_cells_and_leave_categorical_ones_empty(cps: pd.
         dp.ci(table.fillna(0))
 
 
-def test_unique_threshold_is_the_count_noise_one_sided_95_quantile(cps: pd.DataFrame) -> None:
-    """A key with no rows passes in about 5% of releases, and never more than its bound.
+def test_unique_threshold_is_the_count_noise_one_sided_95_quantile() -> None:
+    """A key with no rows passes at the stated rate (under 5%), and a threshold 30% off fails.
 
-    At ε = 0.4 over 10 parts each histogram has discrete Laplace noise of scale 25;
-    the threshold is the smallest k with P(Y > k) ≤ 5%.  Over 300 releases the
-    empty key "mars" passes at most ~5% (binomial test at the 1e-3 level), and with
-    a threshold 30% lower it would pass about 11% of the time and fail the test.
-    """
-    pf = _frame(cps)
-    passes, runs = 0, 300
+    One categorical column with one key of 2,000 rows and 199 declared keys with none; with
+    a numeric column, describe(epsilon=0.12) has 3 parts, so the histogram has discrete
+    Laplace noise of scale 25 and the threshold is the smallest k with P(Y > k) <= 5%
+    (k = 58, rate 4.82%).  150 releases give 29,850 empty-key trials: a two-sided binomial
+    test at ALPHA accepts the rate, and rejects the rates of thresholds 30% lower (9.5%) and
+    30% higher (2.4%); all three hold together except with chance 1.0e-7.  (The earlier test,
+    300 releases of one empty key at the 1e-3 level, failed by chance 3.4e-4 a run and caught
+    the 30%-lower threshold only 58% of the time.)  The full key passes every time (its
+    noise would have to reach -1,942: chance e^-77)."""
+    keys = ["full", *(f"empty{i}" for i in range(199))]
+    frame = pd.DataFrame({"k": ["full"] * 2000, "x": np.linspace(0, 1, 2000)})
+    session = dp.Session(epsilon=1e7, ledger=":memory:")
+    pf = session.private_frame(frame, bounds={"x": (0, 1)}, categories={"k": keys})
+    runs = 150
+    passes = 0
     for _ in range(runs):
-        table = pf.describe(include="all", epsilon=0.4)
-        passes += 1 if table.loc["unique", "region"] == 5 else 0
+        unique = pf.describe(include="all", epsilon=0.12).loc["unique", "k"]
+        passes += int(float(unique)) - 1  # type: ignore[arg-type]
     scale = 25.0
     a = np.exp(-1 / scale)
     k = next(k for k in range(10_000) if a ** (k + 1) / (1 + a) <= 0.05)
-    histogram = pf.groupby("region").size(epsilon=0.04)
+    histogram = pf.groupby("k").size(epsilon=0.04)
     assert unique_threshold(histogram) == pytest.approx(k, abs=1)
-    assert stats.binomtest(passes, runs, 0.05, alternative="greater").pvalue > 1e-3, passes
+    trials = runs * (len(keys) - 1)
+
+    def pvalue(threshold: int) -> float:
+        rate = a ** (threshold + 1) / (1 + a)  # P(Y > threshold)
+        return float(stats.binomtest(passes, trials, rate).pvalue)
+
+    assert pvalue(k) > ALPHA, passes
+    assert pvalue(round(0.7 * k)) < ALPHA, passes  # a threshold 30% lower: rate 9.5%
+    assert pvalue(round(1.3 * k)) < ALPHA, passes  # a threshold 30% higher: rate 2.4%
 
 
 @pytest.mark.parametrize(
