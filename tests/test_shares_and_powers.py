@@ -73,10 +73,12 @@ def test_nunique_counts_the_keys_that_occur(cps: pd.DataFrame) -> None:
     session = dp.Session(epsilon=100, ledger=":memory:", name="nunique")
     regions = [*CPS1988_CATEGORIES["region"], "mars"]  # declared, but no row
     pf = session.private_frame(cps, categories={**CPS1988_CATEGORIES, "region": regions})
-    # The empty key passes the threshold in at most 5% of releases (whatever ε): over 40
-    # releases, 4 found at least 30 times fails with probability below 1e-6 if all is right.
+    # The empty key passes the threshold in at most 5% of releases (whatever ε; 3.6% at
+    # ε = 1, discrete Laplace scale 1).  Over 40 releases, 4 found fewer than 29 times (12 or
+    # more passes) has chance 9.4e-10 at 3.6% and 4.1e-8 at 5%.  (The earlier bar of 30 had
+    # 1.3e-7 and 2.9e-6.)  A key shown without a threshold passes about half the time.
     found = [pf["region"].nunique(epsilon=1) for _ in range(40)]
-    assert sum(int(f) == cps["region"].nunique() == 4 for f in found) >= 30
+    assert sum(int(f) == cps["region"].nunique() == 4 for f in found) >= 29
     assert all(int(f) in (4, 5) for f in found)
     assert repr(found[0]).startswith(f"Release({int(found[0])}, no value interval, cost ε=1")
     with pytest.raises(dp.DPError, match="nunique counts the declared keys"):
