@@ -56,14 +56,19 @@ def test_a_cut_column_crosses_without_a_declaration(cps: pd.DataFrame) -> None:
 
 def test_margin_intervals_cover_their_totals() -> None:
     """Over 300 tables of noisy counts, the 95% intervals (a margin's is the exact-sum bound of
-    its cells' noises) cover the truth in at least 93% of the 3,600 cell-runs pooled, and each
+    its cells' noises) cover the truth in at least 92% of the 3,600 cell-runs pooled, and each
     cell in at least 87% of its 300 runs.
 
-    Thresholds: pooled, 93% is 5.5 standard deviations under 95% (chance of a false failure
-    about 2e-8); per cell, 87% of 300 is 6.4 below Binomial(300, 0.95)'s mean. A per-cell bar
-    of 93% failed by chance (about one run in five: six interior cells at exactly 95%).
-    Margins given one cell's half-width cover 87.5%, 80% and 63% (sums of 2, 3 and 6 Laplace
-    noises, simulated), 88% pooled, which the pooled bar rejects."""
+    Thresholds, from 2 million simulated tables (discrete Laplace of scale 5 in the six cells,
+    the margins their sums, the half-widths dp.ci gives: 15, 21.1, 25.2, 35.3): every cell
+    covers 95.5-95.8%.  A table's 12 cells share noise (a margin misses with its cells), so a
+    table's covered count has variance 1.11, not the binomial 0.51: pooled over 300 tables,
+    the 300-fold convolution of its distribution puts fewer than 3,312 (92%) at 2.0e-10, and
+    the earlier bar of 93% at 1.7e-6 (not the 2e-8 a binomial gives).  Per cell, fewer than
+    261 (87%) of 300 has chance 1.0e-8 over the 12 cells.  A per-cell bar of 93% failed by
+    chance about one run in five.  Margins given one cell's half-width (covering 87.5%, 80%
+    and 63%) fail the pooled bar except with chance 1.5e-5 and the grand total's per-cell
+    bar always; intervals for a 30% smaller scale (86-88% each) fail the pooled bar always."""
     rng = np.random.default_rng(3)  # data only
     frame = pd.DataFrame(
         {"a": rng.choice(["x", "y", "z"], 1500), "b": rng.choice(["p", "q"], 1500)}
@@ -79,7 +84,7 @@ def test_margin_intervals_cover_their_totals() -> None:
             low, high = ci[(column, "low")].to_numpy(), ci[(column, "high")].to_numpy()
             exact = truth[column].reindex(table.index).to_numpy()
             covered[:, j] += (low <= exact) & (exact <= high)
-    assert covered.sum() >= 0.93 * 300 * covered.size, covered
+    assert covered.sum() >= 0.92 * 300 * covered.size, covered
     assert (covered >= 0.87 * 300).all(), covered
 
 
