@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api import aggregation, tables, transforms
+from dpframe.api import aggregation, elementwise, lookup, relations, tables, transforms
 from dpframe.api.guard import RowGuard
 from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
@@ -301,6 +301,20 @@ class PrivateFrame(RowGuard):
     rename = transforms.rename
     #: Rows without missing values in a subset of columns (``dpframe.api.transforms``).
     dropna = transforms.dropna
+    #: Missing values replaced by public constants (``dpframe.api.elementwise``).
+    fillna = elementwise.frame_fillna
+    #: A public lookup table's columns, matched on a key (``dpframe.api.lookup``).
+    merge = lookup.merge
+    join = lookup.join
+    #: Correlation and covariance of bounded columns, one charge (``dpframe.api.relations``).
+    corr = relations.corr
+    cov = relations.cov
+    #: Per-column missing flags, as ``DataFrame.isna`` (``dpframe.api.relations``).
+    isna = relations.isna
+    notna = relations.notna
+    #: Per-column sums (flags counted as integers) and means, one charge (``dpframe.api.relations``).
+    sum = relations.frame_sum
+    mean = relations.frame_mean
 
     def describe(
         self,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.api import aggregation, binning, recoding, row_copies, tables
+from dpframe.api import aggregation, binning, elementwise, recoding, relations, row_copies, tables
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
@@ -280,9 +280,13 @@ class PrivateSeries(RowGuard):
         power-of-two grid.
 
         Accuracy: unbiased up to clamping; noise scale max(|L|, |U|)/ε
-        (+0.1% grid widening).
+        (+0.1% grid widening).  A boolean column (``isna()``, a comparison) is
+        summed as a count of its true rows: a whole number, noise scale 1/ε.
         """
-        return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
+        request = request_of(epsilon, delta, rho, privacy)
+        if self._info.kind == "boolean":
+            return relations.count_true(self, request)
+        return self._aggregate("sum", request)
 
     def mean(
         self,
@@ -524,6 +528,18 @@ class PrivateSeries(RowGuard):
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
+    #: Correlation / covariance with another column, one charge (``dpframe.api.relations``).
+    corr = relations.series_relation("corr")
+    cov = relations.series_relation("cov")
+    #: Element-wise verbs with public constants, as pandas (free; ``dpframe.api.elementwise``).
+    fillna = elementwise.fillna
+    where = elementwise.where
+    mask = elementwise.mask
+    astype = elementwise.astype
+    round = elementwise.round_values
+    #: numpy's bounded functions (np.log...), np.clip/np.round/np.where: expressions (the guard).
+    _numpy_ufunc = elementwise.apply_ufunc
+    _numpy_function = staticmethod(elementwise.numpy_function)
     #: Public recodings, as ``Series.map(dict)`` and ``Series.replace`` (``dpframe.api.recoding``).
     map = recoding.map_values
     replace = recoding.replace_values

@@ -25,6 +25,7 @@ import pandas as pd
 
 from dpframe.errors import SchemaError
 from dpframe.plan.dag import Instruction
+from dpframe.plan.elementwise import evaluate as elementwise
 from dpframe.plan.recode import decode_label
 from dpframe.plan.text import text_function
 
@@ -130,6 +131,8 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
         else:
             left, right = _comparable(left, right)
         return _BINARY[op](left, right)
+    if tag in ("ufunc", "where"):
+        return elementwise(tag, params, list(args), rows.index)
     (value,) = args
     if tag == "neg":
         return -_as_number(value)
