@@ -41,9 +41,7 @@ def test_left_merge_adds_public_columns_with_their_keys_and_bounds(
     assert got == pytest.approx(truth["pop_m"].mean(), rel=1e-4)
     counts = merged["division"].value_counts(epsilon=BIG, sort=False)
     assert {k: round(v) for k, v in counts.items()} == truth["division"].value_counts().to_dict()
-    assert merged["pop_m"].count(epsilon=BIG).value == pytest.approx(
-        truth["pop_m"].count(), abs=1
-    )
+    assert merged["pop_m"].count(epsilon=BIG).value == pytest.approx(truth["pop_m"].count(), abs=1)
     assert pf.session.ledger["epsilon"].tolist() == [BIG] * 3  # the merge itself is free
 
 

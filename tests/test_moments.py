@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,7 +22,8 @@ def pf(cps: pd.DataFrame) -> dp.PrivateFrame:
 
 
 def _clipped(cps: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({n: cps[n].clip(*CPS1988_BOUNDS[n]) for n in names})
+    frame: pd.DataFrame = pd.DataFrame({n: cps[n].clip(*CPS1988_BOUNDS[n]) for n in names})
+    return frame
 
 
 def test_corr_and_cov_match_pandas_at_a_large_epsilon(
@@ -69,7 +69,7 @@ def test_bad_requests_are_refused_before_any_charge(pf: dp.PrivateFrame) -> None
     with pytest.raises(dp.SchemaError, match="only method='pearson'"):
         pf[["wage", "education"]].corr(method="spearman", epsilon=1)
     with pytest.raises(dp.SchemaError, match="another column"):
-        pf["wage"].corr(3, epsilon=1)  # type: ignore[arg-type]
+        pf["wage"].corr(3, epsilon=1)
     assert pf.session.ledger.empty
 
 
@@ -77,7 +77,8 @@ def _tiny() -> pd.DataFrame:
     """Values 0, 1, 2 with bounds (0, 2): centred terms -1, 0, 1 lie on every grid exactly."""
     a = np.tile([0.0, 1.0, 2.0, 2.0, 1.0], 40)
     b = np.tile([2.0, 1.0, 0.0, 2.0, 2.0], 40)
-    return pd.DataFrame({"a": a, "b": b})
+    frame: pd.DataFrame = pd.DataFrame({"a": a, "b": b})
+    return frame
 
 
 def test_privacy_map_each_part_costs_its_share_and_no_less_noise_fits() -> None:
@@ -133,7 +134,7 @@ def test_product_sum_noise_has_the_stated_laplace_scale() -> None:
 
 
 def test_isna_sum_counts_missing_values_as_integers(cps: pd.DataFrame) -> None:
-    data = cps.copy()
+    data: pd.DataFrame = cps.copy()
     data.loc[data.index % 9 == 0, "wage"] = np.nan
     session = dp.Session(epsilon=1e12, ledger=":memory:", name="isna")
     frame = session.private_frame(data, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)

@@ -136,8 +136,7 @@ def _dtype_name(dtype: object) -> str:
     found = _DTYPES.get(str(dtype)) if isinstance(dtype, (str, np.dtype)) else None
     if found is None:
         raise SchemaError(
-            f"astype({dtype!r}): a private column converts to float, int, bool, str or "
-            "category."
+            f"astype({dtype!r}): a private column converts to float, int, bool, str or category."
         )
     return found
 
@@ -273,4 +272,3 @@ def frame_fillna(self: PrivateFrame, value: object = None) -> PrivateFrame:
         pairs = {n: v for n, v in pairs.items() if self._schema.get(n).summable}
     filled = {name: fillna(self[name], fill) for name, fill in pairs.items()}
     return self.assign(**filled) if filled else self
-

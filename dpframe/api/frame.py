@@ -312,7 +312,7 @@ class PrivateFrame(RowGuard):
     #: Per-column missing flags, as ``DataFrame.isna`` (``dpframe.api.relations``).
     isna = relations.isna
     notna = relations.notna
-    #: Per-column sums (flags counted as integers) and means, one charge (``dpframe.api.relations``).
+    #: Per-column sums (flags counted as integers) and means, one charge (``api.relations``).
     sum = relations.frame_sum
     mean = relations.frame_mean
 

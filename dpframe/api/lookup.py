@@ -89,6 +89,7 @@ def merge(
     row: the sensitivity of every later release is unchanged; nothing is charged.
 
     Args:
+        self: the private frame (each of its rows stays one row).
         right: a pandas DataFrame of public attributes, one row per key.
         how: ``"left"`` (rows whose key is not in the table get missing values)
             or ``"inner"`` (those rows are dropped).

@@ -84,6 +84,7 @@ def corr(
     rho: Number | None = None,
     privacy: Privacy | None = None,
 ) -> pd.DataFrame:
+    """The correlation matrix of the bounded numeric columns, in one charge (see ``_DOC``)."""
     from dpframe.api.node_builders import request_of
 
     if method != "pearson":
@@ -99,6 +100,7 @@ def cov(
     rho: Number | None = None,
     privacy: Privacy | None = None,
 ) -> pd.DataFrame:
+    """The covariance matrix of the bounded numeric columns, in one charge (see ``_DOC``)."""
     from dpframe.api.node_builders import request_of
 
     return _moments(self, "cov", request_of(epsilon, delta, rho, privacy))
@@ -128,7 +130,7 @@ def series_relation(statistic: str) -> Any:
         frame = self._frame
         pair = frame.assign(_a=self, _b=_to_expr(other, frame)).select(["_a", "_b"])
         matrix = _moments(pair, statistic, request_of(epsilon, delta, rho, privacy))
-        return float(matrix.iloc[0, 1])
+        return float(matrix.to_numpy(dtype=float)[0, 1])
 
     relation.__name__ = statistic
     relation.__doc__ = (
@@ -197,6 +199,7 @@ def frame_sum(
     rho: Number | None = None,
     privacy: Privacy | None = None,
 ) -> pd.Series:
+    """Per-column sums in one charge (see ``_FRAME_DOC``)."""
     from dpframe.api.node_builders import request_of
 
     request = request_of(epsilon, delta, rho, privacy)
@@ -212,6 +215,7 @@ def frame_mean(
     rho: Number | None = None,
     privacy: Privacy | None = None,
 ) -> pd.Series:
+    """Per-column means in one charge (see ``_FRAME_DOC``)."""
     from dpframe.api.node_builders import request_of
 
     request = request_of(epsilon, delta, rho, privacy)

@@ -121,8 +121,6 @@ COUNTERPARTS: dict[str, str] = {
     "pivot_table": "pf.groupby([rows, cols])[value].mean(epsilon=...) then .unstack() "
     "on the release",
     "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
-    "corr": "pf[['a', 'b']].corr(epsilon=...) (on a frame of bounded columns)",
-    "cov": "pf[['a', 'b']].cov(epsilon=...) (on a frame of bounded columns)",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
 }
 

@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.results import FrameRelease
 from dpframe.plan.releases import Moments
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -227,7 +227,7 @@ class Where(Derived):
             return replace(operand, name=name)
         bounds = operand.bounds
         kind, dtype = operand.kind, operand.dtype
-        if isinstance(other, (int, float)) and not isinstance(other, str):
+        if isinstance(other, (int, float)):
             value = float(other)
             if bounds is not None:
                 bounds = (min(bounds[0], value), max(bounds[1], value))
@@ -263,7 +263,9 @@ def _mask(cond: Any, n: int) -> np.ndarray:
 
 def _floats(value: Any, n: int) -> np.ndarray:
     if isinstance(value, pd.Series):
-        return np.asarray(pd.to_numeric(value, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
+        return np.asarray(
+            pd.to_numeric(value, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        )
     number = np.nan if value is None or pd.isna(value) else float(value)
     return np.full(n, number, dtype=np.float64)
 
@@ -276,8 +278,8 @@ def evaluate(tag: str, params: tuple[Any, ...], args: list[Any], index: pd.Index
     n = len(index)
     if tag == "ufunc":
         with np.errstate(all="ignore"):
-            values = getattr(np, params[0])(_floats(args[0], n))
-        return pd.Series(values, index=index, dtype=np.float64)
+            values = np.asarray(getattr(np, params[0])(_floats(args[0], n)), dtype=np.float64)
+        return pd.Series(values, index=index)
     value, cond = args
     other = params[0]
     keep = _mask(cond, n)
@@ -292,5 +294,5 @@ def evaluate(tag: str, params: tuple[Any, ...], args: list[Any], index: pd.Index
         return pd.Series(np.where(keep, _floats(value, n), fill), index=index)
     if isinstance(value.dtype, pd.CategoricalDtype):
         value = value.astype(object)
-    replaced: pd.Series = value.where(keep, np.nan if other is None else other)
-    return replaced
+    replaced = value.where(keep, np.nan if other is None else other)
+    return cast("pd.Series", replaced)

@@ -171,12 +171,12 @@ def _response_types() -> dict[str, type[Any]]:
     from dpframe.mechanisms.describe_family import DescribeIntervals
     from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
     from dpframe.mechanisms.floors import AccuracyFloor
-    from dpframe.mechanisms.moments_family import MomentIntervals
     from dpframe.mechanisms.model_family import (
         KDEInfo,
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
+    from dpframe.mechanisms.moments_family import MomentIntervals
     from dpframe.mechanisms.results import (
         FrameRelease,
         GroupedRelease,
