@@ -214,14 +214,19 @@ class PrivateFrame(RowGuard):
             schema = schema.with_column(dataclasses.replace(info, kind=kind, categories=values))
         return self._derive(self._plan, schema)
 
-    def groupby(self, by: str | Sequence[str]) -> PrivateGroupBy:
-        """Group by columns with declared categories (every declared key is returned)."""
+    def groupby(self, by: str | Sequence[str], keys: Any = None) -> PrivateGroupBy:
+        """Group by columns with declared categories (every declared key is returned).
+
+        ``keys=`` a public DataFrame of the allowed key combinations (one row
+        each) groups by those instead of the cross product of declared
+        categories (``dpframe.api.keysets``).
+        """
         from dpframe.api.groupby import PrivateGroupBy
 
         names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
         if not names or not all(isinstance(n, str) for n in names):
             raise SchemaError("groupby() takes a column name or a list of column names.")
-        return PrivateGroupBy._create(self, tuple(names), None)
+        return PrivateGroupBy._create(self, tuple(names), None, keys)
 
     # -- releases ------------------------------------------------------------
 
@@ -264,14 +269,17 @@ class PrivateFrame(RowGuard):
 
     def discover_keys(
         self,
-        column: str,
+        column: str | Sequence[str],
         *,
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
-    ) -> list[Any]:
+    ) -> Any:
         """The keys of ``column`` that a private threshold lets through, sorted.
+
+        A list of columns finds the combinations that occur, as a DataFrame
+        for ``groupby(columns, keys=...)`` (``dpframe.api.keysets``).
 
         Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
         per key, released only above the smallest threshold τ with
@@ -283,8 +291,12 @@ class PrivateFrame(RowGuard):
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
+        from dpframe.api.keysets import discover_combinations
         from dpframe.api.node_builders import request_of
 
+        if not isinstance(column, str):
+            request = request_of(epsilon, delta, rho, privacy)
+            return discover_combinations(self, column, request)
         self._schema.get(column)
         node = DiscoverKeys(
             plan=self._plan, privacy=request_of(epsilon, delta, rho, privacy), column=column

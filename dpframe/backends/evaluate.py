@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import SchemaError
+from dpframe.plan.combine import combine_values
 from dpframe.plan.dag import Instruction
 from dpframe.plan.elementwise import evaluate as elementwise
 from dpframe.plan.recode import decode_label
@@ -133,6 +134,8 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
         return _BINARY[op](left, right)
     if tag in ("ufunc", "where"):
         return elementwise(tag, params, list(args), rows.index)
+    if tag == "combine":
+        return combine_values(list(args), rows.index)
     (value,) = args
     if tag == "neg":
         return -_as_number(value)

@@ -20,6 +20,7 @@ from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_c
 from tests.curator.support import ALICE, Server, write_catalog
 
 BIG = 1e6
+ALLOWED = pd.DataFrame({"region": ["south", "west"], "ethnicity": ["afam", "cauc"]})
 REGIONS = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.3, 78.6]})
 
 QUERIES: dict[str, Callable[[Any], Any]] = {
@@ -36,6 +37,7 @@ QUERIES: dict[str, Callable[[Any], Any]] = {
     ].value_counts(epsilon=BIG, sort=False),
     "corr": lambda pf: pf[["wage", "education"]].corr(epsilon=BIG),
     "isna": lambda pf: pf.isna().sum(epsilon=BIG),
+    "keys": lambda pf: pf.groupby(["region", "ethnicity"], keys=ALLOWED)["wage"].mean(epsilon=BIG),
 }
 PARTS = {"corr": 6, "isna": 7}
 
@@ -52,12 +54,13 @@ def remote(server: Server) -> Any:
 
 @pytest.fixture(scope="module")
 def embedded() -> Any:
-    session = dp.Session(epsilon=1e8, ledger=":memory:")
+    session = dp.Session(epsilon=1e8, delta=1e-6, ledger=":memory:")
     return session.private_frame(
         load_cps1988(), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES
     )
 
 
+@pytest.mark.filterwarnings("ignore:about .* rows have a region:UserWarning")
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_remote_answers_match_embedded(name: str, remote: Any, embedded: Any) -> None:
     before = len(remote.session.ledger)
@@ -70,6 +73,15 @@ def test_remote_answers_match_embedded(name: str, remote: Any, embedded: Any) ->
     assert len(ledger) == before + 1 and ledger["epsilon"].iloc[-1] == BIG
     if name in PARTS:
         assert ledger["parts"].iloc[-1].count('"name"') == PARTS[name]
+
+
+@pytest.mark.filterwarnings("ignore:about .* rows have a region:UserWarning")
+def test_remote_discovers_combinations_as_embedded(remote: Any, embedded: Any) -> None:
+    far = remote.discover_keys(["region", "ethnicity"], epsilon=1.0, delta=1e-7)
+    local = embedded.discover_keys(["region", "ethnicity"], epsilon=1.0, delta=1e-7)
+    assert far.equals(local) and len(far) == 8  # every combination has hundreds of rows
+    sizes = remote.groupby(["region", "ethnicity"], keys=far).size(epsilon=BIG)
+    assert sizes.index.names == ["region", "ethnicity"] and len(sizes) == 8
 
 
 @pytest.mark.parametrize(
