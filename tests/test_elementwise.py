@@ -168,3 +168,14 @@ def test_the_nodes_round_trip_through_their_json_form() -> None:
                 "other": [1],
             }
         )
+
+
+def test_floor_division_by_a_public_number(pf: dp.PrivateFrame, holes: pd.DataFrame) -> None:
+    decades = pf["experience"] // 10
+    assert decades.bounds == (-1.0, 6.0)
+    got = decades.mean(epsilon=BIG).value
+    assert got == pytest.approx((holes["experience"] // 10).mean(), rel=1e-4)
+    with pytest.raises(dp.SchemaError, match="division by zero"):
+        pf["wage"] // 0
+    with pytest.raises(dp.SchemaError, match="public number"):
+        pf["wage"] // pf["education"]

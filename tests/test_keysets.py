@@ -138,3 +138,21 @@ def test_the_combined_key_round_trips_and_reads_back() -> None:
     assert read_combination("not json", 2) is None
     with pytest.raises(dp.SchemaError, match="2 to 8 columns"):
         Combine(Col("a"), ())
+
+
+def test_groupby_takes_derived_columns_and_sums_every_bounded_column(
+    pf: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    edges = [0, 8, 12, 16, 20]
+    means = pf.groupby(pf["education"].cut(edges))["wage"].mean(epsilon=BIG)
+    bands = pd.cut(cps["education"], edges)
+    want = cps.assign(wage=cps["wage"].clip(0, 5000)).groupby(bands, observed=False)["wage"]
+    assert means.index.name == "education_key"  # "education" names the original column
+    for key, value in want.mean().items():
+        assert means[key] == pytest.approx(value, rel=1e-4)
+    sums = pf.groupby("region").sum(epsilon=BIG)
+    assert list(sums.columns) == ["wage", "education", "experience"]
+    truth = cps.groupby("region")["education"].sum()
+    assert sums.loc["south", "education"] == pytest.approx(truth["south"], rel=1e-4)
+    with pytest.raises(dp.SchemaError, match="derived columns"):
+        pf.groupby(3)

@@ -30,6 +30,7 @@ __all__ = [
     "apply_ufunc",
     "astype",
     "fillna",
+    "floordiv",
     "frame_fillna",
     "mask",
     "numpy_function",
@@ -213,6 +214,15 @@ def round_values(self: PrivateSeries, decimals: int = 0) -> PrivateSeries:
         return apply_ufunc(self, "rint")
     scale = 10.0 ** int(decimals)
     return _series(self, UFunc(self._expr * scale, "rint") / scale)
+
+
+def floordiv(self: PrivateSeries, other: object) -> PrivateSeries:
+    """``x // c`` for a public number c: ``floor(x / c)``, bounds by interval arithmetic (free)."""
+    if isinstance(other, bool) or not isinstance(other, (int, float, np.integer, np.floating)):
+        raise SchemaError("x // c takes a public number c (floor of x / c).")
+    if float(other) == 0:
+        raise SchemaError("x // 0: division by zero.")
+    return _series(self, UFunc(self._expr / float(other), "floor"))
 
 
 def _first_series(args: tuple[Any, ...]) -> PrivateSeries | None:

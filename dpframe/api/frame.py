@@ -214,19 +214,21 @@ class PrivateFrame(RowGuard):
             schema = schema.with_column(dataclasses.replace(info, kind=kind, categories=values))
         return self._derive(self._plan, schema)
 
-    def groupby(self, by: str | Sequence[str], keys: Any = None) -> PrivateGroupBy:
+    def groupby(self, by: Any, keys: Any = None) -> PrivateGroupBy:
         """Group by columns with declared categories (every declared key is returned).
+
+        ``by`` is a column name, a derived column with public keys
+        (``pf["age"].cut(bins)``, as pandas' ``df.groupby(pd.cut(...))``) or a list.
 
         ``keys=`` a public DataFrame of the allowed key combinations (one row
         each) groups by those instead of the cross product of declared
         categories (``dpframe.api.keysets``).
         """
         from dpframe.api.groupby import PrivateGroupBy
+        from dpframe.api.keysets import group_columns
 
-        names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
-        if not names or not all(isinstance(n, str) for n in names):
-            raise SchemaError("groupby() takes a column name or a list of column names.")
-        return PrivateGroupBy._create(self, tuple(names), None, keys)
+        frame, names = group_columns(self, by)  # derived keys (pf["age"].cut(...)) as columns
+        return PrivateGroupBy._create(frame, tuple(names), None, keys)
 
     # -- releases ------------------------------------------------------------
 

@@ -136,6 +136,8 @@ class PrivateGroupBy:
     ) -> pd.Series:
         frame = self._frame
         if self._column is None:
+            if statistic in ("sum", "mean", "var", "std"):  # every bounded numeric column
+                return cast("pd.Series", self.agg(statistic, privacy=request))
             if statistic != "count":
                 raise SchemaError(f"Select a column first: grouped['column'].{statistic}(...).")
             expr, bounds = None, None

@@ -37,7 +37,13 @@ if TYPE_CHECKING:
     from dpframe.api.frame import PrivateFrame
     from dpframe.plan.privacy import PrivacyRequest
 
-__all__ = ["MAX_KEY_ROWS", "combination_key", "discover_combinations", "relabel"]
+__all__ = [
+    "MAX_KEY_ROWS",
+    "combination_key",
+    "discover_combinations",
+    "group_columns",
+    "relabel",
+]
 
 #: The most rows a public key set may have.
 MAX_KEY_ROWS = 100_000
@@ -140,6 +146,38 @@ def relabel(result: Any, keys: pd.Index, codes: Sequence[Any]) -> Any:
     if meta is not None and hasattr(meta, "index"):
         relabelled.attrs["dpframe"] = dataclasses.replace(meta, index=index)
     return relabelled
+
+
+def group_columns(frame: PrivateFrame, by: object) -> tuple[PrivateFrame, list[str]]:
+    """The frame and column names to group by: names, or derived columns (``groupby(s.cut(...))``).
+
+    A derived series (e.g. ``pf["age"].cut(bins)``, as pandas'
+    ``df.groupby(pd.cut(df.age, bins))``) is added under its name, or under
+    ``<name>_key`` when that name is taken by another column.
+    """
+    from dpframe.api.series import PrivateSeries
+
+    items = list(by) if isinstance(by, (list, tuple)) else [by]
+    names: list[str] = []
+    derived: dict[str, PrivateSeries] = {}
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, PrivateSeries):
+            if isinstance(item.expr, Col) and item.expr.name in frame.columns:
+                names.append(item.expr.name)
+                continue
+            name = item.name if item.name not in frame.columns else f"{item.name}_key"
+            derived[name] = item
+            names.append(name)
+        else:
+            raise SchemaError(
+                "groupby() takes column names, derived columns (pf['age'].cut(bins)), or a "
+                "list of them."
+            )
+    if not names:
+        raise SchemaError("groupby() takes a column name or a list of column names.")
+    return (frame.assign(**derived) if derived else frame), names
 
 
 def discover_combinations(

@@ -537,6 +537,7 @@ class PrivateSeries(RowGuard):
     mask = elementwise.mask
     astype = elementwise.astype
     round = elementwise.round_values
+    __floordiv__ = elementwise.floordiv
     #: numpy's bounded functions (np.log...), np.clip/np.round/np.where: expressions (the guard).
     _numpy_ufunc = elementwise.apply_ufunc
     _numpy_function = staticmethod(elementwise.numpy_function)
