@@ -156,3 +156,21 @@ def test_groupby_takes_derived_columns_and_sums_every_bounded_column(
     assert sums.loc["south", "education"] == pytest.approx(truth["south"], rel=1e-4)
     with pytest.raises(dp.SchemaError, match="derived columns"):
         pf.groupby(3)
+
+
+def test_grouped_columns_by_attribute_and_dates_compared_with_text(
+    pf: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    means = pf.groupby("region").wage.mean(epsilon=BIG)  # grouped.wage, as pandas
+    want = cps.assign(wage=cps["wage"].clip(0, 5000)).groupby("region")["wage"].mean()
+    assert means["south"] == pytest.approx(want["south"], rel=1e-4)
+    assert "wage" in dir(pf.groupby("region"))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        pf.groupby("region").nope  # noqa: B018
+    dated = pd.DataFrame({"d": pd.to_datetime(["2009-05-01", "2011-02-03", "2012-12-31"])})
+    session = dp.Session(epsilon=1e12, ledger=":memory:", name="dates-text")
+    frame = session.private_frame(dated)
+    later = frame[frame["d"] >= "2011-01-01"].count(epsilon=BIG).value
+    assert later == pytest.approx(2, abs=0.01)
+    inside = frame[frame["d"].between("2009-01-01", "2011-12-31")].count(epsilon=BIG).value
+    assert inside == pytest.approx(2, abs=0.01)

@@ -34,7 +34,7 @@ from dpframe.api.node_builders import (
     request_of,
     require_bounds,
 )
-from dpframe.api.teaching import missing_attribute
+from dpframe.api.teaching import REVEALING, missing_attribute
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import GroupedRelease
 from dpframe.plan.expressions import Col
@@ -108,10 +108,14 @@ class PrivateGroupBy:
         raise SchemaError("A PrivateGroupBy is immutable.")
 
     def __getattr__(self, name: str) -> Any:
+        frame = self._frame
+        if not name.startswith("_") and name in frame._schema and name not in REVEALING:
+            return self[name]  # grouped.wage, as pandas
         raise missing_attribute("PrivateGroupBy", name)
 
     def __dir__(self) -> list[str]:
-        return sorted(n for n in super().__dir__() if not n.startswith("_"))
+        columns = {n for n in self._frame._schema.names if n.isidentifier() and n not in REVEALING}
+        return sorted({n for n in super().__dir__() if not n.startswith("_")} | columns)
 
     def __getitem__(self, column: str) -> PrivateGroupBy:
         if not isinstance(column, str):

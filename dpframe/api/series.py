@@ -102,8 +102,17 @@ class PrivateSeries(RowGuard):
         info = infer_column(str(expr), expr, self._frame._schema)
         return PrivateSeries._create(self._frame, expr, info)
 
+    def _date_text(self, other: Any) -> Any:
+        """A string compared with a date column is read as a date, as pandas reads it."""
+        if self._info.kind != "datetime" or not isinstance(other, str):
+            return other
+        try:
+            return pd.Timestamp(other)
+        except ValueError:
+            raise SchemaError(f"{other!r} is not a date; write e.g. '2020-01-31'.") from None
+
     def _binary(self, other: Any, op: str, reverse: bool = False) -> PrivateSeries:
-        left, right = self._expr, _to_expr(other, self._frame)
+        left, right = self._expr, _to_expr(self._date_text(other), self._frame)
         if reverse:
             left, right = right, left
         method = {
@@ -211,8 +220,9 @@ class PrivateSeries(RowGuard):
 
     def between(self, left: Any, right: Any) -> PrivateSeries:
         """``left <= x <= right`` (free)."""
+        low, high = self._date_text(left), self._date_text(right)
         return self._wrap(
-            self._expr.between(_to_expr(left, self._frame), _to_expr(right, self._frame))
+            self._expr.between(_to_expr(low, self._frame), _to_expr(high, self._frame))
         )
 
     def isna(self) -> PrivateSeries:
@@ -468,6 +478,13 @@ class PrivateSeries(RowGuard):
         ``dpframe/mechanisms/shares.py``).
         """
         info = self._info
+        if info.categories is None and not isinstance(self._expr, Col):
+            raise SchemaError(
+                f"value_counts() needs the public categories of {info.name!r}: a derived column "
+                "gets them from its column's declared bounds or keys; else recode it with "
+                "map({...}), or assign it (pf.assign(k=...)) and find its keys privately with "
+                "pf.discover_keys('k', epsilon=..., delta=...)."
+            )
         if info.categories is None:
             raise SchemaError(
                 f"value_counts() needs the public categories of {info.name!r}: declare "
