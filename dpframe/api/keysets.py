@@ -155,6 +155,7 @@ def group_columns(frame: PrivateFrame, by: object) -> tuple[PrivateFrame, list[s
     ``df.groupby(pd.cut(df.age, bins))``) is added under its name, or under
     ``<name>_key`` when that name is taken by another column.
     """
+    from dpframe.api.frame import _to_expr
     from dpframe.api.series import PrivateSeries
 
     items = list(by) if isinstance(by, (list, tuple)) else [by]
@@ -164,6 +165,7 @@ def group_columns(frame: PrivateFrame, by: object) -> tuple[PrivateFrame, list[s
         if isinstance(item, str):
             names.append(item)
         elif isinstance(item, PrivateSeries):
+            _to_expr(item, frame)  # a series of another frame is refused unless it means the same
             if isinstance(item.expr, Col) and item.expr.name in frame.columns:
                 names.append(item.expr.name)
                 continue
@@ -172,8 +174,8 @@ def group_columns(frame: PrivateFrame, by: object) -> tuple[PrivateFrame, list[s
             names.append(name)
         else:
             raise SchemaError(
-                "groupby() takes column names, derived columns (pf['age'].cut(bins)), or a "
-                "list of them."
+                "groupby() takes a column name or a list of column names (or derived columns, "
+                "e.g. pf['age'].cut(bins))."
             )
     if not names:
         raise SchemaError("groupby() takes a column name or a list of column names.")
