@@ -179,3 +179,12 @@ def test_floor_division_by_a_public_number(pf: dp.PrivateFrame, holes: pd.DataFr
         pf["wage"] // 0
     with pytest.raises(dp.SchemaError, match="public number"):
         pf["wage"] // pf["education"]
+
+
+def test_modulo_by_a_public_number(pf: dp.PrivateFrame, holes: pd.DataFrame) -> None:
+    rest = pf["experience"] % 5
+    assert rest.bounds == (0.0, 5.0)
+    got = rest.mean(epsilon=BIG).value
+    assert got == pytest.approx((holes["experience"] % 5).mean(), rel=1e-4)
+    with pytest.raises(dp.SchemaError, match="positive number"):
+        pf["wage"] % -2

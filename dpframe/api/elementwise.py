@@ -18,7 +18,7 @@ import numpy as np
 
 from dpframe.errors import SchemaError
 from dpframe.plan.elementwise import UFunc, Where
-from dpframe.plan.expressions import Compare, Expr, IsNull, Lit, Not
+from dpframe.plan.expressions import Clip, Compare, Expr, IsNull, Lit, Not
 from dpframe.plan.recode import Recode
 from dpframe.plan.schema import infer_column
 
@@ -33,6 +33,7 @@ __all__ = [
     "floordiv",
     "frame_fillna",
     "mask",
+    "modulo",
     "numpy_function",
     "round_values",
     "where",
@@ -223,6 +224,20 @@ def floordiv(self: PrivateSeries, other: object) -> PrivateSeries:
     if float(other) == 0:
         raise SchemaError("x // 0: division by zero.")
     return _series(self, UFunc(self._expr / float(other), "floor"))
+
+
+def modulo(self: PrivateSeries, other: object) -> PrivateSeries:
+    """``x % c`` for a public positive number c, as Python and pandas: ``x - c·floor(x / c)``.
+
+    The result lies in ``[0, c]`` (``[0, c)`` up to float rounding): those are its bounds.
+    """
+    if isinstance(other, bool) or not isinstance(other, (int, float, np.integer, np.floating)):
+        raise SchemaError("x % c takes a public positive number c.")
+    divisor = float(other)
+    if not divisor > 0 or not np.isfinite(divisor):
+        raise SchemaError("x % c takes a public positive number c (a finite c > 0).")
+    remainder = self._expr - UFunc(self._expr / divisor, "floor") * divisor
+    return _series(self, Clip(remainder, 0.0, divisor))
 
 
 def _first_series(args: tuple[Any, ...]) -> PrivateSeries | None:

@@ -555,6 +555,7 @@ class PrivateSeries(RowGuard):
     astype = elementwise.astype
     round = elementwise.round_values
     __floordiv__ = elementwise.floordiv
+    __mod__ = elementwise.modulo
     #: numpy's bounded functions (np.log...), np.clip/np.round/np.where: expressions (the guard).
     _numpy_ufunc = elementwise.apply_ufunc
     _numpy_function = staticmethod(elementwise.numpy_function)
