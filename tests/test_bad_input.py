@@ -109,12 +109,12 @@ BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
     (
         "groupby not a name",
         r"groupby\(\) takes a column name or a list of column names",
-        lambda f: f.groupby(5),  # type: ignore[arg-type]
+        lambda f: f.groupby(5),
     ),
     (
         "groupby None",
         r"groupby\(\) takes a column name or a list of column names",
-        lambda f: f.groupby(None),  # type: ignore[arg-type]
+        lambda f: f.groupby(None),
     ),
     (
         "categories as a string",
