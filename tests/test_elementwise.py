@@ -188,3 +188,13 @@ def test_modulo_by_a_public_number(pf: dp.PrivateFrame, holes: pd.DataFrame) -> 
     assert got == pytest.approx((holes["experience"] % 5).mean(), rel=1e-4)
     with pytest.raises(dp.SchemaError, match="positive number"):
         pf["wage"] % -2
+
+
+def test_an_integer_column_filled_with_a_fraction_is_no_longer_integer(
+    cps: pd.DataFrame,
+) -> None:
+    session = dp.Session(epsilon=1e12, ledger=":memory:", name="int-fill")
+    frame = session.private_frame(cps, bounds=CPS1988_BOUNDS, dtypes={"education": "integer"})
+    assert frame["education"].dtype == "Int64"
+    assert frame["education"].fillna(2).dtype == "Int64"
+    assert frame["education"].fillna(2.5).dtype == "float64"

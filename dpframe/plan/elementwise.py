@@ -233,6 +233,8 @@ class Where(Derived):
                 bounds = (min(bounds[0], value), max(bounds[1], value))
             if kind == "boolean" and other not in (0, 1):
                 kind, dtype = "numeric", "float64"
+            if dtype.lower().startswith("int") and not value.is_integer():
+                dtype = "float64"  # a declared integer column filled with a fraction
         keys: tuple[Hashable, ...] | None = operand.categories
         if keys is not None and other not in keys:
             keys = (*keys, other)
