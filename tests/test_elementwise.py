@@ -198,3 +198,21 @@ def test_an_integer_column_filled_with_a_fraction_is_no_longer_integer(
     assert frame["education"].dtype == "Int64"
     assert frame["education"].fillna(2).dtype == "Int64"
     assert frame["education"].fillna(2.5).dtype == "float64"
+
+
+def test_a_where_node_sent_with_a_condition_that_is_not_boolean_never_fails() -> None:
+    """A hand-made node (the curator's wire) reads any condition by its truth, missing as false."""
+    from dpframe.plan.elementwise import evaluate
+
+    index = pd.RangeIndex(4)
+    values = pd.Series([1.0, 2.0, 3.0, 4.0], index=index)
+    text = pd.Series(["a", "", None, "b"], index=index, dtype=object)
+    got = evaluate("where", (0.0,), [values, text], index)
+    assert got.tolist() == [1.0, 0.0, 0.0, 4.0]
+    numbers = pd.Series([0.0, np.nan, 5.0, -1.0], index=index)
+    assert evaluate("where", (None,), [values, numbers], index).isna().tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]

@@ -257,10 +257,25 @@ def elementwise_from_dict(data: dict[str, Any], children: list[Expr]) -> Expr:
     return Where(children[0], children[1], other)
 
 
+def _truth(value: Any) -> bool:
+    """A value's truth as a condition: missing is false; never raises (any kind of value)."""
+    try:
+        return False if pd.isna(value) else bool(value)
+    except (TypeError, ValueError):
+        return True
+
+
 def _mask(cond: Any, n: int) -> np.ndarray:
+    """The rows where ``cond`` holds (the facade sends booleans; anything else by its truth)."""
     if isinstance(cond, pd.Series):
-        return np.asarray(cond.fillna(False).to_numpy(dtype=bool, na_value=False), dtype=bool)
-    return np.full(n, bool(cond) if not pd.isna(cond) else False)
+        if pd.api.types.is_bool_dtype(cond.dtype) and not isinstance(
+            cond.dtype, pd.CategoricalDtype
+        ):
+            return np.asarray(cond.to_numpy(dtype=bool, na_value=False), dtype=bool)
+        codes, uniques = pd.factorize(cond, use_na_sentinel=True)
+        truth = np.array([_truth(v) for v in uniques] + [False], dtype=bool)
+        return np.asarray(truth[codes], dtype=bool)
+    return np.full(n, _truth(cond))
 
 
 def _floats(value: Any, n: int) -> np.ndarray:
