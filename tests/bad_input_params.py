@@ -217,7 +217,7 @@ PARAMETER_CASES: list[Case] = [
         "groupby by another session's series",
         across(lambda a, b: a.groupby(b["region"])),
         dp.SchemaError,
-        match=r"groupby\(\) takes a column name or a list of",
+        match=r"region comes from another frame where it means something else",
     ),
     Case(
         "filter by another session's condition (same data): charged here only",

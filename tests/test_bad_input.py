@@ -75,9 +75,14 @@ BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
         lambda f: f.groupby("name").count(epsilon=0.1),
     ),
     (
-        "groupby sum without column",
-        r"Select a column first: grouped\['column'\]\.sum",
-        lambda f: f.groupby("region").sum(epsilon=0.1),
+        "groupby median without column",
+        r"Select a column first: grouped\['column'\]\.quantile",
+        lambda f: f.groupby("region").median(epsilon=0.1),
+    ),
+    (
+        "groupby sum without any bounded column",
+        r"agg\(\) without a dict applies to the bounded numeric columns, and there are none",
+        lambda f: f[["region"]].groupby("region").sum(epsilon=0.1),
     ),
     ("filter not boolean", "A filter needs a condition", lambda f: f[f["wage"] + 1]),
     (
@@ -104,12 +109,12 @@ BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
     (
         "groupby not a name",
         r"groupby\(\) takes a column name or a list of column names",
-        lambda f: f.groupby(5),  # type: ignore[arg-type]
+        lambda f: f.groupby(5),
     ),
     (
         "groupby None",
         r"groupby\(\) takes a column name or a list of column names",
-        lambda f: f.groupby(None),  # type: ignore[arg-type]
+        lambda f: f.groupby(None),
     ),
     (
         "categories as a string",

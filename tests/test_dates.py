@@ -391,10 +391,10 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
         r"to_period\(\) takes one of the frequencies Y, Q, M, W, D, h",
     ),
     (
-        "a date compared with text",
-        lambda pf: pf[pf["date"] > "2010-01-01"],
+        "a date compared with text that is not a date",
+        lambda pf: pf[pf["date"] > "soon"],
         dp.SchemaError,
-        "compares dates with something else; compare with a date",
+        "'soon' is not a date; write e.g. '2020-01-31'",
     ),
     (
         "a date compared with a number",

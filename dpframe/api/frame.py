@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api import aggregation, tables, transforms
+from dpframe.api import aggregation, elementwise, lookup, relations, tables, transforms
 from dpframe.api.guard import RowGuard
 from dpframe.api.teaching import REVEALING
 from dpframe.errors import SchemaError
@@ -214,14 +214,21 @@ class PrivateFrame(RowGuard):
             schema = schema.with_column(dataclasses.replace(info, kind=kind, categories=values))
         return self._derive(self._plan, schema)
 
-    def groupby(self, by: str | Sequence[str]) -> PrivateGroupBy:
-        """Group by columns with declared categories (every declared key is returned)."""
-        from dpframe.api.groupby import PrivateGroupBy
+    def groupby(self, by: Any, keys: Any = None) -> PrivateGroupBy:
+        """Group by columns with declared categories (every declared key is returned).
 
-        names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
-        if not names or not all(isinstance(n, str) for n in names):
-            raise SchemaError("groupby() takes a column name or a list of column names.")
-        return PrivateGroupBy._create(self, tuple(names), None)
+        ``by`` is a column name, a derived column with public keys
+        (``pf["age"].cut(bins)``, as pandas' ``df.groupby(pd.cut(...))``) or a list.
+
+        ``keys=`` a public DataFrame of the allowed key combinations (one row
+        each) groups by those instead of the cross product of declared
+        categories (``dpframe.api.keysets``).
+        """
+        from dpframe.api.groupby import PrivateGroupBy
+        from dpframe.api.keysets import group_columns
+
+        frame, names = group_columns(self, by)  # derived keys (pf["age"].cut(...)) as columns
+        return PrivateGroupBy._create(frame, tuple(names), None, keys)
 
     # -- releases ------------------------------------------------------------
 
@@ -264,14 +271,17 @@ class PrivateFrame(RowGuard):
 
     def discover_keys(
         self,
-        column: str,
+        column: str | Sequence[str],
         *,
         epsilon: Number | None = None,
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
-    ) -> list[Any]:
+    ) -> Any:
         """The keys of ``column`` that a private threshold lets through, sorted.
+
+        A list of columns finds the combinations that occur, as a DataFrame
+        for ``groupby(columns, keys=...)`` (``dpframe.api.keysets``).
 
         Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
         per key, released only above the smallest threshold τ with
@@ -283,8 +293,12 @@ class PrivateFrame(RowGuard):
         P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
+        from dpframe.api.keysets import discover_combinations
         from dpframe.api.node_builders import request_of
 
+        if not isinstance(column, str):
+            request = request_of(epsilon, delta, rho, privacy)
+            return discover_combinations(self, column, request)
         self._schema.get(column)
         node = DiscoverKeys(
             plan=self._plan, privacy=request_of(epsilon, delta, rho, privacy), column=column
@@ -301,6 +315,20 @@ class PrivateFrame(RowGuard):
     rename = transforms.rename
     #: Rows without missing values in a subset of columns (``dpframe.api.transforms``).
     dropna = transforms.dropna
+    #: Missing values replaced by public constants (``dpframe.api.elementwise``).
+    fillna = elementwise.frame_fillna
+    #: A public lookup table's columns, matched on a key (``dpframe.api.lookup``).
+    merge = lookup.merge
+    join = lookup.join
+    #: Correlation and covariance of bounded columns, one charge (``dpframe.api.relations``).
+    corr = relations.corr
+    cov = relations.cov
+    #: Per-column missing flags, as ``DataFrame.isna`` (``dpframe.api.relations``).
+    isna = relations.isna
+    notna = relations.notna
+    #: Per-column sums (flags counted as integers) and means, one charge (``api.relations``).
+    sum = relations.frame_sum
+    mean = relations.frame_mean
 
     def describe(
         self,

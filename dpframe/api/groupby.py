@@ -27,13 +27,14 @@ import pandas as pd
 
 from dpframe.api import aggregation
 from dpframe.api.frame import PrivateFrame
+from dpframe.api.keysets import combination_key, relabel
 from dpframe.api.node_builders import (
     argmax_node,
     grouped_quantile_node,
     request_of,
     require_bounds,
 )
-from dpframe.api.teaching import missing_attribute
+from dpframe.api.teaching import REVEALING, missing_attribute
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.results import GroupedRelease
 from dpframe.plan.expressions import Col
@@ -51,26 +52,38 @@ __all__ = ["PrivateGroupBy"]
 class PrivateGroupBy:
     """A private frame split by public keys; aggregates return pandas Series."""
 
-    __slots__ = ("_column", "_frame", "_keys")
+    __slots__ = ("_column", "_frame", "_index", "_keys", "_names", "_table")
 
     _frame: PrivateFrame
     _keys: tuple[GroupKey, ...]
     _column: str | None
+    _names: tuple[str, ...]
+    _table: Any  # the public key set (a pandas DataFrame) given as keys=, or None
+    _index: pd.Index | None  # its combinations, the result's index
 
     @classmethod
     def _create(
-        cls, frame: PrivateFrame, names: tuple[str, ...], column: str | None
+        cls, frame: PrivateFrame, names: tuple[str, ...], column: str | None, table: Any = None
     ) -> PrivateGroupBy:
         if not names:
             raise SchemaError("groupby() needs at least one column.")
         keys = []
-        for name in names:
+        index = None
+        if table is not None:
+            key, index = combination_key(frame, names, table)
+            names_left: tuple[str, ...] = ()
+            keys.append(key)
+        else:
+            names_left = names
+        for name in names_left:
             info = frame._schema.get(name)
             if info.categories is None and len(names) > 1:
                 raise SchemaError(
                     f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
                     f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
-                    f"call pf.with_categories({name}=[...]), or pf.discover_keys({name!r}, ...)."
+                    f"call pf.with_categories({name}=[...]), or give the allowed combinations "
+                    f"as keys= (a public DataFrame; pf.discover_keys({list(names)!r}, epsilon=..., "
+                    "delta=...) finds them privately)."
                 )
             # Undeclared keys (one column): found privately at release time.
             keys.append(GroupKey(name, Col(name), info.categories or ()))
@@ -80,22 +93,34 @@ class PrivateGroupBy:
         object.__setattr__(group, "_frame", frame)
         object.__setattr__(group, "_keys", tuple(keys))
         object.__setattr__(group, "_column", column)
+        object.__setattr__(group, "_names", names)
+        object.__setattr__(group, "_table", table)
+        object.__setattr__(group, "_index", index)
         return group
+
+    def _relabel(self, result: Any) -> Any:
+        """A release over a keys= set, indexed by its combinations (post-processing)."""
+        if self._index is None:
+            return result
+        return relabel(result, self._index, self._keys[0].categories)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise SchemaError("A PrivateGroupBy is immutable.")
 
     def __getattr__(self, name: str) -> Any:
+        frame = self._frame
+        if not name.startswith("_") and name in frame._schema and name not in REVEALING:
+            return self[name]  # grouped.wage, as pandas
         raise missing_attribute("PrivateGroupBy", name)
 
     def __dir__(self) -> list[str]:
-        return sorted(n for n in super().__dir__() if not n.startswith("_"))
+        columns = {n for n in self._frame._schema.names if n.isidentifier() and n not in REVEALING}
+        return sorted({n for n in super().__dir__() if not n.startswith("_")} | columns)
 
     def __getitem__(self, column: str) -> PrivateGroupBy:
         if not isinstance(column, str):
             raise SchemaError("Select one column: grouped[column].")
-        names = tuple(k.name for k in self._keys)
-        return PrivateGroupBy._create(self._frame, names, column)
+        return PrivateGroupBy._create(self._frame, self._names, column, self._table)
 
     def __repr__(self) -> str:
         keys = ", ".join(f"{k.name} ({len(k.categories)} keys)" for k in self._keys)
@@ -115,6 +140,8 @@ class PrivateGroupBy:
     ) -> pd.Series:
         frame = self._frame
         if self._column is None:
+            if statistic in ("sum", "mean", "var", "std"):  # every bounded numeric column
+                return cast("pd.Series", self.agg(statistic, privacy=request))
             if statistic != "count":
                 raise SchemaError(f"Select a column first: grouped['column'].{statistic}(...).")
             expr, bounds = None, None
@@ -146,10 +173,14 @@ class PrivateGroupBy:
         )
         result = cast("pd.Series", frame._session.run(agg))
         warn_undeclared(result)
-        return result
+        return cast("pd.Series", self._relabel(result))
 
-    #: Several aggregates in one charge, as pandas' ``GroupBy.agg`` (``dpframe.api.aggregation``).
-    agg = aggregation.groupby_agg
+    def agg(self, func: object, **kwargs: Any) -> Any:
+        """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (``api.aggregation``).
+
+        Privacy and Accuracy: as :func:`dpframe.api.aggregation.groupby_agg`.
+        """
+        return self._relabel(aggregation.groupby_agg(self, func, **kwargs))
 
     def count(
         self,
@@ -171,9 +202,9 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
     ) -> pd.Series:
         """Rows per group (pandas' ``size``); sensitivity 1."""
-        return PrivateGroupBy._create(
-            self._frame, tuple(k.name for k in self._keys), None
-        )._aggregate("count", request_of(epsilon, delta, rho, privacy))
+        return PrivateGroupBy._create(self._frame, self._names, None, self._table)._aggregate(
+            "count", request_of(epsilon, delta, rho, privacy)
+        )
 
     def sum(
         self,
@@ -280,7 +311,7 @@ class PrivateGroupBy:
         )
         result = cast("pd.Series", self._frame._session.run(node))
         warn_undeclared(result)
-        return result
+        return cast("pd.Series", self._relabel(result))
 
     def median(
         self,
@@ -342,7 +373,10 @@ class PrivateGroupBy:
             )
         request = request_of(epsilon, delta, rho, privacy)
         node = argmax_node(self._frame, self._keys, agg, column or self._column, request)
-        return self._frame._session.run(node)
+        found = self._frame._session.run(node)
+        if self._index is None:
+            return found
+        return self._index[list(self._keys[0].categories).index(found)]
 
 
 def warn_undeclared(result: Any) -> None:

@@ -25,6 +25,7 @@ from dpframe.api.teaching import (
     refusal_for_function,
 )
 from dpframe.errors import PrivacyViolationError
+from dpframe.plan.elementwise import bounded_ufunc
 
 __all__ = ["RowGuard", "UnknownAttributeError"]
 
@@ -36,6 +37,7 @@ _OPERATORS: dict[str, Callable[..., Any]] = {
     "subtract": operator.sub,
     "multiply": operator.mul,
     "true_divide": operator.truediv,
+    "power": operator.pow,
     "negative": operator.neg,
     "absolute": operator.abs,
     "greater": operator.gt,
@@ -106,15 +108,34 @@ class RowGuard:
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         refuse("Conversion to a numpy array")
 
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> NoReturn:
-        """Numpy functions (``np.mean``, ``np.concatenate``...) refuse, naming the counterpart."""
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """``np.clip``/``np.round``/``np.where`` of a column build expressions; others refuse.
+
+        A refused numpy function (``np.mean``, ``np.concatenate``...) names its
+        private counterpart.
+        """
+        hook = getattr(type(self), "_numpy_function", None)
+        if hook is not None:
+            result = hook(func.__name__, tuple(args), dict(kwargs))
+            if result is not None:
+                return result
         raise refusal_for_function(func.__name__, getattr(func, "__module__", None) or "numpy")
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """Numpy scalars in column arithmetic act as Python numbers; other ufuncs refuse."""
-        apply = _OPERATORS.get(ufunc.__name__)
+        """Numpy scalars act as Python numbers; bounded functions of a column are expressions.
+
+        ``np.log(pf["x"])``, ``np.sqrt``, ``np.exp``... build a derived column
+        whose bounds follow from the column's (:mod:`dpframe.api.elementwise`);
+        a function that cannot be bounded, or one given a whole frame, refuses.
+        """
+        name = ufunc.__name__
+        hook = getattr(type(self), "_numpy_ufunc", None)
+        one = len(inputs) == 1 and inputs[0] is self and method == "__call__" and not kwargs
+        if hook is not None and one and name not in _OPERATORS and bounded_ufunc(name):
+            return hook(self, name)
+        apply = _OPERATORS.get(name)
         if apply is None or method != "__call__" or kwargs:
-            raise refusal_for_function(ufunc.__name__, "numpy")
+            raise refusal_for_function(name, "numpy")
         operands = [_scalar(x) for x in inputs]
         if any(hasattr(x, "__array__") and not isinstance(x, RowGuard) for x in operands):
             raise refusal_for_function(ufunc.__name__, "numpy")  # a public array operand

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from dpframe.api import aggregation, binning, recoding, row_copies, tables
+from dpframe.api import aggregation, binning, elementwise, recoding, relations, row_copies, tables
 from dpframe.api.frame import PrivateFrame, _to_expr
 from dpframe.api.guard import RowGuard
 from dpframe.api.node_builders import (
@@ -102,8 +102,17 @@ class PrivateSeries(RowGuard):
         info = infer_column(str(expr), expr, self._frame._schema)
         return PrivateSeries._create(self._frame, expr, info)
 
+    def _date_text(self, other: Any) -> Any:
+        """A string compared with a date column is read as a date, as pandas reads it."""
+        if self._info.kind != "datetime" or not isinstance(other, str):
+            return other
+        try:
+            return pd.Timestamp(other)
+        except ValueError:
+            raise SchemaError(f"{other!r} is not a date; write e.g. '2020-01-31'.") from None
+
     def _binary(self, other: Any, op: str, reverse: bool = False) -> PrivateSeries:
-        left, right = self._expr, _to_expr(other, self._frame)
+        left, right = self._expr, _to_expr(self._date_text(other), self._frame)
         if reverse:
             left, right = right, left
         method = {
@@ -211,8 +220,9 @@ class PrivateSeries(RowGuard):
 
     def between(self, left: Any, right: Any) -> PrivateSeries:
         """``left <= x <= right`` (free)."""
+        low, high = self._date_text(left), self._date_text(right)
         return self._wrap(
-            self._expr.between(_to_expr(left, self._frame), _to_expr(right, self._frame))
+            self._expr.between(_to_expr(low, self._frame), _to_expr(high, self._frame))
         )
 
     def isna(self) -> PrivateSeries:
@@ -280,9 +290,13 @@ class PrivateSeries(RowGuard):
         power-of-two grid.
 
         Accuracy: unbiased up to clamping; noise scale max(|L|, |U|)/ε
-        (+0.1% grid widening).
+        (+0.1% grid widening).  A boolean column (``isna()``, a comparison) is
+        summed as a count of its true rows: a whole number, noise scale 1/ε.
         """
-        return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
+        request = request_of(epsilon, delta, rho, privacy)
+        if self._info.kind == "boolean":
+            return relations.count_true(self, request)
+        return self._aggregate("sum", request)
 
     def mean(
         self,
@@ -464,6 +478,13 @@ class PrivateSeries(RowGuard):
         ``dpframe/mechanisms/shares.py``).
         """
         info = self._info
+        if info.categories is None and not isinstance(self._expr, Col):
+            raise SchemaError(
+                f"value_counts() needs the public categories of {info.name!r}: a derived column "
+                "gets them from its column's declared bounds or keys; else recode it with "
+                "map({...}), or assign it (pf.assign(k=...)) and find its keys privately with "
+                "pf.discover_keys('k', epsilon=..., delta=...)."
+            )
         if info.categories is None:
             raise SchemaError(
                 f"value_counts() needs the public categories of {info.name!r}: declare "
@@ -524,6 +545,20 @@ class PrivateSeries(RowGuard):
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
+    #: Correlation / covariance with another column, one charge (``dpframe.api.relations``).
+    corr = relations.series_relation("corr")
+    cov = relations.series_relation("cov")
+    #: Element-wise verbs with public constants, as pandas (free; ``dpframe.api.elementwise``).
+    fillna = elementwise.fillna
+    where = elementwise.where
+    mask = elementwise.mask
+    astype = elementwise.astype
+    round = elementwise.round_values
+    __floordiv__ = elementwise.floordiv
+    __mod__ = elementwise.modulo
+    #: numpy's bounded functions (np.log...), np.clip/np.round/np.where: expressions (the guard).
+    _numpy_ufunc = elementwise.apply_ufunc
+    _numpy_function = staticmethod(elementwise.numpy_function)
     #: Public recodings, as ``Series.map(dict)`` and ``Series.replace`` (``dpframe.api.recoding``).
     map = recoding.map_values
     replace = recoding.replace_values

@@ -118,14 +118,9 @@ COUNTERPARTS: dict[str, str] = {
     "first": "rows are private: ask for an aggregate per group",
     "last": "rows are private: ask for an aggregate per group",
     "rank": "ranks are row-level: quantile(q, epsilon=...) for order statistics",
-    "fillna": "aggregates skip missing values; filter with pf[pf['col'].notna()] (free)",
-    "merge": "join a public table before loading, then session.private_frame(...)",
-    "join": "join a public table before loading, then session.private_frame(...)",
     "pivot_table": "pf.groupby([rows, cols])[value].mean(epsilon=...) then .unstack() "
     "on the release",
     "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
-    "corr": "no private correlation yet: fit pf.linear_regression([...], y, epsilon=...)",
-    "cov": "no private covariance yet: var(epsilon=...) per column",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
 }
 
@@ -136,7 +131,7 @@ FUNCTIONS: dict[str, str] = {
     "crosstab": "pf.groupby([a, b]).size(epsilon=...), then .unstack() on the release",
     "concat": "concatenate releases (they are plain pandas), or load the combined table as "
     "one private frame",
-    "merge": "join a public table before loading, then session.private_frame(...)",
+    "merge": "pf.merge(public_df, on=key): a public lookup table (the private frame first)",
     "DataFrame": f"a private frame never becomes a pandas DataFrame; {_ROWS}{_COPY}",
     "Series": f"a private column never becomes a pandas Series; {_ROWS}{_COPY}",
     "asarray": "ask for an aggregate (count, sum, mean, quantile, value_counts) with epsilon=",
@@ -161,14 +156,17 @@ FUNCTIONS: dict[str, str] = {
     "sorted": "pf['col'].quantile(q, epsilon=...) for order statistics",
     "len": "pf.count(epsilon=...)",
     "list": "ask for an aggregate (count, sum, mean, quantile, value_counts) with epsilon=",
-    "corrcoef": "no private correlation yet: pf.linear_regression([...], y, epsilon=...)",
-    "where": "filter with pf[condition] (free)",
+    "corrcoef": "pf[['a', 'b']].corr(epsilon=...)",
+    "cov": "pf[['a', 'b']].cov(epsilon=...)",
+    "where": "pf['x'].where(condition, other) on one column, or filter with pf[condition]",
 }
 
 #: numpy ufuncs as a numpy function name (np.log1p(pf['x'])): derived columns instead.
 _UFUNC_ADVICE = (
-    "numpy functions cannot read private values; derive columns with expressions "
-    "(arithmetic, abs, clip, cut), e.g. pf.assign(half=pf['wage'] / 2)"
+    "this numpy function cannot be given public bounds from a column's, so it cannot read "
+    "private values; these can, one column at a time: np.log, log1p, log2, log10, sqrt, "
+    "cbrt, exp, expm1, square, floor, ceil, trunc, rint, sign, tanh, arctan, sin, cos, abs, "
+    "clip, round, where (or derive columns with arithmetic, e.g. pf['wage'] / 2)"
 )
 
 

@@ -24,7 +24,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import SchemaError
+from dpframe.plan.combine import combine_values
 from dpframe.plan.dag import Instruction
+from dpframe.plan.elementwise import evaluate as elementwise
 from dpframe.plan.recode import decode_label
 from dpframe.plan.text import text_function
 
@@ -130,6 +132,10 @@ def apply(instruction: Instruction, args: Sequence[Any], rows: Rows) -> Any:
         else:
             left, right = _comparable(left, right)
         return _BINARY[op](left, right)
+    if tag in ("ufunc", "where"):
+        return elementwise(tag, params, list(args), rows.index)
+    if tag == "combine":
+        return combine_values(list(args), rows.index)
     (value,) = args
     if tag == "neg":
         return -_as_number(value)

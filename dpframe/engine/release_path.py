@@ -80,6 +80,7 @@ def _families() -> Mapping[type, Family[Any]]:
         SparseVectorFamily,
     )
     from dpframe.mechanisms.model_family import KernelDensityFamily, RegressionFamily
+    from dpframe.mechanisms.moments_family import MomentsFamily
     from dpframe.mechanisms.quantile_family import GroupedQuantileFamily, QuantileFamily
     from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily
     from dpframe.plan import releases as r
@@ -100,6 +101,7 @@ def _families() -> Mapping[type, Family[Any]]:
             r.SanitizedCopy: SanitizedCopyFamily(),
             r.KernelDensity: KernelDensityFamily(),
             r.Regression: RegressionFamily(),
+            r.Moments: MomentsFamily(),
         }
     )
 

@@ -532,6 +532,17 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
         from dpframe.plan.text import text_from_dict
 
         return text_from_dict(data, expr_from_dict(data["operand"]))
+    if op in ("ufunc", "where"):
+        from dpframe.plan.elementwise import elementwise_from_dict
+
+        children = [expr_from_dict(data["operand"])]
+        if op == "where":
+            children.append(expr_from_dict(data["cond"]))
+        return elementwise_from_dict(data, children)
+    if op == "combine" and isinstance(data.get("operands"), list):
+        from dpframe.plan.combine import combine_from_dict
+
+        return combine_from_dict(data, [expr_from_dict(item) for item in data["operands"][:9]])
     if op == "clip":
         return Clip(expr_from_dict(data["operand"]), float(data["lower"]), float(data["upper"]))
     raise SchemaError(f"Unknown or malformed expression node {op!r}.")

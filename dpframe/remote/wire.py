@@ -176,6 +176,7 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
+    from dpframe.mechanisms.moments_family import MomentIntervals
     from dpframe.mechanisms.results import (
         FrameRelease,
         GroupedRelease,
@@ -194,6 +195,7 @@ def _response_types() -> dict[str, type[Any]]:
         GroupedRelease,
         FrameRelease,
         DescribeIntervals,
+        MomentIntervals,
         CellIntervals,
         NoInterval,
         Release,

@@ -121,6 +121,15 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     "discover keys": lambda pf: pf.discover_keys("note", epsilon=0.1, delta=1e-9),
     "discover then aggregate": lambda pf: pf.groupby("note")["wage"].mean(epsilon=0.1, delta=1e-9),
     "describe": lambda pf: pf.describe(epsilon=0.3),
+    "corr": lambda pf: pf[["wage", "education"]].corr(epsilon=0.3),
+    "numpy, where, merge and key set": lambda pf: (
+        pf.merge(pd.DataFrame({"region": ["south", "west"], "sun": [1.0, 0.8]}), on="region")
+        .assign(lw=np.log1p(pf["wage"]).where(pf["education"] > 10, 0))
+        .groupby(["region", "smsa"], keys=pd.DataFrame({"region": ["south"], "smsa": ["yes"]}))[
+            "lw"
+        ]
+        .mean(epsilon=0.1)
+    ),
     "agg": lambda pf: pf.agg({"wage": ["mean", "median"], "education": "sum"}, epsilon=0.3),
     "grouped agg": lambda pf: pf.groupby("region")["wage"].agg(["mean", "count"], epsilon=0.2),
     "randomized response": lambda pf: pf["region"].randomized_response(epsilon=1),

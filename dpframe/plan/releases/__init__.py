@@ -24,6 +24,7 @@ from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, canonical, pr
 from dpframe.plan.releases.copies import SanitizedCopy
 from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
 from dpframe.plan.releases.models import KernelDensity, Regression
+from dpframe.plan.releases.moments import Moments
 from dpframe.plan.releases.selection import (
     MAX_CANDIDATES,
     ArgMax,
@@ -45,6 +46,7 @@ __all__ = [
     "GroupedQuantile",
     "KernelDensity",
     "Mode",
+    "Moments",
     "Quantile",
     "Regression",
     "ReleaseNode",

@@ -1,0 +1,222 @@
+"""``merge`` and ``join`` with a public lookup table, as pandas spells them (free).
+
+``pf.merge(regions, on="region")`` adds the public table's other columns to
+every private row, matched on the key: each new column is a public recoding
+of the key column (a :class:`~dpframe.plan.recode.Recode` from each key to
+its row's value), so it works embedded, on Dask and through a curator, and
+its public keys and bounds come from the table.  A key missing from the
+table gives missing values (``how="left"``) or drops the row
+(``how="inner"``); a missing key matches the table's missing key, as pandas.
+
+Privacy: the table is public and each private row matches at most one of
+its rows (a unique key: many-to-one), so each person still contributes the
+same rows: sensitivity unchanged, nothing charged.  Refused, saying why:
+a key that repeats in the table (one row would become several), joins of
+two private frames (a person's rows would multiply with the other table's),
+``how="right"`` / ``"outer"`` / ``"cross"`` (rows that are not private rows).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.errors import SchemaError
+from dpframe.plan.elementwise import Where
+from dpframe.plan.expressions import Col, Expr, IsIn, IsNull, Not
+from dpframe.plan.recode import Recode
+
+if TYPE_CHECKING:
+    from dpframe.api.frame import PrivateFrame
+
+__all__ = ["MAX_LOOKUP_ROWS", "join", "merge"]
+
+#: The most rows a public lookup table may have (each row is a literal in every new column).
+MAX_LOOKUP_ROWS = 10_000
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _plain(value: object) -> Any:
+    """A table cell as a plain Python constant (numpy scalars unwrapped), or None if missing."""
+    if _missing(value) or (isinstance(value, np.floating) and np.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, numbers.Real) and math.isfinite(float(value)):
+        return value
+    raise SchemaError(
+        "A public lookup table holds strings, finite numbers and booleans (or missing "
+        f"values); found a {type(value).__name__}."
+    )
+
+
+def _refuse_private(right: object, verb: str) -> None:
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.api.series import PrivateSeries
+
+    if isinstance(right, (PrivateFrame, PrivateSeries)):
+        raise SchemaError(
+            f"{verb}() of two private frames is refused: a person's row could match many rows "
+            "of the other table, so their contribution (and the noise needed) would have no "
+            "bound. Join them before loading, with one row per person, or merge a public "
+            "lookup table (a pandas DataFrame)."
+        )
+    if not isinstance(right, pd.DataFrame):
+        raise SchemaError(f"{verb}() takes a public pandas DataFrame (a lookup table).")
+
+
+def merge(
+    self: PrivateFrame,
+    right: object,
+    how: str = "left",
+    on: str | Sequence[str] | None = None,
+    suffixes: tuple[str, str] = ("_x", "_y"),
+    validate: str | None = None,
+) -> PrivateFrame:
+    """Add a public lookup table's columns, matched on a key, as ``DataFrame.merge`` (free).
+
+    Privacy: many-to-one on a public table, so every private row stays one
+    row: the sensitivity of every later release is unchanged; nothing is charged.
+
+    Args:
+        self: the private frame (each of its rows stays one row).
+        right: a pandas DataFrame of public attributes, one row per key.
+        how: ``"left"`` (rows whose key is not in the table get missing values)
+            or ``"inner"`` (those rows are dropped).
+        on: the key column, in both tables (default: the one column they share).
+        suffixes: for other columns present in both, as pandas.
+        validate: None, ``"many_to_one"`` or ``"m:1"`` (always checked).
+
+    Example:
+        >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
+        >>> pf.merge(regions, on="region")["pop_m"].mean(epsilon=0.1)  # doctest: +SKIP
+    """
+    _refuse_private(right, "merge")
+    assert isinstance(right, pd.DataFrame)
+    if how not in ("left", "inner"):
+        raise SchemaError(
+            f"merge(how={how!r}) is refused: only 'left' and 'inner' keep each row a private "
+            "row ('right', 'outer' and 'cross' would add rows that belong to no one)."
+        )
+    if validate not in (None, "many_to_one", "m:1"):
+        raise SchemaError("merge() with a public table is many-to-one: validate='m:1'.")
+    key = _key(self, right, on)
+    if len(right) > MAX_LOOKUP_ROWS:
+        raise SchemaError(f"A public lookup table has at most {MAX_LOOKUP_ROWS:,} rows.")
+    keys = [_plain(v) for v in right[key].tolist()]
+    present = [k for k in keys if k is not None]
+    if len(set(present)) != len(present) or keys.count(None) > 1:
+        raise SchemaError(
+            f"The key {key!r} repeats in the public table: a private row would match several "
+            "rows and be counted several times. Give the table one row per key."
+        )
+    _check_key_kind(self, key, present)
+    added = [c for c in right.columns if c != key]
+    if not added:
+        raise SchemaError("The public table has no column besides the key to add.")
+    frame = self
+    clashes = [c for c in added if c in self.columns]
+    if clashes:
+        frame = frame.rename(columns={c: f"{c}{suffixes[0]}" for c in clashes})
+    new: dict[str, Expr] = {}
+    for column in added:
+        values = [_plain(v) for v in right[column].tolist()]
+        name = f"{column}{suffixes[1]}" if column in clashes else str(column)
+        new[name] = _lookup(Col(key), keys, values)
+    if how == "inner":
+        condition: Expr = IsIn(Col(key), tuple(present))
+        if None in keys:
+            condition = condition | IsNull(Col(key))
+        frame = frame.filter(condition)
+    return frame.assign(**new)
+
+
+def _key(self: PrivateFrame, right: pd.DataFrame, on: str | Sequence[str] | None) -> str:
+    if on is None:
+        shared = [c for c in right.columns if c in self.columns]
+        if len(shared) != 1:
+            raise SchemaError("merge() needs on=key: the key column shared by both tables.")
+        return str(shared[0])
+    if not isinstance(on, str):
+        names = list(on)
+        if len(names) != 1 or not isinstance(names[0], str):
+            raise SchemaError("merge() with a public table takes one key column: on='key'.")
+        on = names[0]
+    self._schema.get(on)  # an unknown column is refused here, naming the columns
+    if on not in right.columns:
+        raise SchemaError(f"The public table has no column {on!r} to match on.")
+    return on
+
+
+def _check_key_kind(self: PrivateFrame, key: str, present: list[Any]) -> None:
+    """The table's keys are of the private key's declared kind (never read from its values)."""
+    info = self._schema.get(key)
+    numeric = info.kind in ("numeric", "boolean")
+    texts = [k for k in present if isinstance(k, str)]
+    if numeric and texts:
+        raise SchemaError(
+            f"{key!r} is declared {info.kind} but the public table's keys are text; "
+            "convert one of them so both are of the same kind."
+        )
+    if info.kind in ("text", "categorical") and len(texts) != len(present):
+        declared = info.categories or ()
+        if not any(not isinstance(c, str) for c in declared):
+            raise SchemaError(
+                f"{key!r} is declared {info.kind} but the public table's keys are numbers; "
+                "convert one of them so both are of the same kind."
+            )
+    if info.kind == "datetime":
+        raise SchemaError("merge() on a date key is not available; derive a key first.")
+
+
+def _lookup(key: Expr, keys: list[Any], values: list[Any]) -> Expr:
+    """The value of each key's row: a recoding (missing where the table's value is missing)."""
+    pairs = [(k, v) for k, v in zip(keys, values, strict=True) if k is not None and v is not None]
+    nan_value = next((v for k, v in zip(keys, values, strict=True) if k is None), None)
+    expr: Expr
+    if pairs:
+        source: tuple[Hashable, ...] = tuple(k for k, _ in pairs)
+        expr = Recode(key, source, tuple(v for _, v in pairs))  # type: ignore[arg-type]
+    else:
+        expr = Where(key, IsNull(key) & ~IsNull(key))  # every value missing
+    if nan_value is not None:  # a missing key takes the table's row for the missing key
+        expr = Where(expr, Not(IsNull(key)), nan_value)
+    return expr
+
+
+def join(
+    self: PrivateFrame,
+    other: object,
+    on: str | None = None,
+    how: str = "left",
+    lsuffix: str = "",
+    rsuffix: str = "",
+) -> PrivateFrame:
+    """A public table indexed by the key, joined on the column ``on`` (``DataFrame.join``).
+
+    ``pf.join(lookup.set_index("region"), on="region")``: as :func:`merge`
+    (left or inner, a unique index, free).
+    """
+    _refuse_private(other, "join")
+    assert isinstance(other, pd.DataFrame)
+    if on is None:
+        raise SchemaError(
+            "join() of a private frame needs on=column (its row index is private): "
+            "pf.join(table.set_index('key'), on='key')."
+        )
+    table = other.copy()
+    table.index.name = on
+    if on in table.columns:
+        raise SchemaError(f"The public table has both an index and a column named {on!r}.")
+    suffixes = (lsuffix or "_x", rsuffix or "_y")
+    return merge(self, table.reset_index(), how=how, on=on, suffixes=suffixes)
