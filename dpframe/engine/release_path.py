@@ -82,6 +82,7 @@ def _families() -> Mapping[type, Family[Any]]:
     from dpframe.mechanisms.model_family import KernelDensityFamily, RegressionFamily
     from dpframe.mechanisms.quantile_family import GroupedQuantileFamily, QuantileFamily
     from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily
+    from dpframe.mechanisms.synth_family import SynthesisFamily
     from dpframe.plan import releases as r
 
     return MappingProxyType(
@@ -100,6 +101,7 @@ def _families() -> Mapping[type, Family[Any]]:
             r.SanitizedCopy: SanitizedCopyFamily(),
             r.KernelDensity: KernelDensityFamily(),
             r.Regression: RegressionFamily(),
+            r.Synthesize: SynthesisFamily(),
         }
     )
 

@@ -176,6 +176,7 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
+    from dpframe.mechanisms.synth_report import SynthInfo
     from dpframe.mechanisms.results import (
         FrameRelease,
         GroupedRelease,
@@ -203,6 +204,7 @@ def _response_types() -> dict[str, type[Any]]:
         KDEInfo,
         PrivateLinearRegression,
         PrivateLogisticRegression,
+        SynthInfo,
     )
     return {cls.__name__: cls for cls in classes}
 

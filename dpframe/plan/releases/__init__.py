@@ -32,6 +32,7 @@ from dpframe.plan.releases.selection import (
     Quantile,
 )
 from dpframe.plan.releases.summaries import ApproxBounds, Describe, bounds_edges
+from dpframe.plan.releases.synthesis import Synthesize
 
 __all__ = [
     "MAX_CANDIDATES",
@@ -50,6 +51,7 @@ __all__ = [
     "ReleaseNode",
     "SanitizedCopy",
     "SparseVector",
+    "Synthesize",
     "bounds_edges",
     "canonical",
     "privacy_key",
