@@ -454,7 +454,7 @@ class PrivateFrame(RowGuard):
         rows: int | None = None,
         progress: bool = True,
     ) -> pd.DataFrame:
-        """A public synthetic copy of the rows (MST), one charge: see :func:`dpframe.api.synthesis.synthesize`.
+        """A public synthetic copy of the rows (MST), one charge (``dpframe.api.synthesis``).
 
         Privacy: MST's three parts (noisy 1-way marginals, a spanning tree of
         pairs chosen privately, their noisy 2-way marginals), the rows sampled
@@ -466,8 +466,15 @@ class PrivateFrame(RowGuard):
         from dpframe.api.synthesis import synthesize
 
         return synthesize(
-            self, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, method=method,
-            bins=bins, rows=rows, progress=progress,
+            self,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            privacy=privacy,
+            method=method,
+            bins=bins,
+            rows=rows,
+            progress=progress,
         )
 
 

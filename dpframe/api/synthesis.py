@@ -8,6 +8,7 @@ Nothing here reads data; every bad argument raises before anything is charged.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,10 @@ INTEGER_CELLS = 32
 _METHODS = ("mst", "aim")
 
 
+def _finite(value: Any) -> bool:
+    return math.isfinite(float(value))
+
+
 def _bin_count(name: str, given: object) -> int:
     if isinstance(given, bool) or not isinstance(given, numbers.Integral):
         raise InvalidArgumentError(
@@ -48,15 +53,18 @@ def _bin_count(name: str, given: object) -> int:
     return count
 
 
-def _given_edges(name: str, given: Sequence[Any]) -> tuple[float, ...]:
+def _given_edges(name: str, given: Any) -> tuple[float, ...]:
     values = list(given)
-    if len(values) < 2 or not all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))
+    finite = all(
+        not isinstance(v, (bool, np.bool_)) and isinstance(v, numbers.Real) and _finite(v)
         for v in values
-    ):
-        raise InvalidArgumentError(f"The bin edges of {name!r} must be at least two finite numbers.")
+    )
+    if len(values) < 2 or not finite:
+        raise InvalidArgumentError(
+            f"The bin edges of {name!r} must be at least two finite numbers."
+        )
     edges = tuple(float(v) for v in values)
-    if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(edges)):
         raise InvalidArgumentError(f"The bin edges of {name!r} must increase.")
     return edges
 
@@ -134,7 +142,9 @@ def synthesis_node(
     """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged)."""
     _method(method)
     length = _rows(rows)
-    if isinstance(bins, bool) or not (bins is None or isinstance(bins, (numbers.Integral, Mapping))):
+    if isinstance(bins, bool) or not (
+        bins is None or isinstance(bins, (numbers.Integral, Mapping))
+    ):
         raise InvalidArgumentError(
             "bins= takes a number of bins for every numeric column, or a dict "
             "{column: number of bins or list of edges}."
@@ -145,7 +155,9 @@ def synthesis_node(
     if unknown:
         raise SchemaError(f"bins= names columns that are not in the frame: {', '.join(unknown)}.")
     lacking = []
-    edges, categories, integer = [], [], []
+    edges: list[tuple[float, ...]] = []
+    categories: list[tuple[Any, ...]] = []
+    integer: list[bool] = []
     for name in names:
         info = frame.column_info(name)
         if info.categories is not None and name not in per_column:
@@ -210,7 +222,10 @@ def synthesize(
     Args:
         frame: the private frame; every column needs declared bounds
             (numeric: binned) or categories.
-        epsilon, delta, rho, privacy: the cost of the whole copy.
+        epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
+        delta: the δ of the request (default: the session's).
+        rho: the cost as a zCDP ρ, instead of ``epsilon``.
+        privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
         method: ``"mst"`` (``"aim"`` is refused for now: issue 19).
         bins: numeric columns' bins: a number for every numeric column, or
             ``{column: number or list of edges}``; default: one bin per value

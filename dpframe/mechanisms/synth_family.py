@@ -162,8 +162,13 @@ def _size(mapping: npt.NDArray[np.int64], kept: int) -> int:
     return kept + (1 if kept < len(mapping) else 0)
 
 
-def _squash(table: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], size_r: int,
-            cols: npt.NDArray[np.int64], size_c: int) -> npt.NDArray[np.float64]:
+def _squash(
+    table: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+    size_r: int,
+    cols: npt.NDArray[np.int64],
+    size_c: int,
+) -> npt.NDArray[np.float64]:
     """A 2-way table summed into the compressed cells of its two columns."""
     out = np.zeros((size_r, size_c))
     np.add.at(out, (rows[:, None], cols[None, :]), table)
@@ -177,7 +182,7 @@ def _select(
     noise: SynthNoise,
     rng: SecureRandom,
 ) -> list[tuple[int, int]]:
-    """d − 1 rounds of permute-and-flip over the pairs not yet connected (a spanning tree)."""
+    """D − 1 rounds of permute-and-flip over the pairs not yet connected (a spanning tree)."""
     d = len(margins)
     pairs = sorted(tables)
     if noise.select_epsilon is None:
@@ -185,7 +190,7 @@ def _select(
     utility = {}
     for i, j in pairs:
         independent = total * np.outer(margins[i], margins[j])
-        utility[(i, j)] = int(math.floor(float(np.abs(tables[(i, j)] - independent).sum())))
+        utility[(i, j)] = math.floor(float(np.abs(tables[(i, j)] - independent).sum()))
     component = list(range(d))
 
     def find(x: int) -> int:
@@ -237,7 +242,9 @@ def _values(
 
 
 def _decompress(
-    cells: npt.NDArray[np.int64], mapping: npt.NDArray[np.int64], kept: int,
+    cells: npt.NDArray[np.int64],
+    mapping: npt.NDArray[np.int64],
+    kept: int,
     gen: np.random.Generator,
 ) -> npt.NDArray[np.int64]:
     """Original cells from compressed ones: the merged cell becomes one of its cells, uniformly."""
@@ -290,9 +297,9 @@ class SynthesisFamily(Family[Synthesize]):
         totals: list[tuple[float, float]] = []
         for i, y in enumerate(one_noisy):
             mapping, size = maps[i][0], sizes[i]
-            values = np.bincount(mapping, weights=y, minlength=size)
+            merged = np.bincount(mapping, weights=y, minlength=size).astype(np.float64)
             variance = np.bincount(mapping, minlength=size).astype(np.float64) * var1
-            measurements.append(Measurement((i,), values, variance))
+            measurements.append(Measurement((i,), merged, variance))
             totals.append((float(y.sum()), var1 * len(y)))
         total = max(_inverse_variance_total(totals), 1.0)
         edges: list[tuple[int, int]] = []
@@ -312,10 +319,12 @@ class SynthesisFamily(Family[Synthesize]):
             edges = _select(tables, margins, total, noise, rng)
             assert noise.two_way is not None
             for i, j in edges:
-                noisy, spec2 = measure_marginal(tables[(i, j)], noise.two_way, noise.sensitivity, rng)
+                noisy, spec2 = measure_marginal(
+                    tables[(i, j)], noise.two_way, noise.sensitivity, rng
+                )
                 std2 = spec2.std
-                values = noisy.reshape(sizes[i], sizes[j])
-                measurements.append(Measurement((i, j), values, np.full(values.shape, std2**2)))
+                table2 = noisy.reshape(sizes[i], sizes[j])
+                measurements.append(Measurement((i, j), table2, np.full(table2.shape, std2**2)))
                 two_noisy.append(noisy)
                 totals.append((float(noisy.sum()), std2**2 * noisy.size))
             total = max(_inverse_variance_total(totals), 1.0)
@@ -334,8 +343,9 @@ class SynthesisFamily(Family[Synthesize]):
             for i, name in enumerate(node.columns)
         }
         copy = pd.DataFrame(data, columns=list(node.columns))
-        copy.attrs["dpframe_synth"] = self._info(run, model, measurements, maps, one_noisy,
-                                                 two_noisy, spec1.std, std2, rows)
+        copy.attrs["dpframe_synth"] = self._info(
+            run, model, measurements, maps, one_noisy, two_noisy, spec1.std, std2, rows
+        )
         progress(steps, steps)
         return copy, f"{rows} synthetic rows, {len(edges)} pairs"
 
@@ -390,8 +400,13 @@ class SynthesisFamily(Family[Synthesize]):
         if noise.two_way is not None:
             found.append((f"2-way marginal cell ({d - 1} marginals)", noise.two_way[1][2]))
         measures = tuple(
-            MeasureExplanation(name, float(noise.sensitivity), spec.name, spec.scale,
-                               spec.abs_quantile(0.95) + spec.rounding)
+            MeasureExplanation(
+                name,
+                float(noise.sensitivity),
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
             for name, spec in found
         )
         return Explanation(

@@ -29,6 +29,7 @@ All of this is post-processing of released noisy marginals: it reads no data.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -85,7 +86,7 @@ class TreeModel:
         path = _path(self.edges, len(self.sizes), i, j)
         # p(x_i, x_j) = Σ over the path of the product of conditionals.
         table = np.diag(self.nodes[i] / self.total)  # (x_i, x_current) with current = i
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             cond = _conditional(self, a, b)  # p(x_b | x_a), shape (k_a, k_b)
             table = table @ cond
         return table * self.total
@@ -148,7 +149,8 @@ def _logsumexp(x: Array, axis: int) -> Array:
     top = np.max(x, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     summed = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
-    return np.squeeze(summed, axis=axis)
+    out: Array = np.squeeze(summed, axis=axis)
+    return out
 
 
 class _Tree:
@@ -164,7 +166,8 @@ class _Tree:
         """The edge potential as a (parent, child) table."""
         if parent < child:
             return theta_e[self.edge_of[(parent, child)]]
-        return theta_e[self.edge_of[(child, parent)]].T
+        flipped: Array = theta_e[self.edge_of[(child, parent)]].T
+        return flipped
 
     def marginals(
         self, theta_n: Sequence[Array], theta_e: Sequence[Array]
@@ -199,9 +202,7 @@ class _Tree:
                 - log_z
             )
             joint = np.exp(table)
-            pairs[self.edge_of[(min(par, node), max(par, node))]] = (
-                joint if par < node else joint.T
-            )
+            pairs[self.edge_of[(min(par, node), max(par, node))]] = joint if par < node else joint.T
         return nodes, pairs
 
 
@@ -270,14 +271,14 @@ def fit_tree(
             new_n = [t - alpha * g for t, g in zip(theta_n, grad_n, strict=True)]
             new_e = [t - alpha * g for t, g in zip(theta_e, grad_e, strict=True)]
             new_nodes, new_pairs = tree.marginals(new_n, new_e)
-            new_loss, new_gn, new_ge = _loss(new_nodes, new_pairs, measurements, tree.edge_of, total)
+            new_loss, new_gn, new_ge = _loss(
+                new_nodes, new_pairs, measurements, tree.edge_of, total
+            )
             # Armijo: the decrease is at least half the linear prediction.
             predicted = sum(
-                float(np.sum(g * (p - q)))
-                for g, p, q in zip(grad_n, nodes, new_nodes, strict=True)
+                float(np.sum(g * (p - q))) for g, p, q in zip(grad_n, nodes, new_nodes, strict=True)
             ) + sum(
-                float(np.sum(g * (p - q)))
-                for g, p, q in zip(grad_e, pairs, new_pairs, strict=True)
+                float(np.sum(g * (p - q))) for g, p, q in zip(grad_e, pairs, new_pairs, strict=True)
             )
             if loss - new_loss >= 0.5 * predicted:
                 break
@@ -305,7 +306,9 @@ def fit_tree(
     )
 
 
-def controlled_counts(probabilities: Array, n: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
+def controlled_counts(
+    probabilities: Array, n: int, gen: np.random.Generator
+) -> npt.NDArray[np.int64]:
     """Counts of n draws close to n·p: the integer parts, the remainder drawn by the fractions.
 
     As private-pgm's ``synthetic_data``: each cell gets ⌊n·p⌋ and the
@@ -339,7 +342,9 @@ def sample_tree(model: TreeModel, n: int, gen: np.random.Generator) -> npt.NDArr
     if n == 0:
         return out
     root = order[0]
-    out[:, root] = np.repeat(np.arange(model.sizes[root]), controlled_counts(model.nodes[root], n, gen))
+    out[:, root] = np.repeat(
+        np.arange(model.sizes[root]), controlled_counts(model.nodes[root], n, gen)
+    )
     gen.shuffle(out[:, root])
     for node in order[1:]:
         par = parent[node]

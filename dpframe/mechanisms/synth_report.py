@@ -158,7 +158,8 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
                 "dependence": _tv(table, product),
             }
         )
-    return pd.DataFrame(rows)
+    report: pd.DataFrame = pd.DataFrame(rows)
+    return report
 
 
 def _compressed_size(info: SynthInfo, i: int) -> int:

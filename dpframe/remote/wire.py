@@ -176,7 +176,6 @@ def _response_types() -> dict[str, type[Any]]:
         PrivateLinearRegression,
         PrivateLogisticRegression,
     )
-    from dpframe.mechanisms.synth_report import SynthInfo
     from dpframe.mechanisms.results import (
         FrameRelease,
         GroupedRelease,
@@ -184,6 +183,7 @@ def _response_types() -> dict[str, type[Any]]:
         Release,
         UndeclaredRows,
     )
+    from dpframe.mechanisms.synth_report import SynthInfo
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (

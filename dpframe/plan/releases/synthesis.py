@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -85,11 +86,9 @@ class Synthesize(ReleaseNode):
             if keys:
                 check_keys(name, keys)
                 continue
-            if len(edges) < 2 or not all(
-                isinstance(e, float) and math.isfinite(e) for e in edges
-            ):
+            if len(edges) < 2 or not all(isinstance(e, float) and math.isfinite(e) for e in edges):
                 raise SchemaError(f"Column {name!r} needs at least two finite bin edges.")
-            if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+            if any(b <= a for a, b in itertools.pairwise(edges)):
                 raise SchemaError(f"The bin edges of {name!r} must increase.")
         sizes = self.sizes()
         worst = max(sizes)
