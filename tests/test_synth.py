@@ -245,3 +245,11 @@ def test_bad_input_refused_before_any_charge(call: Any, error: type, match: str)
         call(pf)
     assert len(session.ledger) == 0
     assert session.spent.epsilon == 0
+
+
+def test_progress_is_shown_while_fitting(capsys: pytest.CaptureFixture[str]) -> None:
+    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
+    cps_frame(session)[["wage", "region"]].synthesize(epsilon=1, rows=50, progress=True)
+    err = capsys.readouterr().err
+    assert "synthesize (MST)" in err
+    assert "100%" in err or "#" * 20 in err  # tqdm's bar, or the plain fallback's
