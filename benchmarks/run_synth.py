@@ -44,7 +44,7 @@ SEED = 20240917
 EPSILON, DELTA = 1.0, 1e-6
 COLUMNS = ["wage", "education", "experience", "ethnicity", "smsa", "region", "parttime"]
 WAGE_EDGES = tuple(float(x) for x in np.linspace(0.0, 5000.0, 17))
-EXPERIENCE_EDGES = tuple(-8.5 + 5 * i for i in range(15)) + (64.5,)
+EXPERIENCE_EDGES = (*(-8.5 + 5 * i for i in range(15)), 64.5)
 
 
 def resampled(rows: int) -> pd.DataFrame:
@@ -88,7 +88,8 @@ def accuracy(real: np.ndarray, fake: np.ndarray) -> tuple[float, float]:
     def dist(data: np.ndarray, cols: tuple[int, ...]) -> np.ndarray:
         index = np.ravel_multi_index(tuple(data[:, c] for c in cols), [sizes[c] for c in cols])
         counts = np.bincount(index, minlength=int(np.prod([sizes[c] for c in cols])))
-        return counts / max(counts.sum(), 1)
+        shares: np.ndarray = counts / max(counts.sum(), 1)
+        return shares
 
     one = max(0.5 * np.abs(dist(real, (c,)) - dist(fake, (c,))).sum() for c in range(7))
     two = [
@@ -121,7 +122,8 @@ def child_dpframe(rows: int) -> dict[str, Any]:
     rho = rho_from_epsilon_delta(Fraction(EPSILON), Fraction(DELTA))
     start = time.perf_counter()
     copy = pf.synthesize(
-        rho=rho, bins={"wage": list(WAGE_EDGES), "experience": list(EXPERIENCE_EDGES)},
+        rho=rho,
+        bins={"wage": list(WAGE_EDGES), "experience": list(EXPERIENCE_EDGES)},
         progress=False,
     )
     seconds = time.perf_counter() - start
@@ -181,8 +183,14 @@ def run_smartnoise(python: str, rows: int) -> dict[str, Any] | str:
             return f"failed: {done.stderr.strip().splitlines()[-1] if done.stderr else '?'}"
         measured = json.loads(done.stdout.strip().splitlines()[-1])
         one, two = accuracy(real, np.load(out))
-    return {"library": "smartnoise-synth MST", "rows": rows, **measured, "tv1_max": one,
-            "tv2_mean": two, "copy_rows": rows}
+    return {
+        "library": "smartnoise-synth MST",
+        "rows": rows,
+        **measured,
+        "tv1_max": one,
+        "tv2_mean": two,
+        "copy_rows": rows,
+    }
 
 
 def run_child(rows: int) -> dict[str, Any]:

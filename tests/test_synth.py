@@ -41,14 +41,16 @@ def cells(frame: pd.DataFrame, info: SynthInfo) -> pd.DataFrame:
         else:
             keys = list(info.categories[i])
             out[name] = pd.Categorical(frame[name].astype(object), categories=keys).codes
-    return pd.DataFrame(out)
+    coded: pd.DataFrame = pd.DataFrame(out)
+    return coded
 
 
 def table(coded: pd.DataFrame, columns: list[str], sizes: list[int]) -> np.ndarray:
     """The normalised contingency table of ``columns`` over their full domains."""
     index = np.ravel_multi_index(tuple(coded[c].to_numpy() for c in columns), sizes)
     counts = np.bincount(index, minlength=int(np.prod(sizes))).astype(float)
-    return counts.reshape(sizes) / counts.sum()
+    shares: np.ndarray = counts.reshape(sizes) / counts.sum()
+    return shares
 
 
 def tv(p: np.ndarray, q: np.ndarray) -> float:
@@ -164,8 +166,9 @@ def test_boolean_and_given_edges() -> None:
     copy = pf.synthesize(epsilon=2, bins={"wage": [0, 300, 700, 1500, 5000]}, progress=False)
     assert copy["union"].dtype == bool
     assert copy["wage"].between(0, 5000).all()
-    crossed = pd.crosstab(copy["wage"] > 700, copy["union"], normalize=True)
-    assert crossed.loc[True, True] + crossed.loc[False, False] > 0.9  # the pair is kept
+    high = copy["wage"].to_numpy(dtype=float) > 700
+    union = copy["union"].to_numpy(dtype=bool)
+    assert float(np.mean(high == union)) > 0.9  # the pair is kept
 
 
 def test_node_travels_and_explains() -> None:

@@ -21,7 +21,11 @@ CATEGORIES = {"g": ["a", "b", "c"]}
 
 
 def _features(copy: pd.DataFrame) -> tuple[float, float, float]:
-    return (float(len(copy)), float((copy["x"] > 10 * 2 / 3).sum()), float((copy["g"] == "c").sum()))
+    return (
+        float(len(copy)),
+        float((copy["x"] > 10 * 2 / 3).sum()),
+        float((copy["g"] == "c").sum()),
+    )
 
 
 @pytest.mark.slow
@@ -52,7 +56,8 @@ def test_auditor_catches_a_synthesizer_that_spends_ten_times_its_claim() -> None
     """The same audit with the claim ε = 0.1 for a copy that spends ε = 1 must fail."""
     df = base_frame()
     pairs = [
-        p for p in dp.audit.neighbours(df, bounds=BOUNDS, categories=CATEGORIES)
+        p
+        for p in dp.audit.neighbours(df, bounds=BOUNDS, categories=CATEGORIES)
         if p.name == "high_bound"
     ]
     results = dp.audit.audit_query(

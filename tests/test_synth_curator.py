@@ -7,7 +7,6 @@ bundled CPS data; the analyst's frame comes from ``dp.connect(...).open("cps")``
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,7 +63,5 @@ def test_curator_refuses_a_copy_over_its_cell_limit(remote: Any) -> None:
     """
     before = remote.session.spent
     with pytest.raises(dp.ResourceLimitError):
-        remote[["wage", "experience", "education"]].synthesize(
-            epsilon=1, bins=250
-        )
+        remote[["wage", "experience", "education"]].synthesize(epsilon=1, bins=250)
     assert remote.session.spent == before

@@ -114,9 +114,7 @@ def test_released_one_way_marginals_carry_the_stated_noise() -> None:
     """
     gen = np.random.default_rng(7)  # test data only
     cats_a, cats_b = [f"a{i}" for i in range(120)], [f"b{i}" for i in range(150)]
-    data = pd.DataFrame(
-        {"a": gen.choice(cats_a, 3000), "b": gen.choice(cats_b, 3000)}
-    )
+    data = pd.DataFrame({"a": gen.choice(cats_a, 3000), "b": gen.choice(cats_b, 3000)})
     exact_a = data["a"].value_counts().reindex(cats_a, fill_value=0).to_numpy()
     exact_b = data["b"].value_counts().reindex(cats_b, fill_value=0).to_numpy()
     residuals = []
