@@ -124,7 +124,10 @@ def test_report_lists_marginals_and_kept_pairs(released: tuple[pd.DataFrame, dp.
     assert list(report["kind"]) == ["1-way"] * 7 + ["2-way"] * 6
     assert list(report["marginal"][7:]) == [f"{a} × {b}" for a, b in info.pairs]
     assert (report["noise_std"] > 0).all()
-    assert (report["tv_noise"] < 0.05).all()
+    expected = report["cells"] * report["noise_std"] * np.sqrt(2 / np.pi) / (2 * info.total)
+    np.testing.assert_allclose(report["tv_noise"], expected)
+    np.testing.assert_allclose(report["cell_error"], 1.959964 * report["noise_std"], rtol=1e-6)
+    assert (report["tv_noise"][:7] < 0.01).all()
     assert report["dependence"][7:].notna().all()
     assert info.rows_private and abs(info.rows - 28155) < 500
     assert len(copy) == info.rows
