@@ -414,7 +414,7 @@ class SynthesisFamily(Family[Synthesize]):
             asked.cost,
             asked.rho,
             measures,
-            node.cells(),
+            1,  # one table (its marginals are listed in the measures)
             asked.remaining_before,
             asked.remaining_after,
             headline=f"a synthetic table of {d} columns (MST)",
