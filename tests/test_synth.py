@@ -261,3 +261,35 @@ def test_progress_is_shown_while_fitting(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert "synthesize (MST)" in err
     assert "100%" in err or "#" * 20 in err  # tqdm's bar, or the plain fallback's
+
+
+def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The full-table pass and the per-pair passes count the same (complete) rows."""
+    from types import SimpleNamespace
+
+    import dpframe.mechanisms.synth_family as family
+    from dpframe.api.synthesis import synthesis_node
+
+    data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
+    data.loc[data.index[:40], "wage"] = np.nan
+    data.loc[data.index[40:70], "region"] = "mars"  # not declared
+    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
+    pf = cps_frame(session, data)[["wage", "education", "region", "parttime"]]
+    node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", {"wage": 4}, None)
+    run = SimpleNamespace(backend=next(iter(session._backends.values())))
+    one_pass = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    assert one_pass._full is not None
+    monkeypatch.setattr(family, "FULL_TABLE_CELLS", 1)
+    per_pair = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    assert per_pair._full is None
+    for i in range(4):
+        np.testing.assert_array_equal(one_pass.one(i), per_pair.one(i))
+        for j in range(i + 1, 4):
+            np.testing.assert_array_equal(one_pass.two(i, j), per_pair.two(i, j))
+    complete = data.iloc[70:]
+    regions = CPS1988_CATEGORIES["region"]
+    expected = complete["region"].value_counts().reindex(regions, fill_value=0)
+    np.testing.assert_array_equal(one_pass.one(2), expected.to_numpy(dtype=float))
+    assert len(session.ledger) == 0

@@ -22,9 +22,15 @@ for a single column):
 The noisy marginals are then post-processed (no data read): a tree model is
 fitted to them and rows are sampled from it (:mod:`dpframe.mechanisms.synth_model`).
 
+The copy models the complete rows: a row with a missing value or an
+undeclared category in any modelled column is left out of every marginal.
+When the full contingency table has at most 2²² cells, all the exact
+marginals come from one grouped count over the data (one pass, also on
+Dask); otherwise each marginal is its own grouped count.
+
 Privacy (add/remove one row; k rows per privacy unit: everything scaled by k):
     A row adds 1 to exactly one cell of each marginal (values beyond the
-    bounds go to the end bins; a missing or undeclared value to no cell), so
+    bounds go to the end bins) or, if it is not complete, to none, so
     every marginal has L1 and L2 sensitivity 1 (k), and each utility of step
     2 changes by at most 1 (k; the floor keeps it).  Discrete Gaussian noise
     of σ² ≥ Δ²/(2ρ_m) is ρ_m-zCDP and discrete Laplace of scale ≥ Δ/ε_m is
@@ -68,7 +74,7 @@ from dpframe.mechanisms.synth_model import Measurement, TreeModel, fit_tree, sam
 from dpframe.mechanisms.synth_report import SynthInfo, _tv
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
-from dpframe.plan.nodes import unit_rows
+from dpframe.plan.nodes import GroupKey, unit_rows
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
 
@@ -77,6 +83,9 @@ __all__ = ["FIT_ITERATIONS", "SynthNoise", "SynthesisFamily", "measure_marginal"
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
 #: The most mirror-descent steps of the fit (it stops earlier once it has converged).
 FIT_ITERATIONS = 1000
+#: The most cells of the full contingency table counted in one pass over the data (32 MiB
+#: of float64); a larger domain is counted one column and one pair of columns at a time.
+FULL_TABLE_CELLS = 2**22
 #: Cells noisily below this many standard deviations are merged (MST's domain compression).
 _SUPPORT = 3.0
 
@@ -259,6 +268,50 @@ def _decompress(
     return out
 
 
+class _ExactTables:
+    """The exact 1- and 2-way counts of the complete rows (``Synthesize.complete``).
+
+    When the full contingency table has at most :data:`FULL_TABLE_CELLS`
+    cells it is counted in one pass over the data and every marginal is a sum
+    of it; otherwise each marginal is its own grouped count.  Both give the
+    same counts.
+    """
+
+    def __init__(
+        self, run: Released[Synthesize], node: Synthesize, keys: tuple[GroupKey, ...]
+    ) -> None:
+        self._run, self._plan, self._keys = run, node.complete(), keys
+        self._sizes = node.sizes()
+        self._full: npt.NDArray[np.float64] | None = None
+        if math.prod(self._sizes) <= FULL_TABLE_CELLS:
+            counts = run.backend.compute(self._plan, (Measure("rows"),), keys)[0]
+            self._full = counts.reshape(self._sizes)
+
+    def _count(self, keys: tuple[GroupKey, ...]) -> npt.NDArray[np.float64]:
+        counts: npt.NDArray[np.float64] = self._run.backend.compute(
+            self._plan, (Measure("rows"),), keys
+        )[0]
+        return counts
+
+    def one(self, i: int) -> npt.NDArray[np.float64]:
+        """Column ``i``'s exact cell counts."""
+        if self._full is None:
+            return self._count((self._keys[i],))
+        others = tuple(a for a in range(len(self._sizes)) if a != i)
+        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
+        return found
+
+    def two(self, i: int, j: int) -> npt.NDArray[np.float64]:
+        """Columns ``i`` and ``j``'s exact table (rows: i's cells)."""
+        if self._full is None:
+            return self._count((self._keys[i], self._keys[j])).reshape(
+                self._sizes[i], self._sizes[j]
+            )
+        others = tuple(a for a in range(len(self._sizes)) if a not in (i, j))
+        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
+        return found
+
+
 class SynthesisFamily(Family[Synthesize]):
     """MST synthetic copies (see the module docstring)."""
 
@@ -280,12 +333,11 @@ class SynthesisFamily(Family[Synthesize]):
         steps = d + npairs + FIT_ITERATIONS + 1
         progress = ProgressBar("synthesize (MST)", node.progress)
         done = 0
-        rows_measure = (Measure("rows"),)
+        exact = _ExactTables(run, node, keys)
         one_noisy: list[npt.NDArray[np.float64]] = []
         spec1: NoiseSpec | None = None
-        for key in keys:
-            exact = run.backend.compute(node.plan, rows_measure, (key,))[0]
-            noisy, spec1 = measure_marginal(exact, noise.one_way, noise.sensitivity, rng)
+        for i in range(d):
+            noisy, spec1 = measure_marginal(exact.one(i), noise.one_way, noise.sensitivity, rng)
             one_noisy.append(noisy)
             done += 1
             progress(done, steps)
@@ -309,8 +361,7 @@ class SynthesisFamily(Family[Synthesize]):
             tables = {}
             for i in range(d):
                 for j in range(i + 1, d):
-                    exact = run.backend.compute(node.plan, rows_measure, (keys[i], keys[j]))[0]
-                    table = exact.reshape(len(one_noisy[i]), len(one_noisy[j]))
+                    table = exact.two(i, j)
                     tables[(i, j)] = _squash(table, maps[i][0], sizes[i], maps[j][0], sizes[j])
                     done += 1
                     progress(done, steps)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dpframe.errors import InvalidArgumentError, ResourceLimitError, SchemaError
-from dpframe.plan.expressions import Bucket, Col, Expr
-from dpframe.plan.nodes import GroupKey
+from dpframe.plan.expressions import Bucket, Col, Expr, IsIn, IsNull, Logical, Not
+from dpframe.plan.nodes import Filter, GroupKey, Plan
 from dpframe.plan.releases.base import ReleaseNode
 from dpframe.plan.schema import Schema, check_keys, infer_column
 
@@ -128,11 +128,29 @@ class Synthesize(ReleaseNode):
                 found.append(GroupKey(name, bucket, tuple(range(len(edges) - 1))))
         return tuple(found)
 
+    def complete(self) -> Plan:
+        """The plan's rows with a cell in every column (the rows the copy models).
+
+        A row with a missing value, or a category that is not declared, in any
+        modelled column is left out of every marginal, so every marginal counts
+        the same rows.
+        """
+        predicate: Expr | None = None
+        for name, keys in zip(self.columns, self.categories, strict=True):
+            plain = [k for k in keys if isinstance(k, (bool, int, float, str))]
+            scalar = bool(keys) and len(plain) == len(keys)
+            term: Expr = IsIn(Col(name), tuple(plain)) if scalar else Not(IsNull(Col(name)))
+            predicate = term if predicate is None else Logical("&", predicate, term)
+        assert predicate is not None
+        return Filter(self.plan, predicate)
+
     def _what(self) -> str:
         return f"synthesize({', '.join(self.columns)}, {self.method})"
 
     def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
-        return tuple(key.expr for key in self.keys())
+        complete = self.complete()
+        assert isinstance(complete, Filter)
+        return (*(key.expr for key in self.keys()), complete.predicate)
 
     def cells(self) -> int:
         """The cells computed: every 1-way and every 2-way marginal."""
