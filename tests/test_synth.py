@@ -294,3 +294,18 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     expected = complete["region"].value_counts().reindex(regions, fill_value=0)
     np.testing.assert_array_equal(one_pass.one(2), expected.to_numpy(dtype=float))
     assert len(session.ledger) == 0
+
+
+def test_too_many_columns_or_categories_refused_before_any_charge() -> None:
+    wide = pd.DataFrame({f"c{i}": ["a", "b"] * 5 for i in range(33)})
+    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
+    pf = session.private_frame(wide, categories={c: ["a", "b"] for c in wide.columns})
+    with pytest.raises(dp.ResourceLimitError, match="models 1 to 32 columns"):
+        pf.synthesize(epsilon=1)
+    many = pd.DataFrame({"k": [f"k{i}" for i in range(1001)], "g": ["a"] * 1001})
+    pf2 = session.private_frame(
+        many, categories={"k": [f"k{i}" for i in range(1001)], "g": ["a", "b"]}
+    )
+    with pytest.raises(dp.ResourceLimitError, match="at most 1,000 bins or categories"):
+        pf2.synthesize(epsilon=1)
+    assert len(session.ledger) == 0
