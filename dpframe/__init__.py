@@ -30,6 +30,7 @@ from dpframe.errors import (
 from dpframe.jupyter.plotting import plot
 from dpframe.mechanisms.consistency import consistent
 from dpframe.mechanisms.results import GroupedRelease, Release, ci
+from dpframe.mechanisms.synth_report import synth_report
 from dpframe.plan.expressions import col, lit
 from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
 from dpframe.plan.privacy import Budget
@@ -69,6 +70,7 @@ __all__ = [
     "lit",
     "plot",
     "qcut",
+    "synth_report",
 ]
 
 __version__ = "0.1.0"

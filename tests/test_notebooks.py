@@ -24,6 +24,7 @@ EXPECTED = {
     "exploration.ipynb": ["would reveal private rows", "Requested:", "Remaining:", "95% CI"],
     "budgets.ipynb": ["11th refused", "dpframe budget", "queries"],
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
+    "synthetic.ipynb": ["pairs kept:", "95% CI", "synthetic copy", "tv_noise"],
 }
 
 #: Cells that end in a refusal on purpose (tagged raises-exception), per notebook.
@@ -37,7 +38,13 @@ INTERVAL_TABLES = {
 
 #: PNG images each notebook must draw (the notebooks never force a backend, so in a
 #: kernel the inline backend renders them as they render in JupyterLab).
-IMAGES = {"quickstart.ipynb": 1, "exploration.ipynb": 2, "regression.ipynb": 2, "budgets.ipynb": 1}
+IMAGES = {
+    "quickstart.ipynb": 1,
+    "exploration.ipynb": 2,
+    "regression.ipynb": 2,
+    "budgets.ipynb": 1,
+    "synthetic.ipynb": 1,
+}
 
 
 def _images(notebook: nbformat.NotebookNode) -> list[bytes]:

@@ -470,6 +470,41 @@ class PrivateFrame(RowGuard):
             regression_node(self, "logistic", features, target, request, options)
         )
 
+    def synthesize(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        method: str = "mst",
+        bins: Any = None,
+        rows: int | None = None,
+        progress: bool = True,
+    ) -> pd.DataFrame:
+        """A public synthetic copy of the rows (MST), one charge (``dpframe.api.synthesis``).
+
+        Privacy: MST's three parts (noisy 1-way marginals, a spanning tree of
+        pairs chosen privately, their noisy 2-way marginals), the rows sampled
+        from a tree model fitted to them (post-processing).
+
+        Accuracy: ``dp.synth_report(copy)`` gives each marginal's error bars
+        and the pairs the model kept.
+        """
+        from dpframe.api.synthesis import synthesize
+
+        return synthesize(
+            self,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            privacy=privacy,
+            method=method,
+            bins=bins,
+            rows=rows,
+            progress=progress,
+        )
+
 
 def _analysis(analysis: str, accounting: str | None) -> str:
     """``analysis=``, or the deprecated ``accounting=`` it replaces (with a FutureWarning)."""

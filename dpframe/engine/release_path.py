@@ -83,6 +83,7 @@ def _families() -> Mapping[type, Family[Any]]:
     from dpframe.mechanisms.moments_family import MomentsFamily
     from dpframe.mechanisms.quantile_family import GroupedQuantileFamily, QuantileFamily
     from dpframe.mechanisms.selection_family import ArgMaxFamily, ModeFamily
+    from dpframe.mechanisms.synth_family import SynthesisFamily
     from dpframe.plan import releases as r
 
     return MappingProxyType(
@@ -102,6 +103,7 @@ def _families() -> Mapping[type, Family[Any]]:
             r.KernelDensity: KernelDensityFamily(),
             r.Regression: RegressionFamily(),
             r.Moments: MomentsFamily(),
+            r.Synthesize: SynthesisFamily(),
         }
     )
 

@@ -184,6 +184,7 @@ def _response_types() -> dict[str, type[Any]]:
         Release,
         UndeclaredRows,
     )
+    from dpframe.mechanisms.synth_report import SynthInfo
     from dpframe.plan.privacy import Budget
 
     classes: tuple[type[Any], ...] = (
@@ -205,6 +206,7 @@ def _response_types() -> dict[str, type[Any]]:
         KDEInfo,
         PrivateLinearRegression,
         PrivateLogisticRegression,
+        SynthInfo,
     )
     return {cls.__name__: cls for cls in classes}
 

@@ -136,6 +136,9 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     "laplace copy": lambda pf: pf["wage"].laplace_copy(epsilon=1),
     "kde": lambda pf: pf["wage"].kde(200.0, epsilon=0.1),
     "approx bounds": lambda pf: pf["wage"].approx_bounds(epsilon=0.1),
+    "synthesize": lambda pf: pf[["wage", "education", "region", "parttime"]].synthesize(
+        epsilon=1, rows=200
+    ),
     "linear regression": lambda pf: pf.linear_regression(
         ["education", "experience"], "wage", epsilon=1, steps=5
     ),

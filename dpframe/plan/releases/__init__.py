@@ -33,6 +33,7 @@ from dpframe.plan.releases.selection import (
     Quantile,
 )
 from dpframe.plan.releases.summaries import ApproxBounds, Describe, bounds_edges
+from dpframe.plan.releases.synthesis import Synthesize
 
 __all__ = [
     "MAX_CANDIDATES",
@@ -52,6 +53,7 @@ __all__ = [
     "ReleaseNode",
     "SanitizedCopy",
     "SparseVector",
+    "Synthesize",
     "bounds_edges",
     "canonical",
     "privacy_key",

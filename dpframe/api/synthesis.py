@@ -1,0 +1,246 @@
+"""``pf.synthesize()``: a public synthetic copy of whole rows, fitted to noisy marginals.
+
+The facade's part of the release: check the arguments against the public
+schema, choose each numeric column's bins from its declared bounds, build the
+:class:`~dpframe.plan.releases.Synthesize` node and run it (one charge).
+Nothing here reads data; every bad argument raises before anything is charged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.api.node_builders import is_integer_kind, request_of
+from dpframe.errors import InvalidArgumentError, SchemaError
+from dpframe.plan.columns import ColumnInfo
+from dpframe.plan.releases import Synthesize
+from dpframe.plan.releases.synthesis import MAX_COLUMN_CELLS, MAX_SYNTH_ROWS
+
+if TYPE_CHECKING:
+    from dpframe.api.frame import PrivateFrame
+    from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
+
+__all__ = ["DEFAULT_BINS", "INTEGER_CELLS", "synthesis_node", "synthesize"]
+
+#: Bins of a numeric column when ``bins=`` does not say.
+DEFAULT_BINS = 16
+#: An integer column with at most this many values in its bounds gets one cell per value.
+INTEGER_CELLS = 32
+_METHODS = ("mst", "aim")
+
+
+def _finite(value: Any) -> bool:
+    return math.isfinite(float(value))
+
+
+def _bin_count(name: str, given: object) -> int:
+    if isinstance(given, bool) or not isinstance(given, numbers.Integral):
+        raise InvalidArgumentError(
+            f"bins for {name!r} must be a number of bins (an integer >= 1) or a list of edges."
+        )
+    count = int(given)
+    if not 1 <= count <= MAX_COLUMN_CELLS:
+        raise InvalidArgumentError(
+            f"bins for {name!r} must be between 1 and {MAX_COLUMN_CELLS:,}, got {count}."
+        )
+    return count
+
+
+def _given_edges(name: str, given: Any) -> tuple[float, ...]:
+    values = list(given)
+    finite = all(
+        not isinstance(v, (bool, np.bool_)) and isinstance(v, numbers.Real) and _finite(v)
+        for v in values
+    )
+    if len(values) < 2 or not finite:
+        raise InvalidArgumentError(
+            f"The bin edges of {name!r} must be at least two finite numbers."
+        )
+    edges = tuple(float(v) for v in values)
+    if any(b <= a for a, b in itertools.pairwise(edges)):
+        raise InvalidArgumentError(f"The bin edges of {name!r} must increase.")
+    return edges
+
+
+def bin_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
+    """A numeric column's bin edges: given, or cut from its declared bounds (never the data).
+
+    An integer column with at most :data:`INTEGER_CELLS` values in its bounds
+    gets one bin per value (edges at half-integers); otherwise its bins hold
+    whole runs of integers.  A float column gets :data:`DEFAULT_BINS` equal
+    bins over its bounds (or ``given`` bins, or the ``given`` edges).
+    """
+    assert info.bounds is not None
+    low, high = info.bounds
+    if given is not None and not isinstance(given, numbers.Integral):
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(
+            given, (Sequence, np.ndarray, pd.Index)
+        ):
+            raise InvalidArgumentError(
+                f"bins for {info.name!r} must be a number of bins or a list of edges."
+            )
+        return _given_edges(info.name, given)
+    if is_integer_kind(info):
+        first, last = math.ceil(low), math.floor(high)
+        if last < first:
+            raise SchemaError(f"The bounds of {info.name!r} hold no integer.")
+        values = last - first + 1
+        if given is None:
+            width = 1 if values <= INTEGER_CELLS else math.ceil(values / DEFAULT_BINS)
+        else:
+            width = math.ceil(values / _bin_count(info.name, given))
+        count = math.ceil(values / width)
+        inner = tuple(first - 0.5 + width * i for i in range(count))
+        return (*inner, last + 0.5)
+    if not high > low:
+        raise SchemaError(f"synthesize() needs bounds with low < high for {info.name!r}.")
+    count = DEFAULT_BINS if given is None else _bin_count(info.name, given)
+    step = (high - low) / count
+    return (*(low + step * i for i in range(count)), float(high))
+
+
+def _rows(rows: object) -> int:
+    if rows is None:
+        return 0
+    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral):
+        raise InvalidArgumentError("rows must be a positive integer (or None: a private count).")
+    value = int(rows)
+    if not 1 <= value <= MAX_SYNTH_ROWS:
+        raise InvalidArgumentError(
+            f"rows must be a positive integer at most {MAX_SYNTH_ROWS:,} (or None for a "
+            f"private, noisy row count); got {value}."
+        )
+    return value
+
+
+def _method(method: object) -> str:
+    if method == "aim":
+        raise InvalidArgumentError(
+            "method='aim' is not available yet: AIM needs inference on a general junction "
+            "tree, which dpframe does not have (issue 19). Use method='mst'."
+        )
+    if method not in _METHODS:
+        raise InvalidArgumentError(f"method must be 'mst' (or, later, 'aim'); got {method!r}.")
+    return str(method)
+
+
+def synthesis_node(
+    frame: PrivateFrame,
+    request: PrivacyRequest,
+    method: object = "mst",
+    bins: object = None,
+    rows: object = None,
+    progress: bool = True,
+) -> Synthesize:
+    """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged)."""
+    _method(method)
+    length = _rows(rows)
+    if isinstance(bins, bool) or not (
+        bins is None or isinstance(bins, (numbers.Integral, Mapping))
+    ):
+        raise InvalidArgumentError(
+            "bins= takes a number of bins for every numeric column, or a dict "
+            "{column: number of bins or list of edges}."
+        )
+    names = list(frame.columns)
+    per_column: Mapping[Any, Any] = bins if isinstance(bins, Mapping) else {}
+    unknown = [str(c) for c in per_column if c not in names]
+    if unknown:
+        raise SchemaError(f"bins= names columns that are not in the frame: {', '.join(unknown)}.")
+    lacking = []
+    edges: list[tuple[float, ...]] = []
+    categories: list[tuple[Any, ...]] = []
+    integer: list[bool] = []
+    for name in names:
+        info = frame.column_info(name)
+        if info.categories is not None and name not in per_column:
+            edges.append(())
+            categories.append(tuple(info.categories))
+            integer.append(False)
+        elif info.summable and info.bounds is not None:
+            given = per_column.get(name, None if isinstance(bins, Mapping) else bins)
+            edges.append(bin_edges(info, given))
+            categories.append(())
+            integer.append(is_integer_kind(info) and info.kind != "boolean")
+        else:
+            lacking.append(name)
+    if lacking:
+        raise SchemaError(
+            "synthesize() models every column of the frame from its public bounds (numeric) "
+            f"or categories; {', '.join(map(repr, lacking))} "
+            f"{'has' if len(lacking) == 1 else 'have'} neither: declare them "
+            "(bounds=/categories=, with_bounds), or select the other columns first (pf[[...]])."
+        )
+    return Synthesize(
+        plan=frame._plan,
+        privacy=request,
+        columns=tuple(str(n) for n in names),
+        edges=tuple(edges),
+        categories=tuple(categories),
+        integer=tuple(integer),
+        method="mst",
+        rows=length,
+        progress=bool(progress),
+    )
+
+
+def synthesize(
+    frame: PrivateFrame,
+    *,
+    epsilon: Number | None = None,
+    delta: Number | None = None,
+    rho: Number | None = None,
+    privacy: Privacy | None = None,
+    method: str = "mst",
+    bins: int | Mapping[str, int | Sequence[float]] | None = None,
+    rows: int | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """A synthetic copy of the frame's rows (MST): a public DataFrame, one charge.
+
+    Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
+    third for the noisy 1-way marginals of every column, a third for
+    choosing d − 1 pairs of columns (a spanning tree, by permute-and-flip on
+    how far each pair is from independence), a third for the noisy 2-way
+    marginals of those pairs.  Each marginal has sensitivity 1 (k rows per
+    privacy unit: k).  The rows are then sampled from a tree model fitted to
+    the noisy marginals (post-processing).  McKenna, Miklau, Sheldon 2021.
+    Proof: docs/proofs/synthesis.md.
+
+    Accuracy: every released marginal cell has noise of the standard deviation
+    in ``copy.attrs["dpframe_synth"]``; ``dpframe.synth_report(copy)`` gives
+    the error bars and the pairs the model kept.  Pairs of columns not joined
+    in the tree are modelled as conditionally independent along the tree.
+
+    Args:
+        frame: the private frame; every column needs declared bounds
+            (numeric: binned) or categories.
+        epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
+        delta: the δ of the request (default: the session's).
+        rho: the cost as a zCDP ρ, instead of ``epsilon``.
+        privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
+        method: ``"mst"`` (``"aim"`` is refused for now: issue 19).
+        bins: numeric columns' bins: a number for every numeric column, or
+            ``{column: number or list of edges}``; default: one bin per value
+            for integer columns with at most 32 values, else 16 equal bins
+            over the declared bounds.
+        rows: the copy's length; None (default) draws it from the noisy
+            marginals (the row count stays private).
+        progress: show a progress bar while fitting (``tqdm.auto``).
+
+    Example:
+        >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
+        >>> copy.groupby("education")["wage"].mean()  # plain pandas, free  # doctest: +SKIP
+    """
+    node = synthesis_node(
+        frame, request_of(epsilon, delta, rho, privacy), method, bins, rows, progress
+    )
+    result: pd.DataFrame = frame._session.run(node)
+    return result

@@ -1,0 +1,472 @@
+"""Synthetic data by MST: noisy 1- and 2-way marginals, a tree model, sampled rows.
+
+MST (McKenna, Miklau, Sheldon 2021, "Winning the NIST Contest: A scalable
+and general approach to differentially private synthetic data", Journal of
+Privacy and Confidentiality 11(3); the NIST 2018 challenge winner) in one
+charge, split into three equal parts (two when there are two columns, one
+for a single column):
+
+1. **1-way marginals**: every column's cell counts (bins of a numeric
+   column on its public edges, or its declared categories) plus discrete
+   Gaussian noise (zCDP sessions) or discrete Laplace noise (pure ε), each of
+   the d marginals with a d-th of the first part.
+2. **Selection**: cells noisily below 3σ are merged into one cell per column
+   (post-processing: MST's domain compression); then d − 1 rounds of
+   permute-and-flip (:func:`~dpframe.mechanisms.selection.permute_and_flip`)
+   pick the pairs of a spanning tree, Kruskal-style, each among the pairs
+   not yet connected, with utility ⌊‖x_ij − x̂_ij‖₁⌋: how far the true pair
+   is from the independent model x̂ fitted to the noisy 1-way marginals.
+   Each round gets a (d − 1)-th of the second part.
+3. **2-way marginals** of the d − 1 chosen pairs, as in step 1.
+
+The noisy marginals are then post-processed (no data read): a tree model is
+fitted to them and rows are sampled from it (:mod:`dpframe.mechanisms.synth_model`).
+
+The copy models the complete rows: a row with a missing value or an
+undeclared category in any modelled column is left out of every marginal.
+When the full contingency table has at most 2²² cells, all the exact
+marginals come from one grouped count over the data (one pass, also on
+Dask); otherwise each marginal is its own grouped count.
+
+Privacy (add/remove one row; k rows per privacy unit: everything scaled by k):
+    A row adds 1 to exactly one cell of each marginal (values beyond the
+    bounds go to the end bins) or, if it is not complete, to none, so
+    every marginal has L1 and L2 sensitivity 1 (k), and each utility of step
+    2 changes by at most 1 (k; the floor keeps it).  Discrete Gaussian noise
+    of σ² ≥ Δ²/(2ρ_m) is ρ_m-zCDP and discrete Laplace of scale ≥ Δ/ε_m is
+    ε_m-DP (Canonne, Kamath, Steinke 2020); permute-and-flip is ε_s-DP
+    (McKenna & Sheldon 2020), hence ε_s²/2-zCDP (Bun & Steinke 2016).
+    Adaptive composition over the 2d − 1 measurements and d − 1 selections
+    gives exactly the requested ε (pure) or ρ (zCDP): the parts are exact
+    fractions of the request, the noise is rounded up and the selection ε
+    down.  Everything after is post-processing, including the row count
+    (the inverse-variance mean of the marginals' noisy totals).
+    Proof: docs/proofs/synthesis.md.
+
+Accuracy:
+    Each measured cell is off by noise of standard deviation
+    ``one_way_std`` / ``two_way_std`` (``copy.attrs["dpframe_synth"]``;
+    :func:`~dpframe.mechanisms.synth_report.synth_report` tabulates the error
+    bars).  Pairs outside the tree are modelled as independent given the
+    tree path between them, the main source of error on pairs with
+    structure the tree does not carry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dpframe.errors import InvalidBudgetError
+from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
+from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
+from dpframe.mechanisms.family import Asked, Family, Released
+from dpframe.mechanisms.progress import ProgressBar
+from dpframe.mechanisms.selection import permute_and_flip
+from dpframe.mechanisms.synth_model import Measurement, TreeModel, fit_tree, sample_tree
+from dpframe.mechanisms.synth_report import SynthInfo, _tv
+from dpframe.noise import SecureRandom
+from dpframe.plan.measures import Measure
+from dpframe.plan.nodes import GroupKey, unit_rows
+from dpframe.plan.releases import Synthesize
+from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
+
+__all__ = ["FIT_ITERATIONS", "SynthNoise", "SynthesisFamily", "measure_marginal", "synth_noise"]
+
+_PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
+#: The most mirror-descent steps of the fit (it stops earlier once it has converged).
+FIT_ITERATIONS = 1000
+#: The most cells of the full contingency table counted in one pass over the data (32 MiB
+#: of float64); a larger domain is counted one column and one pair of columns at a time.
+FULL_TABLE_CELLS = 2**22
+#: Cells noisily below this many standard deviations are merged (MST's domain compression).
+_SUPPORT = 3.0
+
+Planned = tuple[int, int, NoiseSpec]
+
+
+@dataclass(frozen=True)
+class SynthNoise:
+    """The privacy map of a synthetic copy (public inputs only).
+
+    Attributes:
+        sensitivity: rows per privacy unit (each marginal's L1 and L2 sensitivity).
+        one_way: each 1-way marginal's allocation and its planned noise.
+        select_epsilon: the ε of each selection round (None: no selection).
+        two_way: each 2-way marginal's allocation and its planned noise (None: one column).
+    """
+
+    sensitivity: int
+    one_way: tuple[NoiseAllocation, Planned]
+    select_epsilon: Fraction | None
+    two_way: tuple[NoiseAllocation, Planned] | None
+
+
+def shares(columns: int) -> tuple[Fraction, Fraction, Fraction]:
+    """The request's split: 1-way marginals, selection, 2-way marginals."""
+    if columns == 1:
+        return Fraction(1), Fraction(0), Fraction(0)
+    if columns == 2:  # one pair: nothing to select
+        return Fraction(1, 2), Fraction(0), Fraction(1, 2)
+    third = Fraction(1, 3)
+    return third, third, third
+
+
+def synth_noise(node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
+    """Split ``allocation`` as MST does and plan every measurement's noise."""
+    d = len(node.columns)
+    k = unit_rows(node.plan)
+    one, select, two = shares(d)
+    one_alloc = NoiseAllocation(allocation.kind, allocation.parameter * one / d)
+    one_way = (one_alloc, noise_for(k, 1.0, one_alloc, k))
+    select_epsilon = None
+    if select:
+        per_round = NoiseAllocation(allocation.kind, allocation.parameter * select / (d - 1))
+        select_epsilon = pure_epsilon(per_round, _PURE_ZCDP)
+        if select_epsilon <= 0:
+            raise InvalidBudgetError("epsilon is too small to select the model's pairs.")
+    two_way = None
+    if two:
+        two_alloc = NoiseAllocation(allocation.kind, allocation.parameter * two / (d - 1))
+        two_way = (two_alloc, noise_for(k, 1.0, two_alloc, k))
+    return SynthNoise(k, one_way, select_epsilon, two_way)
+
+
+def measure_marginal(
+    exact: npt.NDArray[np.float64],
+    planned: tuple[NoiseAllocation, Planned],
+    sensitivity: int,
+    rng: SecureRandom,
+) -> tuple[npt.NDArray[np.float64], NoiseSpec]:
+    """One noisy marginal: exact cell counts plus the planned secure noise (every cell)."""
+    allocation, plan = planned
+    return release_integer_sums(
+        exact.ravel(), sensitivity, 1.0, allocation, rng, planned=plan, spread=sensitivity
+    )
+
+
+def _compress(noisy: npt.NDArray[np.float64], std: float) -> tuple[npt.NDArray[np.int64], int]:
+    """Each cell's cell in the compressed domain, and how many cells stay apart.
+
+    Cells with a noisy count of at least 3σ stay apart (cells ``0 .. kept-1``);
+    the others, if any, form one more cell, the last (MST's
+    ``compress_domain``; post-processing of the noisy counts).
+    """
+    keep = noisy >= _SUPPORT * std
+    kept = int(keep.sum())
+    mapping = np.full(len(noisy), kept, dtype=np.int64)
+    mapping[keep] = np.arange(kept)
+    return mapping, kept
+
+
+def _size(mapping: npt.NDArray[np.int64], kept: int) -> int:
+    """Cells of the compressed domain."""
+    return kept + (1 if kept < len(mapping) else 0)
+
+
+def _squash(
+    table: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+    size_r: int,
+    cols: npt.NDArray[np.int64],
+    size_c: int,
+) -> npt.NDArray[np.float64]:
+    """A 2-way table summed into the compressed cells of its two columns."""
+    out = np.zeros((size_r, size_c))
+    np.add.at(out, (rows[:, None], cols[None, :]), table)
+    return out
+
+
+def _select(
+    tables: dict[tuple[int, int], npt.NDArray[np.float64]],
+    margins: list[npt.NDArray[np.float64]],
+    total: float,
+    noise: SynthNoise,
+    rng: SecureRandom,
+) -> list[tuple[int, int]]:
+    """D − 1 rounds of permute-and-flip over the pairs not yet connected (a spanning tree)."""
+    d = len(margins)
+    pairs = sorted(tables)
+    if noise.select_epsilon is None:
+        return pairs  # two columns: their pair is the tree
+    utility = {}
+    for i, j in pairs:
+        independent = total * np.outer(margins[i], margins[j])
+        utility[(i, j)] = math.floor(float(np.abs(tables[(i, j)] - independent).sum()))
+    component = list(range(d))
+
+    def find(x: int) -> int:
+        while component[x] != x:
+            component[x] = component[component[x]]
+            x = component[x]
+        return x
+
+    chosen: list[tuple[int, int]] = []
+    for _ in range(d - 1):
+        open_pairs = [p for p in pairs if find(p[0]) != find(p[1])]
+        values = np.array([utility[p] for p in open_pairs], dtype=np.int64)
+        pick = open_pairs[permute_and_flip(values, noise.select_epsilon, noise.sensitivity, rng)]
+        component[find(pick[0])] = find(pick[1])
+        chosen.append(pick)
+    return sorted(chosen)
+
+
+def _inverse_variance_total(totals: list[tuple[float, float]]) -> float:
+    """The inverse-variance weighted mean of noisy totals given as (total, variance)."""
+    weights = sum(1.0 / v for _, v in totals)
+    return sum(t / v for t, v in totals) / weights
+
+
+def _values(
+    node: Synthesize, i: int, cells: npt.NDArray[np.int64], gen: np.random.Generator
+) -> Any:
+    """A column's values from its (original) cells: categories, or draws within the bins."""
+    keys = node.categories[i]
+    if keys:
+        if all(isinstance(k, (bool, np.bool_)) for k in keys):
+            return np.asarray(keys, dtype=bool)[cells]
+        return pd.Categorical.from_codes(cells, categories=pd.Index(list(keys), dtype=object))
+    edges = np.asarray(node.edges[i], dtype=np.float64)
+    low, high = edges[cells], edges[cells + 1]
+    if not node.integer[i]:
+        values = low + (high - low) * gen.random(len(cells))
+        return np.minimum(values, high)
+    last = len(edges) - 2
+    first_int = np.ceil(low)
+    end_int = np.where(cells == last, np.floor(high), np.ceil(high) - 1)
+    empty = end_int < first_int
+    middle = np.round((low + high) / 2)
+    first_int = np.where(empty, middle, first_int)
+    end_int = np.where(empty, middle, end_int)
+    span = (end_int - first_int + 1).astype(np.int64)
+    drawn = first_int + np.floor(gen.random(len(cells)) * span)
+    return pd.array(drawn.astype(np.int64), dtype="Int64")
+
+
+def _decompress(
+    cells: npt.NDArray[np.int64],
+    mapping: npt.NDArray[np.int64],
+    kept: int,
+    gen: np.random.Generator,
+) -> npt.NDArray[np.int64]:
+    """Original cells from compressed ones: the merged cell becomes one of its cells, uniformly."""
+    out = np.zeros(len(cells), dtype=np.int64)
+    apart = np.flatnonzero(mapping < kept)
+    is_apart = cells < kept
+    out[is_apart] = apart[cells[is_apart]]
+    merged = np.flatnonzero(mapping >= kept)
+    if len(merged):
+        rare = ~is_apart
+        out[rare] = merged[gen.integers(0, len(merged), int(rare.sum()))]
+    return out
+
+
+class _ExactTables:
+    """The exact 1- and 2-way counts of the complete rows (``Synthesize.complete``).
+
+    When the full contingency table has at most :data:`FULL_TABLE_CELLS`
+    cells it is counted in one pass over the data and every marginal is a sum
+    of it; otherwise each marginal is its own grouped count.  Both give the
+    same counts.
+    """
+
+    def __init__(
+        self, run: Released[Synthesize], node: Synthesize, keys: tuple[GroupKey, ...]
+    ) -> None:
+        self._run, self._plan, self._keys = run, node.complete(), keys
+        self._sizes = node.sizes()
+        self._full: npt.NDArray[np.float64] | None = None
+        if math.prod(self._sizes) <= FULL_TABLE_CELLS:
+            counts = run.backend.compute(self._plan, (Measure("rows"),), keys)[0]
+            self._full = counts.reshape(self._sizes)
+
+    def _count(self, keys: tuple[GroupKey, ...]) -> npt.NDArray[np.float64]:
+        counts: npt.NDArray[np.float64] = self._run.backend.compute(
+            self._plan, (Measure("rows"),), keys
+        )[0]
+        return counts
+
+    def one(self, i: int) -> npt.NDArray[np.float64]:
+        """Column ``i``'s exact cell counts."""
+        if self._full is None:
+            return self._count((self._keys[i],))
+        others = tuple(a for a in range(len(self._sizes)) if a != i)
+        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
+        return found
+
+    def two(self, i: int, j: int) -> npt.NDArray[np.float64]:
+        """Columns ``i`` and ``j``'s exact table (rows: i's cells)."""
+        if self._full is None:
+            return self._count((self._keys[i], self._keys[j])).reshape(
+                self._sizes[i], self._sizes[j]
+            )
+        others = tuple(a for a in range(len(self._sizes)) if a not in (i, j))
+        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
+        return found
+
+
+class SynthesisFamily(Family[Synthesize]):
+    """MST synthetic copies (see the module docstring)."""
+
+    def mechanism_of(self, node: Synthesize, allocation: NoiseAllocation) -> str:
+        """``MST (discrete Gaussian)`` or ``MST (discrete Laplace)``."""
+        noise = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
+        return f"MST ({noise})"
+
+    def privacy_map(self, node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
+        """The split of the request and each measurement's noise (public inputs only)."""
+        return synth_noise(node, allocation)
+
+    def release(self, run: Released[Synthesize]) -> tuple[Any, str]:
+        """Measure, select, measure, fit, sample (see the module docstring)."""
+        node, noise, rng = run.node, run.noise, run.rng
+        keys = node.keys()
+        d = len(keys)
+        npairs = d * (d - 1) // 2
+        steps = d + npairs + FIT_ITERATIONS + 1
+        progress = ProgressBar("synthesize (MST)", node.progress)
+        done = 0
+        exact = _ExactTables(run, node, keys)
+        one_noisy: list[npt.NDArray[np.float64]] = []
+        spec1: NoiseSpec | None = None
+        for i in range(d):
+            noisy, spec1 = measure_marginal(exact.one(i), noise.one_way, noise.sensitivity, rng)
+            one_noisy.append(noisy)
+            done += 1
+            progress(done, steps)
+        assert spec1 is not None
+        var1 = spec1.std**2
+        maps = [_compress(y, spec1.std) for y in one_noisy]
+        sizes = tuple(_size(mapping, kept) for mapping, kept in maps)
+        measurements: list[Measurement] = []
+        totals: list[tuple[float, float]] = []
+        for i, y in enumerate(one_noisy):
+            mapping, size = maps[i][0], sizes[i]
+            merged = np.bincount(mapping, weights=y, minlength=size).astype(np.float64)
+            variance = np.bincount(mapping, minlength=size).astype(np.float64) * var1
+            measurements.append(Measurement((i,), merged, variance))
+            totals.append((float(y.sum()), var1 * len(y)))
+        total = max(_inverse_variance_total(totals), 1.0)
+        edges: list[tuple[int, int]] = []
+        two_noisy: list[npt.NDArray[np.float64]] = []
+        std2 = 0.0
+        if d > 1:
+            tables = {}
+            for i in range(d):
+                for j in range(i + 1, d):
+                    table = exact.two(i, j)
+                    tables[(i, j)] = _squash(table, maps[i][0], sizes[i], maps[j][0], sizes[j])
+                    done += 1
+                    progress(done, steps)
+            margins = [np.clip(m.values, 0, None) for m in measurements]
+            margins = [m / m.sum() if m.sum() > 0 else np.full(len(m), 1 / len(m)) for m in margins]
+            edges = _select(tables, margins, total, noise, rng)
+            assert noise.two_way is not None
+            for i, j in edges:
+                noisy, spec2 = measure_marginal(
+                    tables[(i, j)], noise.two_way, noise.sensitivity, rng
+                )
+                std2 = spec2.std
+                table2 = noisy.reshape(sizes[i], sizes[j])
+                measurements.append(Measurement((i, j), table2, np.full(table2.shape, std2**2)))
+                two_noisy.append(noisy)
+                totals.append((float(noisy.sum()), std2**2 * noisy.size))
+            total = max(_inverse_variance_total(totals), 1.0)
+        start = done
+
+        def fitting(step: int, _: int) -> None:
+            progress(start + step, steps)
+
+        model = fit_tree(sizes, edges, measurements, total, FIT_ITERATIONS, fitting)
+        rows = node.rows or int(min(max(round(_inverse_variance_total(totals)), 0), MAX_SYNTH_ROWS))
+        seed = np.random.SeedSequence([int(v) for v in rng.uniform_below(2**62, 4)])
+        gen = np.random.default_rng(seed)  # sampling is post-processing; seeded securely
+        cells = sample_tree(model, rows, gen)
+        data = {
+            name: _values(node, i, _decompress(cells[:, i], maps[i][0], maps[i][1], gen), gen)
+            for i, name in enumerate(node.columns)
+        }
+        copy = pd.DataFrame(data, columns=list(node.columns))
+        copy.attrs["dpframe_synth"] = self._info(
+            run, model, measurements, maps, one_noisy, two_noisy, spec1.std, std2, rows
+        )
+        progress(steps, steps)
+        return copy, f"{rows} synthetic rows, {len(edges)} pairs"
+
+    def _info(
+        self,
+        run: Released[Synthesize],
+        model: TreeModel,
+        measurements: list[Measurement],
+        maps: list[tuple[npt.NDArray[np.int64], int]],
+        one_noisy: list[npt.NDArray[np.float64]],
+        two_noisy: list[npt.NDArray[np.float64]],
+        std1: float,
+        std2: float,
+        rows: int,
+    ) -> SynthInfo:
+        node = run.node
+        fit = []
+        for m in measurements:
+            if len(m.clique) == 1:
+                fitted = model.nodes[m.clique[0]]
+            else:
+                fitted = model.pairs[model.edges.index((m.clique[0], m.clique[1]))]
+            fit.append(_tv(fitted, m.values))
+        select = run.noise.select_epsilon
+        return SynthInfo(
+            method="MST",
+            columns=node.columns,
+            edges=node.edges,
+            categories=node.categories,
+            rows=rows,
+            rows_private=node.rows == 0,
+            total=model.total,
+            pairs=tuple((node.columns[i], node.columns[j]) for i, j in model.edges),
+            one_way=tuple(tuple(float(v) for v in y) for y in one_noisy),
+            one_way_std=std1,
+            kept=tuple(tuple(int(c) for c in np.flatnonzero(m < n)) for m, n in maps),
+            two_way=tuple(tuple(float(v) for v in y) for y in two_noisy),
+            two_way_std=std2,
+            selection_epsilon=0.0 if select is None else float(select),
+            mechanism=self.mechanism_of(node, run.allocation),
+            fit=tuple(fit),
+            iterations=model.iterations,
+            cost=run.cost,
+            query=node.label,
+        )
+
+    def explain(self, node: Synthesize, asked: Asked) -> Explanation:
+        """Each measurement's noise and 95% half-width per cell; nothing is read."""
+        noise = self.privacy_map(node, asked.allocation)
+        d = len(node.columns)
+        found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
+        if noise.two_way is not None:
+            found.append((f"2-way marginal cell ({d - 1} marginals)", noise.two_way[1][2]))
+        measures = tuple(
+            MeasureExplanation(
+                name,
+                float(noise.sensitivity),
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
+            for name, spec in found
+        )
+        return Explanation(
+            node.label,
+            asked.cost,
+            asked.rho,
+            measures,
+            1,  # one table (its marginals are listed in the measures)
+            asked.remaining_before,
+            asked.remaining_after,
+            headline=f"a synthetic table of {d} columns (MST)",
+        )

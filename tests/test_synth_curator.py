@@ -1,0 +1,67 @@
+"""Synthetic copies through the curator: the node travels as JSON, the response is the table.
+
+The curator runs in its own process (``python -m dpframe serve``) over the
+bundled CPS data; the analyst's frame comes from ``dp.connect(...).open("cps")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import dpframe as dp
+from dpframe.examples.datasets import CPS1988_CATEGORIES
+from dpframe.mechanisms.synth_report import SynthInfo
+from tests.curator.support import ALICE, Server, start_server, write_catalog
+
+COLUMNS = ["wage", "education", "region", "parttime"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = start_server(write_catalog(tmp_path_factory.mktemp("curator")))
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def remote(server: Server) -> Any:
+    return dp.connect(server.url, token=ALICE).open("cps")
+
+
+def test_copy_through_the_curator(remote: Any) -> None:
+    before = remote.session.spent
+    copy = remote[COLUMNS].synthesize(epsilon=1, progress=False)
+    info = copy.attrs["dpframe_synth"]
+    assert isinstance(info, SynthInfo)
+    assert list(copy.columns) == COLUMNS
+    assert info.rows_private and abs(len(copy) - 28155) < 500
+    assert copy["wage"].between(0, 5000).all()
+    assert set(copy["region"]) <= set(CPS1988_CATEGORIES["region"])
+    assert len(info.pairs) == 3
+    assert remote.session.spent.epsilon > before.epsilon
+    assert remote.session.ledger["query"].iloc[-1].startswith("synthesize(wage, education")
+    report = dp.synth_report(copy)
+    assert len(report) == 7
+
+
+def test_refusals_through_the_curator_charge_nothing(remote: Any) -> None:
+    before = remote.session.spent
+    with pytest.raises(dp.InvalidArgumentError, match="issue 19"):
+        remote[COLUMNS].synthesize(epsilon=1, method="aim")
+    with pytest.raises(dp.InvalidArgumentError, match="rows must be a positive integer"):
+        remote[COLUMNS].synthesize(epsilon=1, rows=0)
+    assert remote.session.spent == before
+
+
+def test_curator_refuses_a_copy_over_its_cell_limit(remote: Any) -> None:
+    """The curator's default limit is 100,000 cells: three pairs of 250 x 250 bins exceed it.
+
+    (Embedded, the limit is 2**24 cells: each pair is within the 2**16 of a 2-way marginal.)
+    """
+    before = remote.session.spent
+    with pytest.raises(dp.ResourceLimitError):
+        remote[["wage", "experience", "education"]].synthesize(epsilon=1, bins=250)
+    assert remote.session.spent == before
