@@ -100,11 +100,11 @@ def test_adaptive_sums_have_discrete_laplace_noise_for_their_actual_sensitivity(
     assert geometry is not None and geometry.shift == 5
     sens = squares_sensitivity(geometry, -36)
     assert sens == (40 + 36) ** 2 + 2**4 + 36  # (v_max − j)² plus the slack 2^(s−1) + |j|
-    grid, units, spec = noise_for(sens, 1 / 16, allocation.split((1, 1, 2, 16))[3])
-    assert spec.parameter >= Fraction(units) / (EPS * Fraction(16, 20))
+    grid, units, spec = noise_for(sens, 1 / 16, allocation.split((1, 1, 4, 14))[3])
+    assert spec.parameter >= Fraction(units) / (EPS * Fraction(14, 20))
     exact_units = (-16 * rows + grid // 2) // grid  # R rounded half up to the grid
-    _, sum_units, sum_spec = noise_for(40 + 36, 0.25, allocation.split((1, 1, 2, 16))[2])
-    assert sum_spec.parameter >= Fraction(sum_units) / (EPS * Fraction(2, 20))
+    _, sum_units, sum_spec = noise_for(40 + 36, 0.25, allocation.split((1, 1, 4, 14))[2])
+    assert sum_spec.parameter >= Fraction(sum_units) / (EPS * Fraction(4, 20))
     cells = CELLS  # identical cells: one release, one independent noise draw per cell
     exact = [np.full(cells, float(rows)), np.full(cells, -36.0 * rows), np.full(cells, 40.0 * rows)]
     var = release_variance(COARSE, COARSE_SENS, exact, BOUNDS, allocation, SecureRandom())

@@ -15,7 +15,7 @@ share, then:
   (snapped to the sum's quantum q); then Σ(x − ĉ) with a small share and
   Σ(x − ĉ)² with most of the budget.  The variance is R/N − (S₂/N)², in
   which the count's and the sum's noise are multiplied by about v/n and
-  2|m − ĉ|/n, both small: the error is about max(U − ĉ, ĉ − L)²/(0.8·ε·n),
+  2|m − ĉ|/n, both small: the error is about max(U − ĉ, ĉ − L)²/(0.7·ε·n),
   the sensitivity of the one quantity that matters, Σ((x − m)² − v)
   (see docs/proofs/adaptive_mean.md, "Variance").
 * **fallback path** (small or empty data): a second count, the midpoint sum
@@ -35,7 +35,7 @@ Privacy:
     max((v_max − j)², (v_min − j)²) + 2^(s−1) + |j| (computed exactly in
     rationals, :func:`squares_sensitivity`).  The noise of each is calibrated
     to that sensitivity after j is known (rounded *up* to one of a few levels
-    when cells are many).  Shares: 1 : 1 : 2 : 16 (count, first sum, sum
+    when cells are many).  Shares: 1 : 1 : 4 : 14 (count, first sum, sum
     around ĉ, squares around ĉ) or 3 : 19 : 19 : 19 (count, second count,
     midpoint sum, midpoint squares); either path spends the whole allocation
     (adaptive sequential composition; the path and j are post-processing of
@@ -43,7 +43,7 @@ Privacy:
     allocation.  Cells compose in parallel as for the mean.
 
 Accuracy:
-    On the adaptive path the error is about max(U − ĉ, ĉ − L)²·√2/(0.8·ε·n)
+    On the adaptive path the error is about max(U − ĉ, ĉ − L)²·√2/(0.7·ε·n)
     (Laplace) plus a bias of order (noise of S₂/n)² (second order, below the
     noise); for the bundled CPS wages (bounds 0–5,000, n = 28,155) the RMSE
     over releases is about 0.65 times the midpoint estimator's at ε = 0.1 and
@@ -81,7 +81,7 @@ __all__ = [
 ]
 
 #: Shares on the adaptive path: first count, midpoint sum, sum around ĉ, squares around ĉ.
-ADAPTIVE_WEIGHTS = (1, 1, 2, 16)
+ADAPTIVE_WEIGHTS = (1, 1, 4, 14)
 #: Shares on the fallback path: first count, second count, midpoint sum, midpoint squares.
 FALLBACK_WEIGHTS = (3, 19, 19, 19)  # the first count is 1/20 on both paths
 _INT64_ROOM = 2**62

@@ -6,8 +6,8 @@ the cell is large), with a wrapper recording every call of
 ``release_integer_sums``: the exact values, the sensitivity, the quantum, the
 share and the noise.  Then, independently of the module:
 
-* the shares of the releases add up to the allocation (1/20 + 1/20 + 2/20 +
-  16/20 adaptive, 3/60 + 19/60 × 3 fallback);
+* the shares of the releases add up to the allocation (1/20 + 1/20 + 4/20 +
+  14/20 adaptive, 3/60 + 19/60 × 3 fallback);
 * each release's sensitivity covers the true worst change of its exact
   quantity (count: 1; midpoint sum: the largest |term|; sum around ĉ: the
   largest |term − j|; squares around ĉ: the largest |F(x)| with
@@ -202,7 +202,7 @@ def test_variance_parts_compose_to_the_request(
 def test_each_path_has_its_shares_and_centre(monkeypatch: pytest.MonkeyPatch) -> None:
     laplace = NoiseAllocation("laplace", Fraction(1))
     calls, release = _run("adaptive high", laplace, monkeypatch)
-    assert [c.share.parameter for c in calls] == [Fraction(w, 20) for w in (1, 1, 2, 16)]
+    assert [c.share.parameter for c in calls] == [Fraction(w, 20) for w in (1, 1, 4, 14)]
     assert abs(float(release.center[0]) - 4990.0) < 1.0  # the centre found by the first pass
     calls, release = _run("fallback", laplace, monkeypatch)
     assert [c.share.parameter for c in calls] == [Fraction(w, 60) for w in (3, 19, 19, 19)]
