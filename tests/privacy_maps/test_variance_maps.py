@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, Source
-from tests.privacy_maps.pins import ALPHAS, LESS, Pin, grid_shift, renyi_curve
+from tests.privacy_maps.pins import ALPHAS, LESS, Pin, grid_shift, register, renyi_curve
 
 BOUNDS = (0.0, 5000.0)
 MID = 2500.0
@@ -214,3 +215,21 @@ def test_unit_rows_scale_every_sensitivity(monkeypatch: pytest.MonkeyPatch) -> N
         calls, release = _run(cell, NoiseAllocation("laplace", Fraction(1)), monkeypatch, 4)
         for call, change in zip(calls, _worst_changes(calls, release, 4), strict=True):
             assert change <= call.sensitivity, (cell, call)
+
+
+class _Registry:
+    """The pins for the report (each needs its own monkeypatch)."""
+
+    @staticmethod
+    def build(cell: str, kind: str) -> Pin:
+        with pytest.MonkeyPatch.context() as mp:
+            return (_laplace_pin if kind == "laplace" else _gaussian_pin)(cell, mp)
+
+
+register(
+    {
+        f"var {cell} {kind}": partial(_Registry.build, cell, kind)
+        for cell in CELLS
+        for kind in ("laplace", "gaussian")
+    }
+)
