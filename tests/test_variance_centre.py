@@ -153,11 +153,6 @@ def test_adaptive_intervals_cover_the_truth() -> None:
     assert covered / 2000 >= 0.9 - 5.3 * math.sqrt(0.09 / 2000)
 
 
-@pytest.fixture(scope="module")
-def cps() -> pd.DataFrame:
-    return dp.examples.load_cps1988()
-
-
 def _frame(df: pd.DataFrame, epsilon: float = 100.0) -> dp.PrivateFrame:
     session = dp.Session(epsilon=epsilon, ledger=":memory:")
     return session.private_frame(

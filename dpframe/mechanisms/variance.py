@@ -51,11 +51,21 @@ Accuracy:
     sensitivity grows as ĉ leaves the midpoint (up to 4·((U − L)/2)²), so
     the gain is largest for data in the middle of their bounds.  The mean
     this release implies (ĉ + S₂/N, what ``describe()`` shows) has only 4/20
-    of the budget: on the CPS wages its RMSE is about 2.3 times the midpoint
+    of the budget: on the CPS wages its RMSE is 2.2–2.5 times the midpoint
     estimator's (use ``mean()`` for an accurate mean).  The fallback path's
-    error is about 5% above the midpoint estimator's.  ``ci()`` is conservative: Bonferroni over the count, the
-    final sum and the final sum of squares, pushed through the formula by
-    interval arithmetic (per group, with the widest noise any cell used).
+    error is about 5% above the midpoint estimator's.  ``ci()`` is
+    conservative: Bonferroni over the count, the final sum and the final
+    sum of squares, pushed through the formula by interval arithmetic (per
+    group, with the widest noise any cell used).
+
+Example:
+    >>> pf["wage"].var(epsilon=0.5)  # doctest: +SKIP
+    >>> pf.groupby("region")["wage"].std(epsilon=0.5)  # doctest: +SKIP
+
+Reference: the centre chosen as for the mean (docs/proofs/adaptive_mean.md);
+the discrete Laplace and Gaussian mechanisms of Canonne, Kamath and Steinke
+(2020); the rough-then-refine idea of Biswas, Dong, Kamath and Ullman,
+"CoinPress" (NeurIPS 2020).
 """
 
 from __future__ import annotations
