@@ -1,16 +1,18 @@
 """The variance and std with a privately chosen centre (dpframe/mechanisms/variance.py).
 
-The statistical test draws the noise of the adaptive path 20,000 times (one
-release over 20,000 identical cells) and accepts the stated noise of the sum
-and of the squares around ĉ, rejecting 0.7x and 1.3x, each at ALPHA = 1e-7
-(a correct implementation fails one of its two acceptances with probability
-below 2e-7; the interval test's false failure is below 1e-7).  The privacy maps are pinned in
+The statistical tests draw the noise of the adaptive path 20,000 times (one
+release over 20,000 identical cells), discrete Laplace and discrete Gaussian,
+and accept the stated noise of the sum and of the squares around ĉ,
+rejecting 0.7x and 1.3x, each at ALPHA = 1e-7 (a correct implementation
+fails one of the four acceptances with probability below 4e-7; the interval
+test's false failure is below 1e-7).  The privacy maps are pinned in
 tests/privacy_maps/test_variance_maps.py.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -71,11 +73,31 @@ def _binned_pvalue(samples: np.ndarray, scale: float) -> float:
     return float(stats.chisquare(counts, expected).pvalue)
 
 
-def _assert_binned_fit(samples: np.ndarray, parameter: Fraction) -> None:
+def _gaussian_binned_pvalue(samples: np.ndarray, sigma: float) -> float:
+    """Chi-square fit to the discrete Gaussian of σ (grid units), in bins of σ/8 over ±6σ.
+
+    Bin masses from the exact pmf exp(−k²/(2σ²)) normalised over ±12σ (the
+    mass beyond is below 1e-30); the tails beyond ±6σ are pooled.
+    """
+    width = max(1, int(sigma // 8))
+    reach = int(12 * sigma) + 1
+    ks = np.arange(-reach, reach + 1)
+    pmf = np.exp(-(ks.astype(float) ** 2) / (2 * sigma * sigma))
+    pmf /= pmf.sum()
+    edges = np.arange(-48, 49) * width - 0.5
+    probs = np.bincount(np.searchsorted(edges, ks), weights=pmf, minlength=len(edges) + 1)
+    counts = np.bincount(np.searchsorted(edges, samples), minlength=len(edges) + 1)
+    return float(stats.chisquare(counts, probs * len(samples)).pvalue)
+
+
+def _assert_binned_fit(samples: np.ndarray, parameter: Fraction, kind: str = "laplace") -> None:
+    pvalue: Callable[[np.ndarray, float], float] = _binned_pvalue
     scale = float(parameter)
-    assert _binned_pvalue(samples, scale) > ALPHA
-    assert _binned_pvalue(samples, 0.7 * scale) < ALPHA
-    assert _binned_pvalue(samples, 1.3 * scale) < ALPHA
+    if kind == "gaussian":
+        pvalue, scale = _gaussian_binned_pvalue, math.sqrt(scale)
+    assert pvalue(samples, scale) > ALPHA
+    assert pvalue(samples, 0.7 * scale) < ALPHA
+    assert pvalue(samples, 1.3 * scale) < ALPHA
 
 
 # Coarse public quanta (q = 1/4, q2 = 2, so 2^s = q2/q² = 32) keep the first pass's
@@ -113,6 +135,29 @@ def test_adaptive_sums_have_discrete_laplace_noise_for_their_actual_sensitivity(
     _assert_binned_fit(np.rint(var.total / sum_spec.grid).astype(np.int64), sum_spec.parameter)
     squares = np.rint(var.squares / spec.grid).astype(np.int64) - exact_units
     _assert_binned_fit(squares, spec.parameter)
+
+
+def test_adaptive_sums_have_discrete_gaussian_noise_under_zcdp() -> None:
+    """As above with ρ = 1/2: σ² ≥ Δ_u²/(2·share·ρ) for the sum and the squares around ĉ."""
+    allocation = NoiseAllocation("gaussian", Fraction(1, 2))
+    rows = 10**7
+    geometry = squares_geometry(COARSE)
+    assert geometry is not None
+    parts = allocation.split((1, 1, 4, 14))
+    grid, units, spec = noise_for(squares_sensitivity(geometry, -36), 1 / 16, parts[3])
+    assert spec.parameter >= Fraction(units**2) / (2 * parts[3].parameter)
+    _, sum_units, sum_spec = noise_for(40 + 36, 0.25, parts[2])
+    assert sum_spec.parameter >= Fraction(sum_units**2) / (2 * parts[2].parameter)
+    exact_units = (-16 * rows + grid // 2) // grid
+    cells = CELLS
+    exact = [np.full(cells, float(rows)), np.full(cells, -36.0 * rows), np.full(cells, 40.0 * rows)]
+    var = release_variance(COARSE, COARSE_SENS, exact, BOUNDS, allocation, SecureRandom())
+    assert var.center.tolist() == [1.0] * cells
+    assert var.kept[1] == sum_spec and var.kept[2] == spec
+    sums = np.rint(var.total / sum_spec.grid).astype(np.int64)
+    _assert_binned_fit(sums, sum_spec.parameter, "gaussian")
+    squares = np.rint(var.squares / spec.grid).astype(np.int64) - exact_units
+    _assert_binned_fit(squares, spec.parameter, "gaussian")
 
 
 def test_small_counts_fall_back_to_the_midpoint_with_a_second_count() -> None:
