@@ -223,3 +223,10 @@ def test_the_notebook_shows_the_consistent_table(cps: pd.DataFrame) -> None:
     edited = fitted.copy()
     edited.iloc[0, 0] += 1
     assert "consistent(" not in (frame_html(edited) or "")  # an edited table is not a release
+
+
+def test_a_zero_cut_interval_shows_its_ends() -> None:
+    assert shown_bounded(0.0, 0.0, 12.4, integer=True) == "0 [0, 12]"
+    assert shown_bounded(3.0, 0.0, 14.0, integer=True) == "3 [0, 14]"
+    assert "±" in shown_bounded(30.0, 18.0, 42.0, integer=True)  # symmetric: value ± half
+    assert "±" in shown_bounded(5.0, 0.0, 9.0, integer=True)  # cut at 0 but near-symmetric

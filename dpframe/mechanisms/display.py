@@ -90,7 +90,8 @@ def grouped_table_html(
     for key, value, low, high in zip(index, values, lows, highs, strict=True):
         keys = key if isinstance(key, tuple) else (key,)
         cells = "".join(f"<th>{html.escape(str(k))}</th>" for k in keys)
-        text, low_text, high_text = shown_interval(float(value), float(low), float(high), integer)
+        _, low_text, high_text = shown_interval(float(value), float(low), float(high), integer)
+        text = shown_bounded(float(value), float(low), float(high), integer)
         cells += f"<td>{text}</td><td>{low_text}</td><td>{high_text}</td>"
         rows.append(f"<tr>{cells}</tr>")
     return (
