@@ -230,3 +230,15 @@ def test_a_zero_cut_interval_shows_its_ends() -> None:
     assert shown_bounded(3.0, 0.0, 14.0, integer=True) == "3 [0, 14]"
     assert "±" in shown_bounded(30.0, 18.0, 42.0, integer=True)  # symmetric: value ± half
     assert "±" in shown_bounded(5.0, 0.0, 9.0, integer=True)  # cut at 0 but near-symmetric
+
+
+def test_a_table_too_large_is_refused() -> None:
+    keys = [f"k{i}" for i in range(33)]
+    df = pd.DataFrame({"a": keys * 2, "b": keys[::-1] * 2})
+    session = dp.Session(epsilon=10, ledger=":memory:")
+    pf = session.private_frame(df, categories={"a": keys, "b": keys})
+    table = dp.crosstab(pf["a"], pf["b"], epsilon=1)
+    spent = session.spent
+    with pytest.raises(dp.DPError, match="up to 1024 cells; this one has 1089"):
+        dp.consistent(table)
+    assert session.spent == spent
