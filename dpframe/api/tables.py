@@ -55,6 +55,11 @@ class TableIntervals:
     margins: bool = False
     normalize: str | None = None
 
+    @property
+    def statistic(self) -> str:
+        """``count`` for a table of counts (shown as whole numbers), ``share`` for shares."""
+        return "count" if self.normalize is None else "share"
+
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """(low, high) of every shown cell (margins and shares included)."""
         rows, cols = self.shape

@@ -53,7 +53,7 @@ def frame_html(frame: pd.DataFrame) -> str | None:
         return own
     low, high = meta.intervals.interval(LEVEL)
     caption = f"{meta.query} · cost {meta.cost} · ± is the {LEVEL:.0%} half-width"
-    return frame_table_html(frame, low, high, caption)
+    return frame_table_html(frame, low, high, caption, integer_cells=is_count(meta.intervals))
 
 
 def install(shell: Any) -> None:

@@ -16,13 +16,14 @@ Privacy:
     sums are exact integers, never wrapped or rounded by float addition.
     A statistic with k measures splits its budget k ways (ε or ρ adds up), and
     disjoint groups compose in parallel, so one charge covers all groups.
-    A mean instead spends its budget in two passes with a privately chosen
-    centre per cell (see :mod:`dpframe.mechanisms.mean`).
+    A mean, a variance and a standard deviation instead spend their budget
+    in passes with a privately chosen centre ĉ per cell (see
+    :mod:`dpframe.mechanisms.mean` and :mod:`dpframe.mechanisms.variance`).
 
 Accuracy:
     count and sum: the noise of one measure (see ``NoiseSpec``).  mean:
-    c + S/max(N, 1) clamped to [L, U]; var: Q/N − (S/N)² clamped to
-    [0, ((U − L)/2)²]; std: its square root.  Intervals for the derived
+    ĉ + S/max(N, 1) clamped to [L, U]; var: Q/N − (S/N)² clamped to
+    [0, ((U − L)/2)²] with S and Q centred at ĉ; std: its square root.  Intervals for the derived
     statistics are conservative: each measure's interval at level
     1 − (1 − level)/k (Bonferroni) pushed through the formula by interval
     arithmetic, so coverage is at least ``level``.  Quantizing adds at most
@@ -45,6 +46,7 @@ from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_su
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.mean import mean_noise_plan, release_mean
 from dpframe.mechanisms.undeclared import UndeclaredNoise, first_spread, plan_undeclared
+from dpframe.mechanisms.variance import release_variance, variance_noise_plan
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, unit_rows
@@ -147,6 +149,8 @@ def noise_plan(
     measures, sensitivities = measures_for(agg)
     if agg.statistic == "mean":
         return mean_noise_plan(measures, sensitivities, allocation)
+    if agg.statistic in _CENTRED:
+        return variance_noise_plan(measures, sensitivities, allocation, spread_of(agg))
     parts = allocation.split(tuple(1 for _ in measures))
     plan = []
     for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
@@ -160,6 +164,7 @@ def noise_plan(
 
 
 _MEASURE_NAMES = {"rows": "row count", "nonnull": "non-missing count"}
+_CENTRED = ("var", "std")  # released around a privately chosen centre (mechanisms/variance.py)
 
 
 @dataclass(frozen=True)
@@ -169,9 +174,9 @@ class AggregateNoise:
     Attributes:
         measures: the exact quantities the backend computes.
         sensitivities: their sensitivities in quanta (scaled by the unit's rows).
-        noise: for count, sum, var and std, ``noise_for`` of each measure's share
-            (grid, sensitivity in grid units, noise); empty for a mean, whose
-            second pass depends on released values.
+        noise: for count and sum, ``noise_for`` of the measure
+            (grid, sensitivity in grid units, noise); empty for a mean, a var
+            and a std, whose second pass depends on released values.
         undeclared: the noise of the undeclared cell (None: the release has none;
             see :mod:`dpframe.mechanisms.undeclared`).
     """
@@ -196,13 +201,15 @@ def spreads_of(agg: Aggregate, count: int) -> tuple[int, ...]:
 def aggregate_noise(agg: Aggregate, allocation: NoiseAllocation) -> AggregateNoise:
     """Every measure and its noise under ``allocation``; raises for unusable parameters.
 
-    Public inputs only.  A mean's possible releases are all checked
-    (:func:`~dpframe.mechanisms.mean.mean_noise_plan`), its noise is chosen as it goes.
+    Public inputs only.  A mean's, a var's and a std's possible releases are all
+    checked (:func:`~dpframe.mechanisms.mean.mean_noise_plan`,
+    :func:`~dpframe.mechanisms.variance.variance_noise_plan`), their noise is
+    chosen as they go.
     The undeclared cell's noise (when ``agg.undeclared``) is planned here too.
     """
     measures, sensitivities = measures_for(agg)
-    if agg.statistic == "mean":
-        planned = mean_noise_plan(measures, sensitivities, allocation)
+    if agg.statistic == "mean" or agg.statistic in _CENTRED:
+        planned = noise_plan(agg, allocation)
         for (_, sens, quantum, part), spread in zip(
             planned, spreads_of(agg, len(planned)), strict=True
         ):
@@ -229,7 +236,7 @@ class IntervalModel:
     noisy: tuple[FloatArray, ...]
     noise: tuple[NoiseSpec, ...]
     bounds: tuple[float, float] | None
-    center: FloatArray | None = None  # a mean's centre per cell; None: the midpoint
+    center: FloatArray | None = None  # the centre ĉ per cell (mean, var, std); None: midpoint
 
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ends per cell; coverage at least ``level``."""
@@ -278,22 +285,10 @@ class AggregateResult:
         return self.noise[0].name
 
 
-def _combine(
-    agg: Aggregate, noisy: list[FloatArray], noise: list[NoiseSpec]
-) -> tuple[FloatArray, FloatArray]:
-    if agg.statistic in ("count", "sum"):
-        return noisy[0], np.full(len(noisy[0]), noise[0].scale)
-    assert agg.bounds is not None
-    low, high = agg.bounds
-    n = np.maximum(noisy[0], 1.0)
-    mean_c = noisy[1] / n
-    top = ((high - low) / 2) ** 2
-    var = np.clip(noisy[2] / n - mean_c**2, 0.0, top)
-    var_scales = noise[2].scale / n
-    if agg.statistic == "var":
-        return var, var_scales
+def _std(var: FloatArray, var_scales: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The standard deviation and its scale by the delta method (dv / (2 sqrt(v)))."""
     std = np.sqrt(var)
-    # Delta method: d sqrt(v) = dv / (2 sqrt(v)); at v = 0 use sqrt(scale).
+    # At v = 0 the delta method fails: use sqrt(scale).
     safe = np.where(std > 0, std, 1.0)
     return std, np.where(std > 0, var_scales / (2 * safe), np.sqrt(var_scales))
 
@@ -335,6 +330,24 @@ def release_aggregate(
         )
         model = IntervalModel("mean", (mean.count, mean.total), mean.kept, agg.bounds, mean.center)
         return AggregateResult(mean.values, mean.scales, mean.used, model)
+    if agg.statistic in _CENTRED:
+        assert agg.bounds is not None
+        var = release_variance(
+            measures,
+            sensitivities,
+            exact,
+            agg.bounds,
+            allocation,
+            rng,
+            spread_of(agg),
+            count_spread=first_spread(agg),
+        )
+        measured = (var.count, var.total, var.squares)
+        model = IntervalModel(agg.statistic, measured, var.kept, agg.bounds, var.center)
+        values, scales = (var.values, var.scales)
+        if agg.statistic == "std":
+            values, scales = _std(var.values, var.scales)
+        return AggregateResult(values, scales, var.used, model)
     parts = allocation.split(tuple(1 for _ in measures))
     noisy: list[FloatArray] = []
     noise: list[NoiseSpec] = []
@@ -344,7 +357,7 @@ def release_aggregate(
         released, spec = release_integer_sums(values, sens, measure.quantum, part, rng, noise_plan_)
         noisy.append(released)
         noise.append(spec)
-    values, scales = _combine(agg, noisy, noise)
+    values, scales = noisy[0], np.full(len(noisy[0]), noise[0].scale)
     model = IntervalModel(agg.statistic, tuple(noisy), tuple(noise), agg.bounds)
     return AggregateResult(values, scales, tuple(noise), model)
 
@@ -353,7 +366,10 @@ def reordered(meta: Any, order: npt.NDArray[np.intp]) -> Any:
     """A grouped release's metadata with its cells in a new order (post-processing)."""
     model = meta.intervals
     if isinstance(model, IntervalModel):
-        model = dataclasses.replace(model, noisy=tuple(a[order] for a in model.noisy))
+        center = None if model.center is None else model.center[order]
+        model = dataclasses.replace(
+            model, noisy=tuple(a[order] for a in model.noisy), center=center
+        )
     values = None if meta.values is None else meta.values[order]
     return dataclasses.replace(
         meta, index=meta.index[order], scales=meta.scales[order], intervals=model, values=values

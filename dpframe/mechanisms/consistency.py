@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -226,15 +227,27 @@ def _meta(cells: pd.Series) -> GroupedRelease:
 
 
 def consistent(
-    cells: pd.Series, total: Release | None = None, *, nonnegative: bool | None = None
-) -> pd.Series:
+    cells: pd.Series | pd.DataFrame,
+    total: Release | None = None,
+    *,
+    rows: pd.Series | None = None,
+    columns: pd.Series | None = None,
+    nonnegative: bool | None = None,
+) -> Any:
     """Grouped counts (or sums) made to add up to their total, and counts never negative.
+
+    A cross table (``dp.crosstab``) is made to agree with its margins instead:
+    see :func:`~dpframe.mechanisms.consistent_tables.consistent_table`
+    (``rows=`` and ``columns=`` are its separately released margins).
 
     Args:
         cells: a grouped count or sum as released (``pf.groupby(k).size(...)``,
-            ``value_counts``, ``hist``, ``groupby(k)[c].sum(...)``).  Its
+            ``value_counts``, ``hist``, ``groupby(k)[c].sum(...)``), or a cross
+            table of counts.  A grouped release's
             undeclared cell, when the group-by measured one, is one more term
             of the total.
+        rows: a cross table's counts per row key, released on their own.
+        columns: a cross table's counts per column key, released on their own.
         total: the count or sum of the same rows released on its own
             (e.g. ``pf[pf[k].notna()].count(epsilon=...)``: rows with a missing
             key are in no cell).  None: only clip negative counts.
@@ -247,7 +260,18 @@ def consistent(
     Privacy: post-processing, free (see the module docstring).
 
     Accuracy: each cell's variance falls from v_i to v_i (1 − v_i / V).
+
+    Example:
+        >>> counts = pf.groupby("region").size(epsilon=0.5)  # doctest: +SKIP
+        >>> dp.consistent(counts, pf.count(epsilon=0.5))  # doctest: +SKIP
     """
+    if isinstance(cells, pd.DataFrame):
+        from dpframe.mechanisms.consistent_tables import consistent_table
+
+        clip = True if nonnegative is None else bool(nonnegative)
+        return consistent_table(cells, total, rows=rows, columns=columns, nonnegative=clip)
+    if rows is not None or columns is not None:
+        raise DPError("rows= and columns= are the margins of a cross table (dp.crosstab).")
     meta = _meta(cells)
     statistic = str(getattr(meta.intervals, "statistic", ""))
     clip = statistic == "count" if nonnegative is None else bool(nonnegative)

@@ -9,10 +9,11 @@ Privacy:
     histogram over its declared keys), so the parts compose to exactly the
     request (sequential composition).  Everything shown is post-processing of
     those releases: count and mean come from the variance release's noisy
-    sums; a categorical column's count is the sum of its noisy counts, top the
-    key with the largest noisy count (argmax of released values: free), freq
-    that count, and unique the number of declared keys whose noisy count
-    clears :func:`unique_threshold`.
+    count and its sum around the centre it chose privately
+    (:mod:`dpframe.mechanisms.variance`); a categorical column's count is
+    the sum of its noisy counts, top the key with the largest noisy count
+    (argmax of released values: free), freq that count, and unique the
+    number of declared keys whose noisy count clears :func:`unique_threshold`.
 
 Accuracy:
     As :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile` at their
@@ -72,7 +73,9 @@ class DescribeFamily(Family[Describe]):
             noisy = var.intervals.noisy
             low, high = bounds
             count = float(noisy[0][0])
-            mean = float(np.clip((low + high) / 2 + noisy[1][0] / max(count, 1.0), low, high))
+            # The variance release's centre ĉ (private, adaptive) and Σ(x − ĉ): the mean is free.
+            center = (low + high) / 2 if var.intervals.center is None else var.intervals.center[0]
+            mean = float(np.clip(center + noisy[1][0] / max(count, 1.0), low, high))
             # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
             quartiles = sorted(quarts.tolist())
             middle = [np.nan] * 3 if wide else []
@@ -105,7 +108,7 @@ class DescribeIntervals:
     """Per-cell intervals of ``describe()``, from each column's variance release (free).
 
     count, mean and std are functions of the variance release's three noisy
-    sums (count, centred sum, centred sum of squares), so their intervals are
+    sums (count, sum and sum of squares around its centre ĉ), so their intervals are
     that release's: the count's alone, the mean's from the count and the sum,
     the std's from all three (each with its own Bonferroni split).  Quartiles
     (a rank error, not a value interval) and categorical columns' cells: NaN.

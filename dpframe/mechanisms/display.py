@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["decimals_for", "grouped_table_html", "shown", "shown_interval"]
+__all__ = [
+    "decimals_for",
+    "frame_table_html",
+    "grouped_table_html",
+    "shown",
+    "shown_bounded",
+    "shown_interval",
+]
 
 #: The level of the intervals shown by default.
 LEVEL = 0.95
@@ -83,7 +90,8 @@ def grouped_table_html(
     for key, value, low, high in zip(index, values, lows, highs, strict=True):
         keys = key if isinstance(key, tuple) else (key,)
         cells = "".join(f"<th>{html.escape(str(k))}</th>" for k in keys)
-        text, low_text, high_text = shown_interval(float(value), float(low), float(high), integer)
+        _, low_text, high_text = shown_interval(float(value), float(low), float(high), integer)
+        text = shown_bounded(float(value), float(low), float(high), integer)
         cells += f"<td>{text}</td><td>{low_text}</td><td>{high_text}</td>"
         rows.append(f"<tr>{cells}</tr>")
     return (
@@ -104,10 +112,31 @@ def _is_count_label(label: object) -> bool:
     return str(last) in ("count", "freq", "unique", "size")
 
 
-def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, caption: str) -> str:
+def shown_bounded(value: float, low: float, high: float, integer: bool = False) -> str:
+    """A cell's text: ``value ± half``, or ``value [low, high]`` when the interval is one-sided.
+
+    An interval cut at zero (a count made non-negative) is not symmetric
+    around its value: ``0 ± 12`` would suggest negative counts, so such a
+    cell shows its ends instead (``0 [0, 12]``).
+    """
+    if low == 0.0 and high - value > 2 * (value - low):
+        places = decimals_for(high - low, integer)
+        return f"{_number(value, places)} [{_number(low, places)}, {_number(high, places)}]"
+    return shown_interval(value, low, high, integer)[0]
+
+
+def frame_table_html(
+    frame: pd.DataFrame,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    caption: str,
+    integer_cells: bool = False,
+) -> str:
     """A released DataFrame (e.g. ``describe()``) with ``value ± half-width`` in every cell.
 
-    Cells without an interval (NaN ends, such as quartiles) show the value alone.
+    Cells without an interval (NaN ends, such as quartiles) show the value alone;
+    an interval cut at zero shows its ends (:func:`shown_bounded`).
+    ``integer_cells``: every cell is a count (a cross table), shown whole.
     """
     corner = html.escape(str(frame.index.name)) if frame.index.name is not None else ""
     head = f"<th>{corner}</th>" + "".join(
@@ -119,7 +148,7 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
     for i, label in enumerate(frame.index):
         cells = f"<th>{html.escape(str(label))}</th>"
         for j in range(frame.shape[1]):
-            integer = _is_count_label(label) or counts[j]
+            integer = integer_cells or _is_count_label(label) or counts[j]
             cell: Any = values[i, j]
             low, high = float(lows[i, j]), float(highs[i, j])
             if not isinstance(cell, (int, float, np.number)) or isinstance(cell, bool):
@@ -133,7 +162,7 @@ def frame_table_html(frame: pd.DataFrame, lows: np.ndarray, highs: np.ndarray, c
                 text = f"{value:,.0f}" if integer and value == round(value) else f"{value:.4g}"
                 cells += f"<td>{text}</td>"
             else:
-                cells += f"<td>{shown_interval(value, low, high, integer)[0]}</td>"
+                cells += f"<td>{shown_bounded(value, low, high, integer)}</td>"
         rows.append(f"<tr>{cells}</tr>")
     return (
         "<div class='dpframe-frame'><table class='dataframe'>"

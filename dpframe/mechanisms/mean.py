@@ -63,7 +63,13 @@ from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 
-__all__ = ["ADAPT_AT_STDS", "MeanRelease", "mean_noise_plan", "release_mean"]
+__all__ = [
+    "ADAPT_AT_STDS",
+    "MeanRelease",
+    "mean_noise_plan",
+    "release_mean",
+    "sensitivity_levels",
+]
 
 #: The adaptive path runs when the first noisy count is at least this many
 #: of its noise standard deviations (about n·ε ≥ 280 for Laplace noise).
@@ -194,7 +200,7 @@ def release_mean(
         shifted = np.rint(exact[1][big]).astype(np.int64) - steps * np.rint(exact[0][big]).astype(
             np.int64
         )
-        sens2 = _levels(sum_sens + np.abs(steps) * count_sens, sum_sens)
+        sens2 = sensitivity_levels(sum_sens + np.abs(steps) * count_sens, sum_sens)
         for level in np.unique(sens2):
             cells = np.flatnonzero(sens2 == level)
             sums, spec = release(shifted[cells], int(level), quantum, parts[2])
@@ -211,9 +217,18 @@ def release_mean(
     )
 
 
-def _levels(sens: npt.NDArray[np.int64], base: int) -> npt.NDArray[np.int64]:
-    """Sensitivities rounded up to base·(1 + i/16): at most 17 noise levels over many cells."""
+def sensitivity_levels(sens: npt.NDArray[np.int64], base: int) -> npt.NDArray[np.int64]:
+    """Sensitivities rounded up to base·(1 + i/16) when more than 17 distinct ones occur.
+
+    Never down: a sensitivity below ``base`` goes up to ``base``.  Between base
+    and m·base there are at most 16·(m − 1) + 1 levels (17 for the mean's
+    second sums, 49 for the variance's squares), each at most base/16 above
+    the sensitivity it replaces.
+    """
     if len(np.unique(sens)) <= _LADDER + 1:
         return sens
     step = -(-base // _LADDER)  # ceil(base / 16) quanta per rung
     return np.asarray(base + -(-(sens - base) // step) * step, dtype=np.int64)
+
+
+_levels = sensitivity_levels  # the name the tests of the mean use

@@ -29,7 +29,7 @@ Privacy:
     row or non-missing count of count, mean, var and std; the clamped sum of
     sum), worth the measure's per-row sensitivity w (1 for a count) per
     undeclared row, released with that measure's own noise and share (1 for
-    count and sum, 1/3 for var and std, 1/20 for the mean's first count).
+    count and sum, 1/20 for the first count of a mean, a var and a std).
     The extended vector moves by at most w per row in exactly one of its
     C + 1 cells, so by at most k·w before rounding, and by at most
     ⌊kw/g⌋ + min(k, C + 1) grid units after each cell is rounded to the grid

@@ -59,7 +59,7 @@ def _post_process(model: IntervalModel) -> np.ndarray:
         return noisy[0]
     assert model.bounds is not None
     low, high = model.bounds
-    center = (low + high) / 2
+    center = (low + high) / 2 if model.center is None else model.center
     n = np.maximum(noisy[0], 1.0)
     mean_c = noisy[1] / n
     if model.statistic == "mean":

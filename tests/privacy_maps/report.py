@@ -23,6 +23,7 @@ from tests.privacy_maps import (
     test_selection_maps,
     test_sparse_vector_maps,
     test_undeclared_maps,
+    test_variance_maps,
     test_vector_maps,
 )
 from tests.privacy_maps.pins import CASES
@@ -36,6 +37,7 @@ _MODULES = (
     test_selection_maps,
     test_sparse_vector_maps,
     test_undeclared_maps,
+    test_variance_maps,
     test_vector_maps,
 )
 

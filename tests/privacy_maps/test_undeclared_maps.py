@@ -195,11 +195,11 @@ def test_a_unit_over_declared_cells_and_the_undeclared_one_is_within_rho(k: int)
 
 @pytest.mark.parametrize("statistic", ["count", "mean", "var"])
 def test_with_units_the_cell_joins_the_first_count_at_its_share(statistic: str) -> None:
-    """count: the row count at the whole ε; var: the count at ε/3; mean: the first count at ε/20."""
+    """count: the row count at the whole ε; mean and var: the first count at ε/20."""
     allocation = NoiseAllocation("laplace", Fraction(1))
     agg = _grouped(statistic, cells=4, unit_rows=3)
     cell = _cell(agg, allocation)
-    share = {"count": Fraction(1), "var": Fraction(1, 3), "mean": Fraction(1, 20)}[statistic]
+    share = {"count": Fraction(1), "var": Fraction(1, 20), "mean": Fraction(1, 20)}[statistic]
     assert (cell.weight, cell.sensitivity, cell.quantum) == (1, 3, 1.0)
     assert cell.allocation == NoiseAllocation("laplace", share)
     assert cell.noise == noise_for(3, 1.0, cell.allocation, 3)
