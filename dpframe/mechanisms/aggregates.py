@@ -46,7 +46,11 @@ from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_su
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.mean import mean_noise_plan, release_mean
 from dpframe.mechanisms.undeclared import UndeclaredNoise, first_spread, plan_undeclared
-from dpframe.mechanisms.variance import release_variance, variance_noise_plan
+from dpframe.mechanisms.variance import (
+    ADAPTIVE_WEIGHTS,
+    release_variance,
+    variance_noise_plan,
+)
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, unit_rows
@@ -136,6 +140,11 @@ def measures_for(agg: Aggregate) -> tuple[tuple[Measure, ...], tuple[int, ...]]:
     return measures, tuple(s * k for s in sensitivities)
 
 
+def _moment_weights(agg: Aggregate) -> tuple[int, ...]:
+    """The variance's adaptive shares: the node's own (describe sets them) or the default."""
+    return agg.moment_weights or ADAPTIVE_WEIGHTS
+
+
 def noise_plan(
     agg: Aggregate, allocation: NoiseAllocation
 ) -> list[tuple[str, int, float, NoiseAllocation]]:
@@ -150,7 +159,9 @@ def noise_plan(
     if agg.statistic == "mean":
         return mean_noise_plan(measures, sensitivities, allocation)
     if agg.statistic in _CENTRED:
-        return variance_noise_plan(measures, sensitivities, allocation, spread_of(agg))
+        return variance_noise_plan(
+            measures, sensitivities, allocation, spread_of(agg), _moment_weights(agg)
+        )
     parts = allocation.split(tuple(1 for _ in measures))
     plan = []
     for measure, sens, part in zip(measures, sensitivities, parts, strict=True):
@@ -341,6 +352,7 @@ def release_aggregate(
             rng,
             spread_of(agg),
             count_spread=first_spread(agg),
+            weights=_moment_weights(agg),
         )
         measured = (var.count, var.total, var.squares)
         model = IntervalModel(agg.statistic, measured, var.kept, agg.bounds, var.center)

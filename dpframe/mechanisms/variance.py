@@ -89,6 +89,7 @@ __all__ = [
     "FALLBACK_WEIGHTS",
     "SquaresGeometry",
     "VarianceRelease",
+    "fallback_weights",
     "release_variance",
     "squares_geometry",
     "squares_sensitivity",
@@ -99,6 +100,21 @@ __all__ = [
 ADAPTIVE_WEIGHTS = (1, 1, 4, 14)
 #: Shares on the fallback path: first count, second count, midpoint sum, midpoint squares.
 FALLBACK_WEIGHTS = (3, 19, 19, 19)  # the first count is 1/20 on both paths
+
+
+def fallback_weights(weights: tuple[int, ...]) -> tuple[int, ...]:
+    """The fallback path's shares for an adaptive split ``weights``.
+
+    The first count is drawn before the path is chosen, so it keeps its share
+    ``weights[0] / sum(weights)`` on both paths; the rest is split equally over
+    the second count, the midpoint sum and the midpoint squares
+    (:data:`FALLBACK_WEIGHTS` for :data:`ADAPTIVE_WEIGHTS`).
+    """
+    first, total = weights[0], sum(weights)
+    rest = total - first
+    return (3 * first, rest, rest, rest)
+
+
 _INT64_ROOM = 2**62
 
 FloatArray = npt.NDArray[np.float64]
@@ -181,16 +197,25 @@ def variance_noise_plan(
     sensitivities: tuple[int, ...],
     allocation: NoiseAllocation,
     spread: int = 1,
+    weights: tuple[int, ...] = ADAPTIVE_WEIGHTS,
 ) -> list[tuple[str, int, float, NoiseAllocation]]:
     """Every release the variance may make: (name, worst-case sensitivity, quantum, share).
 
     From public inputs only; used to explain a query and to check its
-    parameters before anything is charged.
+    parameters before anything is charged.  ``weights``: the adaptive path's
+    four shares (see :func:`fallback_weights` for the fallback path's).
     """
     count_sens, sum_sens, squares_sens = sensitivities
     quantum, squares_quantum = measures[1].quantum, measures[2].quantum
-    first = allocation.split(ADAPTIVE_WEIGHTS)
-    fallback = allocation.split(FALLBACK_WEIGHTS)
+    if weights[0] == 0:  # the midpoint only (describe): count, sum and squares, no first pass
+        shares = allocation.split(tuple(weights[1:]))
+        return [
+            ("non-missing count", count_sens, 1.0, shares[0]),
+            ("centred sum", sum_sens, quantum, shares[1]),
+            ("centred sum of squares", squares_sens, squares_quantum, shares[2]),
+        ]
+    first = allocation.split(weights)
+    fallback = allocation.split(fallback_weights(weights))
     plan = [("non-missing count", count_sens, 1.0, first[0])]
     geometry = squares_geometry(measures)
     if _adaptive_fits(geometry, count_sens, first[3], spread):
@@ -247,6 +272,7 @@ def release_variance(
     rng: SecureRandom,
     spread: int = 1,
     count_spread: int | None = None,
+    weights: tuple[int, ...] = ADAPTIVE_WEIGHTS,
 ) -> VarianceRelease:
     """Release a variance per cell (see the module docstring for the mechanism).
 
@@ -260,12 +286,23 @@ def release_variance(
         spread: the most cells one neighbour reaches (min(rows per unit, cells)).
         count_spread: the same for the first count (None: ``spread``); one more
             cell when the undeclared cell is a cell of the first count.
+        weights: the adaptive path's four shares (:data:`ADAPTIVE_WEIGHTS`).
     """
     count_sens, sum_sens, squares_sens = sensitivities
     quantum = measures[1].quantum
     low, high = bounds
     mid = (low + high) / 2
-    parts = allocation.split(ADAPTIVE_WEIGHTS)
+    if weights[0] == 0:
+        return _release_midpoint(
+            measures,
+            sensitivities,
+            exact,
+            bounds,
+            allocation.split(tuple(weights[1:])),
+            rng,
+            spread,
+        )
+    parts = allocation.split(weights)
     first_reach = spread if count_spread is None else count_spread
     count, count_spec = release_integer_sums(
         exact[0], count_sens, 1.0, parts[0], rng, spread=first_reach
@@ -279,7 +316,7 @@ def release_variance(
     used: list[NoiseSpec] = [count_spec]
     kept: tuple[list[NoiseSpec], list[NoiseSpec], list[NoiseSpec]] = ([count_spec], [], [])
     if not adaptive.all():
-        rest = allocation.split(FALLBACK_WEIGHTS)
+        rest = allocation.split(fallback_weights(weights))
         small = np.flatnonzero(~adaptive)
         specs = []
         for i, (sens, q) in enumerate(
@@ -351,6 +388,44 @@ def release_variance(
         squares,
         tuple(used),
         (widest[0], widest[1], widest[2]),
+    )
+
+
+def _release_midpoint(
+    measures: tuple[Measure, ...],
+    sensitivities: tuple[int, ...],
+    exact: list[FloatArray],
+    bounds: tuple[float, float],
+    parts: tuple[NoiseAllocation, ...],
+    rng: SecureRandom,
+    spread: int,
+) -> VarianceRelease:
+    """The variance around the bounds' midpoint: three noisy sums, no first pass.
+
+    Privacy: the three releases compose to the shares in ``parts`` (the
+    midpoint sums' sensitivities are the ones :func:`measures_for` states).
+    """
+    low, high = bounds
+    noisy: list[FloatArray] = []
+    specs: list[NoiseSpec] = []
+    quanta = (1.0, measures[1].quantum, measures[2].quantum)
+    for values, sens, q, part in zip(exact, sensitivities, quanta, parts, strict=True):
+        released, spec = release_integer_sums(values, sens, q, part, rng, spread=spread)
+        noisy.append(released)
+        specs.append(spec)
+    count, total, squares = noisy
+    denominator = np.maximum(count, 1.0)
+    top = ((high - low) / 2) ** 2
+    values = np.clip(squares / denominator - (total / denominator) ** 2, 0.0, top)
+    return VarianceRelease(
+        values,
+        np.full(len(count), specs[2].scale) / denominator,
+        np.full(len(count), (low + high) / 2),
+        count,
+        total,
+        squares,
+        tuple(specs),
+        (specs[0], specs[1], specs[2]),
     )
 
 

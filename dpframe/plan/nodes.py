@@ -221,6 +221,12 @@ class Aggregate:
             is present but outside ``by`` (one more disjoint cell, never an index
             entry; see docs/proofs/undeclared_cell.md).  Set by the group-by
             facade over declared keys; never for keys discovered privately.
+        moment_weights: var/std only: the adaptive path's four shares (first
+            count, midpoint sum, sum around the centre, squares around it);
+            empty for the default (``ADAPTIVE_WEIGHTS`` of
+            :mod:`dpframe.mechanisms.variance`); a first share of 0 releases
+            the count, sum and squares around the bounds' midpoint in the
+            other three shares (``describe``, which also reports the mean).
     """
 
     plan: Plan
@@ -231,6 +237,7 @@ class Aggregate:
     label: str
     privacy: PrivacyRequest | None = None
     undeclared: bool = False
+    moment_weights: tuple[int, ...] = ()
 
     __eq__ = _node_eq
     __hash__ = _node_hash
@@ -240,6 +247,18 @@ class Aggregate:
             raise SchemaError("statistic must be count, sum, mean, var or std.")
         if self.undeclared and not self.by:
             raise SchemaError("undeclared=True counts rows outside group keys: give keys (by=).")
+        weights = self.moment_weights
+        if weights and (
+            self.statistic not in ("var", "std")
+            or len(weights) != 4
+            or not all(isinstance(w, int) and not isinstance(w, bool) for w in weights)
+            or not all(w > 0 for w in weights[1:])
+            or weights[0] < 0
+        ):
+            raise SchemaError(
+                "moment_weights are four integers for var or std only: the first count's "
+                "share (0: no first pass, the midpoint only), then three positive shares."
+            )
         if self.statistic != "count":
             if self.expr is None:
                 raise SchemaError(f"{self.statistic}() needs a value expression.")
@@ -248,7 +267,10 @@ class Aggregate:
             check_keys(key.name, key.categories)
 
     def key(self) -> tuple[Any, ...]:
-        """``("aggregate", plan, statistic, expr, bounds, keys, label, privacy, undeclared)``."""
+        """The canonical key: ``("aggregate", plan, statistic, expr, bounds, ...)``.
+
+        Then keys, label, privacy, undeclared and moment_weights.
+        """
 
         def build() -> tuple[Any, ...]:
             expr = None if self.expr is None else self.expr.key()
@@ -269,6 +291,7 @@ class Aggregate:
                 self.label,
                 privacy,
                 self.undeclared,
+                self.moment_weights,
             )
 
         return _cached_key(self, build)
