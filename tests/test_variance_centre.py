@@ -224,7 +224,32 @@ def test_grouped_var_and_std_take_their_own_centres(cps: pd.DataFrame) -> None:
     assert bool(((bounds["low"] <= truth) & (truth <= bounds["high"])).all())
 
 
-def test_describe_uses_the_variance_centre_for_its_mean(cps: pd.DataFrame) -> None:
+def test_describe_keeps_the_midpoint_for_its_moments(cps: pd.DataFrame) -> None:
+    """describe()'s variance part is the midpoint release in thirds: its centre is the
+    midpoint 2,500 (an adaptive centre would sit near the mean wage, about 600), and its
+    three noises are equal shares of the part."""
+    pf = _frame(cps)
+    table = pf.describe(epsilon=40)
+    model = table.attrs["dpframe"].intervals.models[0]
+    assert model.center is not None and list(model.center) == [2500.0]
+    count_noise, sum_noise, squares_noise = model.noise
+    columns = len(table.columns)  # each gets ε/(2c) for its moments, a third of it per noise
+    assert count_noise.scale == pytest.approx(1 / (40 / (2 * columns) / 3), rel=1e-5)
+    assert sum_noise.scale > count_noise.scale and squares_noise.scale > sum_noise.scale
+
+
+def test_moment_weights_are_checked_by_the_node() -> None:
+    plan, x = Source("d"), Col("x")
+    for bad in ((1, 1, 1), (1, 0, 1, 1), (-1, 1, 1, 1), (True, 1, 1, 1)):
+        with pytest.raises(dp.DPError, match="moment_weights are four integers"):
+            Aggregate(plan, "var", x, (0.0, 1.0), (), "v", moment_weights=bad)
+    with pytest.raises(dp.DPError, match="for var or std only"):
+        Aggregate(plan, "mean", x, (0.0, 1.0), (), "m", moment_weights=(1, 1, 4, 14))
+    midpoint = Aggregate(plan, "var", x, (0.0, 1.0), (), "v", moment_weights=(0, 1, 1, 1))
+    assert midpoint != Aggregate(plan, "var", x, (0.0, 1.0), (), "v")
+
+
+def test_describe_mean_and_std_near_the_truth(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     table = pf.describe(epsilon=40)
     wage = cps["wage"].clip(0, 5000)
