@@ -10,6 +10,7 @@ Example ``catalog.toml``::
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
     version = "1988-03"                  # owner-set: names this copy of the data
+    max_rows = 100000                    # public row ceiling (worst-case time); default [server]
     bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
     dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
@@ -101,6 +102,9 @@ class DatasetEntry:
             shown to analysts instead of anything computed from the rows.
         kinds: every declared column's kind (``numeric``, ``boolean`` or
             ``text``), from ``dtypes``, bounds and categories.
+        max_rows: the owner's public ceiling on the row count (None: the
+            ``[server]`` default); worst-case times are estimated from it,
+            never from the private row count.
     """
 
     name: str
@@ -112,6 +116,7 @@ class DatasetEntry:
     max_groups_per_unit: int | None = None
     version: str = ""
     kinds: Mapping[str, str] = field(default_factory=dict)
+    max_rows: int | None = None
 
     @property
     def identity(self) -> str:
@@ -215,6 +220,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "max_groups_per_unit",
         "version",
         "dtypes",
+        "max_rows",
     }
     unknown = set(entry) - known
     if unknown:
@@ -247,6 +253,11 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
             f"[datasets.{name}].version must be text of 1-64 letters, digits, '_', '.', ':', "
             "'+', '-' (e.g. \"2024-06\")."
         )
+    max_rows = entry.get("max_rows")
+    if max_rows is not None and (
+        isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= 10**12
+    ):
+        raise CatalogError(f"[datasets.{name}].max_rows must be a positive integer (rows).")
     return DatasetEntry(
         name,
         path,
@@ -257,6 +268,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         entry.get("max_groups_per_unit"),
         version,
         _kinds(name, entry.get("dtypes", {}), bounds, categories),
+        max_rows,
     )
 
 

@@ -22,9 +22,12 @@ from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
+from dpframe.curator.worst_case import check_worst_case
+from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.plan.codec import column_extras, decode_node
+from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
@@ -99,7 +102,8 @@ class Curator:
         pace_clock: seconds on a monotonic clock for the rate limit.
 
     Raises:
-        CatalogError: a dataset's file has a column without a declared kind.
+        CatalogError: a dataset's file has a column without a declared kind, or
+            more rows than its declared ceiling (``max_rows``).
     """
 
     def __init__(
@@ -118,6 +122,14 @@ class Curator:
         self.unexpected_errors = 0
         for entry in catalog.datasets.values():
             check_columns(entry)  # every column's kind declared (reads the header only)
+            self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
+        if self._seats.pool is not None:
+            self._seats.pool.warm()  # the worker processes, started before serving
+
+    def close(self) -> None:
+        """Stop the worker processes (idle ones now, busy ones when their release ends)."""
+        if self._seats.pool is not None:
+            self._seats.pool.close()
 
     def now(self) -> float:
         """The curator's clock (monotonic seconds)."""
@@ -236,6 +248,7 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
+            self._check_time(seat, node)
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
@@ -247,14 +260,31 @@ class Curator:
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
 
+    def _check_time(self, seat: Seat, node: Any) -> None:
+        """Refuse, before the charge, a request whose worst case is over the curator's limit.
+
+        The worst case comes from public inputs and the dataset's declared row
+        ceiling (:mod:`dpframe.curator.worst_case`), never from its rows.  A
+        request over the resource limits gets the engine's own refusal first.
+        """
+        settings = self.catalog.settings
+        check_resources(size_of(node, settings.limits), settings.limits)
+        rows = self._seats.max_rows(seat.entry)
+        check_worst_case(
+            node, rows, settings.cost, settings.release_estimate_seconds, settings.limits
+        )
+
     def _release(self, seat: Seat, node: Any) -> dict[str, Any]:
         """Release ``node`` on its seat, within the wall-clock limit.
 
         The release runs in a thread of its own while this one waits at most
         ``release_seconds``.  If the limit fires (a server fault: it is set
-        far above the slowest request within the limits), the charge stands,
-        the row says ``abandoned``, the answer is ``limit_exceeded``, and the
-        seat stays busy until the computation ends.  A release that fails
+        far above the slowest request within the limits), the worker process
+        reading the rows for it is killed (:mod:`dpframe.curator.workers`),
+        the charge stands, the row says ``abandoned``, the answer is
+        ``limit_exceeded``, and the seat is free again once the release's
+        thread has seen its worker stop (at once; a computation outside a
+        worker keeps the seat busy until it ends).  A release that fails
         after its charge (on the data) gets the same answer and row: the
         analyst never learns which of the two happened.
         """
@@ -267,7 +297,9 @@ class Curator:
             work = _Work(seat, node)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
-                self._abandon(seat, "took longer than the wall-clock limit", None)
+                killed = seat.kill_workers()  # it then ends at once (unless not in a worker)
+                why = "took longer than the wall-clock limit"
+                self._abandon(seat, f"{why}; {killed} worker(s) killed", None)
             charged = seat.note_charges(self._pace_clock())
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error

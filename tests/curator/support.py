@@ -156,10 +156,14 @@ ALL_SENTINEL_DTYPES = {
 }
 
 
-def write_catalog(folder: Path, *, alice_epsilon: float = 5.0, server: str = "") -> Path:
+def write_catalog(
+    folder: Path, *, alice_epsilon: float = 5.0, server: str = "", workers: int = 0
+) -> Path:
     """A catalog with datasets cps, sentinel and secret; alice and bob with their grants.
 
     ``server`` holds more lines of the ``[server]`` table (e.g. limits).
+    ``workers`` worker processes read the rows (0, the tests' default: the
+    curator's own process; the worker tests and benchmarks ask for some).
     """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
@@ -168,6 +172,7 @@ def write_catalog(folder: Path, *, alice_epsilon: float = 5.0, server: str = "")
     lines = [
         "[server]",
         'ledger = "ledger.sqlite"',
+        f"workers = {workers}",
         server,
         "",
         "[datasets.cps]",
