@@ -4,7 +4,7 @@ Example ``catalog.toml``::
 
     [server]
     ledger = "curator-ledger.sqlite"     # relative to this file
-    latency_quantum_ms = 250             # answer queries only at multiples of 250 ms (0: off)
+    latency_quantum_ms = 250             # answer only at multiples of 250 ms (default 100; 0: off)
     # limits and rates: see dpframe.curator.settings
 
     [datasets.cps]
@@ -56,6 +56,7 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "KINDS",
+    "LATENCY_QUANTUM_MS",
     "Analyst",
     "Catalog",
     "CatalogError",
@@ -66,6 +67,10 @@ __all__ = [
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _VERSION = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+
+#: The default latency quantum (ms): answers leave only on this grid unless the
+#: catalog opts out explicitly with ``latency_quantum_ms = 0`` (issue 16).
+LATENCY_QUANTUM_MS = 100
 
 #: The kinds a catalog declares for a column (``dtypes = { column = kind }``).
 KINDS = ("numeric", "boolean", "text")
@@ -144,7 +149,7 @@ class Catalog:
     datasets: Mapping[str, DatasetEntry]
     analysts: Mapping[str, Analyst]
     ledger: Path
-    latency_quantum: float = 0.0
+    latency_quantum: float = LATENCY_QUANTUM_MS / 1000
     settings: ServerSettings = field(default_factory=ServerSettings)
 
     @classmethod
@@ -170,7 +175,7 @@ class Catalog:
         if unknown_server:
             raise CatalogError(f"[server] has unknown keys: {', '.join(sorted(unknown_server))}.")
         ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
-        quantum = server.get("latency_quantum_ms", 0)
+        quantum = server.get("latency_quantum_ms", LATENCY_QUANTUM_MS)
         if (
             isinstance(quantum, bool)
             or not isinstance(quantum, (int, float))

@@ -157,13 +157,20 @@ ALL_SENTINEL_DTYPES = {
 
 
 def write_catalog(
-    folder: Path, *, alice_epsilon: float = 5.0, server: str = "", workers: int = 0
+    folder: Path,
+    *,
+    alice_epsilon: float = 5.0,
+    server: str = "",
+    workers: int = 0,
+    quantum_ms: int = 0,
 ) -> Path:
     """A catalog with datasets cps, sentinel and secret; alice and bob with their grants.
 
     ``server`` holds more lines of the ``[server]`` table (e.g. limits).
     ``workers`` worker processes read the rows (0, the tests' default: the
     curator's own process; the worker tests and benchmarks ask for some).
+    ``quantum_ms`` is the latency quantum (0, the tests' default: off, opted
+    out explicitly; the curator's own default is on).
     """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
@@ -173,6 +180,7 @@ def write_catalog(
         "[server]",
         'ledger = "ledger.sqlite"',
         f"workers = {workers}",
+        f"latency_quantum_ms = {quantum_ms}",
         server,
         "",
         "[datasets.cps]",
