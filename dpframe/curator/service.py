@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.ledger import Ledger
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
@@ -46,6 +49,34 @@ LIMIT_EXCEEDED = ServiceError(
     "This release was not completed; its charge stands and your ledger records it as "
     "abandoned. The cause is not shown (it could depend on the data).",
 )
+
+
+def private_ledger(path: Path) -> None:
+    """Create the curator's ledger readable by its owner only, before SQLite opens it.
+
+    Every analyst's releases are in it.  A new ledger is created (when the
+    curator starts, before it serves) under the umask 0077, so it is 0600; an
+    existing one is set 0600; a folder the curator creates is 0700.  SQLite
+    gives its ``-wal`` and ``-shm`` files the database file's mode.  Before
+    issue 16 the ledger was created 0644: any local user could read every
+    release.
+    """
+    if os.name != "posix":  # pragma: no cover - POSIX modes only
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        previous = os.umask(0o077)  # process-wide: done once, before serving
+        try:
+            Ledger(path).close()
+        finally:
+            os.umask(previous)
+    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            if name.exists() and name.stat().st_mode & 0o077:
+                os.chmod(name, 0o600)
+                _log.warning("The ledger file %s was readable by others; it is now 0600", name)
+        except PermissionError:
+            _log.error("The ledger file %s is readable by others and not ours to change", name)
 
 
 class _Work:
@@ -118,6 +149,7 @@ class Curator:
         self._clock = clock
         self._pace_clock = pace_clock
         self._sleep = sleep
+        private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
         self._seats = Seats(catalog)
         self.unexpected_errors = 0
         for entry in catalog.datasets.values():
