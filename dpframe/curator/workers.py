@@ -52,6 +52,16 @@ __all__ = ["WorkerBackend", "WorkerPool", "WorkerStoppedError"]
 
 _RNG = "<worker rng>"  # stands for a SecureRandom argument (drawn in the worker)
 
+#: Pickling a plan recurses a few frames per plan step; the curator admits up to
+#: ``max_plan_steps`` (1,000 by default), past Python's default limit of 1,000 frames.
+RECURSION_LIMIT = 20_000
+
+
+def _deep_enough() -> None:
+    """Raise this process's recursion limit to :data:`RECURSION_LIMIT` (never lower it)."""
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
 
 class WorkerStoppedError(RuntimeError):
     """The worker computing a release was stopped (killed past the limit, or it died)."""
@@ -59,6 +69,7 @@ class WorkerStoppedError(RuntimeError):
 
 def _serve(conn: Connection) -> None:  # pragma: no cover - runs in the worker process
     """The worker's loop: keep the backends it is sent, answer method calls on them."""
+    _deep_enough()
     backends: dict[str, PandasBackend] = {}
     rng = SecureRandom()
     while True:
@@ -148,6 +159,7 @@ class WorkerPool:
     """
 
     def __init__(self, size: int) -> None:
+        _deep_enough()  # plans of up to 1,000 steps are pickled to the workers
         self.size = size
         self._idle: list[_Worker] = []
         self._alive = 0

@@ -144,3 +144,23 @@ def test_every_release_kind_runs_in_a_worker(tmp_path: Path) -> None:
         workers = [w.process for w in pool._idle]
     for process in workers:  # the app's shutdown stopped them
         assert process.wait(timeout=5) is not None
+
+
+def test_a_plan_of_a_thousand_steps_reaches_the_worker(tmp_path: Path) -> None:
+    # Pickling nests a few frames per plan step: past Python's default limit at
+    # about 300 steps (such a release failed after its charge before).
+    catalog = write_catalog(tmp_path, workers=1)
+    text = catalog.read_text().replace("[datasets.cps]\n", "[datasets.cps]\nmax_rows = 30000\n")
+    catalog.write_text(text)
+    session = _Recorder(epsilon=10, ledger=":memory:")
+    pf = session.private_frame(pd.DataFrame({"wage": [1.0]}), bounds={"wage": (0, 5000)})
+    chain = pf.assign(c0=pf["wage"])
+    for i in range(1, 999):
+        chain = chain.assign(**{f"c{i}": (chain[f"c{i - 1}"] * 1.0001).clip(0, 5000)})
+    try:
+        chain["c998"].mean(epsilon=0.1)
+    except _Built as built:
+        body = encode_node(built.node)
+    with TestClient(create_app(Curator(Catalog.load(catalog)))) as client:
+        answer = client.post("/v1/datasets/cps/query", json=body, headers=auth())
+        assert answer.status_code == 200, answer.json()
