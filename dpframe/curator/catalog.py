@@ -11,6 +11,7 @@ Example ``catalog.toml``::
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
     version = "1988-03"                  # owner-set: names this copy of the data
     max_rows = 100000                    # public row ceiling (worst-case time); default [server]
+    # backend = "dask"                   # a Parquet file or folder read lazily by Dask
     bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
     dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
@@ -110,6 +111,9 @@ class DatasetEntry:
         max_rows: the owner's public ceiling on the row count (None: the
             ``[server]`` default); worst-case times are estimated from it,
             never from the private row count.
+        backend: ``"pandas"`` (read into memory; rows read in the worker
+            processes) or ``"dask"`` (a Parquet file or folder, read lazily
+            by Dask's own scheduler).
     """
 
     name: str
@@ -122,6 +126,7 @@ class DatasetEntry:
     version: str = ""
     kinds: Mapping[str, str] = field(default_factory=dict)
     max_rows: int | None = None
+    backend: str = "pandas"
 
     @property
     def identity(self) -> str:
@@ -226,6 +231,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "version",
         "dtypes",
         "max_rows",
+        "backend",
     }
     unknown = set(entry) - known
     if unknown:
@@ -235,6 +241,13 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
     path = base / entry["path"]
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CatalogError(f"[datasets.{name}] path must end in .csv or .parquet.")
+    backend = entry.get("backend", "pandas")
+    if backend not in ("pandas", "dask"):
+        raise CatalogError(f"[datasets.{name}].backend must be 'pandas' or 'dask'.")
+    if backend == "dask" and path.suffix.lower() == ".csv":
+        raise CatalogError(
+            f"[datasets.{name}]: the dask backend reads Parquet (a file or a folder of files)."
+        )
     bounds_raw = _table(entry.get("bounds", {}), f"[datasets.{name}].bounds")
     bounds: dict[str, tuple[Any, Any]] = {}
     for column, pair in bounds_raw.items():
@@ -274,6 +287,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         version,
         _kinds(name, entry.get("dtypes", {}), bounds, categories),
         max_rows,
+        backend,
     )
 
 

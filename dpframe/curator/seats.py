@@ -241,7 +241,7 @@ class Seats:
         workers = catalog.settings.workers
         self.pool = WorkerPool(workers) if workers > 0 else None
         self._open: dict[tuple[str, str], Seat] = {}
-        self._data: dict[str, pd.DataFrame] = {}
+        self._data: dict[str, Any] = {}  # pandas, or dask (backend = "dask")
         self._lock = threading.Lock()  # guards the two locks' tables below, briefly
         self._opening: dict[tuple[str, str], threading.Lock] = {}
         self._reading: dict[str, threading.Lock] = {}
@@ -331,7 +331,7 @@ class Seats:
                 "estimated from it)."
             )
 
-    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
+    def _frame_data(self, entry: DatasetEntry) -> Any:
         """The dataset as declared, read once and shared by every seat."""
         data = self._data.get(entry.name)
         if data is not None:
