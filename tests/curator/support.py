@@ -163,6 +163,7 @@ def write_catalog(
     server: str = "",
     workers: int = 0,
     quantum_ms: int = 0,
+    cps_max_rows: int | None = 30_000,
 ) -> Path:
     """A catalog with datasets cps, sentinel and secret; alice and bob with their grants.
 
@@ -170,7 +171,9 @@ def write_catalog(
     ``workers`` worker processes read the rows (0, the tests' default: the
     curator's own process; the worker tests and benchmarks ask for some).
     ``quantum_ms`` is the latency quantum (0, the tests' default: off, opted
-    out explicitly; the curator's own default is on).
+    out explicitly; the curator's own default is on).  ``cps_max_rows`` is
+    the cps dataset's declared row ceiling (the file has 28,155 rows; None:
+    the curator's default, 10**6).
     """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
@@ -185,6 +188,7 @@ def write_catalog(
         "",
         "[datasets.cps]",
         f'path = "{cps1988_path()}"',
+        "" if cps_max_rows is None else f"max_rows = {cps_max_rows}",
         f"bounds = {_toml_value(bounds)}",
         f"categories = {_toml_value(cats)}",
         "",

@@ -85,7 +85,11 @@ def test_a_killed_curator_keeps_every_charge(catalog_path: Path) -> None:
     port = free_port()
     server = start_server(catalog, port)
     clients = _clients(server.url, 2, "0.0005")
-    time.sleep(4.0)
+    watcher = dp.connect(server.url, token=BOB).open("cps")
+    deadline = time.monotonic() + 120  # the clients' start (imports) is slow on a loaded machine
+    while watcher.session.spent.epsilon < 30 * Fraction("0.0005"):
+        assert time.monotonic() < deadline, "the clients made no releases"
+        time.sleep(0.2)
     server.process.send_signal(signal.SIGKILL)
     server.process.wait(30)
     outputs = [c.communicate(timeout=120) for c in clients]

@@ -36,11 +36,9 @@ def auth() -> dict[str, str]:
 
 
 def _client(tmp_path: Path, server: str = "", rows: int | None = None) -> TestClient:
+    """A curator whose cps dataset declares ``rows`` rows at most (None: the default 10**6)."""
     tmp_path.mkdir(exist_ok=True)
-    path = write_catalog(tmp_path, server=server)
-    if rows is not None:  # a max_rows for the cps dataset
-        text = path.read_text().replace("[datasets.cps]\n", f"[datasets.cps]\nmax_rows = {rows}\n")
-        path.write_text(text)
+    path = write_catalog(tmp_path, server=server, cps_max_rows=rows)
     return TestClient(create_app(Curator(Catalog.load(path))))
 
 
@@ -93,13 +91,11 @@ def test_the_worst_case_uses_the_declared_rows_not_the_data(tmp_path: Path) -> N
     smaller = tmp_path / "b"
     smaller.mkdir()
     rows.iloc[1:].to_csv(smaller / "cps.csv", index=False)
-    catalog = write_catalog(smaller)
+    catalog = write_catalog(smaller, cps_max_rows=10**9)
     text = catalog.read_text()
     start = text.index("[datasets.cps]\npath = ")
     end = text.index("\n", start + len("[datasets.cps]\n"))
-    catalog.write_text(
-        text[:start] + '[datasets.cps]\nmax_rows = 1000000000\npath = "cps.csv"' + text[end:]
-    )
+    catalog.write_text(text[:start] + '[datasets.cps]\npath = "cps.csv"' + text[end:])
     other = TestClient(create_app(Curator(Catalog.load(catalog))))
     again = other.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
     assert (again.status_code, again.json()) == (answer.status_code, answer.json())
@@ -128,7 +124,10 @@ def test_a_file_over_its_declared_ceiling_is_refused_at_start(tmp_path: Path) ->
 )
 def test_bad_time_settings_are_refused(tmp_path: Path, server: str, message: str) -> None:
     with pytest.raises(CatalogError, match=message):
-        Catalog.load(write_catalog(tmp_path, server=server))
+        if server.startswith("workers = "):
+            Catalog.load(write_catalog(tmp_path, workers=int(server.split("=")[1])))
+        else:
+            Catalog.load(write_catalog(tmp_path, server=server))
 
 
 def test_the_estimate_adds_the_model_terms() -> None:
