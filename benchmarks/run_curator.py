@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--analysts", type=int, default=16)
     parser.add_argument("--releases", type=int, default=50, help="per analyst and phase")
     parser.add_argument("--quantum-ms", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2, help="the curator's worker processes")
     args = parser.parse_args()
     if args.load:
         load(args)
@@ -79,7 +80,7 @@ def main() -> None:
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="dpframe-curator-bench-"))
     catalog = write_catalog(
-        folder, alice_epsilon=1000.0, server="releases_per_minute = 1000000", workers=2
+        folder, alice_epsilon=1000.0, server="releases_per_minute = 1000000", workers=args.workers
     )
     server = start_server(catalog)  # its own worker processes and latency quantum: off
     try:
@@ -105,7 +106,8 @@ def main() -> None:
     finally:
         server.stop()
     lines = [
-        f"# Curator latency on loopback ({args.repeats} releases per query, CPS 28,155 rows)",
+        f"# Curator latency on loopback ({args.repeats} releases per query, CPS 28,155 rows, "
+        f"{args.workers} worker processes, latency quantum off)",
         "",
         f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
         f"Python {platform.python_version()}; both ledgers are SQLite files.",
@@ -123,7 +125,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     results = {"rows": rows, "repeats": args.repeats, "wall_s": time.perf_counter() - started}
-    save_results(results, text, Path(__file__).parent / "results", "curator")
+    save_results(results, text, Path(__file__).parent / "results", f"curator_w{args.workers}")
 
 
 # -- load and faults (issue 16) ------------------------------------------------------------
