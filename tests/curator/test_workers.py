@@ -14,6 +14,7 @@ fault the wall-clock limit exists for.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,16 +67,15 @@ def _body(steps: int) -> dict[str, Any]:
     raise AssertionError("no release built")
 
 
-@pytest.fixture
-def slow(tmp_path: Path) -> Iterator[tuple[Curator, TestClient]]:
+def _slow_catalog(tmp_path: Path, seconds: float) -> Path:
     rng = np.random.default_rng(7)
     pd.DataFrame({"x": rng.uniform(1, 100, 1_000_000)}).to_parquet(tmp_path / "big.parquet")
     (tmp_path / "catalog.toml").write_text(
         "[server]\n"
         'ledger = "ledger.sqlite"\n'
         "workers = 1\n"
-        "release_seconds = 1.5\n"
-        "release_estimate_seconds = 1.5\n"
+        f"release_seconds = {seconds}\n"
+        f"release_estimate_seconds = {seconds}\n"
         "cost = { row_op_seconds = 0.0, cell_seconds = 0.0, overhead_seconds = 0.0 }\n\n"
         "[datasets.big]\n"
         'path = "big.parquet"\n'
@@ -84,7 +84,12 @@ def slow(tmp_path: Path) -> Iterator[tuple[Curator, TestClient]]:
         f'token_sha256 = "{hash_token(ALICE)}"\n'
         "budgets = { big = { epsilon = 10.0 } }\n"
     )
-    curator = Curator(Catalog.load(tmp_path / "catalog.toml"))
+    return tmp_path / "catalog.toml"
+
+
+@pytest.fixture
+def slow(tmp_path: Path) -> Iterator[tuple[Curator, TestClient]]:
+    curator = Curator(Catalog.load(_slow_catalog(tmp_path, 1.5)))
     with TestClient(create_app(curator)) as client:
         yield curator, client
 
@@ -162,3 +167,23 @@ def test_a_plan_of_a_thousand_steps_reaches_the_worker(tmp_path: Path) -> None:
     with TestClient(create_app(Curator(Catalog.load(catalog)))) as client:
         answer = client.post("/v1/datasets/cps/query", json=body, headers=auth())
         assert answer.status_code == 200, answer.json()
+
+
+def test_a_worker_that_dies_mid_release_gets_the_fixed_answer(tmp_path: Path) -> None:
+    """A worker killed from outside (OOM, an operator) while computing: one fixed answer."""
+    curator = Curator(Catalog.load(_slow_catalog(tmp_path, 120)))
+    with TestClient(create_app(curator)) as client:
+        pool = curator._seats.pool
+        assert pool is not None
+        victim = pool._idle[0].process
+        timer = threading.Timer(1.0, victim.kill)
+        timer.start()
+        started = time.perf_counter()
+        answer = client.post("/v1/datasets/big/query", json=_body(300), headers=auth())
+        timer.join()
+        assert time.perf_counter() - started < 10  # not the 120 s limit
+        assert answer.status_code == 503 and answer.json()["error"]["code"] == "limit_exceeded"
+        assert list(_ledger(client)["status"]) == ["abandoned"]
+        seat = curator._seats[("alice", "big")]
+        assert not seat.lock.locked() and seat.abandoned == 1
+        assert len(pool._idle) == 1 and pool._idle[0].process is not victim
