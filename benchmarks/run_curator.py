@@ -13,6 +13,7 @@ integrity_check`` after the run.
 
     python -m benchmarks.run_curator [--repeats 300]
     python -m benchmarks.run_curator --load [--analysts 16 --releases 50 --quantum-ms 0]
+    python -m benchmarks.run_curator --soak 600 [--analysts 4]
 """
 
 from __future__ import annotations
@@ -73,7 +74,11 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=50, help="per analyst and phase")
     parser.add_argument("--quantum-ms", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="the curator's worker processes")
+    parser.add_argument("--soak", type=int, default=0, help="seconds of the soak run (0: none)")
     args = parser.parse_args()
+    if args.soak:
+        soak(args)
+        return
     if args.load:
         load(args)
         return
@@ -317,6 +322,66 @@ def _overspend(phase: dict[str, Any]) -> tuple[int, float]:
             wrong += 1
         worst = max(worst, gap)
     return wrong, worst
+
+
+def _rss_mb(pids: list[int]) -> float:
+    """Resident memory of ``pids`` together, in MiB, from /proc."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def soak(args: argparse.Namespace) -> None:
+    """Releases without pause for ``--soak`` seconds; the curator's memory sampled every 5 s."""
+    folder = Path(tempfile.mkdtemp(prefix="dpframe-curator-soak-"))
+    catalog = _load_catalog(folder, args.analysts, args.quantum_ms)
+    process, url = _serve(catalog, folder / "server.log")
+    samples: list[tuple[float, float]] = []
+    stop = threading.Event()
+    counts: dict[str, int] = {}
+
+    def analyst(name: str) -> None:
+        pf = dp.connect(url, token=_token(name), timeout=120).open("cps")
+        done = 0
+        while not stop.is_set():
+            LOAD_QUERIES[done % len(LOAD_QUERIES)](pf)
+            done += 1
+        counts[name] = done
+
+    threads = [threading.Thread(target=analyst, args=(f"p0a{i}",)) for i in range(args.analysts)]
+    started = time.perf_counter()
+    try:
+        for thread in threads:
+            thread.start()
+        while time.perf_counter() - started < args.soak:
+            pids = [process.pid, *_children(process.pid)]
+            samples.append((time.perf_counter() - started, _rss_mb(pids)))
+            time.sleep(5)
+        stop.set()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop.set()
+        process.terminate()
+        process.wait(30)
+    first = [mb for t, mb in samples if t < 30]
+    last = [mb for t, mb in samples if t >= args.soak - 30]
+    text = (
+        f"# Curator soak: {args.analysts} analysts releasing without pause for {args.soak} s\n\n"
+        f"Releases: {sum(counts.values())}. Curator and workers' resident memory: "
+        f"{max(first):.0f} MiB at most in the first 30 s, {max(last):.0f} MiB at most in the "
+        f"last 30 s, {max(mb for _, mb in samples):.0f} MiB at most overall "
+        f"({len(samples)} samples every 5 s).\n"
+    )
+    print(text)
+    results = {"samples": samples, "releases": sum(counts.values()), "seconds": args.soak}
+    save_results(results, text, Path(__file__).parent / "results", "curator_soak")
 
 
 def load(args: argparse.Namespace) -> None:
