@@ -380,7 +380,12 @@ def soak(args: argparse.Namespace) -> None:
         f"({len(samples)} samples every 5 s).\n"
     )
     print(text)
-    results = {"samples": samples, "releases": sum(counts.values()), "seconds": args.soak}
+    results = {
+        "samples": samples,
+        "releases": sum(counts.values()),
+        "seconds": args.soak,
+        "wall_s": time.perf_counter() - started,
+    }
     save_results(results, text, Path(__file__).parent / "results", "curator_soak")
 
 
