@@ -197,7 +197,12 @@ class Curator:
         }
 
     def describe(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
-        """The public schema of a dataset, its version, the limits and the analyst's budget."""
+        """The public schema of a dataset, its version, the limits and the analyst's budget.
+
+        The limits include the declared row ceiling and the largest worst-case
+        estimate admitted (both public: the refusals they cause are computed
+        from them and the request alone).
+        """
         seat = self._seats.get(analyst, dataset)
         columns = [
             {
@@ -214,6 +219,8 @@ class Curator:
             "dataset": dataset,
             "version": seat.entry.version or None,
             "limits": dict(vars(self.catalog.settings.limits)),
+            "max_rows": self._seats.max_rows(seat.entry),  # the declared ceiling (public)
+            "release_estimate_seconds": self.catalog.settings.release_estimate_seconds,
             "columns": columns,
             "budget": self._budget_state(seat),
         }

@@ -99,6 +99,9 @@ def test_the_worst_case_uses_the_declared_rows_not_the_data(tmp_path: Path) -> N
     other = TestClient(create_app(Curator(Catalog.load(catalog))))
     again = other.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
     assert (again.status_code, again.json()) == (answer.status_code, answer.json())
+    # the schema answer publishes the ceiling and the limit
+    schema = client.get("/v1/datasets/cps", headers=auth()).json()
+    assert (schema["max_rows"], schema["release_estimate_seconds"]) == (10**9, 30.0)
     # a ceiling of 10**5 rows: admitted and charged
     admitted = _client(tmp_path / "c", rows=100_000)
     assert admitted.post("/v1/datasets/cps/query", json=MEAN, headers=auth()).status_code == 200
