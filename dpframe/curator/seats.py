@@ -18,6 +18,7 @@ holds up requests on seats already open.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -239,7 +240,8 @@ class Seats:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         workers = catalog.settings.workers
-        self.pool = WorkerPool(workers) if workers > 0 else None
+        posix = os.name == "posix"  # workers get their socket by fd inheritance
+        self.pool = WorkerPool(workers) if workers > 0 and posix else None
         self._open: dict[tuple[str, str], Seat] = {}
         self._data: dict[str, Any] = {}  # pandas, or dask (backend = "dask")
         self._lock = threading.Lock()  # guards the two locks' tables below, briefly
