@@ -215,6 +215,8 @@ class Seat:
                 f"charged. Send this one again after it (in {retry_after} s).",
                 {"Retry-After": str(retry_after)},
             )
+        for backend in self.backends:  # a release stopped before this one has ended
+            backend.resume()
 
     def give(self) -> None:
         """Give the seat back (see :meth:`take`)."""

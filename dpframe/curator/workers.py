@@ -261,11 +261,17 @@ class WorkerBackend:
         self.pool = pool
         self._guard = threading.Lock()
         self._current: _Worker | None = None
+        self._stopped = False
 
     def _call(self, method: str, *args: Any) -> Any:
+        self._check()
         worker = self.pool.acquire()
         with self._guard:
-            self._current = worker
+            stopped = self._stopped
+            self._current = None if stopped else worker
+        if stopped:  # killed while waiting for a worker
+            self.pool.release(worker)
+            self._check()
         try:
             return worker.call(self.key, self._rows, method, args)
         finally:
@@ -273,14 +279,29 @@ class WorkerBackend:
                 self._current = None
             self.pool.release(worker)
 
-    def kill(self) -> bool:
-        """Kill the worker computing for this backend now (True if one was); from any thread."""
+    def _check(self) -> None:
         with self._guard:
+            if self._stopped:
+                raise WorkerStoppedError("This release was stopped.")
+
+    def kill(self) -> bool:
+        """Stop this backend's release now (True if a worker was killed); from any thread.
+
+        The worker computing for it is killed; a call still waiting for a
+        worker, or made later, fails at once, until :meth:`resume`.
+        """
+        with self._guard:
+            self._stopped = True
             worker = self._current
         if worker is None:
             return False
         worker.kill()
         return True
+
+    def resume(self) -> None:
+        """Accept calls again (the stopped release has ended; a new one begins)."""
+        with self._guard:
+            self._stopped = False
 
     def compute(
         self,

@@ -26,11 +26,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 import dpframe as dp
+from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog, hash_token
 from dpframe.curator.service import Curator
-from dpframe.curator.workers import WorkerBackend
+from dpframe.curator.workers import WorkerBackend, WorkerPool, WorkerStoppedError
 from dpframe.plan.codec import encode_node
+from dpframe.plan.measures import Measure
+from dpframe.plan.nodes import Source
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, RELEASES, release_body, write_catalog
 
@@ -187,3 +190,20 @@ def test_a_worker_that_dies_mid_release_gets_the_fixed_answer(tmp_path: Path) ->
         seat = curator._seats[("alice", "big")]
         assert not seat.lock.locked() and seat.abandoned == 1
         assert len(pool._idle) == 1 and pool._idle[0].process is not victim
+
+
+def test_a_stopped_backend_refuses_calls_until_it_resumes() -> None:
+    """A release stopped while it waited for a worker never computes (then the seat resumes)."""
+    pool = WorkerPool(1)
+    try:
+        backend = WorkerBackend(PandasBackend(pd.DataFrame({"x": [1.0, 2.0]})), "d", pool)
+        measures = (Measure("rows"),)
+        assert backend.compute(Source("d"), measures, ())[0][0] == 2
+        assert backend.kill() is False  # no worker was computing for it
+        with pytest.raises(WorkerStoppedError, match="stopped"):
+            backend.compute(Source("d"), measures, ())
+        backend.resume()
+        assert backend.compute(Source("d"), measures, ())[0][0] == 2
+        assert pool.started == 1  # the idle worker was not killed
+    finally:
+        pool.close()
