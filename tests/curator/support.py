@@ -90,6 +90,17 @@ def build_node(release: Callable[[dp.PrivateFrame], object]) -> Node:
     raise AssertionError("the function made no release")
 
 
+def node_on(frame: pd.DataFrame, release: Callable[[dp.PrivateFrame], object], **load: Any) -> Node:
+    """The node ``release(pf)`` builds over a public stand-in ``frame`` (loaded with ``load``)."""
+    session = _NodeRecorder(epsilon=1000, delta=1e-6, ledger=":memory:")
+    pf = session.private_frame(frame, **load)
+    try:
+        release(pf)
+    except _Built as built:
+        return built.node
+    raise AssertionError("the function made no release")
+
+
 def release_body(release: Callable[[dp.PrivateFrame], object]) -> dict[str, Any]:
     """The JSON body the client posts to ``/v1/datasets/{name}/query`` for ``release(pf)``."""
     return encode_node(build_node(release))

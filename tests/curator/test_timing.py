@@ -25,36 +25,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import dpframe as dp
 from dpframe.curator.catalog import LATENCY_QUANTUM_MS, Catalog, hash_token
 from dpframe.curator.service import Curator
 from dpframe.plan.codec import encode_node
-from tests.curator.support import ALICE
+from tests.curator.support import ALICE, node_on
 
 RUNS = 12
 
 
-class _Built(Exception):  # noqa: N818  (a signal)
-    def __init__(self, node: Any) -> None:
-        super().__init__("built")
-        self.node = node
-
-
-class _Recorder(dp.Session):
-    def run(self, node: Any) -> Any:
-        raise _Built(node)
-
-
 def _body() -> dict[str, Any]:
-    session = _Recorder(epsilon=10, ledger=":memory:")
-    pf = session.private_frame(
-        pd.DataFrame({"note": ["a"], "x": [0.5]}), bounds={"x": (0, 1)}, dtypes={"note": "text"}
+    stand_in = pd.DataFrame({"note": ["a"], "x": [0.5]})
+    node = node_on(
+        stand_in,
+        lambda pf: pf[pf["note"].str.contains("zz")].count(epsilon=0.01),
+        bounds={"x": (0, 1)},
+        dtypes={"note": "text"},
     )
-    try:
-        pf[pf["note"].str.contains("zz")].count(epsilon=0.01)
-    except _Built as built:
-        return encode_node(built.node)
-    raise AssertionError("no release built")
+    return encode_node(node)
 
 
 def _curator(folder: Path, long_note: bool, quantum: str) -> Curator:

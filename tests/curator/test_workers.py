@@ -35,7 +35,7 @@ from dpframe.plan.codec import encode_node
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Source
 from dpframe.remote.wire import decode_response
-from tests.curator.support import ALICE, RELEASES, release_body, write_catalog
+from tests.curator.support import ALICE, RELEASES, node_on, release_body, write_catalog
 
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="POSIX processes")
 
@@ -44,30 +44,18 @@ def auth() -> dict[str, str]:
     return {"Authorization": f"Bearer {ALICE}"}
 
 
-class _Built(Exception):  # noqa: N818  (a signal)
-    def __init__(self, node: Any) -> None:
-        super().__init__("built")
-        self.node = node
-
-
-class _Recorder(dp.Session):
-    def run(self, node: Any) -> Any:
-        raise _Built(node)
-
-
 def _body(steps: int) -> dict[str, Any]:
     """A mean after ``steps`` derived columns ``c_i = clip(c_{i-1} ** 3, 1, 2)``."""
-    session = _Recorder(epsilon=10, ledger=":memory:")
-    pf = session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}), bounds={"x": (0, 100)})
-    column = "x"
-    for i in range(steps):
-        pf = pf.assign(**{f"c{i}": (pf[column] ** 3).clip(1, 2)})
-        column = f"c{i}"
-    try:
-        pf[column].clip(0, 100).mean(epsilon=0.1)
-    except _Built as built:
-        return encode_node(built.node)
-    raise AssertionError("no release built")
+
+    def chain(pf: dp.PrivateFrame) -> object:
+        column = "x"
+        for i in range(steps):
+            pf = pf.assign(**{f"c{i}": (pf[column] ** 3).clip(1, 2)})
+            column = f"c{i}"
+        return pf[column].clip(0, 100).mean(epsilon=0.1)
+
+    stand_in = pd.DataFrame({"x": [1.0, 2.0]})
+    return encode_node(node_on(stand_in, chain, bounds={"x": (0, 100)}))
 
 
 def _slow_catalog(tmp_path: Path, seconds: float) -> Path:
@@ -158,15 +146,15 @@ def test_a_plan_of_a_thousand_steps_reaches_the_worker(tmp_path: Path) -> None:
     # Pickling nests a few frames per plan step: past Python's default limit at
     # about 300 steps (such a release failed after its charge before).
     catalog = write_catalog(tmp_path, workers=1)  # cps declares at most 30,000 rows
-    session = _Recorder(epsilon=10, ledger=":memory:")
-    pf = session.private_frame(pd.DataFrame({"wage": [1.0]}), bounds={"wage": (0, 5000)})
-    chain = pf.assign(c0=pf["wage"])
-    for i in range(1, 999):
-        chain = chain.assign(**{f"c{i}": (chain[f"c{i - 1}"] * 1.0001).clip(0, 5000)})
-    try:
-        chain["c998"].mean(epsilon=0.1)
-    except _Built as built:
-        body = encode_node(built.node)
+
+    def chain(pf: dp.PrivateFrame) -> object:
+        pf = pf.assign(c0=pf["wage"])
+        for i in range(1, 999):
+            pf = pf.assign(**{f"c{i}": (pf[f"c{i - 1}"] * 1.0001).clip(0, 5000)})
+        return pf["c998"].mean(epsilon=0.1)
+
+    stand_in = pd.DataFrame({"wage": [1.0]})
+    body = encode_node(node_on(stand_in, chain, bounds={"wage": (0, 5000)}))
     with TestClient(create_app(Curator(Catalog.load(catalog)))) as client:
         answer = client.post("/v1/datasets/cps/query", json=body, headers=auth())
         assert answer.status_code == 200, answer.json()
