@@ -192,7 +192,10 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if threads is not None:
             anyio.to_thread.current_default_thread_limiter().total_tokens = threads
-        yield
+        try:
+            yield
+        finally:
+            curator.close()  # the worker processes
 
     app = FastAPI(
         title="dpframe curator",

@@ -4,12 +4,14 @@ Example ``catalog.toml``::
 
     [server]
     ledger = "curator-ledger.sqlite"     # relative to this file
-    latency_quantum_ms = 250             # answer queries only at multiples of 250 ms (0: off)
+    latency_quantum_ms = 250             # answer only at multiples of 250 ms (default 100; 0: off)
     # limits and rates: see dpframe.curator.settings
 
     [datasets.cps]
     path = "cps1988.csv"                 # CSV or Parquet, relative to this file
     version = "1988-03"                  # owner-set: names this copy of the data
+    max_rows = 100000                    # public row ceiling (worst-case time); default [server]
+    # backend = "dask"                   # a Parquet file or folder read lazily by Dask
     bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
     dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
@@ -55,6 +57,7 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "KINDS",
+    "LATENCY_QUANTUM_MS",
     "Analyst",
     "Catalog",
     "CatalogError",
@@ -65,6 +68,10 @@ __all__ = [
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _VERSION = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+
+#: The default latency quantum (ms): answers leave only on this grid unless the
+#: catalog opts out explicitly with ``latency_quantum_ms = 0`` (issue 16).
+LATENCY_QUANTUM_MS = 100
 
 #: The kinds a catalog declares for a column (``dtypes = { column = kind }``).
 KINDS = ("numeric", "boolean", "text")
@@ -101,6 +108,12 @@ class DatasetEntry:
             shown to analysts instead of anything computed from the rows.
         kinds: every declared column's kind (``numeric``, ``boolean`` or
             ``text``), from ``dtypes``, bounds and categories.
+        max_rows: the owner's public ceiling on the row count (None: the
+            ``[server]`` default); worst-case times are estimated from it,
+            never from the private row count.
+        backend: ``"pandas"`` (read into memory; rows read in the worker
+            processes) or ``"dask"`` (a Parquet file or folder, read lazily
+            by Dask's own scheduler).
     """
 
     name: str
@@ -112,6 +125,8 @@ class DatasetEntry:
     max_groups_per_unit: int | None = None
     version: str = ""
     kinds: Mapping[str, str] = field(default_factory=dict)
+    max_rows: int | None = None
+    backend: str = "pandas"
 
     @property
     def identity(self) -> str:
@@ -139,7 +154,7 @@ class Catalog:
     datasets: Mapping[str, DatasetEntry]
     analysts: Mapping[str, Analyst]
     ledger: Path
-    latency_quantum: float = 0.0
+    latency_quantum: float = LATENCY_QUANTUM_MS / 1000
     settings: ServerSettings = field(default_factory=ServerSettings)
 
     @classmethod
@@ -165,7 +180,7 @@ class Catalog:
         if unknown_server:
             raise CatalogError(f"[server] has unknown keys: {', '.join(sorted(unknown_server))}.")
         ledger = base / str(server.get("ledger", "curator-ledger.sqlite"))
-        quantum = server.get("latency_quantum_ms", 0)
+        quantum = server.get("latency_quantum_ms", LATENCY_QUANTUM_MS)
         if (
             isinstance(quantum, bool)
             or not isinstance(quantum, (int, float))
@@ -215,6 +230,8 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "max_groups_per_unit",
         "version",
         "dtypes",
+        "max_rows",
+        "backend",
     }
     unknown = set(entry) - known
     if unknown:
@@ -224,6 +241,13 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
     path = base / entry["path"]
     if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CatalogError(f"[datasets.{name}] path must end in .csv or .parquet.")
+    backend = entry.get("backend", "pandas")
+    if backend not in ("pandas", "dask"):
+        raise CatalogError(f"[datasets.{name}].backend must be 'pandas' or 'dask'.")
+    if backend == "dask" and path.suffix.lower() == ".csv":
+        raise CatalogError(
+            f"[datasets.{name}]: the dask backend reads Parquet (a file or a folder of files)."
+        )
     bounds_raw = _table(entry.get("bounds", {}), f"[datasets.{name}].bounds")
     bounds: dict[str, tuple[Any, Any]] = {}
     for column, pair in bounds_raw.items():
@@ -247,6 +271,11 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
             f"[datasets.{name}].version must be text of 1-64 letters, digits, '_', '.', ':', "
             "'+', '-' (e.g. \"2024-06\")."
         )
+    max_rows = entry.get("max_rows")
+    if max_rows is not None and (
+        isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= 10**12
+    ):
+        raise CatalogError(f"[datasets.{name}].max_rows must be a positive integer (rows).")
     return DatasetEntry(
         name,
         path,
@@ -257,6 +286,8 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         entry.get("max_groups_per_unit"),
         version,
         _kinds(name, entry.get("dtypes", {}), bounds, categories),
+        max_rows,
+        backend,
     )
 
 

@@ -52,7 +52,12 @@ def file_columns(path: Path) -> list[str]:
             return [str(c) for c in pd.read_csv(path, nrows=0).columns]
         import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-        schema = pq.read_schema(path)
+        if path.is_dir():  # a folder of Parquet files (the dask backend)
+            import pyarrow.dataset as pads  # type: ignore[import-untyped,unused-ignore]
+
+            schema = pads.dataset(path, format="parquet").schema
+        else:
+            schema = pq.read_schema(path)
         index = _pandas_index_columns(schema.pandas_metadata)
         return [name for name in schema.names if name not in index]
     except ImportError:
@@ -102,16 +107,28 @@ def _boolean(text: Any) -> bool | None:
     return True if word in TRUE_TEXT else (False if word in FALSE_TEXT else None)
 
 
-def read_declared(entry: DatasetEntry) -> pd.DataFrame:
+def read_declared(entry: DatasetEntry) -> Any:
     """The dataset's rows, each value read on its own as its column's declared kind.
 
     A CSV is read entirely as text and its boolean columns mapped value by
     value (:data:`TRUE_TEXT`, :data:`FALSE_TEXT`); numeric and text columns are
     converted by the engine's declared kinds when the frame is loaded.
 
+    With ``backend = "dask"`` the Parquet file or folder is opened lazily as
+    a dask DataFrame (nothing is read until a release or the row check).
+
     Raises:
         SchemaError: the file cannot be read (the message holds no data).
+        CatalogError: the dask backend without dask installed.
     """
+    if entry.backend == "dask":
+        try:
+            import dask.dataframe as dd
+        except ImportError:
+            raise CatalogError(
+                "The dask backend needs dask: pip install 'dask[dataframe]'."
+            ) from None
+        return read_table(dd.read_parquet, entry.path, {})
     if not _is_csv(entry.path):
         frame: pd.DataFrame = read_table(pd.read_parquet, entry.path, {})
         return frame

@@ -18,6 +18,7 @@ holds up requests on seats already open.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -31,10 +32,12 @@ import dpframe as dp
 from dpframe.accounting.ledger import Ledger, PendingCharge
 from dpframe.api.frame import PrivateFrame
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
-from dpframe.curator.catalog import Analyst, Catalog, DatasetEntry
+from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
+from dpframe.curator.workers import WorkerBackend, WorkerPool
 from dpframe.errors import LedgerError
 from dpframe.plan.nodes import Source
 
@@ -126,6 +129,8 @@ class Seat:
         abandoned: releases abandoned on this seat (wall-clock limit or a
             failure after the charge) since the curator started.
         suspended: True once ``abandoned`` reached the catalog's limit.
+        backends: the seat's backends whose row work runs in worker processes
+            (empty when the catalog has ``workers = 0``).
     """
 
     session: dp.Session
@@ -137,6 +142,11 @@ class Seat:
     stored: int | None = None
     abandoned: int = 0
     suspended: bool = False
+    backends: list[WorkerBackend] = field(default_factory=list)
+
+    def kill_workers(self) -> int:
+        """Kill the worker processes computing for this seat now; how many were."""
+        return sum(backend.kill() for backend in self.backends)
 
     @property
     def source(self) -> Source:
@@ -205,6 +215,8 @@ class Seat:
                 f"charged. Send this one again after it (in {retry_after} s).",
                 {"Retry-After": str(retry_after)},
             )
+        for backend in self.backends:  # a release stopped before this one has ended
+            backend.resume()
 
     def give(self) -> None:
         """Give the seat back (see :meth:`take`)."""
@@ -229,8 +241,11 @@ class Seats:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        workers = catalog.settings.workers
+        posix = os.name == "posix"  # workers get their socket by fd inheritance
+        self.pool = WorkerPool(workers) if workers > 0 and posix else None
         self._open: dict[tuple[str, str], Seat] = {}
-        self._data: dict[str, pd.DataFrame] = {}
+        self._data: dict[str, Any] = {}  # pandas, or dask (backend = "dask")
         self._lock = threading.Lock()  # guards the two locks' tables below, briefly
         self._opening: dict[tuple[str, str], threading.Lock] = {}
         self._reading: dict[str, threading.Lock] = {}
@@ -288,9 +303,39 @@ class Seats:
             max_groups_per_unit=entry.max_groups_per_unit,
             identity=entry.identity,  # named, not fingerprinted
         )
-        return Seat(session, PrivateFrame._create(session, source, schema), entry, ledger)
+        seat = Seat(session, PrivateFrame._create(session, source, schema), entry, ledger)
+        if self.pool is not None:  # the row work in killable worker processes
+            for key, backend in list(session._backends.items()):
+                if not isinstance(backend, PandasBackend):
+                    continue  # e.g. Dask: its own workers compute
+                name = entry.name if not key[1] else f"{session.name}|{key[1]}"
+                remote = WorkerBackend(backend, name, self.pool)
+                session._backends[key] = remote
+                seat.backends.append(remote)
+        return seat
 
-    def _frame_data(self, entry: DatasetEntry) -> pd.DataFrame:
+    def max_rows(self, entry: DatasetEntry) -> int:
+        """The dataset's public row ceiling: its own ``max_rows``, else the ``[server]`` default."""
+        return entry.max_rows or self.catalog.settings.max_rows
+
+    def check_rows(self, entry: DatasetEntry) -> None:
+        """Read the dataset now and refuse it when it has more rows than its declared ceiling.
+
+        Called when the curator starts (the owner sees the error; no analyst
+        does), so a worst case estimated from the ceiling bounds the real one.
+
+        Raises:
+            CatalogError: naming the dataset and its ceiling (not the row count).
+        """
+        ceiling = self.max_rows(entry)
+        if len(self._frame_data(entry)) > ceiling:
+            raise CatalogError(
+                f"[datasets.{entry.name}] has more rows than its declared max_rows "
+                f"({ceiling:,}); raise max_rows (a public ceiling: worst-case times are "
+                "estimated from it)."
+            )
+
+    def _frame_data(self, entry: DatasetEntry) -> Any:
         """The dataset as declared, read once and shared by every seat."""
         data = self._data.get(entry.name)
         if data is not None:

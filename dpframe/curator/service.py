@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.ledger import Ledger
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
+from dpframe.curator.worst_case import check_worst_case
+from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.plan.codec import column_extras, decode_node
+from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
@@ -43,6 +49,34 @@ LIMIT_EXCEEDED = ServiceError(
     "This release was not completed; its charge stands and your ledger records it as "
     "abandoned. The cause is not shown (it could depend on the data).",
 )
+
+
+def private_ledger(path: Path) -> None:
+    """Create the curator's ledger readable by its owner only, before SQLite opens it.
+
+    Every analyst's releases are in it.  A new ledger is created (when the
+    curator starts, before it serves) under the umask 0077, so it is 0600; an
+    existing one is set 0600; a folder the curator creates is 0700.  SQLite
+    gives its ``-wal`` and ``-shm`` files the database file's mode.  Before
+    issue 16 the ledger was created 0644: any local user could read every
+    release.
+    """
+    if os.name != "posix":  # pragma: no cover - POSIX modes only
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        previous = os.umask(0o077)  # process-wide: done once, before serving
+        try:
+            Ledger(path).close()
+        finally:
+            os.umask(previous)
+    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            if name.exists() and name.stat().st_mode & 0o077:
+                os.chmod(name, 0o600)
+                _log.warning("The ledger file %s was readable by others; it is now 0600", name)
+        except PermissionError:
+            _log.error("The ledger file %s is readable by others and not ours to change", name)
 
 
 class _Work:
@@ -99,7 +133,8 @@ class Curator:
         pace_clock: seconds on a monotonic clock for the rate limit.
 
     Raises:
-        CatalogError: a dataset's file has a column without a declared kind.
+        CatalogError: a dataset's file has a column without a declared kind, or
+            more rows than its declared ceiling (``max_rows``).
     """
 
     def __init__(
@@ -114,10 +149,19 @@ class Curator:
         self._clock = clock
         self._pace_clock = pace_clock
         self._sleep = sleep
+        private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
         self._seats = Seats(catalog)
         self.unexpected_errors = 0
         for entry in catalog.datasets.values():
             check_columns(entry)  # every column's kind declared (reads the header only)
+            self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
+        if self._seats.pool is not None:
+            self._seats.pool.warm()  # the worker processes, started before serving
+
+    def close(self) -> None:
+        """Stop the worker processes (idle ones now, busy ones when their release ends)."""
+        if self._seats.pool is not None:
+            self._seats.pool.close()
 
     def now(self) -> float:
         """The curator's clock (monotonic seconds)."""
@@ -153,7 +197,12 @@ class Curator:
         }
 
     def describe(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
-        """The public schema of a dataset, its version, the limits and the analyst's budget."""
+        """The public schema of a dataset, its version, the limits and the analyst's budget.
+
+        The limits include the declared row ceiling and the largest worst-case
+        estimate admitted (both public: the refusals they cause are computed
+        from them and the request alone).
+        """
         seat = self._seats.get(analyst, dataset)
         columns = [
             {
@@ -170,6 +219,8 @@ class Curator:
             "dataset": dataset,
             "version": seat.entry.version or None,
             "limits": dict(vars(self.catalog.settings.limits)),
+            "max_rows": self._seats.max_rows(seat.entry),  # the declared ceiling (public)
+            "release_estimate_seconds": self.catalog.settings.release_estimate_seconds,
             "columns": columns,
             "budget": self._budget_state(seat),
         }
@@ -236,6 +287,7 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
+            self._check_time(seat, node)
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
@@ -247,14 +299,31 @@ class Curator:
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
 
+    def _check_time(self, seat: Seat, node: Any) -> None:
+        """Refuse, before the charge, a request whose worst case is over the curator's limit.
+
+        The worst case comes from public inputs and the dataset's declared row
+        ceiling (:mod:`dpframe.curator.worst_case`), never from its rows.  A
+        request over the resource limits gets the engine's own refusal first.
+        """
+        settings = self.catalog.settings
+        check_resources(size_of(node, settings.limits), settings.limits)
+        rows = self._seats.max_rows(seat.entry)
+        check_worst_case(
+            node, rows, settings.cost, settings.release_estimate_seconds, settings.limits
+        )
+
     def _release(self, seat: Seat, node: Any) -> dict[str, Any]:
         """Release ``node`` on its seat, within the wall-clock limit.
 
         The release runs in a thread of its own while this one waits at most
         ``release_seconds``.  If the limit fires (a server fault: it is set
-        far above the slowest request within the limits), the charge stands,
-        the row says ``abandoned``, the answer is ``limit_exceeded``, and the
-        seat stays busy until the computation ends.  A release that fails
+        far above the slowest request within the limits), the worker process
+        reading the rows for it is killed (:mod:`dpframe.curator.workers`),
+        the charge stands, the row says ``abandoned``, the answer is
+        ``limit_exceeded``, and the seat is free again once the release's
+        thread has seen its worker stop (at once; a computation outside a
+        worker keeps the seat busy until it ends).  A release that fails
         after its charge (on the data) gets the same answer and row: the
         analyst never learns which of the two happened.
         """
@@ -267,7 +336,9 @@ class Curator:
             work = _Work(seat, node)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
-                self._abandon(seat, "took longer than the wall-clock limit", None)
+                killed = seat.kill_workers()  # it then ends at once (unless not in a worker)
+                why = "took longer than the wall-clock limit"
+                self._abandon(seat, f"{why}; {killed} worker(s) killed", None)
             charged = seat.note_charges(self._pace_clock())
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error

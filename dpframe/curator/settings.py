@@ -10,11 +10,19 @@ Example::
     busy_retry_seconds = 1             # Retry-After of a busy seat's 429
     stored_answers_mb = 64             # answers kept for recovery, per analyst and dataset
     release_seconds = 300              # wall-clock limit of one release (a server fault)
+    release_estimate_seconds = 30      # refuse (uncharged) a worst-case estimate over this
+    max_rows = 1000000                 # default public row ceiling of a dataset
+    workers = 2                        # worker processes reading the rows (killable; 0: none)
     abandoned_to_suspend = 3           # abandoned releases before a seat is suspended
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
     max_cells = 100000
     max_list_items = 10000
+
+    [server.cost]                      # the worst-case estimate's cost model (CostModel)
+    row_op_seconds = 5e-8
+    cell_seconds = 4e-5
+    row_noise_seconds = 2e-6
 
 Every setting has a default (:class:`ServerSettings`); the resource limits
 default to :meth:`dpframe.plan.estimate.ResourceLimits.remote`.
@@ -28,6 +36,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
+from dpframe.curator.worst_case import CostModel
 from dpframe.errors import DPError
 from dpframe.plan.estimate import ResourceLimits
 
@@ -59,6 +68,17 @@ class ServerSettings:
         abandoned_to_suspend: abandoned releases (wall-clock limit, or a
             failure on the data after the charge) after which a seat is
             suspended until the curator restarts (logged for the operator).
+        release_estimate_seconds: the largest worst-case time admitted: a
+            request whose estimate (:mod:`dpframe.curator.worst_case`, from the
+            declared row ceiling) is over it is refused ``resource_limit``,
+            uncharged.  At most ``release_seconds``.
+        max_rows: the public row ceiling of a dataset without its own
+            ``max_rows``; the curator refuses to start on a file with more rows.
+        workers: worker processes that read the rows for releases (shared
+            by all seats; a release past the wall-clock limit has its worker
+            killed, :mod:`dpframe.curator.workers`); 0 computes in the
+            curator's process, where a runaway release cannot be stopped.
+        cost: the worst-case estimate's seconds per unit of work.
     """
 
     limits: ResourceLimits = field(default_factory=ResourceLimits.remote)
@@ -69,13 +89,14 @@ class ServerSettings:
     stored_answers_mb: int = 64
     release_seconds: float = 300.0
     abandoned_to_suspend: int = 3
+    release_estimate_seconds: float = 30.0
+    max_rows: int = 1_000_000
+    workers: int = 2
+    cost: CostModel = field(default_factory=CostModel)
 
 
 #: The keys of ``[server]`` (besides the settings above: the ledger path and latency quantum).
-SERVER_KEYS = frozenset(
-    {"ledger", "latency_quantum_ms", "limits"}
-    | {f.name for f in fields(ServerSettings) if f.name != "limits"}
-)
+SERVER_KEYS = frozenset({"ledger", "latency_quantum_ms"} | {f.name for f in fields(ServerSettings)})
 
 
 def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSettings:
@@ -103,21 +124,56 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
             "busy_retry_seconds",
             "stored_answers_mb",
             "abandoned_to_suspend",
+            "max_rows",
         )
     }
-    seconds = server.get("release_seconds", defaults.release_seconds)
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not 0 < seconds < math.inf
-    ):
-        raise error("[server].release_seconds must be a number of seconds > 0.")
+    workers = server.get("workers", defaults.workers)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= 256:
+        raise error("[server].workers must be an integer in [0, 256] (0: compute in-process).")
+    seconds = _seconds(
+        server.get("release_seconds", defaults.release_seconds), "release_seconds", error
+    )
+    estimate = _seconds(
+        server.get("release_estimate_seconds", min(seconds, defaults.release_estimate_seconds)),
+        "release_estimate_seconds",
+        error,
+    )
+    if estimate > seconds:
+        raise error(
+            "[server].release_estimate_seconds must be at most release_seconds (the wall-clock "
+            "limit is set far above the largest worst case admitted)."
+        )
     return ServerSettings(
         limits=limits,
         min_epsilon=_fraction(server.get("min_epsilon", defaults.min_epsilon), error),
-        release_seconds=float(seconds),
+        release_seconds=seconds,
+        release_estimate_seconds=estimate,
+        cost=_cost(server.get("cost", {}), error),
+        workers=workers,
         **counts,
     )
+
+
+def _seconds(value: Any, name: str, error: type[DPError]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise error(f"[server].{name} must be a number of seconds > 0.")
+    return float(value)
+
+
+def _cost(raw: Any, error: type[DPError]) -> CostModel:
+    if not isinstance(raw, Mapping):
+        raise error("[server].cost must be a table of seconds per unit of work.")
+    known = {f.name for f in fields(CostModel)}
+    unknown = set(raw) - known
+    if unknown:
+        raise error(
+            f"[server].cost has unknown keys: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(known))})."
+        )
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e3:
+            raise error(f"[server].cost.{name} must be a number of seconds >= 0.")
+    return CostModel(**{name: float(value) for name, value in raw.items()})
 
 
 def _positive(value: Any, name: str, error: type[DPError]) -> int:

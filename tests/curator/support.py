@@ -90,6 +90,17 @@ def build_node(release: Callable[[dp.PrivateFrame], object]) -> Node:
     raise AssertionError("the function made no release")
 
 
+def node_on(frame: pd.DataFrame, release: Callable[[dp.PrivateFrame], object], **load: Any) -> Node:
+    """The node ``release(pf)`` builds over a public stand-in ``frame`` (loaded with ``load``)."""
+    session = _NodeRecorder(epsilon=1000, delta=1e-6, ledger=":memory:")
+    pf = session.private_frame(frame, **load)
+    try:
+        release(pf)
+    except _Built as built:
+        return built.node
+    raise AssertionError("the function made no release")
+
+
 def release_body(release: Callable[[dp.PrivateFrame], object]) -> dict[str, Any]:
     """The JSON body the client posts to ``/v1/datasets/{name}/query`` for ``release(pf)``."""
     return encode_node(build_node(release))
@@ -168,10 +179,24 @@ ALL_SENTINEL_DTYPES = {
 }
 
 
-def write_catalog(folder: Path, *, alice_epsilon: float = 5.0, server: str = "") -> Path:
+def write_catalog(
+    folder: Path,
+    *,
+    alice_epsilon: float = 5.0,
+    server: str = "",
+    workers: int = 0,
+    quantum_ms: int = 0,
+    cps_max_rows: int | None = 30_000,
+) -> Path:
     """A catalog with datasets cps, sentinel and secret; alice and bob with their grants.
 
     ``server`` holds more lines of the ``[server]`` table (e.g. limits).
+    ``workers`` worker processes read the rows (0, the tests' default: the
+    curator's own process; the worker tests and benchmarks ask for some).
+    ``quantum_ms`` is the latency quantum (0, the tests' default: off, opted
+    out explicitly; the curator's own default is on).  ``cps_max_rows`` is
+    the cps dataset's declared row ceiling (the file has 28,155 rows; None:
+    the curator's default, 10**6).
     """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
@@ -180,10 +205,13 @@ def write_catalog(folder: Path, *, alice_epsilon: float = 5.0, server: str = "")
     lines = [
         "[server]",
         'ledger = "ledger.sqlite"',
+        f"workers = {workers}",
+        f"latency_quantum_ms = {quantum_ms}",
         server,
         "",
         "[datasets.cps]",
         f'path = "{cps1988_path()}"',
+        "" if cps_max_rows is None else f"max_rows = {cps_max_rows}",
         f"bounds = {_toml_value(bounds)}",
         f"categories = {_toml_value(cats)}",
         "",

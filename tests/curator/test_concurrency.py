@@ -20,6 +20,7 @@ CLIENT = """
 import sys
 import dpframe as dp
 pf = dp.connect(sys.argv[1], token=sys.argv[2]).open("cps")
+print("connected", flush=True)
 eps = float(sys.argv[3])
 done = 0
 try:
@@ -85,7 +86,13 @@ def test_a_killed_curator_keeps_every_charge(catalog_path: Path) -> None:
     port = free_port()
     server = start_server(catalog, port)
     clients = _clients(server.url, 2, "0.0005")
-    time.sleep(4.0)
+    for client in clients:  # their start (imports) is slow on a loaded machine
+        assert client.stdout is not None and client.stdout.readline().strip() == "connected"
+    watcher = dp.connect(server.url, token=BOB).open("cps")
+    deadline = time.monotonic() + 120
+    while watcher.session.spent.epsilon < 30 * Fraction("0.0005"):
+        assert time.monotonic() < deadline, "the clients made no releases"
+        time.sleep(0.2)
     server.process.send_signal(signal.SIGKILL)
     server.process.wait(30)
     outputs = [c.communicate(timeout=120) for c in clients]

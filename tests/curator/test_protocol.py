@@ -615,11 +615,7 @@ def test_openapi_schema_lists_the_endpoints(client: TestClient) -> None:
 
 
 def test_answers_are_held_to_the_latency_quantum(tmp_path: Path) -> None:
-    catalog = write_catalog(tmp_path)
-    text = catalog.read_text().replace(
-        'ledger = "ledger.sqlite"', 'ledger = "ledger.sqlite"\nlatency_quantum_ms = 250'
-    )
-    catalog.write_text(text)
+    catalog = write_catalog(tmp_path, quantum_ms=250)
     ticks = iter([10.0, 10.37, 20.0, 20.25, 30.0, 30.01])
     slept: list[float] = []
     curator = Curator(Catalog.load(catalog), clock=lambda: next(ticks), sleep=slept.append)
@@ -633,11 +629,7 @@ def test_answers_are_held_to_the_latency_quantum(tmp_path: Path) -> None:
 
 
 def test_latency_quantum_must_be_sane(tmp_path: Path) -> None:
-    catalog = write_catalog(tmp_path)
-    text = catalog.read_text().replace(
-        'ledger = "ledger.sqlite"', 'ledger = "ledger.sqlite"\nlatency_quantum_ms = -5'
-    )
-    catalog.write_text(text)
+    catalog = write_catalog(tmp_path, quantum_ms=-5)
     with pytest.raises(CatalogError, match="latency_quantum_ms"):
         Catalog.load(catalog)
 

@@ -171,7 +171,7 @@ def test_the_client_waits_out_a_busy_seat_then_raises(curator: Curator) -> None:
 
 
 def test_the_latency_quantum_holds_answers_but_no_thread(tmp_path: Path) -> None:
-    catalog = Catalog.load(write_catalog(tmp_path, server="latency_quantum_ms = 1000"))
+    catalog = Catalog.load(write_catalog(tmp_path, quantum_ms=1000))
     curator = Curator(catalog)
     with served(create_app(curator, threads=1)) as url:
         for token in (ALICE, BOB):  # open both seats first

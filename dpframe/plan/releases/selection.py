@@ -88,8 +88,10 @@ class Quantile(ReleaseNode):
     def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
         return (self.expr,)
 
-    def cells(self) -> int:  # noqa: D102
-        return len(self.candidates) + 1 if self.candidates else QUANTILE_BINS + 1
+    def cells(self) -> int:
+        """One utility per candidate bin and level (the histogram's bins, once per level)."""
+        bins = len(self.candidates) + 1 if self.candidates else QUANTILE_BINS + 1
+        return bins * len(self.levels)
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         numeric(self.expr, schema, "quantile")
@@ -142,9 +144,9 @@ class GroupedQuantile(ReleaseNode):
         return (self.expr, *(k.expr for k in self.by))
 
     def cells(self) -> int:
-        """One histogram cell per group and candidate bin (the results are fewer)."""
+        """One utility per group, candidate bin and level (the histogram, once per level)."""
         candidates = len(self.candidates) + 1 if self.candidates else QUANTILE_BINS + 1
-        return self.n_groups * candidates
+        return self.n_groups * candidates * len(self.levels)
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         keys_fit(self.by, schema)
