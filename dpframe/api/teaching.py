@@ -82,6 +82,10 @@ REVEALING: dict[str, str] = {
     "memory_usage": "the table's size is private: pf.count(epsilon=...)",
     "empty": "whether any row exists is private: pf.count(epsilon=...)",
     "index": "the row index is private: group by a column instead",
+    "groups": "which rows fall in each group is private: pf.groupby(key).size(epsilon=...) "
+    "counts them; the keys are the declared categories (pf.categories)",
+    "indices": "which rows fall in each group is private: pf.groupby(key).size(epsilon=...) "
+    "counts them",
 }
 
 _QUANTILE = "quantile(q, epsilon=...)"
@@ -122,6 +126,9 @@ COUNTERPARTS: dict[str, str] = {
     "on the release",
     "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
+    "explode": "rows cannot be multiplied inside a private frame (one person's influence "
+    "would grow unseen); load the exploded table instead, with each person's rows "
+    "limited: session.private_frame(exploded, privacy_unit=dp.PrivacyUnit('id', max_rows=k))",
 }
 
 #: pandas / numpy functions given a private frame or column: what to write instead.
