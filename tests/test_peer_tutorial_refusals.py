@@ -31,3 +31,14 @@ def test_groupby_row_membership_is_refused(pf: dp.PrivateFrame, name: str) -> No
     with pytest.raises(RefusedAttributeError, match=r"private: pf\.groupby\(key\)\.size"):
         getattr(grouped, name)
     assert not hasattr(grouped, name)
+
+
+def test_groupby_nunique_and_keys_say_what_exists(pf: dp.PrivateFrame) -> None:
+    """A group-by's ``nunique`` and ``keys`` (Tumult's count_distinct, KeySet.dataframe) teach."""
+    grouped = pf.groupby("region")
+    with pytest.raises(UnknownAttributeError, match=r"per group are not available.*nunique"):
+        grouped.nunique()
+    with pytest.raises(UnknownAttributeError, match=r"keys are public.*pf\.categories"):
+        grouped.keys  # noqa: B018 - the attribute access is the test
+    assert not hasattr(grouped, "nunique")
+    assert pf["region"].nunique is not None  # a column still has its own nunique

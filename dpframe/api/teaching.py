@@ -27,6 +27,7 @@ from dpframe.errors import DPError, PrivacyViolationError
 __all__ = [
     "COUNTERPARTS",
     "FUNCTIONS",
+    "OWNER_COUNTERPARTS",
     "REVEALING",
     "LibraryFunctionError",
     "RefusedAttributeError",
@@ -131,6 +132,15 @@ COUNTERPARTS: dict[str, str] = {
     "limited: session.private_frame(exploded, privacy_unit=dp.PrivacyUnit('id', max_rows=k))",
 }
 
+#: Names whose counterpart depends on the owner (a column has ``nunique``; a group-by does not).
+OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
+    ("PrivateGroupBy", "nunique"): "distinct values per group are not available; overall, "
+    "pf['col'].nunique(epsilon=...) counts the declared keys that occur",
+    ("PrivateGroupBy", "keys"): "the group keys are public and yours already: the declared "
+    "categories (pf.categories), or the keys= DataFrame you passed; their cross product is "
+    "pd.MultiIndex.from_product([...]).to_frame(index=False)",
+}
+
 #: pandas / numpy functions given a private frame or column: what to write instead.
 FUNCTIONS: dict[str, str] = {
     "cut": "pf['col'].cut(bins) or dp.cut(pf['col'], bins): public bins, nothing charged",
@@ -188,10 +198,11 @@ def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:
             f"{owner}.{name} would reveal private rows, so dpframe refuses it. "
             f"Instead: {REVEALING[name]}."
         )
-    if name in COUNTERPARTS:
+    counterpart = OWNER_COUNTERPARTS.get((owner, name), COUNTERPARTS.get(name))
+    if counterpart is not None:
         return UnknownAttributeError(
             f"{owner} has no attribute {name!r} (dpframe does not forward to pandas). "
-            f"The private counterpart: {COUNTERPARTS[name]}."
+            f"The private counterpart: {counterpart}."
         )
     return UnknownAttributeError(
         f"{owner} has no attribute {name!r} (dpframe does not forward to pandas).{extra}"
