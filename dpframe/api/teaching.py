@@ -27,6 +27,7 @@ from dpframe.errors import DPError, PrivacyViolationError
 __all__ = [
     "COUNTERPARTS",
     "FUNCTIONS",
+    "OWNER_COUNTERPARTS",
     "REVEALING",
     "LibraryFunctionError",
     "RefusedAttributeError",
@@ -82,6 +83,10 @@ REVEALING: dict[str, str] = {
     "memory_usage": "the table's size is private: pf.count(epsilon=...)",
     "empty": "whether any row exists is private: pf.count(epsilon=...)",
     "index": "the row index is private: group by a column instead",
+    "groups": "which rows fall in each group is private: pf.groupby(key).size(epsilon=...) "
+    "counts them; the keys are the declared categories (pf.categories)",
+    "indices": "which rows fall in each group is private: pf.groupby(key).size(epsilon=...) "
+    "counts them",
 }
 
 _QUANTILE = "quantile(q, epsilon=...)"
@@ -122,6 +127,18 @@ COUNTERPARTS: dict[str, str] = {
     "on the release",
     "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
+    "explode": "rows cannot be multiplied inside a private frame (one person's influence "
+    "would grow unseen); load the exploded table instead, with each person's rows "
+    "limited: session.private_frame(exploded, privacy_unit=dp.PrivacyUnit('id', max_rows=k))",
+}
+
+#: Names whose counterpart depends on the owner (a column has ``nunique``; a group-by does not).
+OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
+    ("PrivateGroupBy", "nunique"): "distinct values per group are not available; overall, "
+    "pf['col'].nunique(epsilon=...) counts the declared keys that occur",
+    ("PrivateGroupBy", "keys"): "the group keys are public and yours already: the declared "
+    "categories (pf.categories), or the keys= DataFrame you passed; their cross product is "
+    "pd.MultiIndex.from_product([...]).to_frame(index=False)",
 }
 
 #: pandas / numpy functions given a private frame or column: what to write instead.
@@ -181,10 +198,11 @@ def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:
             f"{owner}.{name} would reveal private rows, so dpframe refuses it. "
             f"Instead: {REVEALING[name]}."
         )
-    if name in COUNTERPARTS:
+    counterpart = OWNER_COUNTERPARTS.get((owner, name), COUNTERPARTS.get(name))
+    if counterpart is not None:
         return UnknownAttributeError(
             f"{owner} has no attribute {name!r} (dpframe does not forward to pandas). "
-            f"The private counterpart: {COUNTERPARTS[name]}."
+            f"The private counterpart: {counterpart}."
         )
     return UnknownAttributeError(
         f"{owner} has no attribute {name!r} (dpframe does not forward to pandas).{extra}"
