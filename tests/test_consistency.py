@@ -45,7 +45,8 @@ def test_the_cells_are_the_least_squares_fit_to_the_total(cps: pd.DataFrame) -> 
     assert fitted.attrs["dpframe"].cost == dp.Budget(0.55)
     assert fitted.attrs["dpframe"].query == "consistent(count() by region)"
     truth = cps["region"].value_counts().reindex(CPS1988_CATEGORIES["region"]).to_numpy()
-    assert np.abs(fitted.to_numpy() - truth).max() < 200
+    # 300: a false failure about 3e-8 (simulated: 200 failed with chance 1.8e-5)
+    assert np.abs(fitted.to_numpy() - truth).max() < 300
 
 
 def test_counts_are_never_negative_and_intervals_say_so(cps: pd.DataFrame) -> None:

@@ -98,7 +98,7 @@ def test_the_wall_clock_limit_abandons_the_release(
     monkeypatch.setattr(release_path, "_release", _hang(gate))
     started = time.perf_counter()
     answer = client.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
-    assert 0.4 < time.perf_counter() - started < 5
+    assert 0.4 < time.perf_counter() - started < 15
     assert (answer.status_code, answer.json()) == (503, FIXED)
     row = _ledger(client).iloc[-1]
     assert row["status"] == "abandoned" and row["epsilon"] == pytest.approx(0.1)  # charge stands

@@ -67,7 +67,7 @@ def test_a_busy_seat_answers_429_at_once_and_charges_nothing(
     with lock:  # another release of alice's is running
         started = time.perf_counter()
         answer = client.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
-        assert time.perf_counter() - started < 2
+        assert time.perf_counter() - started < 5  # a wait for the lock would never end
         assert answer.status_code == 429
         assert answer.headers["retry-after"] == "1"
         error = answer.json()["error"]
@@ -120,7 +120,7 @@ def test_forty_requests_on_a_busy_seat_park_no_thread(curator: Curator) -> None:
             with urllib.request.urlopen(url + "/v1/health", timeout=2) as health:
                 assert health.status == 200
         assert statuses == [429] * 40
-        assert elapsed < 10
+        assert elapsed < 30  # generous for a loaded CI machine; a queue would never end
         print(f"\n40 requests on a busy seat answered 429 in {elapsed:.2f} s")
         assert curator._seats[("alice", "cps")].session.spent == dp.Budget()
 
@@ -147,7 +147,7 @@ def test_health_is_answered_when_every_worker_thread_is_taken(
             started = time.perf_counter()
             with urllib.request.urlopen(url + "/v1/health", timeout=5) as health:
                 assert health.status == 200
-            assert time.perf_counter() - started < 2
+            assert time.perf_counter() - started < 5
         finally:
             gate.set()
             waiting.join(30)
@@ -194,4 +194,4 @@ def test_the_latency_quantum_holds_answers_but_no_thread(tmp_path: Path) -> None
             times = list(pool.map(post, [ALICE, BOB]))
     # each answer is held to the 1 s grid; with one worker thread, a wait that held the
     # thread would have made the second answer take 2 s
-    assert all(0.95 <= t < 1.8 for t in times), times
+    assert all(0.95 <= t < 1.95 for t in times), times

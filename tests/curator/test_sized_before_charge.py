@@ -105,7 +105,7 @@ def test_oversized_requests_are_refused_before_the_charge_naming_the_limit(
 ) -> None:
     started = time.perf_counter()
     answer = client.post("/v1/datasets/cps/query", json=body, headers=auth())
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 15
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]
     assert error["code"] == "resource_limit"
@@ -163,7 +163,7 @@ def test_the_client_refuses_a_huge_histogram_at_once(server: Server) -> None:
     keys = [f"r{i}" for i in range(20_000)]
     with pytest.raises(ResourceLimitError, match=r"20000 values in one list .*\(limit 10000\)"):
         pf.with_categories(region=keys).groupby("region").size(epsilon=0.1)
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 15
     assert len(session.ledger) == before
 
 
@@ -219,6 +219,6 @@ def test_the_quick_check_answers_without_hashing_the_edges() -> None:
     bucket = Bucket(col("x"), edges)
     started = time.perf_counter()
     sizes = estimate(Source("d"), [bucket], 2_000_000, [2_000_000], ResourceLimits.remote())
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 2.0
     assert sizes.longest_list == 2_000_001 and sizes.output_cells == 2_000_000
     assert sizes.literal_values == 4_000_001
