@@ -56,7 +56,10 @@ def main() -> None:
 
     def add(name: str, full: np.ndarray) -> None:
         out.setdefault(name, []).append(
-            {k: v - t for (k, v), t in zip(_parts(full).items(), _parts(truth).values(), strict=True)}
+            {
+                k: v - t
+                for (k, v), t in zip(_parts(full).items(), _parts(truth).values(), strict=True)
+            }
         )
 
     for _ in range(args.runs):
