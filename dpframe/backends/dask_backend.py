@@ -6,12 +6,13 @@ on the worker), and the per-partition results are added up in a tree on the
 workers.  Only the final per-group arrays (and, for private key discovery,
 the per-key counts) come back to the client process.
 
-Exactness: every sum term is an integer of magnitude at most 2**22 held in a
-float64 and at most :data:`~dpframe.backends.base.MAX_ROWS` rows are summed,
-so every partial sum, and any sum of partial sums, is an integer below 2**53
-and is computed exactly, in any order.  The results are therefore
-bit-identical to the pandas backend's on the same rows, however the data is
-partitioned (``tests/dask/test_equivalence.py`` checks this).
+Exactness: each partition's totals are the pandas backend's (integer-valued
+float64, exact), turned into int64 on the worker and added as integers
+(:mod:`~dpframe.backends.exact_totals`): no rounding in any order, and no
+ceiling on the number of rows.  Totals of magnitude at most 2**53 come back
+as float64, bit-identical to the pandas backend's on the same rows however
+the data is partitioned (``tests/dask/test_equivalence.py`` checks this);
+larger ones (more than 2**31 rows) as exact int64.
 
 This module imports dask; it is imported only when a dask DataFrame is
 loaded (``import dpframe`` never imports it).
@@ -37,8 +38,8 @@ from dask.base import tokenize
 from dask.delayed import Delayed, delayed
 from dask.tokenize import TokenizationError as TokenizationError
 
-from dpframe.backends.base import MAX_ROWS
 from dpframe.backends.cluster import NO_CLIENT_WARNING, check_workers
+from dpframe.backends.exact_totals import Exact, add_exact, exact_partial, final_totals
 from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
@@ -56,9 +57,6 @@ _FAN_IN = 8
 PROGRESS_OPTION = "dpframe.progress"
 #: The dtype pandas itself gives text (``str`` in pandas 3, ``object`` before).
 _PANDAS_TEXT = pd.Series(["text"]).dtype
-
-Measures = tuple[int, list[npt.NDArray[np.float64]]]
-
 
 _NO_ROWS = "Row-level mechanisms need the rows in memory; a Dask backend keeps them on the cluster."
 
@@ -185,17 +183,18 @@ class DaskBackend:
         The plan is compiled once here (:func:`~dpframe.backends.program.compile_query`)
         and the flat query (no nested expressions) is sent to every partition.
         With ``undeclared``, the count of the rows with an undeclared key follows
-        (added over the partitions like the other totals).
+        (added over the partitions like the other totals).  Partition totals
+        are added as integers (:mod:`~dpframe.backends.exact_totals`): float64
+        arrays while every total is at most 2**53 in magnitude, exact int64
+        beyond; nothing counts the rows after the scan, so there is no row
+        ceiling.
         """
         query = compile_query(plan, measures, by, undeclared)
         parts = self._partitions(_needed_columns(self._frame.columns, query.program))
         evaluate = functools.partial(_partition_measures, query)
         partials = [delayed(evaluate, pure=False)(part) for part in parts]
-        total: Measures = _compute(_tree_reduce(partials, _add_measures))
-        rows, values = total
-        if rows > MAX_ROWS:
-            raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
-        return values
+        total: Exact = _compute(_tree_reduce(partials, add_exact))
+        return final_totals(total)
 
     def key_counts(
         self,
@@ -306,18 +305,12 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
     return converted
 
 
-def _partition_measures(query: Query, part: pd.DataFrame) -> Measures:
-    return len(part), PandasBackend(_as_pandas_dtypes(part)).run_query(query)
+def _partition_measures(query: Query, part: pd.DataFrame) -> Exact:
+    return exact_partial(PandasBackend(_as_pandas_dtypes(part)).run_query(query))
 
 
 def _partition_reduce(program: Program, reducer: RowReducer, part: pd.DataFrame) -> tuple[Any, ...]:
     return reducer.partial(PandasBackend(_as_pandas_dtypes(part)).program_floats(program))
-
-
-def _add_measures(*partials: Measures) -> Measures:
-    rows = sum(p[0] for p in partials)
-    values = [np.sum([p[1][i] for p in partials], axis=0) for i in range(len(partials[0][1]))]
-    return rows, values
 
 
 def _partition_keys(program: Program, unit: str, max_keys: int, part: pd.DataFrame) -> KeyCounts:
