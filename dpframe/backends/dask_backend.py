@@ -38,9 +38,20 @@ from dask.base import tokenize
 from dask.delayed import Delayed, delayed
 from dask.tokenize import TokenizationError as TokenizationError
 
-from dpframe.backends.cluster import NO_CLIENT_WARNING, check_workers
+from dpframe.backends.cluster import (
+    NO_CLIENT_WARNING,
+    check_partition_memory,
+    check_workers,
+    run_bounded,
+    worker_memory_limits,
+)
 from dpframe.backends.exact_totals import Exact, add_exact, exact_partial, final_totals
-from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.backends.pandas_backend import (
+    PandasBackend,
+    bound_contributions,
+    source_slot_codes,
+)
+from dpframe.backends.parquet_sizes import largest_partition_bytes
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
 from dpframe.errors import DPError, SchemaError
@@ -53,6 +64,8 @@ __all__ = ["DaskBackend", "read_dask"]
 
 #: How many partial results one reduction task adds up.
 _FAN_IN = 8
+#: How many (key column, categories) slot-code lists a backend keeps on the workers.
+_CODES_KEPT = 16
 #: The dask configuration key that turns on a progress bar for each query.
 PROGRESS_OPTION = "dpframe.progress"
 #: The dtype pandas itself gives text (``str`` in pandas 3, ``object`` before).
@@ -97,6 +110,8 @@ class DaskBackend:
         self._fingerprint = fingerprint
         self._checked: frozenset[str] = frozenset()  # workers that passed the version check
         self._warned = False  # the no-Client warning, once per backend
+        # Persisted slot codes per (key column, categories): see _key_codes.
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
 
     def preflight(self) -> None:
         """Before the charge: the cluster can run dpframe's tasks (see :mod:`.cluster`).
@@ -190,11 +205,53 @@ class DaskBackend:
         ceiling.
         """
         query = compile_query(plan, measures, by, undeclared)
-        parts = self._partitions(_needed_columns(self._frame.columns, query.program))
+        codes = self._key_codes(query)
+        program = query.program
+        # A key column read only as the key is not read again: its codes stand in for it.
+        only_keys = {k.source for k in query.keys if k.source and program.uses[k.node] == 1}
+        read = set(program.columns) - only_keys
+        if read:
+            parts: list[Delayed | None] = list(
+                self._partitions([c for c in self._frame.columns if c in read])
+            )
+        else:
+            parts = [None] * self._frame.npartitions
         evaluate = functools.partial(_partition_measures, query)
-        partials = [delayed(evaluate, pure=False)(part) for part in parts]
+        partials = [
+            delayed(evaluate, pure=False)(part, {key: found[i] for key, found in codes.items()})
+            for i, part in enumerate(parts)
+        ]
         total: Exact = _compute(_tree_reduce(partials, add_exact))
         return final_totals(total)
+
+    def _key_codes(self, query: Query) -> dict[tuple[str, tuple[Hashable, ...]], list[Delayed]]:
+        """Each source key's slot codes per partition, kept on the workers across releases.
+
+        Computed (one pass over the key column) the first time a key column
+        is grouped by with a list of categories, then persisted: later
+        releases grouping by it read 1 or 2 bytes per row from worker memory
+        instead of hashing the column again.  At most :data:`_CODES_KEPT`
+        lists are kept (the oldest is dropped first).  A lost worker's codes
+        are recomputed by dask from the data.
+        """
+        found: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
+        for key in query.keys:
+            if not key.source:
+                continue
+            cache_key = (key.source, key.categories)
+            kept = self._codes.get(cache_key)
+            if kept is not None and not _available(kept):
+                del self._codes[cache_key]  # e.g. the client restarted the workers
+                kept = None
+            if kept is None:
+                make = functools.partial(_partition_codes, key.source, key.categories)
+                parts = _to_delayed(self._frame[[key.source]])
+                kept = _persist_delayed([delayed(make, pure=False)(p) for p in parts])
+                while len(self._codes) >= _CODES_KEPT:
+                    self._codes.pop(next(iter(self._codes)))
+                self._codes[cache_key] = kept
+            found[cache_key] = kept
+        return found
 
     def key_counts(
         self,
@@ -305,8 +362,25 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
     return converted
 
 
-def _partition_measures(query: Query, part: pd.DataFrame) -> Exact:
-    return exact_partial(PandasBackend(_as_pandas_dtypes(part)).run_query(query))
+def _partition_measures(
+    query: Query,
+    part: pd.DataFrame | None,
+    codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[Any]],
+) -> Exact:
+    """A partition's exact totals; ``codes``: its persisted key codes (see ``_key_codes``)."""
+    if part is None:  # nothing to read but the keys
+        rows = len(next(iter(codes.values())))
+        frame: pd.DataFrame = pd.DataFrame(index=pd.RangeIndex(rows))
+    else:
+        frame = _as_pandas_dtypes(part)
+    missing = {source: kept for (source, _), kept in codes.items() if source not in frame}
+    if missing:  # stand-ins for key columns read only as keys (their codes are used instead)
+        frame = frame.assign(**missing)
+    return exact_partial(PandasBackend(frame, codes=codes).run_query(query))
+
+
+def _partition_codes(source: str, categories: tuple[Hashable, ...], part: pd.DataFrame) -> Any:
+    return source_slot_codes(_as_pandas_dtypes(part)[source], categories)
 
 
 def _partition_reduce(program: Program, reducer: RowReducer, part: pd.DataFrame) -> tuple[Any, ...]:
@@ -394,14 +468,15 @@ def _client() -> Any:
 
 
 def _compute(obj: Delayed) -> Any:
+    """Compute ``obj``: on a distributed client within a bounded time (see ``run_bounded``)."""
     client = _client()
-    if client is not None and dask.config.get(PROGRESS_OPTION, False):
-        from distributed import progress
+    if client is not None:
+        show: Callable[[Any], None] | None = None
+        if dask.config.get(PROGRESS_OPTION, False):
+            from distributed import progress
 
-        show: Callable[[Any], None] = progress
-        future = client.compute(obj)
-        show(future)
-        return future.result()
+            show = progress
+        return run_bounded(client, obj, show)
     compute: Callable[[Delayed], tuple[Any, ...]] = dask.base.compute
     (result,) = compute(obj)
     return result
@@ -416,19 +491,49 @@ def _persist(frame: dd.DataFrame) -> dd.DataFrame:
     return persisted
 
 
+def _available(parts: list[Delayed]) -> bool:
+    """False when some persisted part was cancelled (a restart) or failed: compute it again."""
+    try:
+        from distributed import futures_of
+    except ImportError:
+        return True
+    find: Callable[[Any], list[Any]] = futures_of
+    return all(f.status not in ("cancelled", "error", "lost") for f in find(parts))
+
+
+def _persist_delayed(parts: list[Delayed]) -> list[Delayed]:
+    client = _client()
+    if client is None:
+        persist: Callable[..., tuple[Delayed, ...]] = dask.base.persist
+        return list(persist(*parts))
+    persisted: list[Delayed] = client.persist(parts)
+    return persisted
+
+
 def read_dask(kind: str, path: str | os.PathLike[str], kwargs: Mapping[str, Any]) -> dd.DataFrame:
     """Open a CSV or Parquet file (or directory, or glob) lazily as a dask DataFrame.
 
     Reads only metadata (Parquet footers; for CSV, dask reads a small sample
     in this process to infer the column types: pass ``dtype=`` to fix them).
 
+    With a distributed client, a Parquet data set's largest partition
+    (estimated from the footers: :mod:`~dpframe.backends.parquet_sizes`) is
+    checked against the workers' memory limits.
+
     Raises:
         SchemaError: the file cannot be opened (the message holds no data).
+        ClusterNotReadyError: a partition would not fit in a worker's memory
+            (the message names the fix); nothing is charged.
     """
     reader: Callable[..., dd.DataFrame] = dd.read_parquet if kind == "parquet" else dd.read_csv
     try:
-        return reader(os.fspath(path) if isinstance(path, os.PathLike) else path, **kwargs)
+        frame = reader(os.fspath(path) if isinstance(path, os.PathLike) else path, **kwargs)
     except ImportError:
         raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
     except (OSError, ValueError, TypeError) as exc:
         raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
+    client = _client()
+    if kind == "parquet" and client is not None:
+        largest = largest_partition_bytes(path, frame.npartitions, frame._meta)
+        check_partition_memory(largest, worker_memory_limits(client))
+    return frame
