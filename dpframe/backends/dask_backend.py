@@ -210,10 +210,9 @@ class DaskBackend:
         # A key column read only as the key is not read again: its codes stand in for it.
         only_keys = {k.source for k in query.keys if k.source and program.uses[k.node] == 1}
         read = set(program.columns) - only_keys
-        if read:
-            parts: list[Delayed | None] = list(
-                self._partitions([c for c in self._frame.columns if c in read])
-            )
+        if read or not codes:  # a plain row count reads one column (its length)
+            columns = [c for c in self._frame.columns if c in read] or list(self._frame.columns[:1])
+            parts: list[Delayed | None] = list(self._partitions(columns))
         else:
             parts = [None] * self._frame.npartitions
         evaluate = functools.partial(_partition_measures, query)

@@ -70,14 +70,31 @@ def _raises(index: int) -> pd.DataFrame:
     return _rows(index)
 
 
-def _frame(make: Callable[[int], pd.DataFrame], tag: str) -> Any:
+def _frame(make: Callable[[int], pd.DataFrame]) -> Any:
     from_map: Callable[..., Any] = dd.from_map
-    return from_map(make, range(3), meta=META, token=tag)
+    return from_map(make, range(3), meta=META)
 
 
 def _open(frame: Any) -> tuple[dp.Session, dp.PrivateFrame]:
-    session = dp.Session(epsilon=10, ledger=":memory:")
+    session = dp.Session(epsilon=1e7, ledger=":memory:")
     return session, session.private_frame(frame, bounds={"x": (0, 200)})
+
+
+def _one() -> int:
+    return 1
+
+
+def _settle(client: Client) -> None:
+    """Wait (at most a minute) until both workers are back and answer."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if len(client.run(_one)) == 2:  # type: ignore[no-untyped-call]
+                return
+        except Exception:  # a worker still restarting
+            pass
+        time.sleep(0.5)
+    raise AssertionError("the workers did not come back within a minute")
 
 
 def _assert_failed_and_charged(session: dp.Session) -> None:
@@ -88,30 +105,31 @@ def _assert_failed_and_charged(session: dp.Session) -> None:
 def test_a_task_that_kills_its_worker_every_time_ends_the_release(dask_client: Client) -> None:
     import functools
 
-    session, pf = _open(_frame(functools.partial(_dies, ""), f"dies-{time.time()}"))
+    session, pf = _open(_frame(functools.partial(_dies, "")))
     start = time.monotonic()
     with pytest.raises(ClusterFailedError, match=rf"\[{CLUSTER_FAILED}\].*charge stands"):
         pf.count(epsilon=1.0)
     _assert_failed_and_charged(session)
     assert time.monotonic() - start < 120
-    dask_client.wait_for_workers(2, timeout=60)  # type: ignore[no-untyped-call]
+    _settle(dask_client)
 
 
 def test_a_worker_killed_once_is_recomputed(tmp_path: Path, dask_client: Client) -> None:
     import functools
 
+    _settle(dask_client)
     marker = str(tmp_path / "killed-once")
-    session, pf = _open(_frame(functools.partial(_dies, marker), f"once-{time.time()}"))
+    session, pf = _open(_frame(functools.partial(_dies, marker)))
     assert pf.count(epsilon=1e6).value == 3 * ROWS  # noise of scale 1e-6: P(any) < 1e-300
     assert os.path.exists(marker)  # the worker did die
     assert list(session.ledger["status"]) == ["released"]
-    dask_client.wait_for_workers(2, timeout=60)  # type: ignore[no-untyped-call]
+    _settle(dask_client)
 
 
 def test_a_release_past_its_time_limit_ends_within_it() -> None:
     import functools
 
-    session, pf = _open(_frame(functools.partial(_sleeps, 4.0), f"sleeps-{time.time()}"))
+    session, pf = _open(_frame(functools.partial(_sleeps, 4.0)))
     start = time.monotonic()
     with (
         dask.config.set({RELEASE_TIMEOUT_OPTION: 0.5}),
@@ -124,7 +142,7 @@ def test_a_release_past_its_time_limit_ends_within_it() -> None:
 
 
 def test_an_error_in_a_task_is_a_failed_query_not_a_cluster_failure() -> None:
-    session, pf = _open(_frame(_raises, f"raises-{time.time()}"))
+    session, pf = _open(_frame(_raises))
     with pytest.raises(dp.QueryFailedError, match="failed while reading the data") as caught:
         pf.count(epsilon=1.0)
     assert not isinstance(caught.value, ClusterFailedError)
@@ -141,12 +159,12 @@ def _write_parquet(directory: Path, files: int, rows: int, row_group: int) -> No
 
 def test_partitions_too_large_for_the_workers_are_refused_when_opened(tmp_path: Path) -> None:
     _write_parquet(tmp_path / "data", files=2, rows=5_000, row_group=1_000)
-    session = dp.Session(epsilon=1, ledger=":memory:")
+    session = dp.Session(epsilon=1e7, ledger=":memory:")
     # Each file is 5,000 rows x (8 + 16) bytes: 120,000 bytes; the workers have 2 GiB.
     fraction = 100_000 / 2**31
     with (
         dask.config.set({MEMORY_FRACTION_OPTION: fraction}),
-        pytest.raises(ClusterNotReadyError, match="row_group_size=.*--memory-limit"),
+        pytest.raises(ClusterNotReadyError, match=r"row_group_size=.*--memory-limit"),
     ):
         session.read_parquet(tmp_path / "data", backend="dask", bounds={"x": (0, 1)})
     assert len(session.ledger) == 0
@@ -168,5 +186,5 @@ def test_partition_estimate_from_footers(tmp_path: Path) -> None:
 def test_memory_check_names_the_fix() -> None:
     check_partition_memory(2**20, [2**30, 2**31])  # fits
     check_partition_memory(2**40, [])  # no limits known: nothing to check
-    with pytest.raises(ClusterNotReadyError, match="1,024 MiB in memory.*split_row_groups"):
+    with pytest.raises(ClusterNotReadyError, match=r"1,024 MiB in memory.*split_row_groups"):
         check_partition_memory(2**30, [2**30, 2**31])
