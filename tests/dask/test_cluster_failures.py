@@ -89,7 +89,7 @@ def _settle(client: Client) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            if len(client.run(_one)) == 2:  # type: ignore[no-untyped-call]
+            if len(client.run(_one)) == 2:
                 return
         except Exception:  # a worker still restarting
             pass
