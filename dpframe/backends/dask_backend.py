@@ -215,9 +215,11 @@ class DaskBackend:
             parts: list[Delayed | None] = list(self._partitions(columns))
         else:
             parts = [None] * self._frame.npartitions
-        evaluate = functools.partial(_partition_measures, query)
+        # The codes' keys travel inside the partial: dask would walk every category otherwise.
+        evaluate = functools.partial(_partition_measures, query, tuple(codes))
+        lists = list(codes.values())
         partials = [
-            delayed(evaluate, pure=False)(part, {key: found[i] for key, found in codes.items()})
+            delayed(evaluate, pure=False)(part, *(found[i] for found in lists))
             for i, part in enumerate(parts)
         ]
         total: Exact = _compute(_tree_reduce(partials, add_exact))
@@ -363,10 +365,12 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
 
 def _partition_measures(
     query: Query,
+    names: tuple[tuple[str, tuple[Hashable, ...]], ...],
     part: pd.DataFrame | None,
-    codes: dict[tuple[str, tuple[Hashable, ...]], npt.NDArray[Any]],
+    *kept: npt.NDArray[Any],
 ) -> Exact:
-    """A partition's exact totals; ``codes``: its persisted key codes (see ``_key_codes``)."""
+    """A partition's exact totals; ``kept``: its persisted codes of the keys ``names``."""
+    codes = dict(zip(names, kept, strict=True))
     if part is None:  # nothing to read but the keys
         rows = len(next(iter(codes.values())))
         frame: pd.DataFrame = pd.DataFrame(index=pd.RangeIndex(rows))
