@@ -12,7 +12,9 @@ The pandas backend gets it as is; the Dask backend gets it split into
 after loading on a real cluster).  Each query runs once cold (the first
 release of the session: the pandas backend and the Dask backend both build
 their key codes then) and ``--repeats`` times warm; the median warm time is
-reported, with the ratio Dask / pandas.  Writes
+reported, with the ratio Dask / pandas, and the CPU time per warm query of
+every process involved (this one, which also runs the ``LocalCluster``'s
+scheduler, and the workers).  Writes
 ``benchmarks/results/dask-keys-<rows>.json``.
 """
 
@@ -23,6 +25,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -52,14 +55,33 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def measure(pf: dp.PrivateFrame, repeats: int) -> dict[str, dict[str, float]]:
-    """Cold (first) and median warm seconds of each query."""
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process (run on each worker too)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(
+    pf: dp.PrivateFrame, repeats: int, cpu: Callable[[], float] = _cpu_seconds
+) -> dict[str, dict[str, float]]:
+    """Cold (first) and median warm seconds of each query, and warm CPU seconds per query.
+
+    ``cpu`` gives the CPU seconds used so far by every process that works on
+    a query (this one, and the workers on Dask): on a machine shared with
+    other jobs, wall times of short queries vary with the load, CPU time much less.
+    """
     out = {}
     for name, query in queries(pf):
         cold = _timed(query)
+        before = cpu()
         warm = [_timed(query) for _ in range(repeats)]
-        out[name] = {"cold_s": cold, "warm_s": statistics.median(warm)}
-        print(f"  {name}: cold {cold:.3f} s, warm {out[name]['warm_s']:.3f} s", flush=True)
+        used = (cpu() - before) / repeats
+        out[name] = {"cold_s": cold, "warm_s": statistics.median(warm), "warm_cpu_s": used}
+        print(
+            f"  {name}: cold {cold:.3f} s, warm {out[name]['warm_s']:.3f} s "
+            f"(min {min(warm):.3f} s), warm CPU {used:.3f} s",
+            flush=True,
+        )
     return out
 
 
@@ -100,13 +122,21 @@ def main(argv: list[str] | None = None) -> None:
         print("Dask backend (rows persisted on the workers):", flush=True)
         session = dp.Session(epsilon=1e9, ledger=":memory:")
         pf = session.private_frame(persisted, bounds=BOUNDS, categories=cats)
-        dask_times = measure(pf, args.repeats)
+
+        def cluster_cpu() -> float:
+            workers: dict[str, float] = client.run(_cpu_seconds)
+            return _cpu_seconds() + sum(workers.values())  # the scheduler runs in this process
+
+        dask_times = measure(pf, args.repeats, cluster_cpu)
     finally:
         client.close()
         cluster.close()
     ratios = {q: dask_times[q]["warm_s"] / pandas_times[q]["warm_s"] for q in pandas_times}
+    cpu_ratios = {
+        q: dask_times[q]["warm_cpu_s"] / pandas_times[q]["warm_cpu_s"] for q in pandas_times
+    }
     for q, r in ratios.items():
-        print(f"{q}: warm Dask / warm pandas = {r:.2f}")
+        print(f"{q}: warm Dask / warm pandas = {r:.2f} (CPU time {cpu_ratios[q]:.2f})")
     result = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="minutes"),
         "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores "
@@ -118,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         "pandas": pandas_times,
         "dask": dask_times,
         "warm_ratio": ratios,
+        "warm_cpu_ratio": cpu_ratios,
     }
     OUT.mkdir(exist_ok=True)
     (OUT / f"dask-keys-{rows:.0e}.json").write_text(json.dumps(result, indent=1) + "\n")
