@@ -90,12 +90,17 @@ class ClusterFailedError(QueryFailedError):
 
     code = CLUSTER_FAILED
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, charged: bool = True) -> None:
+        ended = (
+            "The release has ended; its charge stands and its ledger row says 'failed'."
+            if charged
+            else "Nothing was charged (the data was being opened, not released)."
+        )
         super().__init__(
-            f"[{CLUSTER_FAILED}] The Dask cluster failed during this release: a worker died "
-            "(e.g. out of memory), the scheduler was lost, or the computation did not finish "
-            f"within {timeout:g} s. The release has ended; its charge stands and its ledger row "
-            "says 'failed'. Check the workers' logs and memory (docs/backends.md, 'Running on "
+            f"[{CLUSTER_FAILED}] The Dask cluster failed during this "
+            f"{'release' if charged else 'step'}: a worker died (e.g. out of memory), the "
+            f"scheduler was lost, or the computation did not finish within {timeout:g} s. "
+            f"{ended} Check the workers' logs and memory (docs/backends.md, 'Running on "
             "a real cluster'); raise the limit with "
             f"dask.config.set({{{RELEASE_TIMEOUT_OPTION!r}: seconds}})."
         )
@@ -117,10 +122,11 @@ def _cluster_failure(error: BaseException) -> bool:
     )
 
 
-def run_bounded(client: Any, obj: Any, show: Any = None) -> Any:
+def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -> Any:
     """Compute ``obj`` on ``client`` within :func:`release_timeout` seconds.
 
-    ``show`` (e.g. ``distributed.progress``) is called with the future first.
+    ``show`` (e.g. ``distributed.progress``) is called with the future first;
+    ``charged`` says whether a release's charge stands (False when opening data).
 
     Raises:
         ClusterFailedError: the time ran out (the computation is cancelled) or
@@ -143,7 +149,7 @@ def run_bounded(client: Any, obj: Any, show: Any = None) -> Any:
         if future is not None:
             with contextlib.suppress(Exception):  # the client itself may be gone
                 future.cancel()
-        raise ClusterFailedError(wait) from None
+        raise ClusterFailedError(wait, charged) from None
 
 
 def worker_memory_limits(client: Any) -> list[int]:

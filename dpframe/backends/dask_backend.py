@@ -181,7 +181,7 @@ class DaskBackend:
 
     def _content_digest(self) -> bytes:
         parts = [delayed(_partition_digest, pure=False)(p) for p in _to_delayed(self._frame)]
-        digests: list[bytes] = _compute(delayed(list, pure=False)(parts))
+        digests: list[bytes] = _compute(delayed(list, pure=False)(parts), charged=False)
         return hashlib.blake2b(b"".join(digests), digest_size=20).digest()
 
     # -- evaluation ----------------------------------------------------------
@@ -470,7 +470,7 @@ def _client() -> Any:
         return None
 
 
-def _compute(obj: Delayed) -> Any:
+def _compute(obj: Delayed, charged: bool = True) -> Any:
     """Compute ``obj``: on a distributed client within a bounded time (see ``run_bounded``)."""
     client = _client()
     if client is not None:
@@ -479,7 +479,7 @@ def _compute(obj: Delayed) -> Any:
             from distributed import progress
 
             show = progress
-        return run_bounded(client, obj, show)
+        return run_bounded(client, obj, show, charged)
     compute: Callable[[Delayed], tuple[Any, ...]] = dask.base.compute
     (result,) = compute(obj)
     return result

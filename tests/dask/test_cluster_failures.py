@@ -188,3 +188,12 @@ def test_memory_check_names_the_fix() -> None:
     check_partition_memory(2**40, [])  # no limits known: nothing to check
     with pytest.raises(ClusterNotReadyError, match=r"1,024 MiB in memory.*split_row_groups"):
         check_partition_memory(2**30, [2**30, 2**31])
+
+
+def test_the_failure_message_is_fixed_and_says_what_was_charged() -> None:
+    during = str(ClusterFailedError(60.0))
+    opening = str(ClusterFailedError(60.0, charged=False))
+    assert during.startswith(f"[{CLUSTER_FAILED}]") and opening.startswith(f"[{CLUSTER_FAILED}]")
+    assert "charge stands" in during and "'failed'" in during
+    assert "Nothing was charged" in opening and "charge stands" not in opening
+    assert isinstance(ClusterFailedError(1.0), dp.QueryFailedError)
