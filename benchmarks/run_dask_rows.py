@@ -38,6 +38,7 @@ import pandas as pd
 import dpframe as dp
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import Col
+from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, Source
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -94,7 +95,7 @@ def run(rows: int, partition_rows: int, client: Any) -> dict[str, Any]:
     (summed,), _ = measures_for(agg)
     assert summed.quantum == 1.0
     backend = DaskBackend(frame)
-    exact_s, exact = _timed(lambda: backend.compute(agg.plan, (dp_rows(), summed), ()))
+    exact_s, exact = _timed(lambda: backend.compute(agg.plan, (Measure("rows"), summed), ()))
     got_rows, got_sum = int(exact[0][0]), int(exact[1][0])
     want = expected_sum(rows)
     print(
@@ -121,13 +122,6 @@ def run(rows: int, partition_rows: int, client: Any) -> dict[str, Any]:
         }
     )
     return out
-
-
-def dp_rows() -> Any:
-    """The row-count measure."""
-    from dpframe.plan.measures import Measure
-
-    return Measure("rows")
 
 
 def main(argv: list[str] | None = None) -> None:
