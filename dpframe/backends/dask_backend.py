@@ -60,11 +60,13 @@ from dpframe.plan.expressions import Expr
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
-__all__ = ["DaskBackend", "read_dask"]
+__all__ = ["KEY_CODES_OPTION", "DaskBackend", "read_dask"]
 
 #: How many partial results one reduction task adds up.
 _FAN_IN = 8
-#: How many (key column, categories) slot-code lists a backend keeps on the workers.
+#: The dask option holding how many (key column, categories) slot-code lists a
+#: backend keeps on the workers (default 16; 0 keeps none: every release hashes its keys).
+KEY_CODES_OPTION = "dpframe.key-code-lists"
 _CODES_KEPT = 16
 #: The dask configuration key that turns on a progress bar for each query.
 PROGRESS_OPTION = "dpframe.progress"
@@ -231,11 +233,18 @@ class DaskBackend:
         Computed (one pass over the key column) the first time a key column
         is grouped by with a list of categories, then persisted: later
         releases grouping by it read 1 or 2 bytes per row from worker memory
-        instead of hashing the column again.  At most :data:`_CODES_KEPT`
-        lists are kept (the oldest is dropped first).  A lost worker's codes
-        are recomputed by dask from the data.
+        instead of hashing the column again.  They cost 1 byte per row (2
+        beyond 255 categories) per list in the workers' memory (spilled to
+        disk under pressure like any persisted data); at most
+        :data:`KEY_CODES_OPTION` lists are kept (default 16, the oldest is
+        dropped first; 0 keeps none).  A lost worker's codes are recomputed
+        by dask from the data.
         """
         found: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
+        limit = int(dask.config.get(KEY_CODES_OPTION, _CODES_KEPT))
+        if limit <= 0:
+            self._codes.clear()
+            return found
         for key in query.keys:
             if not key.source:
                 continue
@@ -248,7 +257,7 @@ class DaskBackend:
                 make = functools.partial(_partition_codes, key.source, key.categories)
                 parts = _to_delayed(self._frame[[key.source]])
                 kept = _persist_delayed([delayed(make, pure=False)(p) for p in parts])
-                while len(self._codes) >= _CODES_KEPT:
+                while self._codes and len(self._codes) >= limit:
                     self._codes.pop(next(iter(self._codes)))
                 self._codes[cache_key] = kept
             found[cache_key] = kept

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client
 
 from dpframe.backends import PandasBackend
-from dpframe.backends.dask_backend import DaskBackend
+from dpframe.backends.dask_backend import KEY_CODES_OPTION, DaskBackend
 from dpframe.backends.pandas_backend import source_slot_codes
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import Col, Lit
@@ -128,3 +129,25 @@ def test_compact_codes_match_the_pandas_cache() -> None:
     codes = source_slot_codes(column, STATES, chunk_rows=4)
     assert codes.dtype == np.uint8 and not codes.flags.writeable
     assert codes[:5].tolist() == [1, 0, 3, 4, 2]
+
+
+def test_keeping_no_codes_reads_the_key_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _record_columns(monkeypatch)
+    frame = _frame()
+    backend = DaskBackend(from_pandas(frame, 3))
+    by = (_key("state", STATES),)
+    expected = PandasBackend(frame).compute(Source("data"), (Measure("rows"),), by, True)
+    with dask.config.set({KEY_CODES_OPTION: 0}):
+        for _ in range(2):
+            got = backend.compute(Source("data"), (Measure("rows"),), by, True)
+            assert [g.tobytes() for g in got] == [e.tobytes() for e in expected]
+    assert backend._codes == {}
+    assert seen == [["state"], ["state"]]
+
+
+def test_at_most_the_configured_number_of_code_lists_are_kept() -> None:
+    backend = DaskBackend(from_pandas(_frame(), 3))
+    with dask.config.set({KEY_CODES_OPTION: 2}):
+        for categories in (STATES, ("WA",), ("CA", "NY"), STATES):
+            backend.compute(Source("data"), (Measure("rows"),), (_key("state", categories),))
+    assert list(backend._codes) == [("state", ("CA", "NY")), ("state", STATES)]
