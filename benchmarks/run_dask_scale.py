@@ -46,6 +46,8 @@ from benchmarks.data import BOUNDS, DEFAULT_SEED, categories, census_frame
 RESULTS = Path(__file__).resolve().parent / "RESULTS_dask.md"
 EPSILON = 1.0
 SESSION_EPSILON = 1e9
+#: Everything from this line on in RESULTS_dask.md is kept when the file is rewritten.
+OTHER_RUNS = "<!-- other Dask runs: kept by run_dask_scale.py -->"
 
 
 def _rss_peak_mib() -> float:
@@ -307,6 +309,9 @@ def main(argv: list[str] | None = None) -> None:
     text = render(results)
     print(text)
     if not args.no_save:
+        kept = RESULTS.read_text() if RESULTS.exists() else ""
+        if OTHER_RUNS in kept:  # the other Dask benchmarks' sections (written by hand) stay
+            text = text.rstrip() + "\n\n" + kept[kept.index(OTHER_RUNS) :]
         RESULTS.write_text(text)
         print(f"Saved {RESULTS}")
 

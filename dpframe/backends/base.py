@@ -3,9 +3,12 @@
 A backend evaluates filters, derived columns, clamping, per-group sums and
 contribution bounding, and nothing else: noise, accounting and release stay
 in the session and are identical for every backend.  Results are exact
-integer-valued sums (float64 arrays holding integers below 2**53), one entry
-per group.  :func:`dpframe.backends.factory.make_backend` picks the engine
-from the type of the data.
+integer-valued sums, one entry per group: float64 arrays holding integers of
+magnitude at most 2**53, or int64 arrays when a total is larger (only a
+distributed backend over more than :data:`MAX_ROWS` rows can get there; see
+:mod:`dpframe.backends.exact_totals`).
+:func:`dpframe.backends.factory.make_backend` picks the engine from the type
+of the data.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_ROWS", "Backend", "is_dask_frame"]
 
-#: The largest number of rows a release may aggregate.  Sums are computed in
-#: float64 over values quantized to at most 2**22 units, so any sum of up to
-#: 2**31 rows is exact.
+#: The most rows one in-memory frame (a pandas frame, or one Dask partition)
+#: may hold.  Its sums are computed in float64 over values quantized to at
+#: most 2**22 units, so any sum of up to 2**31 rows is exact.  Partitions are
+#: added as integers, so a Dask release has no such ceiling.
 MAX_ROWS = 2**31
 
 
@@ -45,6 +49,9 @@ class Backend(Protocol):
         undeclared: bool = False,
     ) -> list[npt.NDArray[np.float64]]:
         """Exact values of ``measures`` per group (length = product of key sizes).
+
+        float64 arrays of integers at most 2**53 in magnitude, or int64 arrays
+        when some total is larger (see :mod:`dpframe.backends.exact_totals`).
 
         With ``undeclared`` (and keys), one more array of length 1 follows: the
         number of kept rows whose keys are all present and not all declared.

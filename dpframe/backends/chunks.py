@@ -8,7 +8,7 @@ are chunk-sized instead of frame-sized.
 
 Adding per-chunk totals gives bit-identical results to one pass over all the
 rows: every term is an integer-valued float64 of magnitude at most 2**22
-(:class:`~dpframe.plan.measures.Measure`) and a release aggregates at most
+(:class:`~dpframe.plan.measures.Measure`) and one frame holds at most
 :data:`~dpframe.backends.base.MAX_ROWS` = 2**31 rows, so the total of *any*
 subset of the rows (a cell of a chunk, or the running total of the chunks
 so far) is an integer of magnitude at most 2**53.  Every such integer is a

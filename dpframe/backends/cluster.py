@@ -13,26 +13,46 @@ stable cluster is asked once; a worker joining triggers a new check.
 Without a ``distributed.Client`` dask computes with local threads: the rows
 stream through the analyst's process.  That works, but it is not a cluster,
 so the backend says so once (:data:`NO_CLIENT_WARNING`).
+
+After the charge, a release on a cluster can still fail: a worker dies again
+and again (out of memory: ``KilledWorker``), the scheduler goes away, or the
+computation does not finish.  :func:`run_bounded` waits at most
+:data:`RELEASE_TIMEOUT_OPTION` seconds (default 3600), cancels the
+computation past it, and turns every such failure into one
+:class:`ClusterFailedError` with a fixed message (no detail from the
+cluster, which could depend on the data): the release ends, its charge
+stands, and the ledger row says ``failed``.  When the data is opened,
+:func:`check_partition_memory` compares the largest partition (estimated
+from Parquet footers) with the workers' memory and refuses, naming the
+fix, a partition that would not fit.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import importlib.metadata
 from collections.abc import Mapping
 from typing import Any
 
 import dask
 
-from dpframe.errors import DPError
+from dpframe.errors import DPError, QueryFailedError
 
 __all__ = [
     "CHECK_TIMEOUT_OPTION",
+    "CLUSTER_FAILED",
+    "MEMORY_FRACTION_OPTION",
     "NO_CLIENT_WARNING",
+    "RELEASE_TIMEOUT_OPTION",
     "VERSIONED",
+    "ClusterFailedError",
     "ClusterNotReadyError",
+    "check_partition_memory",
     "check_workers",
+    "run_bounded",
     "software_versions",
+    "worker_memory_limits",
 ]
 
 #: The packages whose versions must match between this process and every worker.
@@ -40,6 +60,15 @@ VERSIONED = ("dpframe", "pandas", "numpy")
 #: The dask option holding the check's bounded wait, in seconds (default 30).
 CHECK_TIMEOUT_OPTION = "dpframe.cluster-check-timeout"
 _DEFAULT_TIMEOUT = 30.0
+#: The dask option holding a release's bounded wait on the cluster, in seconds (default 3600).
+RELEASE_TIMEOUT_OPTION = "dpframe.release-timeout"
+_DEFAULT_RELEASE_TIMEOUT = 3600.0
+#: The dask option holding the largest share of a worker's memory one partition may need.
+MEMORY_FRACTION_OPTION = "dpframe.partition-memory-fraction"
+_DEFAULT_FRACTION = 0.5
+
+#: The fixed code of every cluster failure after the charge (also in the message).
+CLUSTER_FAILED = "cluster_failed"
 
 NO_CLIENT_WARNING = (
     "No distributed Client is active, so dask computes this private data with local threads "
@@ -50,6 +79,114 @@ NO_CLIENT_WARNING = (
 
 class ClusterNotReadyError(DPError):
     """The cluster cannot run dpframe's tasks (checked before any charge)."""
+
+
+class ClusterFailedError(QueryFailedError):
+    """The cluster failed during a release (after its charge, which stands; the row says failed).
+
+    Always the same message, with the fixed :attr:`code` ``cluster_failed``:
+    which worker died or why could depend on the data, so none of it is shown.
+    """
+
+    code = CLUSTER_FAILED
+
+    def __init__(self, timeout: float, charged: bool = True) -> None:
+        ended = (
+            "The release has ended; its charge stands and its ledger row says 'failed'."
+            if charged
+            else "Nothing was charged (the data was being opened, not released)."
+        )
+        super().__init__(
+            f"[{CLUSTER_FAILED}] The Dask cluster failed during this "
+            f"{'release' if charged else 'step'}: a worker died (e.g. out of memory), the "
+            f"scheduler was lost, or the computation did not finish within {timeout:g} s. "
+            f"{ended} Check the workers' logs and memory (docs/backends.md, 'Running on "
+            "a real cluster'); raise the limit with "
+            f"dask.config.set({{{RELEASE_TIMEOUT_OPTION!r}: seconds}})."
+        )
+
+
+def release_timeout() -> float:
+    """A release's bounded wait on the cluster (the dask option, else 3600 s)."""
+    return float(dask.config.get(RELEASE_TIMEOUT_OPTION, _DEFAULT_RELEASE_TIMEOUT))
+
+
+def _cluster_failure(error: BaseException) -> bool:
+    """True for a failure of the cluster (not of dpframe's code on the data)."""
+    try:
+        from distributed import KilledWorker
+    except ImportError:  # pragma: no cover - distributed is installed with dask[distributed]
+        return False
+    return isinstance(
+        error, KilledWorker | concurrent.futures.CancelledError | TimeoutError | OSError
+    )
+
+
+def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -> Any:
+    """Compute ``obj`` on ``client`` within :func:`release_timeout` seconds.
+
+    ``show`` (e.g. ``distributed.progress``) is called with the future first;
+    ``charged`` says whether a release's charge stands (False when opening data).
+
+    Raises:
+        ClusterFailedError: the time ran out (the computation is cancelled) or
+            the cluster failed (a killed worker, a lost scheduler or connection).
+            An error raised by a task itself (a :class:`DPError`, or an
+            exception the engine reports as a failed query) propagates as is.
+    """
+    wait = release_timeout()
+    future = None
+    try:
+        future = client.compute(obj)
+        if show is not None:
+            show(future)
+        return future.result(timeout=wait)
+    except DPError:
+        raise
+    except Exception as error:
+        if not _cluster_failure(error):
+            raise
+        if future is not None:
+            with contextlib.suppress(Exception):  # the client itself may be gone
+                future.cancel()
+        raise ClusterFailedError(wait, charged) from None
+
+
+def worker_memory_limits(client: Any) -> list[int]:
+    """Each worker's memory limit in bytes (workers without a limit are left out)."""
+    info: Any = client.scheduler_info()
+    limits = [int(w.get("memory_limit") or 0) for w in info.get("workers", {}).values()]
+    return [limit for limit in limits if limit > 0]
+
+
+def check_partition_memory(partition_bytes: int, limits: list[int]) -> None:
+    """Refuse partitions too large for the smallest worker (when the data is opened).
+
+    A partition is loaded whole by one task; dask pauses a worker at 80% of
+    its memory limit and restarts it at 95%.  So a partition estimated at
+    more than :data:`MEMORY_FRACTION_OPTION` (default one half) of the
+    smallest worker's limit is refused before anything is charged, with the
+    fixes named.
+
+    Raises:
+        ClusterNotReadyError: the estimate is over the limit.
+    """
+    if not limits or partition_bytes <= 0:
+        return
+    fraction = float(dask.config.get(MEMORY_FRACTION_OPTION, _DEFAULT_FRACTION))
+    smallest = min(limits)
+    if partition_bytes <= fraction * smallest:
+        return
+    raise ClusterNotReadyError(
+        f"The largest partition of this data needs about {partition_bytes / 2**20:,.0f} MiB "
+        f"in memory, more than {fraction:g} of the smallest worker's memory limit "
+        f"({smallest / 2**20:,.0f} MiB), so its worker would run out of memory during a "
+        "release (after the charge). Nothing was charged. Fix: write smaller Parquet row "
+        "groups or files (e.g. pyarrow's row_group_size=, or dask's "
+        "to_parquet(..., row_group_size=...)), or read with split_row_groups=True (a "
+        "partition per row group), or give the workers more memory (dask worker "
+        "--memory-limit)."
+    )
 
 
 def software_versions() -> dict[str, str]:

@@ -6,12 +6,13 @@ on the worker), and the per-partition results are added up in a tree on the
 workers.  Only the final per-group arrays (and, for private key discovery,
 the per-key counts) come back to the client process.
 
-Exactness: every sum term is an integer of magnitude at most 2**22 held in a
-float64 and at most :data:`~dpframe.backends.base.MAX_ROWS` rows are summed,
-so every partial sum, and any sum of partial sums, is an integer below 2**53
-and is computed exactly, in any order.  The results are therefore
-bit-identical to the pandas backend's on the same rows, however the data is
-partitioned (``tests/dask/test_equivalence.py`` checks this).
+Exactness: each partition's totals are the pandas backend's (integer-valued
+float64, exact), turned into int64 on the worker and added as integers
+(:mod:`~dpframe.backends.exact_totals`): no rounding in any order, and no
+ceiling on the number of rows.  Totals of magnitude at most 2**53 come back
+as float64, bit-identical to the pandas backend's on the same rows however
+the data is partitioned (``tests/dask/test_equivalence.py`` checks this);
+larger ones (more than 2**31 rows) as exact int64.
 
 This module imports dask; it is imported only when a dask DataFrame is
 loaded (``import dpframe`` never imports it).
@@ -37,9 +38,20 @@ from dask.base import tokenize
 from dask.delayed import Delayed, delayed
 from dask.tokenize import TokenizationError as TokenizationError
 
-from dpframe.backends.base import MAX_ROWS
-from dpframe.backends.cluster import NO_CLIENT_WARNING, check_workers
-from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.backends.cluster import (
+    NO_CLIENT_WARNING,
+    check_partition_memory,
+    check_workers,
+    run_bounded,
+    worker_memory_limits,
+)
+from dpframe.backends.exact_totals import Exact, add_exact, exact_partial, final_totals
+from dpframe.backends.pandas_backend import (
+    PandasBackend,
+    bound_contributions,
+    source_slot_codes,
+)
+from dpframe.backends.parquet_sizes import largest_partition_bytes
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
 from dpframe.errors import DPError, SchemaError
@@ -48,17 +60,18 @@ from dpframe.plan.expressions import Expr
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
-__all__ = ["DaskBackend", "read_dask"]
+__all__ = ["KEY_CODES_OPTION", "DaskBackend", "read_dask"]
 
 #: How many partial results one reduction task adds up.
 _FAN_IN = 8
+#: The dask option holding how many (key column, categories) slot-code lists a
+#: backend keeps on the workers (default 16; 0 keeps none: every release hashes its keys).
+KEY_CODES_OPTION = "dpframe.key-code-lists"
+_CODES_KEPT = 16
 #: The dask configuration key that turns on a progress bar for each query.
 PROGRESS_OPTION = "dpframe.progress"
 #: The dtype pandas itself gives text (``str`` in pandas 3, ``object`` before).
 _PANDAS_TEXT = pd.Series(["text"]).dtype
-
-Measures = tuple[int, list[npt.NDArray[np.float64]]]
-
 
 _NO_ROWS = "Row-level mechanisms need the rows in memory; a Dask backend keeps them on the cluster."
 
@@ -99,6 +112,8 @@ class DaskBackend:
         self._fingerprint = fingerprint
         self._checked: frozenset[str] = frozenset()  # workers that passed the version check
         self._warned = False  # the no-Client warning, once per backend
+        # Persisted slot codes per (key column, categories): see _key_codes.
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
 
     def preflight(self) -> None:
         """Before the charge: the cluster can run dpframe's tasks (see :mod:`.cluster`).
@@ -168,7 +183,7 @@ class DaskBackend:
 
     def _content_digest(self) -> bytes:
         parts = [delayed(_partition_digest, pure=False)(p) for p in _to_delayed(self._frame)]
-        digests: list[bytes] = _compute(delayed(list, pure=False)(parts))
+        digests: list[bytes] = _compute(delayed(list, pure=False)(parts), charged=False)
         return hashlib.blake2b(b"".join(digests), digest_size=20).digest()
 
     # -- evaluation ----------------------------------------------------------
@@ -185,17 +200,68 @@ class DaskBackend:
         The plan is compiled once here (:func:`~dpframe.backends.program.compile_query`)
         and the flat query (no nested expressions) is sent to every partition.
         With ``undeclared``, the count of the rows with an undeclared key follows
-        (added over the partitions like the other totals).
+        (added over the partitions like the other totals).  Partition totals
+        are added as integers (:mod:`~dpframe.backends.exact_totals`): float64
+        arrays while every total is at most 2**53 in magnitude, exact int64
+        beyond; nothing counts the rows after the scan, so there is no row
+        ceiling.
         """
         query = compile_query(plan, measures, by, undeclared)
-        parts = self._partitions(_needed_columns(self._frame.columns, query.program))
-        evaluate = functools.partial(_partition_measures, query)
-        partials = [delayed(evaluate, pure=False)(part) for part in parts]
-        total: Measures = _compute(_tree_reduce(partials, _add_measures))
-        rows, values = total
-        if rows > MAX_ROWS:
-            raise DPError(f"dpframe aggregates at most {MAX_ROWS} rows per release.")
-        return values
+        codes = self._key_codes(query)
+        program = query.program
+        # A key column read only as the key is not read again: its codes stand in for it.
+        only_keys = {k.source for k in query.keys if k.source and program.uses[k.node] == 1}
+        read = set(program.columns) - only_keys
+        if read or not codes:  # a plain row count reads one column (its length)
+            columns = [c for c in self._frame.columns if c in read] or list(self._frame.columns[:1])
+            parts: list[Delayed | None] = list(self._partitions(columns))
+        else:
+            parts = [None] * self._frame.npartitions
+        # The codes' keys travel inside the partial: dask would walk every category otherwise.
+        evaluate = functools.partial(_partition_measures, query, tuple(codes))
+        lists = list(codes.values())
+        partials = [
+            delayed(evaluate, pure=False)(part, *(found[i] for found in lists))
+            for i, part in enumerate(parts)
+        ]
+        total: Exact = _compute(_tree_reduce(partials, add_exact))
+        return final_totals(total)
+
+    def _key_codes(self, query: Query) -> dict[tuple[str, tuple[Hashable, ...]], list[Delayed]]:
+        """Each source key's slot codes per partition, kept on the workers across releases.
+
+        Computed (one pass over the key column) the first time a key column
+        is grouped by with a list of categories, then persisted: later
+        releases grouping by it read 1 or 2 bytes per row from worker memory
+        instead of hashing the column again.  They cost 1 byte per row (2
+        beyond 255 categories) per list in the workers' memory (spilled to
+        disk under pressure like any persisted data); at most
+        :data:`KEY_CODES_OPTION` lists are kept (default 16, the oldest is
+        dropped first; 0 keeps none).  A lost worker's codes are recomputed
+        by dask from the data.
+        """
+        found: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
+        limit = int(dask.config.get(KEY_CODES_OPTION, _CODES_KEPT))
+        if limit <= 0:
+            self._codes.clear()
+            return found
+        for key in query.keys:
+            if not key.source:
+                continue
+            cache_key = (key.source, key.categories)
+            kept = self._codes.get(cache_key)
+            if kept is not None and not _available(kept):
+                del self._codes[cache_key]  # e.g. the client restarted the workers
+                kept = None
+            if kept is None:
+                make = functools.partial(_partition_codes, key.source, key.categories)
+                parts = _to_delayed(self._frame[[key.source]])
+                kept = _persist_delayed([delayed(make, pure=False)(p) for p in parts])
+                while self._codes and len(self._codes) >= limit:
+                    self._codes.pop(next(iter(self._codes)))
+                self._codes[cache_key] = kept
+            found[cache_key] = kept
+        return found
 
     def key_counts(
         self,
@@ -306,18 +372,31 @@ def _as_pandas_dtypes(part: pd.DataFrame) -> pd.DataFrame:
     return converted
 
 
-def _partition_measures(query: Query, part: pd.DataFrame) -> Measures:
-    return len(part), PandasBackend(_as_pandas_dtypes(part)).run_query(query)
+def _partition_measures(
+    query: Query,
+    names: tuple[tuple[str, tuple[Hashable, ...]], ...],
+    part: pd.DataFrame | None,
+    *kept: npt.NDArray[Any],
+) -> Exact:
+    """A partition's exact totals; ``kept``: its persisted codes of the keys ``names``."""
+    codes = dict(zip(names, kept, strict=True))
+    if part is None:  # nothing to read but the keys
+        rows = len(next(iter(codes.values())))
+        frame: pd.DataFrame = pd.DataFrame(index=pd.RangeIndex(rows))
+    else:
+        frame = _as_pandas_dtypes(part)
+    missing = {source: kept for (source, _), kept in codes.items() if source not in frame}
+    if missing:  # stand-ins for key columns read only as keys (their codes are used instead)
+        frame = frame.assign(**missing)
+    return exact_partial(PandasBackend(frame, codes=codes).run_query(query))
+
+
+def _partition_codes(source: str, categories: tuple[Hashable, ...], part: pd.DataFrame) -> Any:
+    return source_slot_codes(_as_pandas_dtypes(part)[source], categories)
 
 
 def _partition_reduce(program: Program, reducer: RowReducer, part: pd.DataFrame) -> tuple[Any, ...]:
     return reducer.partial(PandasBackend(_as_pandas_dtypes(part)).program_floats(program))
-
-
-def _add_measures(*partials: Measures) -> Measures:
-    rows = sum(p[0] for p in partials)
-    values = [np.sum([p[1][i] for p in partials], axis=0) for i in range(len(partials[0][1]))]
-    return rows, values
 
 
 def _partition_keys(program: Program, unit: str, max_keys: int, part: pd.DataFrame) -> KeyCounts:
@@ -400,15 +479,16 @@ def _client() -> Any:
         return None
 
 
-def _compute(obj: Delayed) -> Any:
+def _compute(obj: Delayed, charged: bool = True) -> Any:
+    """Compute ``obj``: on a distributed client within a bounded time (see ``run_bounded``)."""
     client = _client()
-    if client is not None and dask.config.get(PROGRESS_OPTION, False):
-        from distributed import progress
+    if client is not None:
+        show: Callable[[Any], None] | None = None
+        if dask.config.get(PROGRESS_OPTION, False):
+            from distributed import progress
 
-        show: Callable[[Any], None] = progress
-        future = client.compute(obj)
-        show(future)
-        return future.result()
+            show = progress
+        return run_bounded(client, obj, show, charged)
     compute: Callable[[Delayed], tuple[Any, ...]] = dask.base.compute
     (result,) = compute(obj)
     return result
@@ -423,19 +503,49 @@ def _persist(frame: dd.DataFrame) -> dd.DataFrame:
     return persisted
 
 
+def _available(parts: list[Delayed]) -> bool:
+    """False when some persisted part was cancelled (a restart) or failed: compute it again."""
+    try:
+        from distributed import futures_of
+    except ImportError:
+        return True
+    find: Callable[[Any], list[Any]] = futures_of
+    return all(f.status not in ("cancelled", "error", "lost") for f in find(parts))
+
+
+def _persist_delayed(parts: list[Delayed]) -> list[Delayed]:
+    client = _client()
+    if client is None:
+        persist: Callable[..., tuple[Delayed, ...]] = dask.base.persist
+        return list(persist(*parts))
+    persisted: list[Delayed] = client.persist(parts)
+    return persisted
+
+
 def read_dask(kind: str, path: str | os.PathLike[str], kwargs: Mapping[str, Any]) -> dd.DataFrame:
     """Open a CSV or Parquet file (or directory, or glob) lazily as a dask DataFrame.
 
     Reads only metadata (Parquet footers; for CSV, dask reads a small sample
     in this process to infer the column types: pass ``dtype=`` to fix them).
 
+    With a distributed client, a Parquet data set's largest partition
+    (estimated from the footers: :mod:`~dpframe.backends.parquet_sizes`) is
+    checked against the workers' memory limits.
+
     Raises:
         SchemaError: the file cannot be opened (the message holds no data).
+        ClusterNotReadyError: a partition would not fit in a worker's memory
+            (the message names the fix); nothing is charged.
     """
     reader: Callable[..., dd.DataFrame] = dd.read_parquet if kind == "parquet" else dd.read_csv
     try:
-        return reader(os.fspath(path) if isinstance(path, os.PathLike) else path, **kwargs)
+        frame = reader(os.fspath(path) if isinstance(path, os.PathLike) else path, **kwargs)
     except ImportError:
         raise SchemaError("Reading this format needs pyarrow: pip install pyarrow.") from None
     except (OSError, ValueError, TypeError) as exc:
         raise SchemaError(f"Cannot read {os.fspath(path)!r}: {type(exc).__name__}.") from None
+    client = _client()
+    if kind == "parquet" and client is not None:
+        largest = largest_partition_bytes(path, frame.npartitions, frame._meta)
+        check_partition_memory(largest, worker_memory_limits(client))
+    return frame

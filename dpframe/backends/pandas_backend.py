@@ -63,7 +63,7 @@ from dpframe.plan.expressions import Expr
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
-__all__ = ["PandasBackend"]
+__all__ = ["PandasBackend", "source_slot_codes"]
 
 #: Compiled queries kept per backend (a repeated release skips compilation; public inputs only).
 _QUERIES_KEPT = 256
@@ -83,14 +83,24 @@ class PandasBackend:
         frame: the private data; held by reference, never copied or returned.
         chunk_rows: rows per evaluation chunk (tests pass small values to
             check that chunked and whole-frame evaluation agree bit for bit).
+        codes: slot codes already computed for this frame (see
+            :func:`source_slot_codes`), by (source column, declared
+            categories): the Dask backend keeps them on the workers across
+            releases and hands each partition's to its backend.
     """
 
-    def __init__(self, frame: pd.DataFrame, *, chunk_rows: int = CHUNK_ROWS) -> None:
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        *,
+        chunk_rows: int = CHUNK_ROWS,
+        codes: dict[tuple[str, tuple[Hashable, ...]], _Codes] | None = None,
+    ) -> None:
         if chunk_rows < 1:
             raise ValueError("chunk_rows must be at least 1.")
         self._frame = frame
         self._chunk_rows = chunk_rows
-        self._codes: dict[tuple[str, tuple[Hashable, ...]], _Codes] = {}  # slot codes
+        self._codes: dict[tuple[str, tuple[Hashable, ...]], _Codes] = dict(codes or {})
         self._queries: dict[tuple[Any, ...], Query] = {}  # compiled queries, by value
         self._fingerprint: str | None = None
 
@@ -306,6 +316,24 @@ class PandasBackend:
             codes.flags.writeable = False
             self._codes[cache_key] = codes
         return codes
+
+
+def source_slot_codes(
+    column: pd.Series, categories: tuple[Hashable, ...], chunk_rows: int = CHUNK_ROWS
+) -> _Codes:
+    """The slot codes of a source key column, in the smallest unsigned dtype that holds them.
+
+    The same codes as :class:`PandasBackend` caches (1 + the position among
+    ``categories``, 0 missing, k + 1 present but undeclared), computed
+    ``chunk_rows`` at a time; read-only.
+    """
+    n = len(column)
+    dtype = code_dtype(len(categories) + 1, n, 0)  # chunk_rows 0: always the smallest dtype
+    codes = np.empty(n, dtype=dtype)
+    for start, stop in chunk_bounds(n, chunk_rows):
+        codes[start:stop] = slot_codes(column.iloc[start:stop], categories)
+    codes.flags.writeable = False
+    return codes
 
 
 def _chunk_slots(

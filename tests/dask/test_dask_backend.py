@@ -140,15 +140,6 @@ def test_backend_never_shows_or_pickles_data() -> None:
         pickle.dumps(backend)
 
 
-def test_row_limit_is_checked_over_all_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dask_module, "MAX_ROWS", 10)  # each partition alone is below it
-    session = dp.Session(epsilon=1, ledger=":memory:")
-    pf = session.private_frame(from_pandas(pd.DataFrame({"x": range(12)}), 3))
-    with pytest.raises(dp.DPError, match="at most 10 rows"):
-        pf.count(epsilon=0.5)
-    assert list(session.ledger["status"]) == ["failed"]
-
-
 def test_progress_bar_option(capsys: pytest.CaptureFixture[str]) -> None:
     session = dp.Session(epsilon=1, ledger=":memory:")
     pf = session.private_frame(from_pandas(pd.DataFrame({"x": range(10)}), 2))
