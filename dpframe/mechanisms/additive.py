@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -31,12 +31,24 @@ from dpframe.noise import (
     discrete_laplace_variance,
 )
 
-__all__ = ["GRID_BITS", "NoiseSpec", "noise_for", "release_integer_sums"]
+__all__ = ["GRID_BITS", "NoiseSpec", "exact_int64", "noise_for", "release_integer_sums"]
 
 #: The grid is the largest power of two at most ``min(scale, sensitivity) / 2**GRID_BITS``,
 #: so rounding to it widens the sensitivity (and the noise) by at most one part in 1024.
 GRID_BITS = 10
 _MAX_SCALE = 2**52  # the samplers' limit (int64 outputs)
+
+
+def exact_int64(values: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Exact totals in quanta as int64: integer totals as they are, float ones rounded.
+
+    A backend returns float64 totals while they are within 2^53 (exact there)
+    and int64 beyond (the Dask backend past 2^53); going through float64 would
+    round the latter.
+    """
+    integers = values if np.issubdtype(values.dtype, np.integer) else np.rint(values)
+    out: npt.NDArray[np.int64] = integers.astype(np.int64)
+    return out
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
+from dpframe.mechanisms.additive import NoiseSpec, exact_int64, release_integer_sums
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
@@ -197,9 +197,7 @@ def release_mean(
         offset = np.clip(first / np.maximum(count[big], 1.0), low - mid, high - mid)
         steps = np.rint(offset / quantum).astype(np.int64)  # each centre's offset in quanta
         # Exact integers: Σ rint((clip(x) − mid)/q) − steps·n, in int64 (no float rounding).
-        shifted = np.rint(exact[1][big]).astype(np.int64) - steps * np.rint(exact[0][big]).astype(
-            np.int64
-        )
+        shifted = exact_int64(exact[1][big]) - steps * exact_int64(exact[0][big])
         sens2 = sensitivity_levels(sum_sens + np.abs(steps) * count_sens, sum_sens)
         for level in np.unique(sens2):
             cells = np.flatnonzero(sens2 == level)

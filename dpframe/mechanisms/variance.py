@@ -78,7 +78,12 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.backends.base import MAX_ROWS
-from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
+from dpframe.mechanisms.additive import (
+    NoiseSpec,
+    exact_int64,
+    noise_for,
+    release_integer_sums,
+)
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.mean import ADAPT_AT_STDS, sensitivity_levels
 from dpframe.noise import SecureRandom
@@ -347,8 +352,8 @@ def release_variance(
         used.append(first_spec)
         offset = np.clip(first / np.maximum(count[big], 1.0), low - mid, high - mid)
         steps = np.rint(offset / quantum).astype(np.int64)  # each centre's offset in quanta
-        n = np.rint(exact[0][big]).astype(np.int64)
-        t = np.rint(exact[1][big]).astype(np.int64)
+        n = exact_int64(exact[0][big])
+        t = exact_int64(exact[1][big])
         # Σ(x − ĉ) in quanta, exact in int64, as for the mean.
         shifted = t - steps * n
         sums_sens = sensitivity_levels(sum_sens + np.abs(steps) * count_sens, sum_sens)

@@ -126,3 +126,12 @@ def test_cluster_reduction_of_partitions_past_two_to_the_31_rows(dask_client: Cl
     assert first.dtype == np.int64
     assert first.tolist() == [count * PARTITION_MAX - sum(range(count))]
     assert second.dtype == np.float64 and second.tolist() == [float(sum(range(count)))]
+
+
+def test_the_centred_sums_take_int64_totals_as_they_are() -> None:
+    """Totals past 2^53 reach the mean's and variance's centred sums unrounded."""
+    from dpframe.mechanisms.additive import exact_int64
+
+    big = np.array([2**53 + 1, -(2**60) - 3], dtype=np.int64)
+    assert exact_int64(big).tolist() == [2**53 + 1, -(2**60) - 3]
+    assert exact_int64(np.array([2.5, -1.4, 7.0])).tolist() == [2, -1, 7]
