@@ -195,6 +195,18 @@ def test_missing_and_unknown_fields_are_named() -> None:
         decode_node(data, SOURCE)
 
 
+def test_a_field_with_a_default_may_be_left_out() -> None:
+    """A client that predates a defaulted field (here ``moment_weights``, ``undeclared``)
+    is still understood; a field without a default stays required."""
+    data = _wire(NODES[0])
+    assert isinstance(NODES[0], Aggregate)
+    del data["node"]["moment_weights"], data["node"]["undeclared"]
+    assert decode_node(data, SOURCE) == NODES[0]
+    del data["node"]["statistic"]
+    with pytest.raises(NodeFormatError, match="missing: statistic"):
+        decode_node(data, SOURCE)
+
+
 def test_a_huge_message_is_refused_before_anything_is_built() -> None:
     data = _wire(NODES[0])
     data["node"]["by"][0]["categories"] = [[0]] * (MAX_ITEMS + 1)

@@ -337,6 +337,21 @@ def _wire_fields(cls: type) -> dict[str, _Codec]:
     }
 
 
+def _defaulted(cls: type) -> frozenset[str]:
+    """The wire fields of ``cls`` with a default: a request may leave them out.
+
+    So a field added later with a default (e.g. ``Aggregate.moment_weights``)
+    does not break a client that predates it; unknown fields stay refused.
+    """
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.compare
+        and f.name not in ("plan", "privacy")
+        and (f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING)
+    )
+
+
 def _wire_name(cls: type) -> str:
     """``ArgMax`` -> ``argmax``, ``SanitizedCopy`` -> ``sanitized_copy`` (a node's ``tag``)."""
     tag = getattr(cls, "tag", None)
@@ -371,12 +386,15 @@ def node_type_names() -> tuple[str, ...]:
     return tuple(_KINDS)
 
 
-def _fields(data: object, what: str, names: tuple[str, ...]) -> dict[str, Any]:
+def _fields(
+    data: object, what: str, names: tuple[str, ...], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``data`` as an object with exactly ``names`` (those in ``optional`` may be absent)."""
     if not isinstance(data, dict):
         raise _bad(f"{what} must be an object.")
-    if set(data) != set(names):
+    if not set(names) - optional <= set(data) <= set(names):
         unknown = sorted(set(map(str, data)) - set(names))[:5]
-        missing = sorted(set(names) - set(data))
+        missing = sorted(set(names) - optional - set(data))
         raise _bad(
             f"{what} has exactly the fields {', '.join(names)}"
             + (f"; unknown: {', '.join(unknown)}" if unknown else "")
@@ -462,10 +480,14 @@ def decode_node(data: object, source: Source) -> Node:
     if not isinstance(body, dict) or body.get("type") not in _KINDS:
         raise _bad(f"node.type must be one of {', '.join(_KINDS)}.")
     cls, codecs = _KINDS[body["type"]]
-    fields = _fields(body, f"a {body['type']} node", ("type", "plan", "privacy", *codecs))
+    fields = _fields(
+        body, f"a {body['type']} node", ("type", "plan", "privacy", *codecs), _defaulted(cls)
+    )
     plan = _decode_plan(fields["plan"], source)
     privacy = _decode_privacy(fields["privacy"])
-    values = {name: codec.decode(fields[name], name) for name, codec in codecs.items()}
+    values = {
+        name: codec.decode(fields[name], name) for name, codec in codecs.items() if name in fields
+    }
     node: Node = cls(plan=plan, privacy=privacy, **values)  # fields not sent keep defaults
     return node
 
