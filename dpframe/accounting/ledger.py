@@ -161,7 +161,7 @@ class Ledger:
 
         Args:
             session: the session's name.
-            accounting: its accounting (``"pure"``, ``"approx"``, ``"zcdp"``).
+            accounting: its accounting (``"pure"``, ``"approx"``, ``"zcdp"``, ``"gdp"``).
             total: its total budget.
 
         Raises:
@@ -197,6 +197,18 @@ class Ledger:
                     "at first use: resume with the same settings, or choose a new name=."
                 )
             self._accounting[session] = accounting
+
+    def recorded_accounting(self, session: str) -> str | None:
+        """The accounting ``session`` was registered with in this ledger, or None if new.
+
+        A resumed session that names no accounting keeps this one (its rows are
+        in that currency and are never reinterpreted).
+        """
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT accounting FROM budgets WHERE session=? AND dataset='*'", (session,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def spent(self, session: str) -> Charge:
         """The exact sum of all charges of ``session``."""

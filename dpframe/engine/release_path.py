@@ -218,7 +218,7 @@ def explain(session: Session, node: Node) -> Explanation:
         request,
         allocation,
         accountant.cost(request, charge),
-        float(charge.rho) if charge.rho else None,
+        float(charge.rho) if charge.rho and session.accounting == "zcdp" else None,
         accountant.remaining(spent),
         accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None,
     )
@@ -271,7 +271,7 @@ def admit_batch(session: Session, nodes: list[Node]) -> list[Admission]:
     for entry in admitted:
         total = total + entry.charge
     accountant = session._accountant
-    if session.accounting == "zcdp":
+    if session.accounting in ("zcdp", "gdp"):  # charges in ρ (GDP: ρ = μ²/2)
         asked = PrivacyRequest(rho=total.rho) if total.rho else PrivacyRequest(epsilon=1)
     else:
         asked = PrivacyRequest(epsilon=total.epsilon, delta=total.delta)

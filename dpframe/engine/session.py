@@ -189,11 +189,18 @@ class Session(Observable):
             raise InvalidBudgetError("The session's epsilon must be > 0.")
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError("name must be a non-empty string.")
-        self._accountant: Accountant = make_accountant(total, accounting)
-        self._name = name
         if not (ledger is None or isinstance(ledger, (str, os.PathLike, Ledger))):
             raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
+        if accounting is not None:
+            make_accountant(total, accounting)  # a bad accounting= fails before the ledger opens
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+        # A resumed session keeps the accounting its ledger recorded unless told otherwise.
+        kind = accounting if accounting is not None else self._ledger.recorded_accounting(name)
+        try:
+            self._accountant: Accountant = make_accountant(total, kind)
+        except InvalidBudgetError:  # recorded with another budget: register() says so
+            self._accountant = make_accountant(total, accounting)
+        self._name = name
         self._backends: dict[tuple[str, str], Backend] = {}
         self._schemas: dict[tuple[str, str], Schema] = {}
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
@@ -219,7 +226,7 @@ class Session(Observable):
 
     @property
     def accounting(self) -> str:
-        """``pure``, ``approx`` or ``zcdp``."""
+        """``pure``, ``approx``, ``zcdp`` or ``gdp``."""
         return self._accountant.kind
 
     @property

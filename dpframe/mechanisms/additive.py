@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,
@@ -121,11 +121,16 @@ def noise_for(
     if isinstance(spread, bool) or not isinstance(spread, int) or spread < 1:
         raise InvalidArgumentError("spread must be an integer >= 1.")
     sensitivity = max(int(sensitivity), 1)
+    # GDP currency: the ρ′ that keeps the *discrete* Gaussian within μ = sqrt(2ρ)
+    # for every integer sensitivity (so also for the widened Δ_u below).
+    rho = gaussian_rho(allocation) if allocation.kind == "gaussian" else allocation.parameter
+    if rho <= 0:
+        raise InvalidBudgetError(_TOO_SMALL)
     try:
         if allocation.kind == "laplace":
             scale_quanta = sensitivity / float(allocation.parameter)
         else:
-            scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
+            scale_quanta = sensitivity / math.sqrt(2.0 * float(rho))
     except OverflowError:  # a parameter beyond float range (say ε = 10**400): no noise
         scale_quanta = 0.0
     except ZeroDivisionError:  # a parameter below float range (say ε = 10**-400)
@@ -135,7 +140,7 @@ def noise_for(
     if allocation.kind == "laplace":
         parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
     else:
-        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
+        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * rho))
     too_wide = parameter > _MAX_SCALE if allocation.kind == "laplace" else parameter > _MAX_SCALE**2
     if too_wide:
         raise InvalidBudgetError(_TOO_SMALL)
@@ -166,7 +171,10 @@ def release_integer_sums(
         from the discrete Laplace distribution with scale t ≥ Δ_u/ε gives ε-DP
         (Canonne, Kamath, Steinke 2020, Thm 7 / the geometric mechanism of
         Ghosh, Roughgarden, Sundararajan 2009).  Gaussian: the discrete
-        Gaussian with σ² ≥ Δ_u²/(2ρ) gives ρ-zCDP (CKS 2020, Thm 4).  The
+        Gaussian with σ² ≥ Δ_u²/(2ρ) gives ρ-zCDP (CKS 2020, Thm 4); under a
+        GDP allocation (``currency="gdp"``) ρ is first lowered to ρ′ =
+        ``gaussian_rho(allocation)`` so that the discrete Gaussian at any
+        integer Δ_u is sqrt(2ρ)-GDP (docs/proofs/gdp_accounting.md).  The
         scale is rounded *up* to a 21-bit rational (never less noise).
         Multiplying by the public grid value is post-processing.
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho, rdp_rho
 from dpframe.mechanisms.family import Family, Released
 from dpframe.mechanisms.kde import (
     MAX_GRID,
@@ -74,8 +74,21 @@ def _gaussian_only(allocation: NoiseAllocation, what: str) -> None:
 
 
 def _split(allocation: NoiseAllocation) -> tuple[NoiseAllocation, Fraction]:
-    count = NoiseAllocation("gaussian", allocation.parameter * _COUNT_SHARE)
-    return count, allocation.parameter * (1 - _COUNT_SHARE)
+    """The count's allocation and the discrete-Gaussian ρ of the rest (GDP: corrected)."""
+    count = allocation.scaled(_COUNT_SHARE)
+    return count, gaussian_rho(allocation.scaled(1 - _COUNT_SHARE))
+
+
+def _split_rdp(allocation: NoiseAllocation, what: str) -> tuple[NoiseAllocation, Fraction]:
+    """The count's allocation and the ρ of a model analysed in Rényi DP (refused under GDP)."""
+    rho = rdp_rho(allocation)
+    if rho is None:
+        raise InvalidBudgetError(
+            f"{what} is analysed in Renyi DP, which Gaussian DP accounting cannot compose; "
+            "create the session with accounting='zcdp' to fit it."
+        )
+    # Both parts in zCDP (ρ adds), so the whole is ρ-zCDP as the accountant assumed.
+    return NoiseAllocation("gaussian", rho * _COUNT_SHARE), rho * (1 - _COUNT_SHARE)
 
 
 def _noisy_count(
@@ -388,7 +401,7 @@ class RegressionFamily(Family[Regression]):
             )
         _gaussian_only(allocation, f"{kind}_regression()")
         spec = loss_spec(node.loss, node.radius)
-        count, rho_model = _split(allocation)
+        count, rho_model = _split_rdp(allocation, f"{kind}_regression()")
         noise_for(rows_per_unit, 1.0, count)
         dims = len(node.features) + 1
         if node.analysis == "rdp":
