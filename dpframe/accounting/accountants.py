@@ -347,7 +347,7 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
 
         return GaussianDPAccountant(total)
     raise InvalidBudgetError(
-        f"accounting must be 'pure', 'approx', 'zcdp' or 'gdp', got {accounting!r}."
+        f"accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), got {accounting!r}."
     )
 
 

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from dpframe.accounting.accountants import rho_from_epsilon_delta
-from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
+from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -302,12 +302,13 @@ def release_rdp(
       records the guarantee, not the noise ratio.
     * ``gdp``: every row records ρ = μ²/2 of its μ-GDP charge; a μ-GDP
       mechanism is (μ²/2)-zCDP (it is a post-processing of N(0,1) against
-      N(μ,1): Dong, Roth & Su 2019, Prop. 2.8 / Blackwell), so ε(α) = αρ.
+      N(μ,1): Dong, Roth & Su 2019, Thm 2.10, Blackwell), so ε(α) = αρ.
     * ``approx`` with δ > 0: a Gaussian release (its mechanism name says so)
       is μ-GDP with μ the largest whose curve is within (ε, δ) (rows written
       before this calibration used the smaller zCDP ρ; the larger μ²/2
-      covers both), so ε(α) = αμ²/2 and no δ is carried; any other mechanism is an (ε, δ) mechanism, analysed as
-      δ-approximately ε-DP (pure curve plus δ), as the zCDP accountant does.
+      covers both), so ε(α) = αμ²/2 and no δ is carried; any other
+      mechanism is an (ε, δ) mechanism, analysed as δ-approximately ε-DP
+      (pure curve plus δ), as the zCDP accountant does.
     """
     if accounting in ("zcdp", "gdp"):  # a μ-GDP release is (μ²/2)-zCDP; gdp records ρ = μ²/2
         return [zcdp_rdp(a, rho) for a in orders], float(delta)

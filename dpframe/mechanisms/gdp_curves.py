@@ -120,9 +120,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 def mu_of_epsilon(epsilon: Fraction) -> Fraction:
     """The GDP cost of an ε-DP mechanism: μ(ε) = −2·Φ⁻¹(1/(1 + e^ε)), rounded up.
 
-    Every ε-DP mechanism is μ(ε)-GDP (Dong, Roth & Su 2019, Prop. 2.12 and
-    Cor. 2.13: the tradeoff function of ε-DP, f_{ε,0}, lies above G_{μ(ε)};
-    the two touch at the symmetric point α = 1/(1 + e^ε)).
+    Every ε-DP mechanism is μ(ε)-GDP (Dong, Roth & Su 2019, §2.4: the
+    tradeoff function of ε-DP, f_{ε,0}, lies above G_{μ(ε)}; the two touch
+    at the symmetric point α = 1/(1 + e^ε); docs/proofs/gdp_accounting.md §2).
     """
     eps = float(epsilon)
     if eps <= 0:

@@ -1,0 +1,277 @@
+"""The Gaussian DP accountant (accounting="gdp") in sessions: filter, refusals, resumption, views.
+
+The proof is docs/proofs/gdp_accounting.md; curves and the discrete Gaussian
+correction are tested in tests/test_gdp_curves.py.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpframe as dp
+from dpframe.accounting import Charge, GaussianDPAccountant, make_accountant
+from dpframe.mechanisms.additive import release_integer_sums
+from dpframe.mechanisms.gdp_curves import gdp_delta, mu_from_epsilon_delta
+from dpframe.noise import SecureRandom, discrete_gaussian_pmf
+from dpframe.plan.privacy import Budget, PrivacyRequest
+
+TOTAL = Budget(1, Fraction(1, 10**6))
+
+
+def _frame(session: dp.Session) -> dp.PrivateFrame:
+    df = pd.DataFrame({"x": np.arange(2000) % 50, "g": ["a", "b", "c", "d"] * 500})
+    return session.private_frame(df, bounds={"x": (0, 50)}, categories={"g": ["a", "b", "c", "d"]})
+
+
+def _gdp(ledger: str | Path = ":memory:", **kwargs: object) -> dp.Session:
+    return dp.Session(epsilon=1, delta=1e-6, ledger=ledger, accounting="gdp", **kwargs)  # type: ignore[arg-type]
+
+
+# -- the accountant's arithmetic ----------------------------------------------------------
+
+
+def test_session_mu_and_shares() -> None:
+    acc = GaussianDPAccountant(TOTAL)
+    assert make_accountant(TOTAL, "gdp").kind == "gdp"
+    assert acc.mu_total == pytest.approx(0.2367044, rel=1e-6)
+    charge, allocation = acc.allocate(PrivacyRequest(epsilon=Fraction(1, 4)))
+    assert charge.rho == acc.rho_total / 4  # a quarter of μ² (shares mean μ²)
+    assert allocation.currency == "gdp" and allocation.kind == "gaussian"
+    assert acc.cost(PrivacyRequest(epsilon=Fraction(1, 4)), charge) == Budget(Fraction(1, 4))
+
+
+def test_filter_is_tight_at_the_total() -> None:
+    acc = GaussianDPAccountant(TOTAL)
+    full, _ = acc.allocate(PrivacyRequest(epsilon=1))
+    assert acc.admits(Charge(), full)
+    assert not acc.admits(Charge(), full + Charge(rho=Fraction(1, 2**70)))
+    assert acc.spent(full).epsilon <= 1
+    assert float(acc.spent(full).epsilon) == pytest.approx(1.0, rel=1e-8)
+    # A total μ only 1% above the session's μ breaks the session's (ε, δ).
+    assert gdp_delta(1.0, acc.mu_total * 1.01) > 1e-6
+
+
+shares = st.lists(st.fractions(min_value=Fraction(1, 10**4), max_value=1), min_size=1, max_size=12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(shares)
+def test_filter_never_exceeds_the_total(asks: list[Fraction]) -> None:
+    """Admitting greedily, the admitted μ² never exceeds μ_total² and the spend stays in (ε, δ)."""
+    acc = make_accountant(TOTAL, "gdp")
+    spent = Charge()
+    for ask in asks:
+        charge, _ = acc.allocate(PrivacyRequest(epsilon=ask))
+        if acc.admits(spent, charge):
+            spent = spent + charge
+    assert spent.rho <= acc.rho_total  # type: ignore[attr-defined]
+    if spent.rho:
+        assert gdp_delta(1.0, math.sqrt(2 * float(spent.rho))) <= 1e-6 * (1 + 1e-9)
+        assert acc.spent(spent).epsilon <= 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(shares, st.randoms(use_true_random=False))
+def test_filter_is_order_independent_and_monotone(asks: list[Fraction], rnd: object) -> None:
+    """Whether a set of charges fits depends only on its sum; any subset of a fit fits."""
+    acc = make_accountant(TOTAL, "gdp")
+    charges = [acc.allocate(PrivacyRequest(epsilon=a))[0] for a in asks]
+    total = sum(charges, Charge())
+    shuffled = list(charges)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    fits = acc.admits(Charge(), total)
+    assert acc.admits(Charge(), sum(shuffled, Charge())) == fits
+    running = Charge()
+    for c in shuffled[:-1]:
+        running = running + c
+    assert acc.admits(running, shuffled[-1]) == fits  # sequential = all at once
+    if fits:
+        for c in charges:
+            assert acc.admits(Charge(), c)
+    assert acc.remaining(total).epsilon >= 0
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+def test_one_count_gets_the_analytic_sigma() -> None:
+    """σ = 4.2345 at (1, 1e-6): analytic 4.2247 plus the discrete correction (zcdp: 5.35)."""
+    r = _frame(_gdp()).count(epsilon=1)
+    assert r.scale == pytest.approx(4.2345, rel=1e-4)
+    assert r.scale == pytest.approx(4.22, rel=0.01)
+    zcdp = _frame(dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")).count(epsilon=1)
+    assert zcdp.scale == pytest.approx(5.35, rel=1e-3)
+
+
+def test_hundred_counts_share_the_session() -> None:
+    session = _gdp()
+    pf = _frame(session)
+    scales = [pf.count(epsilon=0.01).scale for _ in range(100)]
+    assert scales[0] == pytest.approx(42.2, rel=0.02)
+    assert scales[0] == pytest.approx(42.248, rel=1e-4)
+    assert len(set(scales)) == 1
+    assert session.remaining.epsilon == 0
+    assert float(session.spent.epsilon) == pytest.approx(1.0, rel=1e-8)
+    assert session.spent.delta == Fraction(1, 10**6)
+
+
+def test_budget_exceeded_charges_nothing() -> None:
+    session = _gdp()
+    pf = _frame(session)
+    pf.count(epsilon=0.7)
+    before_rows, before = len(session.ledger), session.remaining
+    with pytest.raises(dp.BudgetExceededError, match=r"Requested:  ε=0\.4"):
+        pf.count(epsilon=0.4)
+    assert len(session.ledger) == before_rows
+    assert session.remaining == before
+    assert pf.count(epsilon=0.3).scale > 0  # exactly the rest still fits
+
+
+def test_releases_with_their_own_delta_are_refused_before_any_charge() -> None:
+    session = _gdp()
+    df = pd.DataFrame({"k": ["a", "b"] * 50})
+    pf = session.private_frame(df)
+    with pytest.raises(dp.InvalidBudgetError, match=r"delta of its own.*accounting='zcdp'"):
+        pf.discover_keys("k", epsilon=0.5, delta=1e-7)
+    with pytest.raises(dp.InvalidBudgetError, match="no delta of its own in a Gaussian DP"):
+        _frame(session).count(epsilon=0.5, delta=1e-7)
+    with pytest.raises(dp.InvalidBudgetError, match="rho= is only accepted in a zCDP session"):
+        _frame(session).count(rho=0.01)
+    assert len(session.ledger) == 0
+    assert session.spent == Budget(0)
+
+
+def test_regression_is_refused_and_kde_runs() -> None:
+    session = _gdp()
+    rng = np.random.default_rng(0)  # the data only, not noise
+    df = pd.DataFrame({"x": rng.uniform(0, 1, 500), "y": rng.uniform(0, 1, 500)})
+    pf = session.private_frame(df, bounds={"x": (0, 1), "y": (0, 1)})
+    with pytest.raises(dp.InvalidBudgetError, match=r"Renyi DP.*accounting='zcdp'"):
+        pf.linear_regression(["x"], "y", epsilon=0.5)
+    assert len(session.ledger) == 0
+    curve = pf["x"].kde(0.1, epsilon=0.5)
+    assert len(curve) > 0
+    assert len(session.ledger) == 1
+
+
+def test_selections_get_the_gdp_epsilon() -> None:
+    session = _gdp()
+    pf = _frame(session)
+    pf.groupby("g")["x"].count(epsilon=0.5)
+    median = pf["x"].median(epsilon=0.5)
+    assert "exponential" in median.mechanism or "permute" in median.mechanism
+    assert session.remaining.epsilon == 0
+
+
+def test_resumed_session_keeps_its_accounting(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    first = _gdp(path, name="study")
+    _frame(first).count(epsilon=0.25)
+    resumed = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study")  # no accounting=
+    assert resumed.accounting == "gdp"
+    assert resumed.remaining.epsilon == Fraction(3, 4)
+    old = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="old")  # a new one: the default
+    assert old.accounting == "zcdp"
+    _frame(old).count(epsilon=0.5)
+    again = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="old")
+    assert again.accounting == "zcdp"
+    assert again.ledger["rho"].iloc[0] == pytest.approx(0.5 * float(again._accountant.rho_total))  # type: ignore[attr-defined]
+    with pytest.raises(dp.LedgerError, match="with gdp accounting"):
+        dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study", accounting="zcdp")
+
+
+def test_views_of_a_gdp_session() -> None:
+    session = _gdp()
+    pf = _frame(session)
+    pf.count(epsilon=0.25)
+    explained = session.explain(lambda: pf.count(epsilon=0.1))
+    assert "ρ=" not in str(explained)  # a gdp charge is not shown as a zCDP ρ
+    assert "ε=0.1" in str(explained)
+    assert "gdp accounting" in repr(session)
+    summary = session.composition()
+    assert summary.used == "GDP"
+    gdp_row = summary.to_frame().loc["GDP"]
+    assert gdp_row["used"]
+    assert gdp_row["epsilon"] == pytest.approx(float(session.spent.epsilon), rel=1e-6)
+    assert summary.to_frame().loc["zCDP", "epsilon"] > gdp_row["epsilon"]
+    assert set(session.ledger["currency"]) == {"gdp"}
+
+
+def test_meter_shows_the_gdp_guarantee() -> None:
+    from dpframe.jupyter.meter import BudgetMeter
+
+    session = _gdp()
+    meter = BudgetMeter(session)
+    _frame(session).count(epsilon=0.5)
+    assert "gdp accounting" in meter.guarantee_text()
+    assert meter.fraction == pytest.approx(0.5)
+    assert meter.remaining.epsilon == Fraction(1, 2)
+
+
+# -- the noise actually carries the stated σ ----------------------------------------------
+
+
+def test_gdp_count_noise_has_the_stated_sigma() -> None:
+    """20,000 draws of a gdp count's noise: the mean square is within [0.8, 1.2]·σ².
+
+    With X the discrete Gaussian actually used (E X² = v ≤ σ², computed from the
+    pmf), the upper tail is bounded by the χ² Chernoff bound (X is sub-Gaussian
+    with proxy σ², Canonne, Kamath, Steinke 2020, so E e^{tX²} ≤ (1 − 2tσ²)^(−1/2)):
+    P(mean > 1.2σ²) ≤ exp(−n(0.2 − ln 1.2)/2) = e^(−177); the lower tail by
+    Maurer's inequality for non-negative variables: P(mean < v − b) ≤
+    exp(−n b²/(2 E X⁴)) with b = v − 0.8σ² ≥ 0.19σ², E X⁴ ≤ 3.01σ⁴: e^(−119).
+    False failure below 1e-50. A noise scale 30% off (0.7σ or 1.3σ) has
+    E X² = 0.49σ² or 1.69σ²: rejected except with probability below 1e-50 by
+    the same bounds.
+    """
+    acc = make_accountant(TOTAL, "gdp")
+    _, allocation = acc.allocate(PrivacyRequest(epsilon=1))
+    n = 20_000
+    noisy, spec = release_integer_sums(np.zeros(n), 1, 1.0, allocation, SecureRandom())
+    sigma2 = float(spec.parameter)
+    assert math.sqrt(sigma2) == pytest.approx(4.2345, rel=1e-4)
+    k = np.arange(-200, 201)
+    pmf = discrete_gaussian_pmf(sigma2, k)
+    v, m4 = float((pmf * k**2).sum()), float((pmf * k**4).sum())
+    assert 0.99 * sigma2 <= v <= sigma2 and m4 <= 3.01 * sigma2**2
+    mean_square = float(np.mean(noisy**2))
+    assert 0.8 * sigma2 <= mean_square <= 1.2 * sigma2
+
+
+def test_mu_total_matches_the_curve() -> None:
+    mu = mu_from_epsilon_delta(Fraction(1), Fraction(1, 10**6))
+    assert make_accountant(TOTAL, "gdp").rho_total == mu * mu / 2  # type: ignore[attr-defined]
+
+
+# -- the approx accountant ---------------------------------------------------------------
+
+
+def test_approx_gaussian_is_the_analytic_gaussian_corrected() -> None:
+    """approx: one count at (1, 1e-6) gets σ = 4.2345 (zCDP conversion gave 5.35)."""
+    session = dp.Session(epsilon=2, delta=1e-5, ledger=":memory:", accounting="approx")
+    pf = _frame(session)
+    r = pf.count(epsilon=1, delta=1e-6)
+    assert r.scale == pytest.approx(4.2345, rel=1e-4)
+    assert r.cost == Budget(1, Fraction(1, 10**6))
+    assert session.spent == Budget(1, Fraction(1, 10**6))
+
+
+def test_approx_regression_stays_in_zcdp() -> None:
+    """A regression (Rényi-analysed) in an approx session spends the zCDP ρ in all its parts."""
+    from dpframe.accounting import rho_from_epsilon_delta
+    from dpframe.mechanisms.model_family import _split_rdp
+
+    acc = make_accountant(Budget(2, Fraction(1, 10**5)), "approx")
+    _, allocation = acc.allocate(PrivacyRequest(epsilon=1, delta=Fraction(1, 10**6)))
+    count, model = _split_rdp(allocation, "linear_regression()")
+    rho = rho_from_epsilon_delta(Fraction(1), Fraction(1, 10**6))
+    assert count.currency == "zcdp"
+    assert count.parameter + model == rho
