@@ -33,9 +33,11 @@ class Session(engine_session.Session):
             (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
             for one that is forgotten when the session ends, or a
             :class:`~dpframe.accounting.Ledger`.
-        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
-            :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
-            else ``"zcdp"``.
+        accounting: ``"pure"``, ``"approx"``, ``"zcdp"`` or ``"gdp"`` (Gaussian
+            DP: exact for Gaussian noise, no key discovery or regressions; see
+            docs/proofs/gdp_accounting.md) (or a :class:`~dpframe.Accounting`);
+            default: what the ledger recorded for a resumed session, else
+            ``"pure"`` when ``delta == 0`` and ``"zcdp"`` otherwise.
         limits: the largest request a release may make (expression nodes, plan
             steps, nesting, literal values, output cells), checked from public
             inputs before the charge; default :class:`~dpframe.plan.estimate.ResourceLimits`.

@@ -147,7 +147,7 @@ class DPMagics(Magics):
     @argument("--delta", type=float, default=0.0, help="Total delta (default 0).")
     @argument(
         "--accounting",
-        choices=["pure", "approx", "zcdp"],
+        choices=["pure", "approx", "zcdp", "gdp"],
         default=None,
         help="Accounting (default: pure if delta is 0, else zcdp).",
     )
