@@ -347,7 +347,8 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
 
         return GaussianDPAccountant(total)
     raise InvalidBudgetError(
-        f"accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), got {accounting!r}."
+        "accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), "
+        f"got {accounting!r}."
     )
 
 
