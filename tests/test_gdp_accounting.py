@@ -149,17 +149,40 @@ def test_releases_with_their_own_delta_are_refused_before_any_charge() -> None:
     assert session.spent == Budget(0)
 
 
-def test_regression_is_refused_and_kde_runs() -> None:
+def test_regressions_and_kde_in_a_gdp_session() -> None:
+    """analysis='rdp' and kde run (vector discrete Gaussians); 'iteration' is refused."""
     session = _gdp()
     rng = np.random.default_rng(0)  # the data only, not noise
     df = pd.DataFrame({"x": rng.uniform(0, 1, 500), "y": rng.uniform(0, 1, 500)})
     pf = session.private_frame(df, bounds={"x": (0, 1), "y": (0, 1)})
-    with pytest.raises(dp.InvalidBudgetError, match=r"Renyi DP.*accounting='zcdp'"):
-        pf.linear_regression(["x"], "y", epsilon=0.5)
+    with pytest.raises(dp.InvalidBudgetError, match=r"analysis='iteration'.*accounting='zcdp'"):
+        pf.linear_regression(["x"], "y", epsilon=0.3, analysis="iteration", progress=False)
     assert len(session.ledger) == 0
+    model = pf.linear_regression(["x"], "y", epsilon=0.3, progress=False)
+    assert np.isfinite(model.coef_).all()
     curve = pf["x"].kde(0.1, epsilon=0.5)
     assert len(curve) > 0
-    assert len(session.ledger) == 1
+    assert len(session.ledger) == 2
+    assert session.remaining.epsilon == Fraction(1, 5)
+
+
+def test_gradient_steps_are_each_within_their_mu() -> None:
+    """Each of T steps gets ρ′ = discrete_gaussian_rho(ρ_model/T): ‖v‖·K(σ)/σ ≤ sqrt(2ρ_model/T)."""
+    from dpframe.mechanisms.gaussian_vector import vector_noise
+    from dpframe.mechanisms.gdp_curves import discrete_gaussian_slack
+    from dpframe.mechanisms.model_family import _split_steps_gdp
+
+    acc = GaussianDPAccountant(TOTAL)
+    _, allocation = acc.allocate(PrivacyRequest(epsilon=Fraction(1, 2)))
+    steps = 50
+    count, rho_model = _split_steps_gdp(allocation, steps)
+    assert count.parameter == allocation.parameter / 10
+    spec = vector_noise(2.0, 3, rho_model / steps)
+    sigma = math.sqrt(float(spec.sigma2_units))
+    mu_step = spec.sensitivity_units * discrete_gaussian_slack(sigma) / sigma
+    budget = math.sqrt(2 * float(allocation.parameter) * 9 / 10 / steps)
+    assert mu_step <= budget
+    assert mu_step > budget * 0.999  # tight: the correction is all it gives away
 
 
 def test_selections_get_the_gdp_epsilon() -> None:
@@ -265,7 +288,8 @@ def test_approx_gaussian_is_the_analytic_gaussian_corrected() -> None:
 
 
 def test_approx_regression_stays_in_zcdp() -> None:
-    """A regression (Rényi-analysed) in an approx session spends the zCDP ρ in all its parts."""
+    """A regression by amplification by iteration (Rényi only) in an approx session spends
+    the zCDP ρ of its (ε, δ) in all its parts (so the whole is ρ-zCDP)."""
     from dpframe.accounting import rho_from_epsilon_delta
     from dpframe.mechanisms.model_family import _split_rdp
 

@@ -213,7 +213,8 @@ class ApproxDPAccountant(Accountant):
     2019, Cor. 2.13), and the discrete sampler is corrected for
     (``currency="gdp"``, :func:`~dpframe.mechanisms.allocation.gaussian_rho`);
     a μ-GDP release is (ε, δ)-DP.  Mechanisms analysed only in Rényi DP
-    (regressions) use ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))² instead, which
+    (regressions by amplification by iteration) use
+    ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))² instead, which
     is (ε, δ)-DP by Bun & Steinke 2016 (Prop. 1.3); δ = 0 uses Laplace noise.
     """
 

@@ -44,8 +44,10 @@ class GaussianDPAccountant(Accountant):
     Σμ_i² ≤ μ_total², are together μ_total-GDP (Smith & Thakurta 2022),
     hence (ε, δ_μ_total(ε))-DP with δ_μ_total(ε) ≤ δ.  Releases with a δ of
     their own (key discovery, a sanitized copy's noisy length) and
-    mechanisms analysed only in Rényi DP (regressions) are refused: an
-    (ε, δ)-DP mechanism with δ > 0 is not μ-GDP for any μ.
+    mechanisms analysed only in Rényi DP (regressions with
+    ``analysis="iteration"``) are refused: an (ε, δ)-DP mechanism with
+    δ > 0 is not μ-GDP for any μ.  Regressions with ``analysis="rdp"`` run:
+    their gradient steps are vector discrete Gaussians, composed in GDP.
     """
 
     kind: AccountingKind = "gdp"

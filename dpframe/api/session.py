@@ -34,7 +34,8 @@ class Session(engine_session.Session):
             for one that is forgotten when the session ends, or a
             :class:`~dpframe.accounting.Ledger`.
         accounting: ``"pure"``, ``"approx"``, ``"zcdp"`` or ``"gdp"`` (Gaussian
-            DP: exact for Gaussian noise, no key discovery or regressions; see
+            DP: exact for Gaussian noise; no key discovery, copies with delta or
+            regressions with ``analysis="iteration"``; see
             docs/proofs/gdp_accounting.md) (or a :class:`~dpframe.Accounting`);
             default: what the ledger recorded for a resumed session, else
             ``"pure"`` when ``delta == 0`` and ``"zcdp"`` otherwise.

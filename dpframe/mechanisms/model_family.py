@@ -22,6 +22,7 @@ from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, Sc
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
 from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho, rdp_rho
 from dpframe.mechanisms.family import Family, Released
+from dpframe.mechanisms.gdp_curves import discrete_gaussian_rho
 from dpframe.mechanisms.kde import (
     MAX_GRID,
     KernelSums,
@@ -79,13 +80,27 @@ def _split(allocation: NoiseAllocation) -> tuple[NoiseAllocation, Fraction]:
     return count, gaussian_rho(allocation.scaled(1 - _COUNT_SHARE))
 
 
+def _split_steps_gdp(allocation: NoiseAllocation, steps: int) -> tuple[NoiseAllocation, Fraction]:
+    """GDP: the count's allocation, and ``steps`` times the corrected ρ′ of one gradient step.
+
+    Each of the ``steps`` gradient releases is a vector of discrete Gaussians at
+    ρ′ = ``discrete_gaussian_rho(ρ_model/steps)``, so it is sqrt(2ρ_model/steps)-GDP
+    (docs/proofs/gdp_accounting.md, Lemma B); adaptively chosen, they compose to
+    sqrt(2ρ_model)-GDP (Dong, Roth & Su 2019, Thm 3.2), and with the count to
+    sqrt(2ρ)-GDP.  ``fit_by_gradients`` divides the returned ρ by ``steps``.
+    """
+    per_step = discrete_gaussian_rho(allocation.parameter * (1 - _COUNT_SHARE) / steps)
+    return allocation.scaled(_COUNT_SHARE), per_step * steps
+
+
 def _split_rdp(allocation: NoiseAllocation, what: str) -> tuple[NoiseAllocation, Fraction]:
     """The count's allocation and the ρ of a model analysed in Rényi DP (refused under GDP)."""
     rho = rdp_rho(allocation)
     if rho is None:
         raise InvalidBudgetError(
-            f"{what} is analysed in Renyi DP, which Gaussian DP accounting cannot compose; "
-            "create the session with accounting='zcdp' to fit it."
+            f"{what} with analysis='iteration' is analysed in Renyi DP, which Gaussian DP "
+            "accounting cannot compose; use analysis='rdp' (per-step Gaussian noise), or "
+            "create the session with accounting='zcdp'."
         )
     # Both parts in zCDP (ρ adds), so the whole is ρ-zCDP as the accountant assumed.
     return NoiseAllocation("gaussian", rho * _COUNT_SHARE), rho * (1 - _COUNT_SHARE)
@@ -401,7 +416,10 @@ class RegressionFamily(Family[Regression]):
             )
         _gaussian_only(allocation, f"{kind}_regression()")
         spec = loss_spec(node.loss, node.radius)
-        count, rho_model = _split_rdp(allocation, f"{kind}_regression()")
+        if node.analysis == "rdp" and allocation.currency == "gdp":
+            count, rho_model = _split_steps_gdp(allocation, node.steps)
+        else:
+            count, rho_model = _split_rdp(allocation, f"{kind}_regression()")
         noise_for(rows_per_unit, 1.0, count)
         dims = len(node.features) + 1
         if node.analysis == "rdp":
