@@ -10,7 +10,7 @@ from dpframe.accounting.accountants import (
     make_accountant,
     rho_from_epsilon_delta,
 )
-from dpframe.accounting.gdp import GaussianDPAccountant
+from dpframe.accounting.gdp import GaussianDPAccountant, default_delta_reserve
 from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
 from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
 from dpframe.plan.privacy import Budget, PrivacyRequest, to_fraction
@@ -28,6 +28,7 @@ __all__ = [
     "PureDPAccountant",
     "ZCDPAccountant",
     "default_accounting",
+    "default_delta_reserve",
     "default_ledger_path",
     "make_accountant",
     "rho_from_epsilon_delta",

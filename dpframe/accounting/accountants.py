@@ -334,9 +334,21 @@ def _require_delta(request: PrivacyRequest) -> None:
         )
 
 
-def make_accountant(total: Budget, accounting: str | None) -> Accountant:
-    """The accountant for a session: pure when δ = 0, zCDP otherwise, unless overridden."""
+def make_accountant(
+    total: Budget, accounting: str | None, delta_reserve: Fraction | None = None
+) -> Accountant:
+    """The accountant for a session: pure when δ = 0, Gaussian DP otherwise, unless overridden.
+
+    ``delta_reserve``: a Gaussian DP session's reserve for releases with a δ of
+    their own (None: the default, δ/10); refused for other accountings.
+    """
     kind = accounting if accounting is not None else default_accounting(total)
+    if delta_reserve is not None and kind != "gdp":
+        raise InvalidBudgetError(
+            f"delta_reserve= applies to Gaussian DP sessions (accounting='gdp'); this "
+            f"session uses {kind!r} accounting, where releases with a delta of their own "
+            "draw on the session's delta directly. Drop delta_reserve=."
+        )
     if kind == "pure":
         return PureDPAccountant(total)
     if kind == "approx":
@@ -346,7 +358,7 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
     if kind == "gdp":
         from dpframe.accounting.gdp import GaussianDPAccountant
 
-        return GaussianDPAccountant(total)
+        return GaussianDPAccountant(total, delta_reserve)
     raise InvalidBudgetError(
         "accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), "
         f"got {accounting!r}."
@@ -354,5 +366,5 @@ def make_accountant(total: Budget, accounting: str | None) -> Accountant:
 
 
 def default_accounting(total: Budget) -> AccountingKind:
-    """The accounting of a new session that names none: pure when δ = 0, else zCDP."""
-    return "pure" if total.delta == 0 else "zcdp"
+    """The accounting of a new session that names none: pure when δ = 0, else Gaussian DP."""
+    return "pure" if total.delta == 0 else "gdp"

@@ -9,6 +9,11 @@ splits keep their meaning in μ²), and the filter admits while
 fully adaptive choices of the μ_i (Smith & Thakurta 2022, "Fully adaptive
 composition for Gaussian differential privacy").  The proof, including the
 discrete Gaussian correction, is ``docs/proofs/gdp_accounting.md``.
+
+Releases with a δ of their own (key discovery, a copy with ``delta=``) draw
+their δ from a *fixed* reserve D set when the session is created (default
+δ/10, :func:`default_delta_reserve`); μ_total is computed from (ε, δ − D),
+and their ε-DP part is charged μ(ε) in the filter (proof note §3).
 """
 
 from __future__ import annotations
@@ -16,20 +21,27 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dpframe.accounting.accountants import Accountant, AccountingKind, Charge
-from dpframe.errors import InvalidBudgetError
+from dpframe.errors import BudgetExceededError, InvalidBudgetError
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.gdp_curves import gdp_epsilon, mu_from_epsilon_delta
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
-__all__ = ["GaussianDPAccountant", "rho_total_gdp"]
+__all__ = ["DEFAULT_RESERVE_SHARE", "GaussianDPAccountant", "default_delta_reserve", "rho_total_gdp"]
 
 _ZERO = Fraction(0)
+#: The default reserve for releases with a δ of their own: this share of the session's δ.
+DEFAULT_RESERVE_SHARE = Fraction(1, 10)
 
 
 def rho_total_gdp(epsilon: Fraction, delta: Fraction) -> Fraction:
     """μ_total²/2 for a session of (ε, δ): μ_total rounded down, squared exactly."""
     mu = mu_from_epsilon_delta(epsilon, delta)
     return mu * mu / 2
+
+
+def default_delta_reserve(total: Budget) -> Fraction:
+    """The reserve a Gaussian DP session of ``total`` gets when none is given: δ/10."""
+    return total.delta * DEFAULT_RESERVE_SHARE
 
 
 class GaussianDPAccountant(Accountant):
@@ -40,19 +52,27 @@ class GaussianDPAccountant(Accountant):
     Gaussians are calibrated so they are μ_q-GDP (corrected for the discrete
     sampler), ε-DP selections get the ε with μ(ε) ≤ μ_q.
 
-    Privacy: adaptively chosen μ_i-GDP releases, admitted while
-    Σμ_i² ≤ μ_total², are together μ_total-GDP (Smith & Thakurta 2022),
-    hence (ε, δ_μ_total(ε))-DP with δ_μ_total(ε) ≤ δ.  Releases with a δ of
-    their own (key discovery, a sanitized copy's noisy length) and
-    mechanisms analysed only in Rényi DP (regressions with
-    ``analysis="iteration"``) are refused: an (ε, δ)-DP mechanism with
-    δ > 0 is not μ-GDP for any μ.  Regressions with ``analysis="rdp"`` run:
-    their gradient steps are vector discrete Gaussians, composed in GDP.
+    Privacy: with a fixed reserve D (``delta_reserve``, set at creation),
+    μ_total is the largest μ with δ_μ(ε) ≤ δ − D.  Adaptively chosen
+    releases, each μ_i-GDP or (with a δ_i of its own) a δ_i-mixture of a
+    μ_i-GDP pair, admitted while Σμ_i² ≤ μ_total² and Σδ_i ≤ D, are together
+    (ε, δ − D + D)-DP: the Gaussian DP filter (Smith & Thakurta 2022) on the
+    μ part and basic composition of the reserved δ_i
+    (docs/proofs/gdp_accounting.md §3).  An (ε_i, δ_i)-DP release (key
+    discovery, a copy with δ) is charged μ(ε_i) = −2Φ⁻¹(1/(1+e^ε_i)) and
+    δ_i.  With D = 0 such releases are refused.  Mechanisms analysed only in
+    Rényi DP (regressions with ``analysis="iteration"``) are refused.
+    Regressions with ``analysis="rdp"`` run: their gradient steps are vector
+    discrete Gaussians, composed in GDP.
+
+    Args:
+        total: the session's (ε, δ), 0 < δ < 1.
+        delta_reserve: D, 0 ≤ D < δ; None for :func:`default_delta_reserve`.
     """
 
     kind: AccountingKind = "gdp"
 
-    def __init__(self, total: Budget) -> None:
+    def __init__(self, total: Budget, delta_reserve: Fraction | None = None) -> None:
         if total.delta == 0:
             raise InvalidBudgetError(
                 "Gaussian DP accounting needs delta > 0 to report (epsilon, delta); "
@@ -61,7 +81,15 @@ class GaussianDPAccountant(Accountant):
         if total.delta >= 1:
             raise InvalidBudgetError("delta must be below 1.")
         super().__init__(total)
-        self.rho_total = rho_total_gdp(total.epsilon, total.delta)
+        reserve = default_delta_reserve(total) if delta_reserve is None else delta_reserve
+        if not 0 <= reserve < total.delta:
+            raise InvalidBudgetError(
+                "delta_reserve must be at least 0 and below the session's delta "
+                f"({float(total.delta):.3g}); got {float(reserve):.3g}."
+            )
+        #: D: the δ kept for releases with a δ of their own (fixed at creation).
+        self.delta_reserve = reserve
+        self.rho_total = rho_total_gdp(total.epsilon, total.delta - reserve)
         if self.rho_total <= 0:
             raise InvalidBudgetError("This (epsilon, delta) leaves no Gaussian budget.")
 
@@ -79,41 +107,84 @@ class GaussianDPAccountant(Accountant):
                 "rho= is only accepted in a zCDP session; this session uses Gaussian DP "
                 "(accounting='gdp'): give epsilon=, a share of the session's budget."
             )
+        rho = self.rho_total * request.epsilon / self.total.epsilon
         if mechanism_delta:
-            raise InvalidBudgetError(
-                "This release spends a delta of its own (key discovery, or a sanitized "
-                "copy's noisy length), which Gaussian DP accounting cannot compose. Declare "
-                "the keys with categories=... (a group-by), drop delta= (a copy), or create "
-                "the session with accounting='zcdp'."
-            )
+            if self.delta_reserve == 0:
+                raise InvalidBudgetError(
+                    "This release spends a delta of its own (key discovery, or a sanitized "
+                    "copy with delta), and this Gaussian DP session keeps no delta for such "
+                    "releases (delta_reserve=0). Declare the keys with categories=... (a "
+                    "group-by), drop delta= (a copy), or create the session with "
+                    "delta_reserve= (e.g. a tenth of its delta, the default)."
+                )
+            if request.delta == 0:
+                raise InvalidBudgetError(
+                    "This release needs a delta of its own (discovering keys privately): pass "
+                    f"delta=... from the session's reserve ({float(self.delta_reserve):.3g} "
+                    "in all), or declare the keys with categories=..."
+                )
+            charge = Charge(epsilon=request.epsilon, delta=request.delta, rho=rho)
+            return charge, NoiseAllocation("gaussian", rho, "gdp")
         if request.delta != 0:
             raise InvalidBudgetError(
                 "This aggregate has no delta of its own in a Gaussian DP session (its noise "
                 "is accounted in mu); drop delta=."
             )
-        rho = self.rho_total * request.epsilon / self.total.epsilon
         return Charge(epsilon=request.epsilon, rho=rho), NoiseAllocation("gaussian", rho, "gdp")
 
     def admits(self, spent: Charge, charge: Charge) -> bool:
-        """Σμ² ≤ μ_total², i.e. Σρ ≤ ρ_total, exactly; no release has a δ of its own."""
-        return spent.delta + charge.delta == 0 and spent.rho + charge.rho <= self.rho_total
+        """Σμ² ≤ μ_total² (Σρ ≤ ρ_total) and Σδ_i ≤ D, both exactly."""
+        return (
+            spent.delta + charge.delta <= self.delta_reserve
+            and spent.rho + charge.rho <= self.rho_total
+        )
+
+    def check(self, spent: Charge, charge: Charge, request: PrivacyRequest) -> None:
+        """As :meth:`Accountant.check`, saying so when the δ reserve is what refuses."""
+        if spent.delta + charge.delta > self.delta_reserve and charge.epsilon >= self.floor:
+            left = self.delta_reserve - spent.delta
+            raise BudgetExceededError(
+                "Privacy budget exceeded; nothing was charged and no data was read.\n"
+                f"  This release asks delta {float(charge.delta):.3g} of its own; the "
+                f"session's reserve for such releases has {float(left):.3g} left (of "
+                f"{float(self.delta_reserve):.3g}, fixed when the session was created "
+                "with delta_reserve=).\n"
+                "Ask for a smaller delta, declare the keys with categories=..., or start a "
+                "new session (with a new name) only if a fresh budget is justified."
+            )
+        super().check(spent, charge, request)
 
     def spent(self, spent: Charge) -> Budget:
-        """The least ε (rounded up) whose δ_μ(ε) ≤ δ for μ = sqrt(Σμ²); δ the total once spent."""
+        """(ε, δ − D + Σδ_i) once ρ > 0: ε the least (rounded up) with δ_μ(ε) ≤ δ − D."""
         if spent.rho == 0:
             return Budget(0, spent.delta)
         mu = float(2 * spent.rho) ** 0.5
-        eps = gdp_epsilon(mu * (1 + 1e-12), float(self.total.delta))
-        return Budget(min(Fraction(eps), self.total.epsilon), self.total.delta)
+        eps = gdp_epsilon(mu * (1 + 1e-12), float(self.total.delta - self.delta_reserve))
+        delta = self.total.delta - self.delta_reserve + spent.delta
+        return Budget(min(Fraction(eps), self.total.epsilon), delta)
 
     def remaining(self, spent: Charge) -> Budget:
-        """The largest ε share a next query may request (δ stays with the session)."""
+        """The largest ε share a next query may request, and the δ not spent by releases.
+
+        The δ is the session's minus what releases with a δ of their own spent
+        (as for zCDP); such a release may ask at most :meth:`reserve_left`.
+        """
         rho_left = max(self.rho_total - spent.rho, _ZERO)
-        return Budget(self.total.epsilon * rho_left / self.rho_total, self.total.delta)
+        return Budget(
+            self.total.epsilon * rho_left / self.rho_total,
+            max(self.total.delta - spent.delta, _ZERO),
+        )
+
+    def reserve_left(self, spent: Charge) -> Fraction:
+        """The δ a next release with a δ of its own may still ask (D − Σδ_i)."""
+        return max(self.delta_reserve - spent.delta, _ZERO)
 
     def _epsilon_of_rho(self, rho: Fraction) -> Fraction:
         return self.total.epsilon * rho / self.rho_total
 
     def describe(self) -> str:
         """A one-line description for reprs and the ledger."""
-        return f"gdp accounting (mu_total={self.mu_total:.6g}), total {self.total}"
+        return (
+            f"gdp accounting (mu_total={self.mu_total:.6g}, delta_reserve="
+            f"{float(self.delta_reserve):.3g}), total {self.total}"
+        )

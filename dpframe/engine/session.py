@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -48,7 +49,7 @@ from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.nodes import Source
 from dpframe.plan.parameters import PrivacyUnit
-from dpframe.plan.privacy import Budget, Number
+from dpframe.plan.privacy import Budget, Number, to_fraction
 from dpframe.plan.schema import Schema, schema_from_frame
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class Session(Observable):
         ledger: str | os.PathLike[str] | Ledger | None = None,
         accounting: str | None = None,
         limits: ResourceLimits | None = None,
+        delta_reserve: Number | None = None,
     ) -> None:
         if os.environ.get("DPFRAME_CLIENT_ONLY") == "1":
             raise DPError(
@@ -191,15 +193,20 @@ class Session(Observable):
             raise InvalidArgumentError("name must be a non-empty string.")
         if not (ledger is None or isinstance(ledger, (str, os.PathLike, Ledger))):
             raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
-        if accounting is not None:
-            make_accountant(total, accounting)  # a bad accounting= fails before the ledger opens
+        reserve = None if delta_reserve is None else to_fraction(delta_reserve, "delta_reserve")
+        if accounting is not None or reserve is not None:
+            # a bad accounting= or delta_reserve= fails before the ledger opens
+            make_accountant(total, accounting, reserve)
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
-        # A resumed session keeps the accounting its ledger recorded unless told otherwise.
+        # A resumed session keeps the accounting (and a Gaussian DP session its δ
+        # reserve) that its ledger recorded unless told otherwise.
         kind = accounting if accounting is not None else self._ledger.recorded_accounting(name)
+        if reserve is None and kind in (None, "gdp"):
+            reserve = self._ledger.recorded_delta_reserve(name)
         try:
-            self._accountant: Accountant = make_accountant(total, kind)
+            self._accountant: Accountant = make_accountant(total, kind, reserve)
         except InvalidBudgetError:  # recorded with another budget: register() says so
-            self._accountant = make_accountant(total, accounting)
+            self._accountant = make_accountant(total, accounting, reserve)
         self._name = name
         self._backends: dict[tuple[str, str], Backend] = {}
         self._schemas: dict[tuple[str, str], Schema] = {}
@@ -210,7 +217,9 @@ class Session(Observable):
             raise InvalidArgumentError("limits= takes a dpframe.plan.estimate.ResourceLimits.")
         self._limits = limits or ResourceLimits()
         self._units: dict[str, tuple[str, int] | None] = {}
-        self._ledger.register(self._name, self._accountant.kind, total)
+        self._ledger.register(
+            self._name, self._accountant.kind, total, getattr(self._accountant, "delta_reserve", None)
+        )
 
     # -- public state --------------------------------------------------------
 
@@ -228,6 +237,17 @@ class Session(Observable):
     def accounting(self) -> str:
         """``pure``, ``approx``, ``zcdp`` or ``gdp``."""
         return self._accountant.kind
+
+    @property
+    def delta_reserve(self) -> Fraction | None:
+        """A Gaussian DP session's δ reserve D for releases with a δ of their own.
+
+        Fixed at creation (default δ/10) and recorded in the ledger; key
+        discovery and copies with ``delta=`` spend from it, in all at most D.
+        None for other accountings.
+        """
+        reserve = getattr(self._accountant, "delta_reserve", None)
+        return None if reserve is None else Fraction(reserve)
 
     @property
     def limits(self) -> ResourceLimits:
