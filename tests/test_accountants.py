@@ -25,7 +25,7 @@ eps_strategy = st.fractions(min_value=Fraction(1, 1000), max_value=2, max_denomi
 
 def test_default_kinds() -> None:
     assert make_accountant(dp.Budget(1), None).kind == "pure"
-    assert make_accountant(dp.Budget(1, 1e-6), None).kind == "zcdp"
+    assert make_accountant(dp.Budget(1, 1e-6), None).kind == "gdp"
     assert make_accountant(dp.Budget(1, 1e-6), "approx").kind == "approx"
     with pytest.raises(dp.InvalidBudgetError, match="accounting must be 'pure', 'approx' or"):
         make_accountant(dp.Budget(1), "renyi")

@@ -24,6 +24,8 @@ from dpframe.noise import SecureRandom, discrete_gaussian_pmf
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 TOTAL = Budget(1, Fraction(1, 10**6))
+RESERVE = Fraction(1, 10**7)  # the default δ reserve: δ/10
+GAUSSIAN_DELTA = 9e-7  # the δ left to the μ filter: δ − reserve
 
 
 def _frame(session: dp.Session) -> dp.PrivateFrame:
@@ -41,7 +43,9 @@ def _gdp(ledger: str | Path = ":memory:", **kwargs: object) -> dp.Session:
 def test_session_mu_and_shares() -> None:
     acc = GaussianDPAccountant(TOTAL)
     assert make_accountant(TOTAL, "gdp").kind == "gdp"
-    assert acc.mu_total == pytest.approx(0.2367044, rel=1e-6)
+    assert acc.delta_reserve == RESERVE
+    assert acc.mu_total == pytest.approx(0.2355015, rel=1e-6)  # μ of (1, 9e-7)
+    assert GaussianDPAccountant(TOTAL, Fraction(0)).mu_total == pytest.approx(0.2367044, rel=1e-6)
     charge, allocation = acc.allocate(PrivacyRequest(epsilon=Fraction(1, 4)))
     assert charge.rho == acc.rho_total / 4  # a quarter of μ² (shares mean μ²)
     assert allocation.currency == "gdp" and allocation.kind == "gaussian"
@@ -55,8 +59,9 @@ def test_filter_is_tight_at_the_total() -> None:
     assert not acc.admits(Charge(), full + Charge(rho=Fraction(1, 2**70)))
     assert acc.spent(full).epsilon <= 1
     assert float(acc.spent(full).epsilon) == pytest.approx(1.0, rel=1e-8)
-    # A total μ only 1% above the session's μ breaks the session's (ε, δ).
-    assert gdp_delta(1.0, acc.mu_total * 1.01) > 1e-6
+    # A total μ only 1% above the session's μ breaks the (ε, δ − reserve) of the μ part.
+    assert gdp_delta(1.0, acc.mu_total) <= GAUSSIAN_DELTA
+    assert gdp_delta(1.0, acc.mu_total * 1.01) > GAUSSIAN_DELTA
 
 
 shares = st.lists(st.fractions(min_value=Fraction(1, 10**4), max_value=1), min_size=1, max_size=12)
@@ -74,7 +79,7 @@ def test_filter_never_exceeds_the_total(asks: list[Fraction]) -> None:
             spent = spent + charge
     assert spent.rho <= acc.rho_total  # type: ignore[attr-defined]
     if spent.rho:
-        assert gdp_delta(1.0, math.sqrt(2 * float(spent.rho))) <= 1e-6 * (1 + 1e-9)
+        assert gdp_delta(1.0, math.sqrt(2 * float(spent.rho))) <= GAUSSIAN_DELTA * (1 + 1e-9)
         assert acc.spent(spent).epsilon <= 1
 
 
@@ -103,12 +108,17 @@ def test_filter_is_order_independent_and_monotone(asks: list[Fraction], rnd: obj
 
 
 def test_one_count_gets_the_analytic_sigma() -> None:
-    """σ = 4.2345 at (1, 1e-6): analytic 4.2247 plus the discrete correction (zcdp: 5.35)."""
+    """σ = 4.2561 at (1, 1e-6) with the default reserve δ/10 (the analytic σ of (1, 9e-7)
+    plus the discrete correction); 4.2345 without a reserve (analytic 4.2247); zcdp: 5.35."""
     r = _frame(_gdp()).count(epsilon=1)
-    assert r.scale == pytest.approx(4.2345, rel=1e-4)
+    assert r.scale == pytest.approx(4.2561, rel=1e-4)
     assert r.scale == pytest.approx(4.22, rel=0.01)
-    zcdp = _frame(dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")).count(epsilon=1)
-    assert zcdp.scale == pytest.approx(5.35, rel=1e-3)
+    default = _frame(dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")).count(epsilon=1)
+    assert default.scale == r.scale  # gdp is the default
+    no_reserve = _frame(_gdp(delta_reserve=0)).count(epsilon=1)
+    assert no_reserve.scale == pytest.approx(4.2345, rel=1e-4)
+    zcdp = _frame(dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp"))
+    assert zcdp.count(epsilon=1).scale == pytest.approx(5.35, rel=1e-3)
 
 
 def test_hundred_counts_share_the_session() -> None:
@@ -116,11 +126,11 @@ def test_hundred_counts_share_the_session() -> None:
     pf = _frame(session)
     scales = [pf.count(epsilon=0.01).scale for _ in range(100)]
     assert scales[0] == pytest.approx(42.2, rel=0.02)
-    assert scales[0] == pytest.approx(42.248, rel=1e-4)
+    assert scales[0] == pytest.approx(42.4636, rel=1e-4)
     assert len(set(scales)) == 1
     assert session.remaining.epsilon == 0
     assert float(session.spent.epsilon) == pytest.approx(1.0, rel=1e-8)
-    assert session.spent.delta == Fraction(1, 10**6)
+    assert session.spent.delta == Fraction(9, 10**7)  # the reserve was not used
 
 
 def test_budget_exceeded_charges_nothing() -> None:
@@ -135,11 +145,12 @@ def test_budget_exceeded_charges_nothing() -> None:
     assert pf.count(epsilon=0.3).scale > 0  # exactly the rest still fits
 
 
-def test_releases_with_their_own_delta_are_refused_before_any_charge() -> None:
-    session = _gdp()
+def test_releases_with_their_own_delta_are_refused_without_a_reserve() -> None:
+    session = _gdp(delta_reserve=0)
+    assert session.delta_reserve == 0
     df = pd.DataFrame({"k": ["a", "b"] * 50})
     pf = session.private_frame(df)
-    with pytest.raises(dp.InvalidBudgetError, match=r"delta of its own.*accounting='zcdp'"):
+    with pytest.raises(dp.InvalidBudgetError, match=r"delta of its own.*delta_reserve="):
         pf.discover_keys("k", epsilon=0.5, delta=1e-7)
     with pytest.raises(dp.InvalidBudgetError, match="no delta of its own in a Gaussian DP"):
         _frame(session).count(epsilon=0.5, delta=1e-7)
@@ -147,6 +158,90 @@ def test_releases_with_their_own_delta_are_refused_before_any_charge() -> None:
         _frame(session).count(rho=0.01)
     assert len(session.ledger) == 0
     assert session.spent == Budget(0)
+
+
+def test_key_discovery_spends_the_reserve() -> None:
+    """Discovery is charged its share of μ² (its ε-DP part, μ(ε)) and its δ from the reserve."""
+    from dpframe.mechanisms.allocation import pure_epsilon
+    from dpframe.mechanisms.gdp_curves import mu_of_epsilon
+
+    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")  # gdp by default
+    assert session.accounting == "gdp" and session.delta_reserve == RESERVE
+    df = pd.DataFrame({"k": ["a"] * 3000 + ["b"] * 2000 + ["rare"]})
+    pf = session.private_frame(df)
+    keys = pf.discover_keys("k", epsilon=0.5, delta=Fraction(6, 10**8))
+    assert set(keys) <= {"a", "b", "rare"} and {"a", "b"} <= set(keys)
+    row = session.ledger.iloc[0]
+    rho_total = session._accountant.rho_total  # type: ignore[attr-defined]
+    assert row["delta"] == pytest.approx(6e-8, rel=1e-12)
+    assert row["rho"] == pytest.approx(float(rho_total / 2), rel=1e-12)
+    # Its ε-DP part: the largest ε with μ(ε) ≤ μ_q (tight to 0.1%).
+    acc = session._accountant
+    _, allocation = acc.allocate(
+        PrivacyRequest(epsilon=Fraction(1, 2), delta=Fraction(6, 10**8)), mechanism_delta=True
+    )
+    eps = pure_epsilon(allocation, Fraction(1, 2))
+    mu_q = math.sqrt(float(rho_total))
+    assert float(mu_of_epsilon(eps)) <= mu_q < float(mu_of_epsilon(eps * Fraction(1001, 1000)))
+    assert session.remaining == Budget(Fraction(1, 2), Fraction(94, 10**8))
+    assert session._accountant.reserve_left(session._charges()) == Fraction(4, 10**8)  # type: ignore[attr-defined]
+    spent = session.spent
+    assert spent.delta == Fraction(9, 10**7) + Fraction(6, 10**8)
+    mu = math.sqrt(2 * float(session._charges().rho))
+    assert gdp_delta(float(spent.epsilon), mu) <= GAUSSIAN_DELTA * (1 + 1e-9)
+    # More δ than the reserve has left: refused before any charge, saying why.
+    with pytest.raises(dp.BudgetExceededError, match=r"reserve for such releases has 4e-08 left"):
+        pf.discover_keys("k", epsilon=0.1, delta=Fraction(5, 10**8))
+    assert len(session.ledger) == 1
+    pf.discover_keys("k", epsilon=0.1, delta=Fraction(4, 10**8))  # exactly the rest fits
+    assert session._charges().delta == RESERVE
+    with pytest.raises(dp.InvalidBudgetError, match=r"needs a delta of its own.*reserve"):
+        pf.discover_keys("k", epsilon=0.1)
+    assert len(session.ledger) == 2
+
+
+def test_copy_with_delta_in_a_gdp_session() -> None:
+    session = _gdp()
+    df = pd.DataFrame({"c": ["x", "y"] * 500})
+    pf = session.private_frame(df, categories={"c": ["x", "y"]})
+    copy = pf["c"].randomized_response(epsilon=0.5, delta=1e-8)
+    assert len(copy) > 0
+    assert session.ledger.iloc[0]["delta"] == pytest.approx(1e-8, rel=1e-12)
+    assert session.remaining.epsilon == Fraction(1, 2)
+
+
+def test_delta_reserve_is_checked_before_the_ledger() -> None:
+    with pytest.raises(dp.InvalidBudgetError, match="delta_reserve must be at least 0 and below"):
+        _gdp(delta_reserve=1e-6)
+    with pytest.raises(dp.InvalidBudgetError, match="delta_reserve must be at least 0 and below"):
+        _gdp(delta_reserve=-1e-9)
+    with pytest.raises(dp.InvalidBudgetError, match="delta_reserve= applies to Gaussian DP"):
+        dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp", delta_reserve=0)
+    with pytest.raises(dp.InvalidBudgetError, match="delta_reserve= applies to Gaussian DP"):
+        dp.Session(epsilon=1, ledger=":memory:", delta_reserve=0)  # delta=0: pure
+    assert dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp").delta_reserve is None
+    assert _gdp(delta_reserve=Fraction(1, 10**9)).delta_reserve == Fraction(1, 10**9)
+
+
+def test_resumed_session_keeps_its_reserve(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    first = _gdp(path, name="study", delta_reserve=2e-7)
+    _frame(first).count(epsilon=0.25)
+    resumed = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study")
+    assert resumed.delta_reserve == Fraction(2, 10**7)
+    assert resumed._accountant.rho_total == first._accountant.rho_total  # type: ignore[attr-defined]
+    assert resumed.remaining.epsilon == Fraction(3, 4)
+    assert dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study", delta_reserve=2e-7)
+    with pytest.raises(dp.LedgerError, match="delta reserve of 2e-07"):
+        dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study", delta_reserve=1e-7)
+    with pytest.raises(dp.LedgerError, match="delta reserve of 2e-07"):
+        dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study", delta_reserve=0)
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    recorded = conn.execute("SELECT delta_reserve FROM budgets WHERE session='study'").fetchone()
+    conn.close()
+    assert Fraction(recorded[0]) == Fraction(2, 10**7)
 
 
 def test_regressions_and_kde_in_a_gdp_session() -> None:
@@ -201,7 +296,9 @@ def test_resumed_session_keeps_its_accounting(tmp_path: Path) -> None:
     resumed = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="study")  # no accounting=
     assert resumed.accounting == "gdp"
     assert resumed.remaining.epsilon == Fraction(3, 4)
-    old = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="old")  # a new one: the default
+    fresh = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="fresh")  # a new one: the default
+    assert fresh.accounting == "gdp"
+    old = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="old", accounting="zcdp")
     assert old.accounting == "zcdp"
     _frame(old).count(epsilon=0.5)
     again = dp.Session(epsilon=1, delta=1e-6, ledger=path, name="old")
@@ -260,7 +357,7 @@ def test_gdp_count_noise_has_the_stated_sigma() -> None:
     n = 20_000
     noisy, spec = release_integer_sums(np.zeros(n), 1, 1.0, allocation, SecureRandom())
     sigma2 = float(spec.parameter)
-    assert math.sqrt(sigma2) == pytest.approx(4.2345, rel=1e-4)
+    assert math.sqrt(sigma2) == pytest.approx(4.2561, rel=1e-4)
     k = np.arange(-200, 201)
     pmf = discrete_gaussian_pmf(sigma2, k)
     v, m4 = float((pmf * k**2).sum()), float((pmf * k**4).sum())
@@ -270,8 +367,11 @@ def test_gdp_count_noise_has_the_stated_sigma() -> None:
 
 
 def test_mu_total_matches_the_curve() -> None:
-    mu = mu_from_epsilon_delta(Fraction(1), Fraction(1, 10**6))
+    """μ_total is the curve's μ at (ε, δ − reserve)."""
+    mu = mu_from_epsilon_delta(Fraction(1), Fraction(9, 10**7))
     assert make_accountant(TOTAL, "gdp").rho_total == mu * mu / 2  # type: ignore[attr-defined]
+    mu = mu_from_epsilon_delta(Fraction(1), Fraction(1, 10**6))
+    assert make_accountant(TOTAL, "gdp", Fraction(0)).rho_total == mu * mu / 2  # type: ignore[attr-defined]
 
 
 # -- the approx accountant ---------------------------------------------------------------

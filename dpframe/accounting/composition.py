@@ -214,7 +214,7 @@ def summarize(
             CompositionReadout(
                 "GDP",
                 gdp_eps,
-                delta_prime if rho_total > 0 else 0.0,
+                own_delta + (delta_prime if rho_total > 0 else 0.0),
                 True,
                 f"μ = sqrt(Σμ_i²) = {mu:.4g}, least ε with δ_μ(ε) ≤ δ' (exact Gaussian curve)",
             )

@@ -292,11 +292,15 @@ class Session(Observable):
         """The spend under basic, advanced (where valid), zCDP and RDP composition (a view).
 
         Args:
-            delta: the slack δ' of the advanced, zCDP and RDP conversions
-                (default: the session's δ not used by mechanisms with their own).
+            delta: the slack δ' of the advanced, zCDP, RDP and GDP conversions
+                (default: the session's δ not used by mechanisms with their own;
+                in a Gaussian DP session, its δ minus its reserve).
         """
         from dpframe.accounting.composition import summarize
 
+        reserve = self.delta_reserve
+        if delta is None and reserve is not None:
+            delta = float(self.total.delta - reserve)
         return summarize(self.accounting, float(self.total.delta), self.ledger, delta)
 
     def __repr__(self) -> str:
