@@ -53,7 +53,7 @@ def test_count_is_discrete_laplace(groups_df: pd.DataFrame, epsilon: float) -> N
 
 
 def test_count_is_discrete_gaussian_under_zcdp(groups_df: pd.DataFrame) -> None:
-    pf = _frame(groups_df, epsilon=1.0, delta=1e-6)
+    pf = _frame(groups_df, epsilon=1.0, delta=1e-6, accounting="zcdp")
     counts = pf.groupby("g").count(epsilon=0.5)
     noise = counts.to_numpy().astype(np.int64) - ROWS
     rho = float(rho_from_epsilon_delta(dp.Budget(1).epsilon, dp.Budget(0, 1e-6).delta)) * 0.5
@@ -62,7 +62,7 @@ def test_count_is_discrete_gaussian_under_zcdp(groups_df: pd.DataFrame) -> None:
 
 
 def test_count_with_rho_argument(groups_df: pd.DataFrame) -> None:
-    pf = _frame(groups_df, epsilon=1.0, delta=1e-6)
+    pf = _frame(groups_df, epsilon=1.0, delta=1e-6, accounting="zcdp")
     counts = pf.groupby("g").count(rho=0.005)
     noise = counts.to_numpy().astype(np.int64) - ROWS
     sigma = 1 / math.sqrt(2 * 0.005)
