@@ -399,3 +399,27 @@ def test_approx_regression_stays_in_zcdp() -> None:
     rho = rho_from_epsilon_delta(Fraction(1), Fraction(1, 10**6))
     assert count.currency == "zcdp"
     assert count.parameter + model == rho
+
+
+@pytest.mark.parametrize(
+    ("rho", "sensitivity"), [(Fraction(10**7), 5000), (Fraction(50), 40), (Fraction(1, 50), 1)]
+)
+def test_noise_is_calibrated_at_its_own_sensitivity(rho: Fraction, sensitivity: int) -> None:
+    """σ in grid units keeps Δ_u·K(σ)/σ ≤ μ (Lemmas B–D), and 1% less noise would exceed μ.
+
+    At large μ a wide sensitivity needs only the correction K(σ) at its own σ (σ ≥ Δ_u/u
+    is far above 1/u): a sum of Δ = 5000 at ρ = 10⁷ gets σ = 1.155 grid units, 3.3% above
+    Δ/μ = 1.118 (K ≈ 1 + 1/(24σ²)), where the Δ = 1 correction K(1/u) gave σ = 578.
+    """
+    from dpframe.mechanisms.additive import noise_for
+    from dpframe.mechanisms.allocation import NoiseAllocation
+    from dpframe.mechanisms.gdp_curves import discrete_gaussian_mu
+
+    mu = math.sqrt(2 * float(rho))
+    grid, units, spec = noise_for(sensitivity, 1.0, NoiseAllocation("gaussian", rho, "gdp"))
+    sigma = math.sqrt(float(spec.parameter))
+    assert grid == 1 and units == sensitivity
+    assert discrete_gaussian_mu(sigma, units) <= mu
+    assert discrete_gaussian_mu(sigma * 0.99, units) > mu
+    if sensitivity == 5000:
+        assert sensitivity / mu < sigma < 1.04 * sensitivity / mu

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
-from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho
+from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.gdp_curves import discrete_gaussian_rho
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,
@@ -121,9 +122,11 @@ def noise_for(
     if isinstance(spread, bool) or not isinstance(spread, int) or spread < 1:
         raise InvalidArgumentError("spread must be an integer >= 1.")
     sensitivity = max(int(sensitivity), 1)
-    # GDP currency: the ρ′ that keeps the *discrete* Gaussian within μ = sqrt(2ρ)
-    # for every integer sensitivity (so also for the widened Δ_u below).
-    rho = gaussian_rho(allocation) if allocation.kind == "gaussian" else allocation.parameter
+    # GDP currency: the grid is chosen from the allocation's ρ (public), and the
+    # noise from the ρ′ that keeps the *discrete* Gaussian at the widened Δ_u
+    # within μ = sqrt(2ρ) (discrete_gaussian_rho at Δ_u, below).
+    gdp = allocation.kind == "gaussian" and allocation.currency == "gdp"
+    rho = allocation.parameter  # zCDP: the discrete Gaussian is exactly ρ-zCDP (CKS 2020)
     if rho <= 0:
         raise InvalidBudgetError(_TOO_SMALL)
     try:
@@ -140,6 +143,10 @@ def noise_for(
     if allocation.kind == "laplace":
         parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
     else:
+        if gdp:
+            rho = discrete_gaussian_rho(allocation.parameter, sensitivity_units)
+            if rho <= 0:
+                raise InvalidBudgetError(_TOO_SMALL)
         parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * rho))
     too_wide = parameter > _MAX_SCALE if allocation.kind == "laplace" else parameter > _MAX_SCALE**2
     if too_wide:
@@ -173,8 +180,8 @@ def release_integer_sums(
         Ghosh, Roughgarden, Sundararajan 2009).  Gaussian: the discrete
         Gaussian with σ² ≥ Δ_u²/(2ρ) gives ρ-zCDP (CKS 2020, Thm 4); under a
         GDP allocation (``currency="gdp"``) ρ is first lowered to ρ′ =
-        ``gaussian_rho(allocation)`` so that the discrete Gaussian at any
-        integer Δ_u is sqrt(2ρ)-GDP (docs/proofs/gdp_accounting.md).  The
+        ``discrete_gaussian_rho(ρ, Δ_u)`` so that the discrete Gaussian at
+        the integer Δ_u is sqrt(2ρ)-GDP (docs/proofs/gdp_accounting.md).  The
         scale is rounded *up* to a 21-bit rational (never less noise).
         Multiplying by the public grid value is post-processing.
 

@@ -197,20 +197,27 @@ def discrete_gaussian_mu(sigma: float, sensitivity: int) -> float:
     return sensitivity * discrete_gaussian_slack(sigma) / sigma
 
 
-def discrete_gaussian_rho(rho: Fraction) -> Fraction:
+def discrete_gaussian_rho(rho: Fraction, sensitivity: int = 1) -> Fraction:
     """The ρ′ (≤ ρ) to calibrate discrete Gaussians with so they stay (sqrt(2ρ))-GDP.
 
     A mechanism that adds N_Z(0, σ²) per coordinate with σ ≥ Δ/sqrt(2ρ′), for
-    an integer shift of ℓ2 norm at most Δ (any Δ ≥ 1), is u·K(1/u)-GDP with
-    u = sqrt(2ρ′); ρ′ is the largest multiple of 2⁻⁶⁰ (found by bisection)
-    with u·K(1/u) ≤ sqrt(2ρ).  A ρ′ of 0 means no discrete Gaussian fits.
+    an integer shift of ℓ2 norm at most Δ, Δ ≥ ``sensitivity`` ≥ 1 (an
+    integer), is u·K(s/u)-GDP with u = sqrt(2ρ′) and s = ``sensitivity``
+    (σ ≥ Δ/u ≥ s/u, and K decreases: Δ·K(σ)/σ ≤ u·K(s/u));
+    ρ′ is the largest multiple of 2⁻⁶⁰ (found by bisection) with
+    u·K(s/u) ≤ sqrt(2ρ).  A ρ′ of 0 means no discrete Gaussian fits.
+    ``sensitivity`` = 1 holds for every integer Δ; a caller that knows its
+    Δ (``noise_for``) passes it, which matters only when σ/Δ is small
+    (large ε), where K(1/u) would be far above K(σ).
     """
     if rho <= 0:
         return Fraction(0)
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, int) or sensitivity < 1:
+        raise ValueError("sensitivity must be a positive integer.")
     target = math.sqrt(float(rho) * 2) * (1 - _MARGIN)
 
     def ok(u: float) -> bool:
-        return u > 0 and u * discrete_gaussian_slack(1.0 / u) <= target
+        return u > 0 and u * discrete_gaussian_slack(sensitivity / u) <= target
 
     u = _bisect(0.0, target, ok)
     exact = Fraction(math.floor(u * u / 2 * _DENOMINATOR), _DENOMINATOR)
