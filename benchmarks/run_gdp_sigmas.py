@@ -75,8 +75,8 @@ def main() -> None:
     for accounting in ("zcdp", "approx"):
         one = count_sigma(accounting, 1.0, 1e-6, Fraction(1))
         hundred = count_sigma(accounting, 1.0, 1e-6, Fraction(1, 100))
-        label = hundred if accounting != "approx" else float("nan")
-        print(f"{accounting:>12} {one:12.4f} {label:12.4f}")
+        shown = hundred if accounting != "approx" else float("nan")
+        print(f"{accounting:>12} {one:12.4f} {shown:12.4f}")
     mu = float(mu_from_epsilon_delta(Fraction(1), Fraction(1, 10**6)))
     print(f"continuous analytic σ = 1/μ = {1 / mu:.4f} (μ_total = {mu:.6f})")
     print(f"  continuous δ at that σ: {gdp_delta(1.0, mu):.5g}")

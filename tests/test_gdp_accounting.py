@@ -219,7 +219,10 @@ def test_delta_reserve_is_checked_before_the_ledger() -> None:
         dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp", delta_reserve=0)
     with pytest.raises(dp.InvalidBudgetError, match="delta_reserve= applies to Gaussian DP"):
         dp.Session(epsilon=1, ledger=":memory:", delta_reserve=0)  # delta=0: pure
-    assert dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp").delta_reserve is None
+    assert (
+        dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting="zcdp").delta_reserve
+        is None
+    )
     assert _gdp(delta_reserve=Fraction(1, 10**9)).delta_reserve == Fraction(1, 10**9)
 
 

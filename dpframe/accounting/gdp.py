@@ -26,7 +26,12 @@ from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.gdp_curves import gdp_epsilon, mu_from_epsilon_delta
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
-__all__ = ["DEFAULT_RESERVE_SHARE", "GaussianDPAccountant", "default_delta_reserve", "rho_total_gdp"]
+__all__ = [
+    "DEFAULT_RESERVE_SHARE",
+    "GaussianDPAccountant",
+    "default_delta_reserve",
+    "rho_total_gdp",
+]
 
 _ZERO = Fraction(0)
 #: The default reserve for releases with a δ of their own: this share of the session's δ.

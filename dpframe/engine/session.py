@@ -218,7 +218,10 @@ class Session(Observable):
         self._limits = limits or ResourceLimits()
         self._units: dict[str, tuple[str, int] | None] = {}
         self._ledger.register(
-            self._name, self._accountant.kind, total, getattr(self._accountant, "delta_reserve", None)
+            self._name,
+            self._accountant.kind,
+            total,
+            getattr(self._accountant, "delta_reserve", None),
         )
 
     # -- public state --------------------------------------------------------
