@@ -248,12 +248,12 @@ def test_resumed_session_keeps_its_reserve(tmp_path: Path) -> None:
 
 
 def test_regressions_and_kde_in_a_gdp_session() -> None:
-    """analysis='rdp' and kde run (vector discrete Gaussians); 'iteration' is refused."""
+    """analysis='rdp' and kde run (vector discrete Gaussians); 'iteration' needs a δ."""
     session = _gdp()
     rng = np.random.default_rng(0)  # the data only, not noise
     df = pd.DataFrame({"x": rng.uniform(0, 1, 500), "y": rng.uniform(0, 1, 500)})
     pf = session.private_frame(df, bounds={"x": (0, 1), "y": (0, 1)})
-    with pytest.raises(dp.InvalidBudgetError, match=r"analysis='iteration'.*accounting='zcdp'"):
+    with pytest.raises(dp.InvalidBudgetError, match=r"delta of its own.*analysis='iteration'"):
         pf.linear_regression(["x"], "y", epsilon=0.3, analysis="iteration", progress=False)
     assert len(session.ledger) == 0
     model = pf.linear_regression(["x"], "y", epsilon=0.3, progress=False)
@@ -262,6 +262,42 @@ def test_regressions_and_kde_in_a_gdp_session() -> None:
     assert len(curve) > 0
     assert len(session.ledger) == 2
     assert session.remaining.epsilon == Fraction(1, 5)
+
+
+def test_iteration_regression_spends_the_reserve() -> None:
+    """A Rényi-only regression is an (ε_i, δ_i)-DP release: μ(ε_i) ≤ its μ, δ_i from the reserve.
+
+    Its ρ is the largest whose zCDP conversion at δ_i is within ε_i (tight: 0.1% more
+    ρ exceeds ε_i), and ε_i the largest with μ(ε_i) ≤ μ (0.1% more exceeds μ).
+    """
+    from dpframe.accounting.gdp import _renyi_rho
+    from dpframe.mechanisms.allocation import zcdp_epsilon
+    from dpframe.mechanisms.gdp_curves import epsilon_of_mu, mu_of_epsilon
+
+    session = _gdp()
+    rng = np.random.default_rng(1)  # the data only, not noise
+    df = pd.DataFrame({"x": rng.uniform(0, 1, 2000), "y": rng.uniform(0, 1, 2000)})
+    pf = session.private_frame(df, bounds={"x": (0, 1), "y": (0, 1)})
+    model = pf.linear_regression(
+        ["x"], "y", epsilon=0.3, delta=1e-8, analysis="iteration", progress=False
+    )
+    assert model.accounting == "iteration" and np.isfinite(model.coef_).all()
+    row = session.ledger.iloc[0]
+    assert row["delta"] == pytest.approx(1e-8, rel=1e-12)
+    assert session._charges().delta == Fraction(1, 10**8)
+    rho = session._accountant.rho_total * Fraction(3, 10)  # type: ignore[attr-defined]
+    renyi = _renyi_rho(rho, Fraction(1, 10**8))
+    mu = math.sqrt(2 * float(rho))
+    eps = epsilon_of_mu(Fraction(mu))
+    assert float(mu_of_epsilon(eps)) <= mu < float(mu_of_epsilon(eps * Fraction(1001, 1000)))
+    assert zcdp_epsilon(float(renyi), 1e-8) <= float(eps)
+    assert zcdp_epsilon(float(renyi) * 1.001, 1e-8) > float(eps)
+    none = _gdp(delta_reserve=0)
+    with pytest.raises(dp.InvalidBudgetError, match=r"delta_reserve=0"):
+        none.private_frame(df, bounds={"x": (0, 1), "y": (0, 1)}).linear_regression(
+            ["x"], "y", epsilon=0.3, delta=1e-8, analysis="iteration", progress=False
+        )
+    assert len(none.ledger) == 0
 
 
 def test_gradient_steps_are_each_within_their_mu() -> None:

@@ -18,12 +18,18 @@ and their ε-DP part is charged μ(ε) in the filter (proof note §3).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
-from dpframe.accounting.accountants import Accountant, AccountingKind, Charge
+from dpframe.accounting.accountants import (
+    Accountant,
+    AccountingKind,
+    Charge,
+    rho_from_epsilon_delta,
+)
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
 from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.gdp_curves import gdp_epsilon, mu_from_epsilon_delta
+from dpframe.mechanisms.gdp_curves import epsilon_of_mu, gdp_epsilon, mu_from_epsilon_delta
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 __all__ = [
@@ -124,12 +130,14 @@ class GaussianDPAccountant(Accountant):
                 )
             if request.delta == 0:
                 raise InvalidBudgetError(
-                    "This release needs a delta of its own (discovering keys privately): pass "
-                    f"delta=... from the session's reserve ({float(self.delta_reserve):.3g} "
-                    "in all), or declare the keys with categories=..."
+                    "This release needs a delta of its own in a Gaussian DP session (key "
+                    "discovery, or a regression with analysis='iteration'): pass delta=... "
+                    f"from the session's reserve ({float(self.delta_reserve):.3g} in all), "
+                    "or declare the keys with categories=... (use analysis='rdp' for a "
+                    "regression)."
                 )
             charge = Charge(epsilon=request.epsilon, delta=request.delta, rho=rho)
-            return charge, NoiseAllocation("gaussian", rho, "gdp")
+            return charge, NoiseAllocation("gaussian", rho, "gdp", _renyi_rho(rho, request.delta))
         if request.delta != 0:
             raise InvalidBudgetError(
                 "This aggregate has no delta of its own in a Gaussian DP session (its noise "
@@ -193,3 +201,17 @@ class GaussianDPAccountant(Accountant):
             f"gdp accounting (mu_total={self.mu_total:.6g}, delta_reserve="
             f"{float(self.delta_reserve):.3g}), total {self.total}"
         )
+
+
+def _renyi_rho(rho: Fraction, delta: Fraction) -> Fraction:
+    """The ρ a Rényi-only mechanism may use as an (ε_i, δ)-DP release charged μ = sqrt(2ρ).
+
+    ε_i is the largest ε with μ(ε) ≤ μ (so the mechanism's ε-part fits its μ,
+    docs/proofs/gdp_accounting.md §2–3), and the ρ returned is the largest
+    whose zCDP conversion at δ is within ε_i: a ρ-zCDP mechanism is then
+    (ε_i, δ)-DP (Bun & Steinke 2016, Prop. 1.3).  Key discovery and copies
+    ignore it (their ε comes from ``pure_epsilon``).
+    """
+    mu = Fraction(math.sqrt(2 * float(rho)) * (1 - 1e-12))
+    epsilon = epsilon_of_mu(mu)
+    return rho_from_epsilon_delta(epsilon, delta) if epsilon > 0 else _ZERO

@@ -99,8 +99,9 @@ def _split_rdp(allocation: NoiseAllocation, what: str) -> tuple[NoiseAllocation,
     if rho is None:
         raise InvalidBudgetError(
             f"{what} with analysis='iteration' is analysed in Renyi DP, which Gaussian DP "
-            "accounting cannot compose; use analysis='rdp' (per-step Gaussian noise), or "
-            "create the session with accounting='zcdp'."
+            "accounting composes only as a release with a delta of its own: pass delta=... "
+            "(from the session's delta_reserve), use analysis='rdp' (per-step Gaussian "
+            "noise), or create the session with accounting='zcdp'."
         )
     # Both parts in zCDP (ρ adds), so the whole is ρ-zCDP as the accountant assumed.
     return NoiseAllocation("gaussian", rho * _COUNT_SHARE), rho * (1 - _COUNT_SHARE)
@@ -389,6 +390,10 @@ def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, A
 
 class RegressionFamily(Family[Regression]):
     """Linear or logistic regression by noisy projected gradient descent (one charge)."""
+
+    def renyi_only(self, node: Regression) -> bool:
+        """Amplification by iteration is analysed only in Rényi DP."""
+        return node.analysis == "iteration"
 
     def rows_needed(self, node: Regression) -> str | None:
         """Full-batch steps are sums over rows (any backend); per-row SGD needs the rows."""
