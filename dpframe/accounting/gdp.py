@@ -10,7 +10,8 @@ fully adaptive choices of the μ_i (Smith & Thakurta 2022, "Fully adaptive
 composition for Gaussian differential privacy").  The proof, including the
 discrete Gaussian correction, is ``docs/proofs/gdp_accounting.md``.
 
-Releases with a δ of their own (key discovery, a copy with ``delta=``) draw
+Releases with a δ of their own (key discovery, a copy with ``delta=``, a
+Rényi-only regression) draw
 their δ from a *fixed* reserve D set when the session is created (default
 δ/10, :func:`default_delta_reserve`); μ_total is computed from (ε, δ − D),
 and their ε-DP part is charged μ(ε) in the filter (proof note §3).
@@ -72,7 +73,8 @@ class GaussianDPAccountant(Accountant):
     (docs/proofs/gdp_accounting.md §3).  An (ε_i, δ_i)-DP release (key
     discovery, a copy with δ) is charged μ(ε_i) = −2Φ⁻¹(1/(1+e^ε_i)) and
     δ_i.  With D = 0 such releases are refused.  Mechanisms analysed only in
-    Rényi DP (regressions with ``analysis="iteration"``) are refused.
+    Rényi DP (regressions with ``analysis="iteration"``) count as such a
+    release: they get the ρ whose zCDP conversion at δ_i is within ε_i.
     Regressions with ``analysis="rdp"`` run: their gradient steps are vector
     discrete Gaussians, composed in GDP.
 

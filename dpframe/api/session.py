@@ -34,14 +34,16 @@ class Session(engine_session.Session):
             for one that is forgotten when the session ends, or a
             :class:`~dpframe.accounting.Ledger`.
         accounting: ``"pure"``, ``"approx"``, ``"zcdp"`` or ``"gdp"`` (Gaussian
-            DP: exact for Gaussian noise; no regressions with
-            ``analysis="iteration"``; see docs/proofs/gdp_accounting.md) (or a
+            DP: exact for Gaussian noise; regressions with
+            ``analysis="iteration"`` need ``delta=`` from the reserve; see
+            docs/proofs/gdp_accounting.md) (or a
             :class:`~dpframe.Accounting`); default: what the ledger recorded
             for a resumed session, else ``"pure"`` when ``delta == 0`` and
             ``"gdp"`` otherwise.
         delta_reserve: Gaussian DP only: the part D of ``delta`` kept for
             releases with a δ of their own (key discovery, copies with
-            ``delta=``), which together may spend at most D; the Gaussian
+            ``delta=``, regressions with ``analysis="iteration"``), which
+            together may spend at most D; the Gaussian
             noise is calibrated to (ε, δ − D).  Default: what the ledger
             recorded for a resumed session, else ``delta / 10`` (about +0.6%
             σ at (1, 1e-6)); 0 refuses such releases.  Fixed at creation.
