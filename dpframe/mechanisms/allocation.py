@@ -33,7 +33,9 @@ class NoiseAllocation:
     discrete sampler, and ε-DP parts use :func:`pure_epsilon`).
     ``rdp_rho``: under ``gdp``, a ρ that mechanisms analysed only in Rényi
     DP may use instead (the approx accountant's ρ-zCDP conversion of the
-    same (ε, δ)); None where they must refuse (a GDP session).
+    same (ε, δ); in a GDP session, for a release with a δ of its own, the ρ
+    whose conversion at that δ is within the ε that fits μ); None where they
+    must refuse (a GDP session's release without a δ of its own).
     """
 
     kind: Literal["laplace", "gaussian"]
