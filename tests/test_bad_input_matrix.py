@@ -46,7 +46,7 @@ def ctx(tmp_path: Path) -> Ctx:
     path = tmp_path / "matrix-ledger.sqlite"
     return Ctx(
         pure=dp.Session(epsilon=1e12, ledger=path, name="pure"),
-        zcdp=dp.Session(epsilon=1e12, delta=1e-3, ledger=path, name="zcdp"),
+        zcdp=dp.Session(epsilon=1e12, delta=1e-3, ledger=path, name="zcdp", accounting="zcdp"),
         other=dp.Session(epsilon=1e12, ledger=path, name="other"),
         tmp=tmp_path,
     )

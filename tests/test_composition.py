@@ -54,7 +54,7 @@ def test_advanced_never_reported_above_basic(tmp_path: Path, cps: pd.DataFrame) 
 
 
 def test_zcdp_session_readouts(tmp_path: Path, cps: pd.DataFrame) -> None:
-    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=tmp_path / "l.sqlite")
+    session = dp.Session(epsilon=1.0, delta=1e-6, accounting="zcdp", ledger=tmp_path / "l.sqlite")
     pf = session.private_frame(cps, bounds=CPS1988_BOUNDS)
     pf.count(epsilon=0.3)
     pf["wage"].mean(epsilon=0.3)

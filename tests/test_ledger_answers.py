@@ -42,7 +42,10 @@ def test_a_version_2_ledger_gains_the_answers_table(
     with monkeypatch.context() as patch:
         patch.setattr(ledger_schema, "MIGRATIONS", ledger_schema.MIGRATIONS[:2])
         old = Ledger(path)
-        old.register("s", "pure", dp.Budget(1))
+        # the budgets row as a version-2 dpframe wrote it (register() now writes version 4's)
+        old._conn.execute(
+            "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)", ("s", "*", "pure", "1", "0", 0.0)
+        )
         first = old.charge("s", "d", Charge(epsilon=Fraction(1, 10)), _accept, "count()", "m")
         old.complete(first, "12")
         old.close()
@@ -53,7 +56,7 @@ def test_a_version_2_ledger_gains_the_answers_table(
 
     ledger = Ledger(path)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     conn.close()
     assert _tables(path) == _tables_of_a_new_ledger(tmp_path)

@@ -196,7 +196,7 @@ def test_copy_with_delta_in_an_approx_session(tmp_path: Path, cps: pd.DataFrame)
 
 
 def test_copy_in_a_zcdp_session_uses_the_pure_share(tmp_path: Path, cps: pd.DataFrame) -> None:
-    pf = _frame(tmp_path, cps, epsilon=1.0, delta=1e-6)
+    pf = _frame(tmp_path, cps, epsilon=1.0, delta=1e-6, accounting="zcdp")
     copy = pf["smsa"].randomized_response(epsilon=0.5)
     meta = copy.attrs["dpframe_copy"]
     rho = float(pf.session.ledger["rho"].iloc[0])
@@ -307,7 +307,7 @@ def test_copies_refuse_a_dask_frame_before_charging_and_sums_over_rows_run(
     cps: pd.DataFrame,
 ) -> None:
     dd = pytest.importorskip("dask.dataframe")
-    session = dp.Session(epsilon=50.0, delta=1e-6, ledger=":memory:")
+    session = dp.Session(epsilon=50.0, delta=1e-6, accounting="zcdp", ledger=":memory:")
     pf = session.private_frame(
         dd.from_pandas(cps, npartitions=3), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES
     )

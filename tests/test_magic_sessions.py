@@ -178,7 +178,7 @@ def test_the_kernel_extension_binds_dp_and_keeps_a_users_dp() -> None:
 
 
 def test_the_zcdp_meter_adds_up_in_the_units_asked(tmp_path: Path) -> None:
-    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", name="z")
+    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", name="z", accounting="zcdp")
     assert session.accounting == "zcdp"
     pf = session.private_frame(pd.DataFrame({"x": [1.0, 2.0, 3.0] * 100}), bounds={"x": (0, 3)})
     meter = BudgetMeter(session)

@@ -174,7 +174,7 @@ def test_logistic_regression_through_the_session(tmp_path: Path, cps: pd.DataFra
 def test_amplification_by_iteration_accounting(
     tmp_path: Path, cps: pd.DataFrame, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pf = _frame(tmp_path, cps.head(3000), epsilon=8.0, delta=1e-6)
+    pf = _frame(tmp_path, cps.head(3000), epsilon=8.0, delta=1e-6, accounting="zcdp")
     model = pf.linear_regression(FEATURES, "wage", epsilon=8.0, analysis="iteration", passes=2)
     assert model.accounting == "iteration"
     assert np.all(np.isfinite(model.coef_))

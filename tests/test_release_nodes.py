@@ -253,7 +253,7 @@ def _eps() -> PrivacyRequest:
     return PrivacyRequest(epsilon=1)
 
 
-@pytest.mark.parametrize("accounting", ["pure", "approx", "zcdp"])
+@pytest.mark.parametrize("accounting", ["pure", "approx", "zcdp", "gdp"])
 def test_a_composite_is_one_charge_whose_parts_add_up_to_it(
     cps: pd.DataFrame, accounting: str
 ) -> None:

@@ -22,6 +22,7 @@ from dpframe.accounting.renyi import (
     zcdp_rdp,
 )
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
 
 
 def _renyi_numeric(p: object, q: object, alpha: float, lo: float, hi: float) -> float:
@@ -134,7 +135,12 @@ def test_session_curve_per_accounting() -> None:
         _ledger([("discrete Gaussian", 0.5, 1e-6, 0), ("partition selection", 0.2, 1e-7, 0)]),
         orders,
     )
-    rho = float(rho_from_epsilon_delta(dp.Budget(0.5).epsilon, dp.Budget(0, 1e-6).delta))
+    # An approx Gaussian row is μ-GDP (analytic calibration), so (μ²/2)-zCDP: more than the
+    # zCDP conversion's ρ, which older rows used (the larger covers both).
+    older = float(rho_from_epsilon_delta(dp.Budget(0.5).epsilon, dp.Budget(0, 1e-6).delta))
+    mu = float(mu_from_epsilon_delta(dp.Budget(0.5).epsilon, dp.Budget(0, 1e-6).delta))
+    rho = mu * mu / 2
+    assert rho > older
     expected = [a * rho + pure_dp_rdp(a, 0.2) for a in orders]
     assert approx.epsilons == pytest.approx(expected)
     assert approx.mechanism_delta == pytest.approx(1e-7)

@@ -70,7 +70,7 @@ def test_in_a_sum_the_cell_is_a_count_with_laplace_noise_at_the_whole_epsilon() 
 @pytest.mark.slow
 def test_in_a_mean_under_zcdp_the_cell_is_a_discrete_gaussian_at_the_whole_rho() -> None:
     rho = 0.02
-    session = dp.Session(epsilon=1e6, delta=1e-6, ledger=":memory:")
+    session = dp.Session(epsilon=1e6, delta=1e-6, ledger=":memory:", accounting="zcdp")
     pf = session.private_frame(_frame(), bounds={"x": (0, 10)}, categories={"g": ["a", "b"]})
     noise = _noise(lambda: pf.groupby("g")["x"].mean(rho=rho))
     sigma = 1 / math.sqrt(2 * rho)  # the whole ρ, not the mean's first count's 1/20

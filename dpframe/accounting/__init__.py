@@ -6,9 +6,11 @@ from dpframe.accounting.accountants import (
     Charge,
     PureDPAccountant,
     ZCDPAccountant,
+    default_accounting,
     make_accountant,
     rho_from_epsilon_delta,
 )
+from dpframe.accounting.gdp import GaussianDPAccountant, default_delta_reserve
 from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
 from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
 from dpframe.plan.privacy import Budget, PrivacyRequest, to_fraction
@@ -18,12 +20,15 @@ __all__ = [
     "ApproxDPAccountant",
     "Budget",
     "Charge",
+    "GaussianDPAccountant",
     "Ledger",
     "NoiseAllocation",
     "PendingCharge",
     "PrivacyRequest",
     "PureDPAccountant",
     "ZCDPAccountant",
+    "default_accounting",
+    "default_delta_reserve",
     "default_ledger_path",
     "make_accountant",
     "rho_from_epsilon_delta",

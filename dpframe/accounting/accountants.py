@@ -1,4 +1,4 @@
-"""Privacy accountants (pure DP, approximate DP, zCDP) used as privacy filters.
+"""Privacy accountants (pure DP, approximate DP, zCDP, Gaussian DP) used as privacy filters.
 
 An accountant turns a query's :class:`PrivacyRequest` into
 
@@ -13,7 +13,9 @@ the session budget.  Because the test depends only on the charges (never on
 the data or on the released values), the guarantee holds when the analyst
 picks each query's cost adaptively after seeing earlier answers:
 Rogers, Roth, Ullman, Vadhan 2016 (basic composition filters) and
-Whitehouse, Ramdas, Rogers, Wu 2023 (fully adaptive zCDP / Rényi filters).
+Whitehouse, Ramdas, Rogers, Wu 2023 (fully adaptive zCDP / Rényi filters),
+Smith & Thakurta 2022 (fully adaptive Gaussian DP filters,
+:mod:`dpframe.accounting.gdp`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Literal
 
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
 from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
+from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 __all__ = [
@@ -35,11 +38,12 @@ __all__ = [
     "Charge",
     "PureDPAccountant",
     "ZCDPAccountant",
+    "default_accounting",
     "make_accountant",
     "rho_from_epsilon_delta",
 ]
 
-AccountingKind = Literal["pure", "approx", "zcdp"]
+AccountingKind = Literal["pure", "approx", "zcdp", "gdp"]
 _ZERO = Fraction(0)
 _RHO_DENOMINATOR = 2**60
 
@@ -204,7 +208,13 @@ class ApproxDPAccountant(Accountant):
 
     Privacy: adaptively chosen (ε_i, δ_i)-DP releases compose to
     (Σ ε_i, Σ δ_i)-DP.  A query with δ > 0 uses discrete Gaussian noise
-    calibrated through zCDP: ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))², which
+    calibrated with the analytic Gaussian mechanism (Balle & Wang 2018) in
+    its Gaussian-DP form: μ is the largest with δ_μ(ε) ≤ δ (Dong, Roth & Su
+    2019, Cor. 2.13), and the discrete sampler is corrected for
+    (``currency="gdp"``, :func:`~dpframe.mechanisms.allocation.gaussian_rho`);
+    a μ-GDP release is (ε, δ)-DP.  Mechanisms analysed only in Rényi DP
+    (regressions by amplification by iteration) use
+    ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))² instead, which
     is (ε, δ)-DP by Bun & Steinke 2016 (Prop. 1.3); δ = 0 uses Laplace noise.
     """
 
@@ -213,7 +223,7 @@ class ApproxDPAccountant(Accountant):
     def allocate(
         self, request: PrivacyRequest, *, mechanism_delta: bool = False
     ) -> tuple[Charge, NoiseAllocation]:
-        """Laplace for δ = 0, otherwise a zCDP-calibrated Gaussian."""
+        """Laplace for δ = 0, otherwise a Gaussian calibrated exactly to (ε, δ) in GDP."""
         if request.rho is not None or request.epsilon is None:
             raise InvalidBudgetError("rho= is only accepted in a zCDP session; use epsilon=.")
         charge = Charge(epsilon=request.epsilon, delta=request.delta)
@@ -222,8 +232,9 @@ class ApproxDPAccountant(Accountant):
             return charge, NoiseAllocation("laplace", request.epsilon)
         if request.delta == 0:
             return charge, NoiseAllocation("laplace", request.epsilon)
-        rho = rho_from_epsilon_delta(request.epsilon, request.delta)
-        return charge, NoiseAllocation("gaussian", rho)
+        mu = mu_from_epsilon_delta(request.epsilon, request.delta)
+        rdp = rho_from_epsilon_delta(request.epsilon, request.delta)
+        return charge, NoiseAllocation("gaussian", mu * mu / 2, "gdp", rdp)
 
     def admits(self, spent: Charge, charge: Charge) -> bool:
         """Σ ε ≤ ε_total and Σ δ ≤ δ_total."""
@@ -323,13 +334,37 @@ def _require_delta(request: PrivacyRequest) -> None:
         )
 
 
-def make_accountant(total: Budget, accounting: str | None) -> Accountant:
-    """The accountant for a session: pure when δ = 0, zCDP otherwise, unless overridden."""
-    kind = accounting if accounting is not None else ("pure" if total.delta == 0 else "zcdp")
+def make_accountant(
+    total: Budget, accounting: str | None, delta_reserve: Fraction | None = None
+) -> Accountant:
+    """The accountant for a session: pure when δ = 0, Gaussian DP otherwise, unless overridden.
+
+    ``delta_reserve``: a Gaussian DP session's reserve for releases with a δ of
+    their own (None: the default, δ/10); refused for other accountings.
+    """
+    kind = accounting if accounting is not None else default_accounting(total)
+    if delta_reserve is not None and kind != "gdp":
+        raise InvalidBudgetError(
+            f"delta_reserve= applies to Gaussian DP sessions (accounting='gdp'); this "
+            f"session uses {kind!r} accounting, where releases with a delta of their own "
+            "draw on the session's delta directly. Drop delta_reserve=."
+        )
     if kind == "pure":
         return PureDPAccountant(total)
     if kind == "approx":
         return ApproxDPAccountant(total)
     if kind == "zcdp":
         return ZCDPAccountant(total)
-    raise InvalidBudgetError(f"accounting must be 'pure', 'approx' or 'zcdp', got {accounting!r}.")
+    if kind == "gdp":
+        from dpframe.accounting.gdp import GaussianDPAccountant
+
+        return GaussianDPAccountant(total, delta_reserve)
+    raise InvalidBudgetError(
+        "accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), "
+        f"got {accounting!r}."
+    )
+
+
+def default_accounting(total: Budget) -> AccountingKind:
+    """The accounting of a new session that names none: pure when δ = 0, else Gaussian DP."""
+    return "pure" if total.delta == 0 else "gdp"

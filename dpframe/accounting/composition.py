@@ -9,7 +9,9 @@ module only *reads* the ledger and reports the total under
   at δ' + Σδ (the same martingale proof gives sqrt(2·ln(1/δ')·Σε_i²) +
   Σε_i·(e^{ε_i} − 1) when the ε_i differ);
 * zCDP (Bun & Steinke 2016): Σρ, converted with ε = ρ + 2·sqrt(ρ·ln(1/δ'));
-* RDP (Mironov 2017): the best conversion of the composed Rényi curve.
+* RDP (Mironov 2017): the best conversion of the composed Rényi curve;
+* GDP (Dong, Roth & Su 2019), in a gdp session: sqrt(Σμ_i²) through the
+  exact Gaussian curve.
 
 Advanced composition is reported only where it is valid: every release must
 be (ε_i, δ_i)-DP with a known ε_i (pure or approx accounting), and it assumes
@@ -23,14 +25,13 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import pandas as pd
 
-from dpframe.accounting.accountants import rho_from_epsilon_delta
-from dpframe.accounting.renyi import session_curve
+from dpframe.accounting.renyi import approx_gaussian_rho, session_curve
 from dpframe.errors import InvalidBudgetError
 from dpframe.mechanisms.allocation import zcdp_epsilon
+from dpframe.mechanisms.gdp_curves import gdp_epsilon
 
 __all__ = ["CompositionReadout", "CompositionSummary", "advanced_composition", "summarize"]
 
@@ -40,7 +41,7 @@ class CompositionReadout:
     """The session's total under one composition theorem.
 
     Attributes:
-        name: ``basic``, ``advanced``, ``zCDP`` or ``RDP``.
+        name: ``basic``, ``advanced``, ``zCDP``, ``RDP`` or ``GDP``.
         epsilon: the total ε (NaN when not valid).
         delta: the total δ (NaN when not valid).
         valid: whether the theorem applies to these releases.
@@ -140,7 +141,7 @@ def summarize(
         d > 0 and "gaussian" in str(m).lower()
         for m, d in zip(ledger["mechanism"], dlt, strict=True)
     ]
-    if accounting == "zcdp":
+    if accounting in ("zcdp", "gdp"):  # gdp rows record ρ = μ²/2 (a μ-GDP release is ρ-zCDP)
         rhos = [float(r) for r in ledger["rho"]]
         per = delta_prime / max(k, 1)
         basic_eps = sum(zcdp_epsilon(r, per) for r in rhos)
@@ -181,7 +182,7 @@ def summarize(
         rho_total = 0.0
         for e, d, g in zip(eps, dlt, gaussian, strict=True):
             if g:
-                rho_total += float(rho_from_epsilon_delta(Fraction(e), Fraction(d)))
+                rho_total += approx_gaussian_rho(e, d)
             else:
                 rho_total += e * e / 2  # ε-DP is ε²/2-zCDP (Bun & Steinke 2016, Prop. 1.4)
         own_delta = sum(d for d, g in zip(dlt, gaussian, strict=True) if not g)
@@ -206,5 +207,17 @@ def summarize(
             f"min over α of ε(α) + log(1/δ')/(α−1), best α={alpha:g}",
         )
     )
-    used = {"pure": "basic", "approx": "basic", "zcdp": "zCDP"}[accounting]
+    if accounting == "gdp":
+        mu = math.sqrt(2 * rho_total)
+        gdp_eps = gdp_epsilon(mu, delta_prime) if rho_total > 0 else 0.0
+        readouts.append(
+            CompositionReadout(
+                "GDP",
+                gdp_eps,
+                own_delta + (delta_prime if rho_total > 0 else 0.0),
+                True,
+                f"μ = sqrt(Σμ_i²) = {mu:.4g}, least ε with δ_μ(ε) ≤ δ' (exact Gaussian curve)",
+            )
+        )
+    used = {"pure": "basic", "approx": "basic", "zcdp": "zCDP", "gdp": "GDP"}[accounting]
     return CompositionSummary(accounting, used, k, tuple(readouts))

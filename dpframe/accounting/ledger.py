@@ -156,27 +156,37 @@ class Ledger:
                 raise
             self._conn.execute("COMMIT")
 
-    def register(self, session: str, accounting: str, total: Budget) -> None:
+    def register(
+        self,
+        session: str,
+        accounting: str,
+        total: Budget,
+        delta_reserve: Fraction | None = None,
+    ) -> None:
         """Record the budget of ``session``, or check it matches the recorded one.
 
         Args:
             session: the session's name.
-            accounting: its accounting (``"pure"``, ``"approx"``, ``"zcdp"``).
+            accounting: its accounting (``"pure"``, ``"approx"``, ``"zcdp"``, ``"gdp"``).
             total: its total budget.
+            delta_reserve: a Gaussian DP session's δ reserve (None for other accountings).
 
         Raises:
             LedgerError: the ledger already holds this session with a different
-                budget or accounting (a budget is fixed at first use).
+                budget, accounting or δ reserve (a budget is fixed at first use).
         """
         dataset = "*"
+        reserve = None if delta_reserve is None else str(delta_reserve)
         with self._transaction() as conn:
             row = conn.execute(
-                "SELECT accounting, epsilon, delta FROM budgets WHERE session=? AND dataset=?",
+                "SELECT accounting, epsilon, delta, delta_reserve FROM budgets "
+                "WHERE session=? AND dataset=?",
                 (session, dataset),
             ).fetchone()
             if row is None:
                 conn.execute(
-                    "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO budgets (session, dataset, accounting, epsilon, delta, "
+                    "created, delta_reserve) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         session,
                         dataset,
@@ -184,6 +194,7 @@ class Ledger:
                         str(total.epsilon),
                         str(total.delta),
                         time.time(),
+                        reserve,
                     ),
                 )
                 self._accounting[session] = accounting
@@ -196,7 +207,42 @@ class Ledger:
                     f"asks for {accounting} accounting and total {total}. A budget is fixed "
                     "at first use: resume with the same settings, or choose a new name=."
                 )
+            was = _reserve_of(row[0], row[3])
+            asked = _reserve_of(accounting, reserve)
+            if was != asked:
+                raise LedgerError(
+                    f"The ledger {self.path} already holds session {session!r} with a "
+                    f"delta reserve of {float(was or 0):.3g}; this session asks for "
+                    f"{float(asked or 0):.3g}. A budget is fixed at first use: "
+                    "resume without delta_reserve= (or with the recorded one), or choose "
+                    "a new name=."
+                )
             self._accounting[session] = accounting
+
+    def recorded_accounting(self, session: str) -> str | None:
+        """The accounting ``session`` was registered with in this ledger, or None if new.
+
+        A resumed session that names no accounting keeps this one (its rows are
+        in that currency and are never reinterpreted).
+        """
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT accounting FROM budgets WHERE session=? AND dataset='*'", (session,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def recorded_delta_reserve(self, session: str) -> Fraction | None:
+        """The δ reserve a Gaussian DP ``session`` was registered with (0 if it kept none).
+
+        None for a new session or one of another accounting; a resumed session
+        that names no reserve keeps this one.
+        """
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT accounting, delta_reserve FROM budgets WHERE session=? AND dataset='*'",
+                (session,),
+            ).fetchone()
+        return None if row is None else _reserve_of(str(row[0]), row[1])
 
     def spent(self, session: str) -> Charge:
         """The exact sum of all charges of ``session``."""
@@ -504,3 +550,10 @@ class Ledger:
         """Close the database connection."""
         with self._lock:
             self._conn.close()
+
+
+def _reserve_of(accounting: str, recorded: str | None) -> Fraction | None:
+    """A budgets row's δ reserve: None unless Gaussian DP; a gdp row without one kept none."""
+    if accounting != "gdp":
+        return None
+    return Fraction(0) if recorded is None else Fraction(recorded)

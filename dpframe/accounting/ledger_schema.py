@@ -139,6 +139,13 @@ MIGRATIONS: tuple[Migration, ...] = (
 )""",
         ),
     ),
+    Migration(
+        4,
+        "A session's budget records the delta reserve of a Gaussian DP session (the delta "
+        "kept for releases with a delta of their own, fixed at creation; NULL for other "
+        "accountings and for sessions recorded before, which keep no reserve).",
+        ("ALTER TABLE budgets ADD COLUMN delta_reserve TEXT",),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

@@ -25,10 +25,12 @@ import pandas as pd
 
 from dpframe.accounting.accountants import rho_from_epsilon_delta
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
+from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
 
 __all__ = [
     "DEFAULT_ORDERS",
     "RenyiCurve",
+    "approx_gaussian_rho",
     "best_conversion",
     "gaussian_rdp",
     "laplace_rdp",
@@ -298,19 +300,34 @@ def release_rdp(
       mechanism.  It is loose for a Laplace release by up to a factor of
       about 2 at small α (see :func:`laplace_rdp`), because the ledger
       records the guarantee, not the noise ratio.
+    * ``gdp``: every row records ρ = μ²/2 of its μ-GDP charge; a μ-GDP
+      mechanism is (μ²/2)-zCDP (it is a post-processing of N(0,1) against
+      N(μ,1): Dong, Roth & Su 2019, Thm 2.10, Blackwell), so ε(α) = αρ.
     * ``approx`` with δ > 0: a Gaussian release (its mechanism name says so)
-      used ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))², so ε(α) = αρ and no δ is
-      carried; any other mechanism is an (ε, δ) mechanism, analysed as
-      δ-approximately ε-DP (pure curve plus δ), as the zCDP accountant does.
+      is μ-GDP with μ the largest whose curve is within (ε, δ) (rows written
+      before this calibration used the smaller zCDP ρ; the larger μ²/2
+      covers both), so ε(α) = αμ²/2 and no δ is carried; any other
+      mechanism is an (ε, δ) mechanism, analysed as δ-approximately ε-DP
+      (pure curve plus δ), as the zCDP accountant does.
     """
-    if accounting == "zcdp":
+    if accounting in ("zcdp", "gdp"):  # a μ-GDP release is (μ²/2)-zCDP; gdp records ρ = μ²/2
         return [zcdp_rdp(a, rho) for a in orders], float(delta)
     if delta > 0 and "gaussian" in mechanism.lower():
-        from fractions import Fraction
-
-        implied = float(rho_from_epsilon_delta(Fraction(epsilon), Fraction(delta)))
-        return [zcdp_rdp(a, implied) for a in orders], 0.0
+        return [zcdp_rdp(a, approx_gaussian_rho(epsilon, delta)) for a in orders], 0.0
     return [pure_dp_rdp(a, epsilon) for a in orders], float(delta)
+
+
+def approx_gaussian_rho(epsilon: float, delta: float) -> float:
+    """The zCDP ρ of an approx-accounting Gaussian row of (ε, δ): μ²/2 of its μ-GDP calibration.
+
+    At least the ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))² that rows used before
+    the GDP calibration (and regressions still use), so it covers every row.
+    """
+    from fractions import Fraction
+
+    mu = float(mu_from_epsilon_delta(Fraction(epsilon), Fraction(delta)))
+    older = float(rho_from_epsilon_delta(Fraction(epsilon), Fraction(delta)))
+    return max(mu * mu / 2, older)
 
 
 def session_curve(

@@ -33,9 +33,20 @@ class Session(engine_session.Session):
             (``$DPFRAME_LEDGER`` or the user's data directory), ``":memory:"``
             for one that is forgotten when the session ends, or a
             :class:`~dpframe.accounting.Ledger`.
-        accounting: ``"pure"``, ``"approx"`` or ``"zcdp"`` (or a
-            :class:`~dpframe.Accounting`); default ``"pure"`` when ``delta == 0``,
-            else ``"zcdp"``.
+        accounting: ``"pure"``, ``"approx"``, ``"zcdp"`` or ``"gdp"`` (Gaussian
+            DP: exact for Gaussian noise; regressions with
+            ``analysis="iteration"`` need ``delta=`` from the reserve; see
+            docs/proofs/gdp_accounting.md) (or a
+            :class:`~dpframe.Accounting`); default: what the ledger recorded
+            for a resumed session, else ``"pure"`` when ``delta == 0`` and
+            ``"gdp"`` otherwise.
+        delta_reserve: Gaussian DP only: the part D of ``delta`` kept for
+            releases with a δ of their own (key discovery, copies with
+            ``delta=``, regressions with ``analysis="iteration"``), which
+            together may spend at most D; the Gaussian
+            noise is calibrated to (ε, δ − D).  Default: what the ledger
+            recorded for a resumed session, else ``delta / 10`` (about +0.6%
+            σ at (1, 1e-6)); 0 refuses such releases.  Fixed at creation.
         limits: the largest request a release may make (expression nodes, plan
             steps, nesting, literal values, output cells), checked from public
             inputs before the charge; default :class:`~dpframe.plan.estimate.ResourceLimits`.

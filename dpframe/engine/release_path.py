@@ -155,7 +155,7 @@ def _admit(session: Session, node: Node, template: bool = False) -> _Admitted:
         validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
-        request, mechanism_delta=family.delta_of_its_own(node)
+        request, mechanism_delta=_delta_of_its_own(session, family, node)
     )
     noise = family.privacy_map(node, allocation)
     templates = node.templates() if isinstance(node, ReleaseNode) else ()
@@ -214,7 +214,7 @@ def explain(session: Session, node: Node) -> Explanation:
     validate_node(node, _schema(session, node))
     request = _request(node)
     charge, allocation = session._accountant.allocate(
-        request, mechanism_delta=family.delta_of_its_own(node)
+        request, mechanism_delta=_delta_of_its_own(session, family, node)
     )
     _backend(session, node, family)
     accountant, spent = session._accountant, session._charges()
@@ -222,7 +222,7 @@ def explain(session: Session, node: Node) -> Explanation:
         request,
         allocation,
         accountant.cost(request, charge),
-        float(charge.rho) if charge.rho else None,
+        float(charge.rho) if charge.rho and session.accounting == "zcdp" else None,
         accountant.remaining(spent),
         accountant.remaining(spent + charge) if accountant.admits(spent, charge) else None,
     )
@@ -275,7 +275,7 @@ def admit_batch(session: Session, nodes: list[Node]) -> list[Admission]:
     for entry in admitted:
         total = total + entry.charge
     accountant = session._accountant
-    if session.accounting == "zcdp":
+    if session.accounting in ("zcdp", "gdp"):  # charges in ρ (GDP: ρ = μ²/2)
         asked = PrivacyRequest(rho=total.rho) if total.rho else PrivacyRequest(epsilon=1)
     else:
         asked = PrivacyRequest(epsilon=total.epsilon, delta=total.delta)
@@ -381,3 +381,10 @@ def _release(session: Session, admitted: _Admitted, backend: Backend, cost: Budg
 def families() -> Mapping[type, Family[Any]]:
     """Every release node type and its family (read-only)."""
     return _families()
+
+
+def _delta_of_its_own(session: Session, family: Family[Any], node: Node) -> bool:
+    """The release spends a δ of its own: by its mechanism, or (Gaussian DP) a Rényi-only one."""
+    if family.delta_of_its_own(node):
+        return True
+    return session.accounting == "gdp" and family.renyi_only(node)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -48,7 +49,7 @@ from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.nodes import Source
 from dpframe.plan.parameters import PrivacyUnit
-from dpframe.plan.privacy import Budget, Number
+from dpframe.plan.privacy import Budget, Number, to_fraction
 from dpframe.plan.schema import Schema, schema_from_frame
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class Session(Observable):
         ledger: str | os.PathLike[str] | Ledger | None = None,
         accounting: str | None = None,
         limits: ResourceLimits | None = None,
+        delta_reserve: Number | None = None,
     ) -> None:
         if os.environ.get("DPFRAME_CLIENT_ONLY") == "1":
             raise DPError(
@@ -189,11 +191,23 @@ class Session(Observable):
             raise InvalidBudgetError("The session's epsilon must be > 0.")
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError("name must be a non-empty string.")
-        self._accountant: Accountant = make_accountant(total, accounting)
-        self._name = name
         if not (ledger is None or isinstance(ledger, (str, os.PathLike, Ledger))):
             raise LedgerError("ledger= takes a file path, ':memory:', a Ledger or None.")
+        reserve = None if delta_reserve is None else to_fraction(delta_reserve, "delta_reserve")
+        if accounting is not None or reserve is not None:
+            # a bad accounting= or delta_reserve= fails before the ledger opens
+            make_accountant(total, accounting, reserve)
         self._ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+        # A resumed session keeps the accounting (and a Gaussian DP session its δ
+        # reserve) that its ledger recorded unless told otherwise.
+        kind = accounting if accounting is not None else self._ledger.recorded_accounting(name)
+        if reserve is None and kind in (None, "gdp"):
+            reserve = self._ledger.recorded_delta_reserve(name)
+        try:
+            self._accountant: Accountant = make_accountant(total, kind, reserve)
+        except InvalidBudgetError:  # recorded with another budget: register() says so
+            self._accountant = make_accountant(total, accounting, reserve)
+        self._name = name
         self._backends: dict[tuple[str, str], Backend] = {}
         self._schemas: dict[tuple[str, str], Schema] = {}
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
@@ -203,7 +217,12 @@ class Session(Observable):
             raise InvalidArgumentError("limits= takes a dpframe.plan.estimate.ResourceLimits.")
         self._limits = limits or ResourceLimits()
         self._units: dict[str, tuple[str, int] | None] = {}
-        self._ledger.register(self._name, self._accountant.kind, total)
+        self._ledger.register(
+            self._name,
+            self._accountant.kind,
+            total,
+            getattr(self._accountant, "delta_reserve", None),
+        )
 
     # -- public state --------------------------------------------------------
 
@@ -219,8 +238,19 @@ class Session(Observable):
 
     @property
     def accounting(self) -> str:
-        """``pure``, ``approx`` or ``zcdp``."""
+        """``pure``, ``approx``, ``zcdp`` or ``gdp``."""
         return self._accountant.kind
+
+    @property
+    def delta_reserve(self) -> Fraction | None:
+        """A Gaussian DP session's δ reserve D for releases with a δ of their own.
+
+        Fixed at creation (default δ/10) and recorded in the ledger; key
+        discovery and copies with ``delta=`` spend from it, in all at most D.
+        None for other accountings.
+        """
+        reserve = getattr(self._accountant, "delta_reserve", None)
+        return None if reserve is None else Fraction(reserve)
 
     @property
     def limits(self) -> ResourceLimits:
@@ -265,11 +295,15 @@ class Session(Observable):
         """The spend under basic, advanced (where valid), zCDP and RDP composition (a view).
 
         Args:
-            delta: the slack δ' of the advanced, zCDP and RDP conversions
-                (default: the session's δ not used by mechanisms with their own).
+            delta: the slack δ' of the advanced, zCDP, RDP and GDP conversions
+                (default: the session's δ not used by mechanisms with their own;
+                in a Gaussian DP session, its δ minus its reserve).
         """
         from dpframe.accounting.composition import summarize
 
+        reserve = self.delta_reserve
+        if delta is None and reserve is not None:
+            delta = float(self.total.delta - reserve)
         return summarize(self.accounting, float(self.total.delta), self.ledger, delta)
 
     def __repr__(self) -> str:

@@ -147,9 +147,15 @@ class DPMagics(Magics):
     @argument("--delta", type=float, default=0.0, help="Total delta (default 0).")
     @argument(
         "--accounting",
-        choices=["pure", "approx", "zcdp"],
+        choices=["pure", "approx", "zcdp", "gdp"],
         default=None,
-        help="Accounting (default: pure if delta is 0, else zcdp).",
+        help="Accounting (default: pure if delta is 0, else gdp).",
+    )
+    @argument(
+        "--delta-reserve",
+        type=float,
+        default=None,
+        help="gdp only: the delta kept for key discovery and copies with delta (default delta/10).",
     )
     @argument(
         "--name",
@@ -176,6 +182,7 @@ class DPMagics(Magics):
             "delta": args.delta,
             "ledger": args.ledger or self.ledger,
             "accounting": args.accounting,
+            "delta_reserve": args.delta_reserve,
         }
         try:
             # Checked now (nothing is recorded in a throw-away ledger), used at the first load.

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
 from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.gdp_curves import discrete_gaussian_rho
 from dpframe.noise import (
     SecureRandom,
     coarsen_up,
@@ -133,11 +134,18 @@ def noise_for(
     if isinstance(spread, bool) or not isinstance(spread, int) or spread < 1:
         raise InvalidArgumentError("spread must be an integer >= 1.")
     sensitivity = max(int(sensitivity), 1)
+    # GDP currency: the grid is chosen from the allocation's ρ (public), and the
+    # noise from the ρ′ that keeps the *discrete* Gaussian at the widened Δ_u
+    # within μ = sqrt(2ρ) (discrete_gaussian_rho at Δ_u, below).
+    gdp = allocation.kind == "gaussian" and allocation.currency == "gdp"
+    rho = allocation.parameter  # zCDP: the discrete Gaussian is exactly ρ-zCDP (CKS 2020)
+    if rho <= 0:
+        raise InvalidBudgetError(_TOO_SMALL)
     try:
         if allocation.kind == "laplace":
             scale_quanta = sensitivity / float(allocation.parameter)
         else:
-            scale_quanta = sensitivity / math.sqrt(2.0 * float(allocation.parameter))
+            scale_quanta = sensitivity / math.sqrt(2.0 * float(rho))
     except OverflowError:  # a parameter beyond float range (say ε = 10**400): no noise
         scale_quanta = 0.0
     except ZeroDivisionError:  # a parameter below float range (say ε = 10**-400)
@@ -147,7 +155,11 @@ def noise_for(
     if allocation.kind == "laplace":
         parameter = coarsen_up(Fraction(sensitivity_units) / allocation.parameter)
     else:
-        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * allocation.parameter))
+        if gdp:
+            rho = discrete_gaussian_rho(allocation.parameter, sensitivity_units)
+            if rho <= 0:
+                raise InvalidBudgetError(_TOO_SMALL)
+        parameter = coarsen_up(Fraction(sensitivity_units**2) / (2 * rho))
     too_wide = parameter > _MAX_SCALE if allocation.kind == "laplace" else parameter > _MAX_SCALE**2
     if too_wide:
         raise InvalidBudgetError(_TOO_SMALL)
@@ -178,7 +190,10 @@ def release_integer_sums(
         from the discrete Laplace distribution with scale t ≥ Δ_u/ε gives ε-DP
         (Canonne, Kamath, Steinke 2020, Thm 7 / the geometric mechanism of
         Ghosh, Roughgarden, Sundararajan 2009).  Gaussian: the discrete
-        Gaussian with σ² ≥ Δ_u²/(2ρ) gives ρ-zCDP (CKS 2020, Thm 4).  The
+        Gaussian with σ² ≥ Δ_u²/(2ρ) gives ρ-zCDP (CKS 2020, Thm 4); under a
+        GDP allocation (``currency="gdp"``) ρ is first lowered to ρ′ =
+        ``discrete_gaussian_rho(ρ, Δ_u)`` so that the discrete Gaussian at
+        the integer Δ_u is sqrt(2ρ)-GDP (docs/proofs/gdp_accounting.md).  The
         scale is rounded *up* to a 21-bit rational (never less noise).
         Multiplying by the public grid value is post-processing.
 

@@ -162,8 +162,8 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
                 "(group privacy would multiply delta); use delta=0."
             )
         share = node.length_share
-        length = NoiseAllocation(allocation.kind, allocation.parameter * share)
-        values = NoiseAllocation(allocation.kind, allocation.parameter * (1 - share))
+        length = allocation.scaled(Fraction(share))
+        values = allocation.scaled(1 - Fraction(share))
         eps_rows = float(pure_epsilon(values, _PURE_ZCDP)) / rows_per_unit
         _, _, length_spec = noise_for(rows_per_unit, 1.0, length)
         if 40 * length_spec.std > MAX_COPY_ROWS // 2:

@@ -216,7 +216,8 @@ def aggregate_floor(
     else:
         expected = spec.std * math.sqrt(2 / math.pi)
         floor = floor_zcdp(diameter, float(allocation.parameter))
-        note = f"ρ-zCDP, answers of neighbours up to {diameter:.4g} apart"
+        kind = "μ-GDP, as (μ²/2)-zCDP" if allocation.currency == "gdp" else "ρ-zCDP"
+        note = f"{kind}, answers of neighbours up to {diameter:.4g} apart"
     return AccuracyFloor(expected, floor, note)
 
 

@@ -91,6 +91,14 @@ class Family(ABC, Generic[N]):
         """True when the mechanism has a δ of its own (charged as requested)."""
         return self.mechanism_delta
 
+    def renyi_only(self, node: N) -> bool:
+        """True when the mechanism's privacy is analysed only in Rényi DP / zCDP.
+
+        A Gaussian DP session admits it as an (ε, δ)-DP release with a δ of its
+        own (docs/proofs/gdp_accounting.md §3); other sessions ignore this.
+        """
+        return False
+
     def rows_needed(self, node: N) -> str | None:
         """Why the release needs the rows in this process (pandas only), or None.
 

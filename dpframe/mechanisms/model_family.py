@@ -20,8 +20,9 @@ import pandas as pd
 
 from dpframe.errors import DPError, InvalidArgumentError, InvalidBudgetError, SchemaError
 from dpframe.mechanisms.additive import noise_for, release_integer_sums
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho, rdp_rho
 from dpframe.mechanisms.family import Family, Released
+from dpframe.mechanisms.gdp_curves import discrete_gaussian_rho
 from dpframe.mechanisms.kde import (
     MAX_GRID,
     KernelSums,
@@ -74,8 +75,36 @@ def _gaussian_only(allocation: NoiseAllocation, what: str) -> None:
 
 
 def _split(allocation: NoiseAllocation) -> tuple[NoiseAllocation, Fraction]:
-    count = NoiseAllocation("gaussian", allocation.parameter * _COUNT_SHARE)
-    return count, allocation.parameter * (1 - _COUNT_SHARE)
+    """The count's allocation and the discrete-Gaussian ρ of the rest (GDP: corrected)."""
+    count = allocation.scaled(_COUNT_SHARE)
+    return count, gaussian_rho(allocation.scaled(1 - _COUNT_SHARE))
+
+
+def _split_steps_gdp(allocation: NoiseAllocation, steps: int) -> tuple[NoiseAllocation, Fraction]:
+    """GDP: the count's allocation, and ``steps`` times the corrected ρ′ of one gradient step.
+
+    Each of the ``steps`` gradient releases is a vector of discrete Gaussians at
+    ρ′ = ``discrete_gaussian_rho(ρ_model/steps)``, so it is sqrt(2ρ_model/steps)-GDP
+    (docs/proofs/gdp_accounting.md, Lemma B); adaptively chosen, they compose to
+    sqrt(2ρ_model)-GDP (Dong, Roth & Su 2019, Thm 3.2), and with the count to
+    sqrt(2ρ)-GDP.  ``fit_by_gradients`` divides the returned ρ by ``steps``.
+    """
+    per_step = discrete_gaussian_rho(allocation.parameter * (1 - _COUNT_SHARE) / steps)
+    return allocation.scaled(_COUNT_SHARE), per_step * steps
+
+
+def _split_rdp(allocation: NoiseAllocation, what: str) -> tuple[NoiseAllocation, Fraction]:
+    """The count's allocation and the ρ of a model analysed in Rényi DP (refused under GDP)."""
+    rho = rdp_rho(allocation)
+    if rho is None:
+        raise InvalidBudgetError(
+            f"{what} with analysis='iteration' is analysed in Renyi DP, which Gaussian DP "
+            "accounting composes only as a release with a delta of its own: pass delta=... "
+            "(from the session's delta_reserve), use analysis='rdp' (per-step Gaussian "
+            "noise), or create the session with accounting='zcdp'."
+        )
+    # Both parts in zCDP (ρ adds), so the whole is ρ-zCDP as the accountant assumed.
+    return NoiseAllocation("gaussian", rho * _COUNT_SHARE), rho * (1 - _COUNT_SHARE)
 
 
 def _noisy_count(
@@ -362,6 +391,10 @@ def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, A
 class RegressionFamily(Family[Regression]):
     """Linear or logistic regression by noisy projected gradient descent (one charge)."""
 
+    def renyi_only(self, node: Regression) -> bool:
+        """Amplification by iteration is analysed only in Rényi DP."""
+        return node.analysis == "iteration"
+
     def rows_needed(self, node: Regression) -> str | None:
         """Full-batch steps are sums over rows (any backend); per-row SGD needs the rows."""
         if node.analysis == "iteration":
@@ -388,7 +421,10 @@ class RegressionFamily(Family[Regression]):
             )
         _gaussian_only(allocation, f"{kind}_regression()")
         spec = loss_spec(node.loss, node.radius)
-        count, rho_model = _split(allocation)
+        if node.analysis == "rdp" and allocation.currency == "gdp":
+            count, rho_model = _split_steps_gdp(allocation, node.steps)
+        else:
+            count, rho_model = _split_rdp(allocation, f"{kind}_regression()")
         noise_for(rows_per_unit, 1.0, count)
         dims = len(node.features) + 1
         if node.analysis == "rdp":

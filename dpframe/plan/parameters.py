@@ -36,6 +36,7 @@ class Accounting(_Choice):
     PURE = "pure"
     APPROX = "approx"
     ZCDP = "zcdp"
+    GDP = "gdp"
 
 
 class Analysis(_Choice):

@@ -223,7 +223,7 @@ class RemoteSession(Observable):
 
     @property
     def accounting(self) -> str:
-        """``pure``, ``approx`` or ``zcdp``, as configured by the data owner."""
+        """``pure``, ``approx``, ``zcdp`` or ``gdp``, as configured by the data owner."""
         return str(self._state["accounting"])
 
     @property

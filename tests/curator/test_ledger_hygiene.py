@@ -138,7 +138,13 @@ def test_a_release_below_the_least_epsilon_is_refused_uncharged(
 
 
 def test_a_rho_below_the_least_share_is_refused(tmp_path: Path) -> None:
-    client = _client(tmp_path)
+    # rho= is a zCDP request: alice's cps grant names zcdp (the default with delta is gdp)
+    path = write_catalog(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    zcdp = text.replace("delta = 1e-6 }, ", 'delta = 1e-6, accounting = "zcdp" }, ', 1)
+    assert zcdp != text
+    path.write_text(zcdp, encoding="utf-8")
+    client = TestClient(create_app(Curator(Catalog.load(path), pace_clock=Clock())))
     body = copy.deepcopy(MEAN)
     body["node"]["privacy"] = {"epsilon": None, "delta": "0", "rho": "1e-14"}
     answer = _post(client, body)

@@ -34,7 +34,7 @@ def test_dask_backend_says_it_holds_no_rows(cps: pd.DataFrame) -> None:
 
 
 def test_row_level_releases_are_refused_before_the_charge(cps: pd.DataFrame) -> None:
-    session = dp.Session(epsilon=3.0, delta=1e-6, ledger=":memory:")
+    session = dp.Session(epsilon=3.0, delta=1e-6, ledger=":memory:", accounting="zcdp")
     pf = session.private_frame(
         from_pandas(cps.head(2_000), 3),
         bounds=BOUNDS,
