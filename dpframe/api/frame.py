@@ -406,7 +406,9 @@ class PrivateFrame(RowGuard):
         rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
         stay in a ball of ``radius`` (per-row gradient norm ≤ radius + 1).
         ``analysis="rdp"``: ``steps`` full-batch steps, each a discrete
-        Gaussian release of the gradient sum, composed in zCDP.
+        Gaussian release of the gradient sum, composed in zCDP (in a
+        Gaussian-DP session each step is charged its μ², for the discrete
+        Gaussian actually sampled).
         ``analysis="iteration"``: ``passes`` of per-row noisy SGD, only the
         final weights released, charged by amplification by iteration
         (Feldman, Mironov, Talwar, Thakurta 2018, Thm 22, worst row).  A noisy
