@@ -91,8 +91,18 @@ class RowGuard:
             object.__setattr__(instance, name, value)
         return instance
 
-    def _missing(self, name: str, extra: str = "") -> AttributeError:
-        """The error for an attribute this object does not have (refused, taught or unknown)."""
+    def _missing(self, name: str, extra: str = "") -> Exception:
+        """The error for an attribute this object does not have (refused, taught or unknown).
+
+        pandas asks every argument for ``_typ`` to tell its own frames and
+        series apart (``isinstance(x, ABCDataFrame)``); asked from inside a pandas
+        function (``pd.concat([pf])``), the answer is that function's refusal with
+        what to write instead, not pandas' bare ``TypeError`` naming this class.
+        """
+        if name == "_typ":
+            caller = library_caller()
+            if caller is not None and caller[1].split(".")[0] == "pandas":
+                return refusal_for_function(*caller)
         return missing_attribute(type(self).__name__, name, extra)
 
     def __dir__(self) -> list[str]:

@@ -176,6 +176,8 @@ FUNCTIONS: dict[str, str] = {
     "corrcoef": "pf[['a', 'b']].corr(epsilon=...)",
     "cov": "pf[['a', 'b']].cov(epsilon=...)",
     "where": "pf['x'].where(condition, other) on one column, or filter with pf[condition]",
+    "isna": "pf.isna().sum(epsilon=...) counts the missing values per column",
+    "notna": "pf.notna().mean(epsilon=...) gives the share present per column",
 }
 
 #: numpy ufuncs as a numpy function name (np.log1p(pf['x'])): derived columns instead.
