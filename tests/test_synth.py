@@ -270,7 +270,7 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     """The full-table pass and the per-pair passes count the same (complete) rows."""
     from types import SimpleNamespace
 
-    import dpframe.mechanisms.synth_family as family
+    import dpframe.mechanisms.synth_rows as synth_rows
     from dpframe.api.synthesis import synthesis_node
 
     data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
@@ -280,10 +280,10 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     pf = cps_frame(session, data)[["wage", "education", "region", "parttime"]]
     node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", {"wage": 4}, None)
     run = SimpleNamespace(backend=next(iter(session._backends.values())))
-    one_pass = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    one_pass = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
     assert one_pass._full is not None
-    monkeypatch.setattr(family, "FULL_TABLE_CELLS", 1)
-    per_pair = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    monkeypatch.setattr(synth_rows, "FULL_TABLE_CELLS", 1)
+    per_pair = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
     assert per_pair._full is None
     for i in range(4):
         np.testing.assert_array_equal(one_pass.one(i), per_pair.one(i))

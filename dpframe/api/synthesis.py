@@ -121,13 +121,8 @@ def _rows(rows: object) -> int:
 
 
 def _method(method: object) -> str:
-    if method == "aim":
-        raise InvalidArgumentError(
-            "method='aim' is not available yet: AIM needs inference on a general junction "
-            "tree, which dpframe does not have (issue 19). Use method='mst'."
-        )
     if method not in _METHODS:
-        raise InvalidArgumentError(f"method must be 'mst' (or, later, 'aim'); got {method!r}.")
+        raise InvalidArgumentError(f"method must be 'mst' or 'aim'; got {method!r}.")
     return str(method)
 
 
@@ -140,7 +135,7 @@ def synthesis_node(
     progress: bool = True,
 ) -> Synthesize:
     """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged)."""
-    _method(method)
+    chosen = _method(method)
     length = _rows(rows)
     if isinstance(bins, bool) or not (
         bins is None or isinstance(bins, (numbers.Integral, Mapping))
@@ -185,7 +180,7 @@ def synthesis_node(
         edges=tuple(edges),
         categories=tuple(categories),
         integer=tuple(integer),
-        method="mst",
+        method="aim" if chosen == "aim" else "mst",
         rows=length,
         progress=bool(progress),
     )
