@@ -217,12 +217,15 @@ def _frame_with_text(session: dp.Session) -> dp.PrivateFrame:
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, method="gan"),
             dp.InvalidArgumentError,
-            "method must be 'mst'",
+            "method must be 'mst' or 'aim'; got 'gan'",
         ),
         (
-            lambda pf: pf[["wage"]].synthesize(epsilon=1, method="aim"),
-            dp.InvalidArgumentError,
-            r"method='aim' is not available yet.*junction tree.*issue 19",
+            lambda pf: pf[["wage", "experience"]].synthesize(
+                epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
+            ),
+            dp.ResourceLimitError,
+            r"AIM's model holds at most 32,768 \(= 2\*\*15\) cells; the 1-way marginals and "
+            r"the largest 2-way marginal of this copy need 37,073",
         ),
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, bins="auto"),

@@ -49,8 +49,12 @@ def test_copy_through_the_curator(remote: Any) -> None:
 
 def test_refusals_through_the_curator_charge_nothing(remote: Any) -> None:
     before = remote.session.spent
-    with pytest.raises(dp.InvalidArgumentError, match="issue 19"):
-        remote[COLUMNS].synthesize(epsilon=1, method="aim")
+    with pytest.raises(dp.InvalidArgumentError, match="method must be 'mst' or 'aim'"):
+        remote[COLUMNS].synthesize(epsilon=1, method="gan")
+    with pytest.raises(dp.ResourceLimitError, match="AIM's model holds at most"):
+        remote[["wage", "experience"]].synthesize(
+            epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
+        )
     with pytest.raises(dp.InvalidArgumentError, match="rows must be a positive integer"):
         remote[COLUMNS].synthesize(epsilon=1, rows=0)
     assert remote.session.spent == before

@@ -297,7 +297,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         rows=rows,
         rows_private=node.rows == 0,
         total=model.total,
-        pairs=tuple(tuple(node.columns[a] for a in m.clique) for m in higher),  # type: ignore[misc]
+        pairs=tuple(tuple(node.columns[a] for a in m.clique) for m in higher),
         one_way=tuple(tuple(float(v) for v in m.values) for m in measurements[:d]),
         one_way_std=std,
         kept=tuple(tuple(range(k)) for k in sizes),
