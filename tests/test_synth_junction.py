@@ -11,7 +11,8 @@ from dpframe.mechanisms.synth_junction import JunctionTree, fit_junction, sample
 from dpframe.mechanisms.synth_model import Measurement
 
 SIZES = (3, 4, 2, 5)
-CYCLE: list[tuple[int, ...]] = [(0, 1), (1, 2), (2, 3), (0, 3)]  # a 4-cycle: not a tree, needs a chord
+# A 4-cycle: not a tree, needs a chord.
+CYCLE: list[tuple[int, ...]] = [(0, 1), (1, 2), (2, 3), (0, 3)]
 
 
 def _brute(theta: dict[tuple[int, ...], np.ndarray]) -> np.ndarray:
