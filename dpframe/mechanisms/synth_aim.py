@@ -88,18 +88,25 @@ __all__ = ["AimNoise", "aim_noise", "aim_rounds", "release_aim", "run_aim", "wor
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
 _ONE_WAY_SHARE = Fraction(1, 10)
 _SELECT_SHARE = Fraction(1, 10)
+#: The rounds' measurement budgets, per stage of d rounds: the second stage's
+#: marginals get three times the first's (σ smaller by √3), a fixed stand-in
+#: for AIM's annealing (cheap marginals first, then the large ones).
+STAGE_WEIGHTS = (1, 3)
 #: Mirror-descent steps of each round's (warm-started) refit.
 ROUND_ITERATIONS = 100
 
 Clique = tuple[int, ...]
 Planned = tuple[int, int, NoiseSpec]
 Exact = Callable[[Clique], npt.NDArray[np.float64]]
-Measure = Callable[[npt.NDArray[np.float64], bool], tuple[npt.NDArray[np.float64], NoiseSpec]]
+Measure = Callable[
+    [npt.NDArray[np.float64], tuple[NoiseAllocation, Planned]],
+    tuple[npt.NDArray[np.float64], NoiseSpec],
+]
 
 
 def aim_rounds(columns: int) -> int:
-    """The selection rounds T: 2 per column (none for one column)."""
-    return 0 if columns == 1 else columns
+    """The selection rounds T: one stage of d rounds per stage weight (none for one column)."""
+    return 0 if columns == 1 else len(STAGE_WEIGHTS) * columns
 
 
 def workload(sizes: tuple[int, ...]) -> tuple[list[Clique], dict[Clique, int]]:
@@ -126,7 +133,7 @@ class AimNoise:
     Attributes:
         sensitivity: rows per privacy unit (each marginal's L1 and L2 sensitivity).
         one_way: each 1-way marginal's allocation and planned noise.
-        measure: each round's measurement's allocation and planned noise (None: no rounds).
+        stages: per stage (d rounds each), its measurements' allocation and planned noise.
         rounds: the selection rounds T.
         select_epsilon: the ε of each selection (None: no selection).
         select_sensitivity: the utilities' sensitivity (k times the largest weight).
@@ -134,7 +141,7 @@ class AimNoise:
 
     sensitivity: int
     one_way: tuple[NoiseAllocation, Planned]
-    measure: tuple[NoiseAllocation, Planned] | None
+    stages: tuple[tuple[NoiseAllocation, Planned], ...]
     rounds: int
     select_epsilon: Fraction | None
     select_sensitivity: int
@@ -148,19 +155,21 @@ def aim_noise(node: Synthesize, allocation: NoiseAllocation) -> AimNoise:
     one = _ONE_WAY_SHARE if rounds else Fraction(1)
     one_alloc = NoiseAllocation(allocation.kind, allocation.parameter * one / d)
     one_way = (one_alloc, noise_for(k, 1.0, one_alloc, k))
-    measure = None
+    stages: list[tuple[NoiseAllocation, Planned]] = []
     select_epsilon = None
     weight = 0
     if rounds:
         rest = 1 - _ONE_WAY_SHARE - _SELECT_SHARE
-        alloc = NoiseAllocation(allocation.kind, allocation.parameter * rest / rounds)
-        measure = (alloc, noise_for(k, 1.0, alloc, k))
+        for weight in STAGE_WEIGHTS:
+            part = rest * weight / (sum(STAGE_WEIGHTS) * d)
+            alloc = NoiseAllocation(allocation.kind, allocation.parameter * part)
+            stages.append((alloc, noise_for(k, 1.0, alloc, k)))
         per_round = NoiseAllocation(allocation.kind, allocation.parameter * _SELECT_SHARE / rounds)
         select_epsilon = pure_epsilon(per_round, _PURE_ZCDP)
         if select_epsilon <= 0:
             raise InvalidBudgetError("epsilon is too small to select the model's marginals.")
         weight = max(workload(node.sizes())[1].values())
-    return AimNoise(k, one_way, measure, rounds, select_epsilon, k * weight)
+    return AimNoise(k, one_way, tuple(stages), rounds, select_epsilon, k * weight)
 
 
 def _fits(cliques: list[Clique], candidate: Clique, sizes: tuple[int, ...]) -> bool:
@@ -177,7 +186,7 @@ def run_aim(
     rng: SecureRandom,
     total_of: Callable[[list[Measurement]], float],
     progress: Callable[[int], None],
-) -> tuple[JunctionModel, list[Measurement], tuple[float, float]]:
+) -> tuple[JunctionModel, list[Measurement], tuple[float, tuple[float, ...]]]:
     """Measure the 1-way marginals, then T rounds of select, measure, refit.
 
     Args:
@@ -192,13 +201,13 @@ def run_aim(
     Returns:
         The model fitted to the measurements so far (final refit left to the
         caller), the measurements, and the noise standard deviations of the
-        1-way and of the rounds' measurements.
+        1-way marginals and of each round's measurement.
     """
     d = len(sizes)
     measurements: list[Measurement] = []
     std = 0.0
     for i in range(d):
-        noisy, spec = measure(exact((i,)), True)
+        noisy, spec = measure(exact((i,)), noise.one_way)
         std = spec.std
         measurements.append(Measurement((i,), noisy, np.full(noisy.shape, std**2)))
         progress(1)
@@ -206,15 +215,15 @@ def run_aim(
     model = fit_junction(sizes, measurements, total, ROUND_ITERATIONS)
     progress(1)
     if not noise.rounds:
-        return model, measurements, (std, 0.0)
+        return model, measurements, (std, ())
     assert noise.select_epsilon is not None
-    assert noise.measure is not None
-    round_std = noise.measure[1][2].std
     _, weights = workload(sizes)
     candidates = list(weights)
     truth = {c: exact(c).reshape(tuple(sizes[a] for a in c)) for c in candidates}
-    expected = math.sqrt(2 / math.pi) * round_std
-    for _ in range(noise.rounds):
+    stds = []
+    for t in range(noise.rounds):
+        stage = noise.stages[t // d]
+        expected = math.sqrt(2 / math.pi) * stage[1][2].std
         cliques = list(dict.fromkeys(m.clique for m in measurements))
         open_ = [c for c in candidates if _fits(cliques, c, sizes)]
         utilities = np.array(
@@ -233,13 +242,14 @@ def run_aim(
         pick = open_[
             permute_and_flip(utilities, noise.select_epsilon, noise.select_sensitivity, rng)
         ]
-        noisy, spec = measure(truth[pick], False)
+        noisy, spec = measure(truth[pick], stage)
+        stds.append(spec.std)
         table = noisy.reshape(truth[pick].shape)
         measurements.append(Measurement(pick, table, np.full(table.shape, spec.std**2)))
         total = total_of(measurements)
         model = fit_junction(sizes, measurements, total, ROUND_ITERATIONS, start=model.theta)
         progress(1)
-    return model, measurements, (std, round_std)
+    return model, measurements, (std, tuple(stds))
 
 
 def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
@@ -261,12 +271,10 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         )
 
     exact = ExactTables(run, node, node.keys())
-    model, measurements, (std, round_std) = run_aim(
+    model, measurements, (std, round_stds) = run_aim(
         sizes,
         exact.clique,
-        lambda counts, first: measure_marginal(
-            counts, noise.one_way if first else noise.measure, noise.sensitivity, rng
-        ),
+        lambda counts, planned: measure_marginal(counts, planned, noise.sensitivity, rng),
         noise,
         rng,
         lambda found: max(total_of(found), 1.0),
@@ -302,7 +310,8 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         one_way_std=std,
         kept=tuple(tuple(range(k)) for k in sizes),
         two_way=tuple(tuple(float(v) for v in m.values.ravel()) for m in higher),
-        two_way_std=round_std,
+        two_way_std=round_stds[-1] if round_stds else 0.0,
+        marginal_std=round_stds,
         selection_epsilon=0.0 if select is None else float(select),
         mechanism=mechanism,
         fit=tuple(_tv(model.any_counts(m.clique), m.values) for m in measurements),

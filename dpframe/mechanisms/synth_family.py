@@ -366,10 +366,8 @@ class SynthesisFamily(Family[Synthesize]):
         d = len(node.columns)
         if isinstance(noise, AimNoise):
             found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
-            if noise.measure is not None:
-                found.append(
-                    (f"chosen marginal cell ({noise.rounds} marginals)", noise.measure[1][2])
-                )
+            for stage, (_, planned) in enumerate(noise.stages):
+                found.append((f"stage-{stage + 1} marginal cell ({d} marginals)", planned[2]))
         else:
             found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
             if noise.two_way is not None:

@@ -46,7 +46,8 @@ class SynthInfo:
         two_way: per marginal of ``pairs``, its released noisy counts over the
             kept cells (each column's kept cells and then its merged cell, if
             any; AIM keeps every cell), flattened row-major.
-        two_way_std: the noise standard deviation of each cell of those marginals.
+        two_way_std: the noise standard deviation of each cell of those
+            marginals (AIM: of the last stage's).
         selection_epsilon: the ε of each selection round.
         mechanism: the noise of the measurements.
         fit: per measurement (1-way then 2-way), the total variation distance
@@ -55,6 +56,8 @@ class SynthInfo:
         iterations: mirror-descent steps of the fit.
         cost: the budget charged for the whole copy.
         query: the ledger label.
+        marginal_std: per marginal of ``pairs``, its noise standard deviation
+            when they differ (AIM: by stage; empty: ``two_way_std`` for all).
     """
 
     method: str
@@ -76,6 +79,7 @@ class SynthInfo:
     iterations: int
     cost: Budget
     query: str = ""
+    marginal_std: tuple[float, ...] = ()
 
 
 def _tv(a: np.ndarray, b: np.ndarray) -> float:
@@ -145,6 +149,7 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
         values = np.asarray(info.two_way[k], dtype=np.float64)
         shape = tuple(_compressed_size(info, info.columns.index(n)) for n in names)
         table = np.clip(values.reshape(shape), 0, None)
+        std = info.marginal_std[k] if info.marginal_std else info.two_way_std
         product = np.ones(())
         for axis in range(len(shape)):  # the product of the table's own 1-way margins
             others = tuple(a for a in range(len(shape)) if a != axis)
@@ -155,9 +160,9 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
                 "marginal": " × ".join(names),
                 "kind": f"{len(names)}-way",
                 "cells": int(values.size),
-                "noise_std": info.two_way_std,
-                "cell_error": z * info.two_way_std,
-                "tv_noise": _noise_tv(int(values.size), info.two_way_std, info.total),
+                "noise_std": std,
+                "cell_error": z * std,
+                "tv_noise": _noise_tv(int(values.size), std, info.total),
                 "tv_fit": info.fit[d + k],
                 "dependence": _tv(table, product),
             }
