@@ -36,9 +36,9 @@ class SynthInfo:
         rows_private: True when the length is the noisy row count of the
             marginals (False: ``rows=`` was given).
         total: the row count N̂ the fitted marginals add up to.
-        pairs: the marginals of two or more columns measured (MST: the pairs of
+        pairs: the marginals measured after the 1-way ones (MST: the pairs of
             the tree, every other pair modelled as independent given the path
-            between them; AIM: each round's pair or triple, in order).
+            between them; AIM: each round's chosen marginal, in order).
         one_way: per column, the released noisy counts of its cells.
         one_way_std: the noise standard deviation of each 1-way cell.
         kept: per column, the cells kept apart in the 2-way measurements (the
