@@ -45,7 +45,7 @@ MAX_SYNTH_ROWS = 10**7
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Synthesize(ReleaseNode):
-    """A synthetic copy of whole rows (MST: McKenna, Miklau, Sheldon 2021): a public DataFrame.
+    """A synthetic copy of whole rows (MST 2021 or AIM 2022, McKenna et al.): a public DataFrame.
 
     Attributes:
         columns: the columns modelled, in order.
