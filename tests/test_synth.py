@@ -292,6 +292,8 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
         np.testing.assert_array_equal(one_pass.one(i), per_pair.one(i))
         for j in range(i + 1, 4):
             np.testing.assert_array_equal(one_pass.two(i, j), per_pair.two(i, j))
+    for clique in [(0, 1, 2), (1, 3), (2,)]:  # AIM's cliques, 3-way included
+        np.testing.assert_array_equal(one_pass.clique(clique), per_pair.clique(clique))
     complete = data.iloc[70:]
     regions = CPS1988_CATEGORIES["region"]
     expected = complete["region"].value_counts().reindex(regions, fill_value=0)
