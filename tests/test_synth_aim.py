@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import dpframe as dp
 from dpframe.api.synthesis import synthesis_node
@@ -230,3 +231,45 @@ def test_noise_is_the_stated_discrete_laplace(part: str, expected: float) -> Non
     assert chi2_pvalue(draws, dlaplace_pmf(scale)) > ALPHA
     assert chi2_pvalue(draws, dlaplace_pmf(scale * 1.3)) < ALPHA
     assert chi2_pvalue(draws, dlaplace_pmf(scale / 1.3)) < ALPHA
+
+
+def test_released_marginals_carry_the_stated_noise() -> None:
+    """End to end: every released marginal of AIM copies minus the exact counts.
+
+    Six copies of a 2-column frame with 40 + 50 categories: the residuals of
+    the 1-way marginals and of each round's chosen marginal (1-way or the
+    2,000-cell pair), each divided by its stated σ (``one_way_std``,
+    ``marginal_std``): at least 6·90 + 6·4·40 = 1,500 of them (asserted).
+    The sum of squares (chi-square, known mean 0) accepts σ and rejects 1.3 σ and
+    σ/1.3 at 1e-7.
+    """
+    gen = np.random.default_rng(11)  # test data only
+    cats_a, cats_b = [f"a{i}" for i in range(40)], [f"b{i}" for i in range(50)]
+    data = pd.DataFrame({"a": gen.choice(cats_a, 3000), "b": gen.choice(cats_b, 3000)})
+    # Half the rows tie a to b (a dependent pair for AIM to choose); a40 .. a49 become a1.
+    data["a"] = np.where(gen.random(3000) < 0.5, data["b"].str.replace("b", "a"), data["a"])
+    data.loc[~data["a"].isin(cats_a), "a"] = "a1"
+    exact = {
+        ("a",): data["a"].value_counts().reindex(cats_a, fill_value=0).to_numpy(),
+        ("b",): data["b"].value_counts().reindex(cats_b, fill_value=0).to_numpy(),
+        ("a", "b"): pd.crosstab(data["a"], data["b"])
+        .reindex(index=cats_a, columns=cats_b, fill_value=0)
+        .to_numpy()
+        .ravel(),
+    }
+    scaled = []
+    for _ in range(6):
+        session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:")
+        pf = session.private_frame(data, categories={"a": cats_a, "b": cats_b})
+        info = pf.synthesize(rho=0.05, method="aim", rows=10, progress=False).attrs["dpframe_synth"]
+        for name, values in zip(("a", "b"), info.one_way, strict=True):
+            scaled.append((np.asarray(values) - exact[(name,)]) / info.one_way_std)
+        for clique, values, std in zip(info.pairs, info.two_way, info.marginal_std, strict=True):
+            scaled.append((np.asarray(values) - exact[clique]) / std)
+    r = np.concatenate(scaled)
+    n = len(r)
+    assert n >= 6 * 90 + 6 * 4 * 40
+    statistic = float(np.sum(r**2))
+    for factor, accept in ((1.0, True), (1.3**2, False), (1 / 1.3**2, False)):
+        p = 2 * min(stats.chi2.sf(statistic / factor, n), stats.chi2.cdf(statistic / factor, n))
+        assert (p > ALPHA) == accept, (factor, p)
