@@ -110,7 +110,7 @@ def test_report_and_one_charge(released: tuple[pd.DataFrame, dp.Session]) -> Non
     assert list(report["marginal"][7:]) == [" × ".join(c) for c in info.pairs]
     stds = report["noise_std"].to_numpy()
     assert (stds[7:14] < stds[0]).all() and (stds[14:] < stds[7]).all()  # later: more budget
-    np.testing.assert_allclose(stds[7] / stds[14], np.sqrt(3), rtol=1e-3)
+    np.testing.assert_allclose(stds[7] / stds[14], 2.0, rtol=1e-3)
     assert info.rows_private and abs(info.rows - 28155) < 500 and len(copy) == info.rows
     assert len(session.ledger) == 1
     assert session.spent.epsilon == pytest.approx(1.0)
@@ -128,7 +128,7 @@ def test_pure_dp_session_rows_given_and_one_column() -> None:
     info = copy.attrs["dpframe_synth"]
     assert len(copy) == 500 and not info.rows_private
     assert info.mechanism == "AIM (discrete Laplace)"
-    assert info.selection_epsilon == pytest.approx(3.0 / 10 / 6)  # a tenth over 6 rounds
+    assert info.selection_epsilon == pytest.approx(3.0 * 3 / 20 / 6)  # 3/20 over 6 rounds
     assert session.spent.epsilon == pytest.approx(3.0)
     one = pf[["region"]].synthesize(epsilon=1.0, method="aim", progress=False)
     assert one.attrs["dpframe_synth"].pairs == ()
@@ -208,13 +208,13 @@ def _draws(kind: str, parameter: Fraction, part: str) -> tuple[np.ndarray, float
     ("part", "expected"),
     [
         ("one", 3 / (2 * (1 / 50) / 10)),
-        ("stage1", 12 / (2 * (1 / 50) * 8 / 10)),
-        ("stage2", 12 / (2 * (1 / 50) * 3 * 8 / 10)),
+        ("stage1", 15 / (2 * (1 / 50) * 3 / 4)),
+        ("stage2", 15 / (2 * (1 / 50) * 4 * 3 / 4)),
     ],
 )
 def test_noise_is_the_stated_discrete_gaussian(part: str, expected: float) -> None:
     draws, sigma2 = _draws("gaussian", Fraction(1, 50), part)
-    # d 1-way marginals of ρ/10/d; stage 1: d rounds of (8ρ/10)/(4d), stage 2: three times that.
+    # d 1-way marginals of ρ/10/d; stage 1: d rounds of (3ρ/4)/(5d), stage 2: four times that.
     assert sigma2 == pytest.approx(expected, rel=1e-5)
     assert chi2_pvalue(draws, dgauss_pmf(sigma2)) > ALPHA
     assert chi2_pvalue(draws, dgauss_pmf(sigma2 * 1.3**2)) < ALPHA
@@ -223,7 +223,7 @@ def test_noise_is_the_stated_discrete_gaussian(part: str, expected: float) -> No
 
 @pytest.mark.parametrize(
     ("part", "expected"),
-    [("one", 3 / (0.5 / 10)), ("stage1", 12 / (0.5 * 8 / 10)), ("stage2", 4 / (0.5 * 8 / 10))],
+    [("one", 3 / (0.5 / 10)), ("stage1", 15 / (0.5 * 3 / 4)), ("stage2", 15 / (4 * 0.5 * 3 / 4))],
 )
 def test_noise_is_the_stated_discrete_laplace(part: str, expected: float) -> None:
     draws, scale = _draws("laplace", Fraction(1, 2), part)

@@ -208,9 +208,9 @@ def synthesize(
     privacy unit: k).  The rows are then sampled from a tree model fitted to
     the noisy marginals (post-processing).  McKenna, Miklau, Sheldon 2021.
     ``method="aim"`` (McKenna, Mullins, Sheldon, Miklau 2022): a tenth for
-    the 1-way marginals, a tenth for 2d selections (permute-and-flip among
-    all pairs and small triples, by AIM's score), the rest for the 2d chosen
-    marginals in two stages of d (the second with three times the budget
+    the 1-way marginals, 3/20 for 2d selections (permute-and-flip among all
+    pairs and small triples, by AIM's score), the rest for the 2d chosen
+    marginals in two stages of d (the second with four times the budget
     each); a junction-tree model is fitted (post-processing).
     Proof: docs/proofs/synthesis.md.
 
