@@ -82,10 +82,10 @@ def test_aim_keeps_the_marginals_and_beats_mst_on_education_x_experience(
     experience 0.044 to 0.050 (independence 0.109; MST 0.119 to 0.130 over
     eight runs), the mean over the 21 pairs 0.0135 to 0.0161 (MST 0.025 to
     0.028), every 1-way marginal at most 0.011.  The pair's error is small
-    only if a round chooses it: it was chosen in every one of 17 runs
-    observed (in the first or second round of the second stage in 14 of the
-    15 runs logged, where its utility ranked first to fourth), not a
-    guarantee.  The bars: 0.075 for the pair, and MST's error minus 0.04.
+    only if a round chooses it: it was chosen in every one of 16 runs
+    observed (in the 8 runs logged, in the second or third round of the
+    second stage; at that stage's first round its utility ranked second to
+    fourth), which is not a guarantee.  The bars: 0.075 for the pair, and MST's error minus 0.04.
     """
     copy, _ = released
     two, one = pair_errors(copy)
