@@ -103,8 +103,8 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child_dpframe(rows: int) -> dict[str, Any]:
-    """One dpframe copy of ``rows`` rows, in this process."""
+def child_dpframe(rows: int, method: str = "mst") -> dict[str, Any]:
+    """One dpframe copy of ``rows`` rows (``method`` "mst" or "aim"), in this process."""
     import dpframe as dp
     from dpframe.accounting.accountants import rho_from_epsilon_delta
     from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
@@ -123,13 +123,14 @@ def child_dpframe(rows: int) -> dict[str, Any]:
     start = time.perf_counter()
     copy = pf.synthesize(
         rho=rho,
+        method=method,
         bins={"wage": list(WAGE_EDGES), "experience": list(EXPERIENCE_EDGES)},
         progress=False,
     )
     seconds = time.perf_counter() - start
     one, two = accuracy(real, coded(copy))
     return {
-        "library": "dpframe",
+        "library": f"dpframe {method.upper()}",
         "rows": rows,
         "seconds": seconds,
         "peak_mib": _peak_mib() - base,
@@ -193,10 +194,10 @@ def run_smartnoise(python: str, rows: int) -> dict[str, Any] | str:
     }
 
 
-def run_child(rows: int) -> dict[str, Any]:
+def run_child(rows: int, method: str = "mst") -> dict[str, Any]:
     env = dict(os.environ)
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run_synth", "--child", str(rows)],
+        [sys.executable, "-m", "benchmarks.run_synth", "--child", str(rows), "--method", method],
         capture_output=True,
         text=True,
         check=True,
@@ -210,16 +211,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1e5,1e6", help="comma-separated sizes")
     parser.add_argument("--smartnoise-python", default=os.environ.get("SMARTNOISE_PYTHON", ""))
+    parser.add_argument("--methods", default="mst,aim", help="dpframe methods: mst, aim")
+    parser.add_argument("--method", default="mst", help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child_dpframe(args.child)))
+        print(json.dumps(child_dpframe(args.child, args.method)))
         return
     sizes = [int(float(x)) for x in args.rows.split(",")]
     results: list[dict[str, Any]] = []
     for rows in sizes:
-        results.append(run_child(rows))
-        print(json.dumps(results[-1]), flush=True)
+        for method in args.methods.split(","):
+            results.append(run_child(rows, method.strip()))
+            print(json.dumps(results[-1]), flush=True)
         if args.smartnoise_python:
             found = run_smartnoise(args.smartnoise_python, rows)
             if isinstance(found, str):

@@ -217,12 +217,15 @@ def _frame_with_text(session: dp.Session) -> dp.PrivateFrame:
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, method="gan"),
             dp.InvalidArgumentError,
-            "method must be 'mst'",
+            "method must be 'mst' or 'aim'; got 'gan'",
         ),
         (
-            lambda pf: pf[["wage"]].synthesize(epsilon=1, method="aim"),
-            dp.InvalidArgumentError,
-            r"method='aim' is not available yet.*junction tree.*issue 19",
+            lambda pf: pf[["wage", "experience"]].synthesize(
+                epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
+            ),
+            dp.ResourceLimitError,
+            r"AIM's model holds at most 32,768 \(= 2\*\*15\) cells; the 1-way marginals and "
+            r"the largest 2-way marginal of this copy need 37,073",
         ),
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, bins="auto"),
@@ -270,7 +273,7 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     """The full-table pass and the per-pair passes count the same (complete) rows."""
     from types import SimpleNamespace
 
-    import dpframe.mechanisms.synth_family as family
+    import dpframe.mechanisms.synth_rows as synth_rows
     from dpframe.api.synthesis import synthesis_node
 
     data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
@@ -280,15 +283,17 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     pf = cps_frame(session, data)[["wage", "education", "region", "parttime"]]
     node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", {"wage": 4}, None)
     run = SimpleNamespace(backend=next(iter(session._backends.values())))
-    one_pass = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    one_pass = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
     assert one_pass._full is not None
-    monkeypatch.setattr(family, "FULL_TABLE_CELLS", 1)
-    per_pair = family._ExactTables(run, node, node.keys())  # type: ignore[arg-type]
+    monkeypatch.setattr(synth_rows, "FULL_TABLE_CELLS", 1)
+    per_pair = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
     assert per_pair._full is None
     for i in range(4):
         np.testing.assert_array_equal(one_pass.one(i), per_pair.one(i))
         for j in range(i + 1, 4):
             np.testing.assert_array_equal(one_pass.two(i, j), per_pair.two(i, j))
+    for clique in [(0, 1, 2), (1, 3), (2,)]:  # AIM's cliques, 3-way included
+        np.testing.assert_array_equal(one_pass.clique(clique), per_pair.clique(clique))
     complete = data.iloc[70:]
     regions = CPS1988_CATEGORIES["region"]
     expected = complete["region"].value_counts().reindex(regions, fill_value=0)

@@ -29,7 +29,8 @@ def _features(copy: pd.DataFrame) -> tuple[float, float, float]:
 
 
 @pytest.mark.slow
-def test_synthesizer_passes_the_auditor_on_every_neighbour() -> None:
+@pytest.mark.parametrize("method", ["mst", "aim"])
+def test_synthesizer_passes_the_auditor_on_every_neighbour(method: str) -> None:
     df = base_frame()
     wanted = {"high_bound", "above_bounds", "new_key"}
     pairs = [
@@ -38,7 +39,7 @@ def test_synthesizer_passes_the_auditor_on_every_neighbour() -> None:
     names = {p.name for p in pairs}
     assert names == wanted
     results = dp.audit.audit_query(
-        lambda pf: _features(pf.synthesize(epsilon=1, bins=3, progress=False)),
+        lambda pf: _features(pf.synthesize(epsilon=1, method=method, bins=3, progress=False)),
         pairs,
         epsilon=1.0,
         bounds=BOUNDS,

@@ -47,10 +47,28 @@ def test_copy_through_the_curator(remote: Any) -> None:
     assert len(report) == 7
 
 
+def test_aim_copy_through_the_curator(remote: Any) -> None:
+    before = remote.session.spent
+    copy = remote[COLUMNS].synthesize(epsilon=1, method="aim", progress=False)
+    info = copy.attrs["dpframe_synth"]
+    assert isinstance(info, SynthInfo) and info.method == "AIM"
+    assert list(copy.columns) == COLUMNS
+    assert info.rows_private and abs(len(copy) - 28155) < 500
+    assert set(copy["region"]) <= set(CPS1988_CATEGORIES["region"])
+    assert len(info.pairs) == 8  # two stages of four rounds
+    assert remote.session.spent.epsilon > before.epsilon  # zCDP: ε of the total ρ, not additive
+    assert remote.session.ledger["query"].iloc[-1].endswith("aim)")
+    assert len(dp.synth_report(copy)) == 4 + 8
+
+
 def test_refusals_through_the_curator_charge_nothing(remote: Any) -> None:
     before = remote.session.spent
-    with pytest.raises(dp.InvalidArgumentError, match="issue 19"):
-        remote[COLUMNS].synthesize(epsilon=1, method="aim")
+    with pytest.raises(dp.InvalidArgumentError, match="method must be 'mst' or 'aim'"):
+        remote[COLUMNS].synthesize(epsilon=1, method="gan")
+    with pytest.raises(dp.ResourceLimitError, match="AIM's model holds at most"):
+        remote[["wage", "experience"]].synthesize(
+            epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
+        )
     with pytest.raises(dp.InvalidArgumentError, match="rows must be a positive integer"):
         remote[COLUMNS].synthesize(epsilon=1, rows=0)
     assert remote.session.spent == before

@@ -121,13 +121,8 @@ def _rows(rows: object) -> int:
 
 
 def _method(method: object) -> str:
-    if method == "aim":
-        raise InvalidArgumentError(
-            "method='aim' is not available yet: AIM needs inference on a general junction "
-            "tree, which dpframe does not have (issue 19). Use method='mst'."
-        )
     if method not in _METHODS:
-        raise InvalidArgumentError(f"method must be 'mst' (or, later, 'aim'); got {method!r}.")
+        raise InvalidArgumentError(f"method must be 'mst' or 'aim'; got {method!r}.")
     return str(method)
 
 
@@ -140,7 +135,7 @@ def synthesis_node(
     progress: bool = True,
 ) -> Synthesize:
     """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged)."""
-    _method(method)
+    chosen = _method(method)
     length = _rows(rows)
     if isinstance(bins, bool) or not (
         bins is None or isinstance(bins, (numbers.Integral, Mapping))
@@ -185,7 +180,7 @@ def synthesis_node(
         edges=tuple(edges),
         categories=tuple(categories),
         integer=tuple(integer),
-        method="mst",
+        method="aim" if chosen == "aim" else "mst",
         rows=length,
         progress=bool(progress),
     )
@@ -203,7 +198,7 @@ def synthesize(
     rows: int | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """A synthetic copy of the frame's rows (MST): a public DataFrame, one charge.
+    """A synthetic copy of the frame's rows (MST or AIM): a public DataFrame, one charge.
 
     Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
     third for the noisy 1-way marginals of every column, a third for
@@ -212,6 +207,11 @@ def synthesize(
     marginals of those pairs.  Each marginal has sensitivity 1 (k rows per
     privacy unit: k).  The rows are then sampled from a tree model fitted to
     the noisy marginals (post-processing).  McKenna, Miklau, Sheldon 2021.
+    ``method="aim"`` (McKenna, Mullins, Sheldon, Miklau 2022): a tenth for
+    the 1-way marginals, 3/20 for 2d selections (permute-and-flip among all
+    pairs and small triples, by AIM's score), the rest for the 2d chosen
+    marginals in two stages of d (the second with four times the budget
+    each); a junction-tree model is fitted (post-processing).
     Proof: docs/proofs/synthesis.md.
 
     Accuracy: every released marginal cell has noise of the standard deviation
@@ -226,7 +226,9 @@ def synthesize(
         delta: the δ of the request (default: the session's).
         rho: the cost as a zCDP ρ, instead of ``epsilon``.
         privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
-        method: ``"mst"`` (``"aim"`` is refused for now: issue 19).
+        method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
+            chosen 2- and 3-way marginals, a junction-tree model; slower,
+            closer on pairs outside MST's tree).
         bins: numeric columns' bins: a number for every numeric column, or
             ``{column: number or list of edges}``; default: one bin per value
             for integer columns with at most 32 values, else 16 equal bins

@@ -64,28 +64,30 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import InvalidBudgetError
-from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
+from dpframe.mechanisms.additive import NoiseSpec, noise_for
 from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
 from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.progress import ProgressBar
 from dpframe.mechanisms.selection import permute_and_flip
+from dpframe.mechanisms.synth_aim import AimNoise, aim_noise, release_aim
 from dpframe.mechanisms.synth_model import Measurement, TreeModel, fit_tree, sample_tree
 from dpframe.mechanisms.synth_report import SynthInfo, _tv
+from dpframe.mechanisms.synth_rows import (
+    FIT_ITERATIONS,
+    ExactTables,
+    column_values,
+    inverse_variance_total,
+    measure_marginal,
+)
 from dpframe.noise import SecureRandom
-from dpframe.plan.measures import Measure
-from dpframe.plan.nodes import GroupKey, unit_rows
+from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
 
 __all__ = ["FIT_ITERATIONS", "SynthNoise", "SynthesisFamily", "measure_marginal", "synth_noise"]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
-#: The most mirror-descent steps of the fit (it stops earlier once it has converged).
-FIT_ITERATIONS = 1000
-#: The most cells of the full contingency table counted in one pass over the data (32 MiB
-#: of float64); a larger domain is counted one column and one pair of columns at a time.
-FULL_TABLE_CELLS = 2**22
 #: Cells noisily below this many standard deviations are merged (MST's domain compression).
 _SUPPORT = 3.0
 
@@ -137,19 +139,6 @@ def synth_noise(node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
         two_alloc = NoiseAllocation(allocation.kind, allocation.parameter * two / (d - 1))
         two_way = (two_alloc, noise_for(k, 1.0, two_alloc, k))
     return SynthNoise(k, one_way, select_epsilon, two_way)
-
-
-def measure_marginal(
-    exact: npt.NDArray[np.float64],
-    planned: tuple[NoiseAllocation, Planned],
-    sensitivity: int,
-    rng: SecureRandom,
-) -> tuple[npt.NDArray[np.float64], NoiseSpec]:
-    """One noisy marginal: exact cell counts plus the planned secure noise (every cell)."""
-    allocation, plan = planned
-    return release_integer_sums(
-        exact.ravel(), sensitivity, 1.0, allocation, rng, planned=plan, spread=sensitivity
-    )
 
 
 def _compress(noisy: npt.NDArray[np.float64], std: float) -> tuple[npt.NDArray[np.int64], int]:
@@ -218,38 +207,6 @@ def _select(
     return sorted(chosen)
 
 
-def _inverse_variance_total(totals: list[tuple[float, float]]) -> float:
-    """The inverse-variance weighted mean of noisy totals given as (total, variance)."""
-    weights = sum(1.0 / v for _, v in totals)
-    return sum(t / v for t, v in totals) / weights
-
-
-def _values(
-    node: Synthesize, i: int, cells: npt.NDArray[np.int64], gen: np.random.Generator
-) -> Any:
-    """A column's values from its (original) cells: categories, or draws within the bins."""
-    keys = node.categories[i]
-    if keys:
-        if all(isinstance(k, (bool, np.bool_)) for k in keys):
-            return np.asarray(keys, dtype=bool)[cells]
-        return pd.Categorical.from_codes(cells, categories=pd.Index(list(keys), dtype=object))
-    edges = np.asarray(node.edges[i], dtype=np.float64)
-    low, high = edges[cells], edges[cells + 1]
-    if not node.integer[i]:
-        values = low + (high - low) * gen.random(len(cells))
-        return np.minimum(values, high)
-    last = len(edges) - 2
-    first_int = np.ceil(low)
-    end_int = np.where(cells == last, np.floor(high), np.ceil(high) - 1)
-    empty = end_int < first_int
-    middle = np.round((low + high) / 2)
-    first_int = np.where(empty, middle, first_int)
-    end_int = np.where(empty, middle, end_int)
-    span = (end_int - first_int + 1).astype(np.int64)
-    drawn = first_int + np.floor(gen.random(len(cells)) * span)
-    return pd.array(drawn.astype(np.int64), dtype="Int64")
-
-
 def _decompress(
     cells: npt.NDArray[np.int64],
     mapping: npt.NDArray[np.int64],
@@ -268,64 +225,24 @@ def _decompress(
     return out
 
 
-class _ExactTables:
-    """The exact 1- and 2-way counts of the complete rows (``Synthesize.complete``).
-
-    When the full contingency table has at most :data:`FULL_TABLE_CELLS`
-    cells it is counted in one pass over the data and every marginal is a sum
-    of it; otherwise each marginal is its own grouped count.  Both give the
-    same counts.
-    """
-
-    def __init__(
-        self, run: Released[Synthesize], node: Synthesize, keys: tuple[GroupKey, ...]
-    ) -> None:
-        self._run, self._plan, self._keys = run, node.complete(), keys
-        self._sizes = node.sizes()
-        self._full: npt.NDArray[np.float64] | None = None
-        if math.prod(self._sizes) <= FULL_TABLE_CELLS:
-            counts = run.backend.compute(self._plan, (Measure("rows"),), keys)[0]
-            self._full = counts.reshape(self._sizes)
-
-    def _count(self, keys: tuple[GroupKey, ...]) -> npt.NDArray[np.float64]:
-        counts: npt.NDArray[np.float64] = self._run.backend.compute(
-            self._plan, (Measure("rows"),), keys
-        )[0]
-        return counts
-
-    def one(self, i: int) -> npt.NDArray[np.float64]:
-        """Column ``i``'s exact cell counts."""
-        if self._full is None:
-            return self._count((self._keys[i],))
-        others = tuple(a for a in range(len(self._sizes)) if a != i)
-        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
-        return found
-
-    def two(self, i: int, j: int) -> npt.NDArray[np.float64]:
-        """Columns ``i`` and ``j``'s exact table (rows: i's cells)."""
-        if self._full is None:
-            return self._count((self._keys[i], self._keys[j])).reshape(
-                self._sizes[i], self._sizes[j]
-            )
-        others = tuple(a for a in range(len(self._sizes)) if a not in (i, j))
-        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
-        return found
-
-
 class SynthesisFamily(Family[Synthesize]):
     """MST synthetic copies (see the module docstring)."""
 
     def mechanism_of(self, node: Synthesize, allocation: NoiseAllocation) -> str:
-        """``MST (discrete Gaussian)`` or ``MST (discrete Laplace)``."""
+        """``MST (discrete Gaussian)``, ``AIM (discrete Laplace)`` and so on."""
         noise = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"
-        return f"MST ({noise})"
+        return f"{node.method.upper()} ({noise})"
 
-    def privacy_map(self, node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
+    def privacy_map(self, node: Synthesize, allocation: NoiseAllocation) -> SynthNoise | AimNoise:
         """The split of the request and each measurement's noise (public inputs only)."""
+        if node.method == "aim":
+            return aim_noise(node, allocation)
         return synth_noise(node, allocation)
 
     def release(self, run: Released[Synthesize]) -> tuple[Any, str]:
         """Measure, select, measure, fit, sample (see the module docstring)."""
+        if run.node.method == "aim":
+            return release_aim(run, self.mechanism_of(run.node, run.allocation))
         node, noise, rng = run.node, run.noise, run.rng
         keys = node.keys()
         d = len(keys)
@@ -333,7 +250,7 @@ class SynthesisFamily(Family[Synthesize]):
         steps = d + npairs + FIT_ITERATIONS + 1
         progress = ProgressBar("synthesize (MST)", node.progress)
         done = 0
-        exact = _ExactTables(run, node, keys)
+        exact = ExactTables(run, node, keys)
         one_noisy: list[npt.NDArray[np.float64]] = []
         spec1: NoiseSpec | None = None
         for i in range(d):
@@ -353,7 +270,7 @@ class SynthesisFamily(Family[Synthesize]):
             variance = np.bincount(mapping, minlength=size).astype(np.float64) * var1
             measurements.append(Measurement((i,), merged, variance))
             totals.append((float(y.sum()), var1 * len(y)))
-        total = max(_inverse_variance_total(totals), 1.0)
+        total = max(inverse_variance_total(totals), 1.0)
         edges: list[tuple[int, int]] = []
         two_noisy: list[npt.NDArray[np.float64]] = []
         std2 = 0.0
@@ -378,19 +295,19 @@ class SynthesisFamily(Family[Synthesize]):
                 measurements.append(Measurement((i, j), table2, np.full(table2.shape, std2**2)))
                 two_noisy.append(noisy)
                 totals.append((float(noisy.sum()), std2**2 * noisy.size))
-            total = max(_inverse_variance_total(totals), 1.0)
+            total = max(inverse_variance_total(totals), 1.0)
         start = done
 
         def fitting(step: int, _: int) -> None:
             progress(start + step, steps)
 
         model = fit_tree(sizes, edges, measurements, total, FIT_ITERATIONS, fitting)
-        rows = node.rows or int(min(max(round(_inverse_variance_total(totals)), 0), MAX_SYNTH_ROWS))
+        rows = node.rows or int(min(max(round(inverse_variance_total(totals)), 0), MAX_SYNTH_ROWS))
         seed = np.random.SeedSequence([int(v) for v in rng.uniform_below(2**62, 4)])
         gen = np.random.default_rng(seed)  # sampling is post-processing; seeded securely
         cells = sample_tree(model, rows, gen)
         data = {
-            name: _values(node, i, _decompress(cells[:, i], maps[i][0], maps[i][1], gen), gen)
+            name: column_values(node, i, _decompress(cells[:, i], maps[i][0], maps[i][1], gen), gen)
             for i, name in enumerate(node.columns)
         }
         copy = pd.DataFrame(data, columns=list(node.columns))
@@ -447,9 +364,14 @@ class SynthesisFamily(Family[Synthesize]):
         """Each measurement's noise and 95% half-width per cell; nothing is read."""
         noise = self.privacy_map(node, asked.allocation)
         d = len(node.columns)
-        found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
-        if noise.two_way is not None:
-            found.append((f"2-way marginal cell ({d - 1} marginals)", noise.two_way[1][2]))
+        if isinstance(noise, AimNoise):
+            found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
+            for stage, (_, planned) in enumerate(noise.stages):
+                found.append((f"stage-{stage + 1} marginal cell ({d} marginals)", planned[2]))
+        else:
+            found = [(f"1-way marginal cell ({d} marginals)", noise.one_way[1][2])]
+            if noise.two_way is not None:
+                found.append((f"2-way marginal cell ({d - 1} marginals)", noise.two_way[1][2]))
         measures = tuple(
             MeasureExplanation(
                 name,
@@ -468,5 +390,5 @@ class SynthesisFamily(Family[Synthesize]):
             1,  # one table (its marginals are listed in the measures)
             asked.remaining_before,
             asked.remaining_after,
-            headline=f"a synthetic table of {d} columns (MST)",
+            headline=f"a synthetic table of {d} columns ({node.method.upper()})",
         )

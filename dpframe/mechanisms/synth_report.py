@@ -28,7 +28,7 @@ class SynthInfo:
     """What a synthetic copy is (stored in ``copy.attrs["dpframe_synth"]``).
 
     Attributes:
-        method: ``MST``.
+        method: ``MST`` or ``AIM``.
         columns: the columns modelled.
         edges: per column, its bin edges (empty for a categorical column).
         categories: per column, its declared categories (empty for a binned column).
@@ -36,17 +36,19 @@ class SynthInfo:
         rows_private: True when the length is the noisy row count of the
             marginals (False: ``rows=`` was given).
         total: the row count N̂ the fitted marginals add up to.
-        pairs: the pairs of columns the model kept (the tree's edges): every
-            other pair is modelled as independent given the path between them.
+        pairs: the marginals measured after the 1-way ones (MST: the pairs of
+            the tree, every other pair modelled as independent given the path
+            between them; AIM: each round's chosen marginal, in order).
         one_way: per column, the released noisy counts of its cells.
         one_way_std: the noise standard deviation of each 1-way cell.
         kept: per column, the cells kept apart in the 2-way measurements (the
             others, each noisily below 3 standard deviations, form one cell).
-        two_way: per kept pair, the released noisy counts over the kept cells
-            (rows: the first column's kept cells and then its merged cell, if
-            any; columns alike), flattened row by row.
-        two_way_std: the noise standard deviation of each 2-way cell.
-        selection_epsilon: the ε of each of the (columns − 1) selection rounds.
+        two_way: per marginal of ``pairs``, its released noisy counts over the
+            kept cells (each column's kept cells and then its merged cell, if
+            any; AIM keeps every cell), flattened row-major.
+        two_way_std: the noise standard deviation of each cell of those
+            marginals (AIM: of the last stage's).
+        selection_epsilon: the ε of each selection round.
         mechanism: the noise of the measurements.
         fit: per measurement (1-way then 2-way), the total variation distance
             between the fitted model's marginal and the noisy measurement
@@ -54,6 +56,8 @@ class SynthInfo:
         iterations: mirror-descent steps of the fit.
         cost: the budget charged for the whole copy.
         query: the ledger label.
+        marginal_std: per marginal of ``pairs``, its noise standard deviation
+            when they differ (AIM: by stage; empty: ``two_way_std`` for all).
     """
 
     method: str
@@ -63,7 +67,7 @@ class SynthInfo:
     rows: int
     rows_private: bool
     total: float
-    pairs: tuple[tuple[str, str], ...]
+    pairs: tuple[tuple[str, ...], ...]
     one_way: tuple[tuple[float, ...], ...]
     one_way_std: float
     kept: tuple[tuple[int, ...], ...]
@@ -75,6 +79,7 @@ class SynthInfo:
     iterations: int
     cost: Budget
     query: str = ""
+    marginal_std: tuple[float, ...] = ()
 
 
 def _tv(a: np.ndarray, b: np.ndarray) -> float:
@@ -106,8 +111,8 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
         level: the coverage of the per-cell error bars.
 
     Returns:
-        Columns ``marginal`` (the column or pair), ``kind`` (``1-way`` or
-        ``2-way``), ``cells``, ``noise_std`` (per cell, rows), ``cell_error``
+        Columns ``marginal`` (the column or pair), ``kind`` (``1-way``, ``2-way`` or
+        ``3-way``), ``cells``, ``noise_std`` (per cell, rows), ``cell_error``
         (the half-width that ``level`` of the cells' noise stays within, rows,
         normal approximation), ``tv_noise`` (the expected total variation
         error the noise puts on the marginal), ``tv_fit`` (total variation
@@ -140,20 +145,24 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
             }
         )
     d = len(info.columns)
-    for k, (a, b) in enumerate(info.pairs):
+    for k, names in enumerate(info.pairs):
         values = np.asarray(info.two_way[k], dtype=np.float64)
-        ka = _compressed_size(info, info.columns.index(a))
-        kb = _compressed_size(info, info.columns.index(b))
-        table = np.clip(values.reshape(ka, kb), 0, None)
-        product = np.outer(table.sum(axis=1), table.sum(axis=0))
+        shape = tuple(_compressed_size(info, info.columns.index(n)) for n in names)
+        table = np.clip(values.reshape(shape), 0, None)
+        std = info.marginal_std[k] if info.marginal_std else info.two_way_std
+        product = np.ones(())
+        for axis in range(len(shape)):  # the product of the table's own 1-way margins
+            others = tuple(a for a in range(len(shape)) if a != axis)
+            margin = table.sum(axis=others)
+            product = np.multiply.outer(product, margin / max(float(margin.sum()), 1e-300))
         rows.append(
             {
-                "marginal": f"{a} × {b}",
-                "kind": "2-way",
+                "marginal": " × ".join(names),
+                "kind": f"{len(names)}-way",
                 "cells": int(values.size),
-                "noise_std": info.two_way_std,
-                "cell_error": z * info.two_way_std,
-                "tv_noise": _noise_tv(int(values.size), info.two_way_std, info.total),
+                "noise_std": std,
+                "cell_error": z * std,
+                "tv_noise": _noise_tv(int(values.size), std, info.total),
                 "tv_fit": info.fit[d + k],
                 "dependence": _tv(table, product),
             }

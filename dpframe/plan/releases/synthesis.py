@@ -1,4 +1,4 @@
-"""Synthetic data: a public table fitted to noisy marginals (MST)."""
+"""Synthetic data: a public table fitted to noisy marginals (MST or AIM)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from dpframe.plan.releases.base import ReleaseNode
 from dpframe.plan.schema import Schema, check_keys, infer_column
 
 __all__ = [
+    "MAX_AIM_MODEL_CELLS",
     "MAX_COLUMN_CELLS",
     "MAX_PAIR_CELLS",
     "MAX_SYNTH_COLUMNS",
     "MAX_SYNTH_ROWS",
     "MAX_TOTAL_PAIR_CELLS",
+    "MAX_TRIPLE_CELLS",
     "Synthesize",
 ]
 
@@ -32,13 +34,18 @@ MAX_COLUMN_CELLS = 1_000
 MAX_PAIR_CELLS = 2**16
 #: The most cells over all 2-way marginals (every pair is computed for the selection).
 MAX_TOTAL_PAIR_CELLS = 2**21
+#: AIM's model size: the most cells of its junction tree's cliques together (AIM's
+#: "max model size"); a copy whose 1-way marginals and largest pair do not fit is refused.
+MAX_AIM_MODEL_CELLS = 2**15
+#: The most cells of a 3-way marginal in AIM's workload.
+MAX_TRIPLE_CELLS = 2**13
 #: The longest synthetic copy (a public cap on the noisy row count, and on ``rows=``).
 MAX_SYNTH_ROWS = 10**7
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Synthesize(ReleaseNode):
-    """A synthetic copy of whole rows (MST: McKenna, Miklau, Sheldon 2021): a public DataFrame.
+    """A synthetic copy of whole rows (MST 2021 or AIM 2022, McKenna et al.): a public DataFrame.
 
     Attributes:
         columns: the columns modelled, in order.
@@ -46,7 +53,7 @@ class Synthesize(ReleaseNode):
             categorical one); values are clamped into the end bins.
         categories: per column, the declared categories (empty for a binned one).
         integer: per column, True when its values are integers (drawn as integers).
-        method: ``"mst"``.
+        method: ``"mst"`` or ``"aim"``.
         rows: the copy's length; 0 draws a noisy row count from the marginals.
         progress: show progress while fitting (client-side only, never sent).
     """
@@ -55,14 +62,14 @@ class Synthesize(ReleaseNode):
     edges: tuple[tuple[float, ...], ...]
     categories: tuple[tuple[Hashable, ...], ...]
     integer: tuple[bool, ...]
-    method: Literal["mst"] = "mst"
+    method: Literal["mst", "aim"] = "mst"
     rows: int = 0
     progress: bool = field(default=False, compare=False)  # client-side only: never sent
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.method != "mst":
-            raise InvalidArgumentError("method must be 'mst'.")
+        if self.method not in ("mst", "aim"):
+            raise InvalidArgumentError("method must be 'mst' or 'aim'.")
         d = len(self.columns)
         if not 1 <= d <= MAX_SYNTH_COLUMNS:
             raise ResourceLimitError(
@@ -110,6 +117,14 @@ class Synthesize(ReleaseNode):
                 f"limit is {MAX_TOTAL_PAIR_CELLS:,} (= 2**21): use fewer columns or bins."
             )
 
+        if self.method == "aim" and pairs and sum(sizes) + max(pairs) > MAX_AIM_MODEL_CELLS:
+            raise ResourceLimitError(
+                f"AIM's model holds at most {MAX_AIM_MODEL_CELLS:,} (= 2**15) cells; the 1-way "
+                f"marginals and the largest 2-way marginal of this copy need "
+                f"{sum(sizes) + max(pairs):,}: use fewer bins (bins=), merge categories, or "
+                "method='mst'."
+            )
+
     def sizes(self) -> tuple[int, ...]:
         """How many values each column takes in the model (bins or categories)."""
         return tuple(
@@ -153,9 +168,13 @@ class Synthesize(ReleaseNode):
         return (*(key.expr for key in self.keys()), complete.predicate)
 
     def cells(self) -> int:
-        """The cells computed: every 1-way and every 2-way marginal."""
+        """The cells computed: every 1-way and 2-way marginal (and AIM's 3-way workload)."""
         sizes = self.sizes()
-        return sum(sizes) + sum(a * b for i, a in enumerate(sizes) for b in sizes[i + 1 :])
+        found = sum(sizes) + sum(a * b for i, a in enumerate(sizes) for b in sizes[i + 1 :])
+        if self.method == "aim":
+            triples = (math.prod(t) for t in itertools.combinations(sizes, 3))
+            found += sum(c for c in triples if c <= MAX_TRIPLE_CELLS)
+        return found
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         for name, keys in zip(self.columns, self.categories, strict=True):
