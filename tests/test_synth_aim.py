@@ -81,11 +81,16 @@ def test_aim_keeps_the_marginals_and_beats_mst_on_education_x_experience(
     Measured over six runs of the final schedule: AIM's education x
     experience 0.044 to 0.050 (independence 0.109; MST 0.119 to 0.130 over
     eight runs), the mean over the 21 pairs 0.0135 to 0.0161 (MST 0.025 to
-    0.028), every 1-way marginal at most 0.011.  The pair's error is small
-    only if a round chooses it: it was chosen in every one of 16 runs
-    observed (in the 8 runs logged, in the second or third round of the
-    second stage; at that stage's first round its utility ranked second to
-    fourth), which is not a guarantee.  The bars: 0.075 for the pair, and MST's error minus 0.04.
+    0.028), every 1-way marginal at most 0.011.
+
+    Which marginals AIM measures is a private random choice: education x
+    experience was chosen in each of 16 runs observed, which bounds the chance
+    of missing it only to about 17% (95%), far above this suite's 1e-6.  So the
+    pair's bars (0.075, and MST's error minus 0.04) apply when the copy's report
+    says a measured marginal covers the pair; what must hold in every run is
+    that AIM's mean pair error is below MST's less 0.003 (they were at least
+    0.0089 apart in the runs observed; a run that missed the pair would add
+    about (0.11 - 0.05) / 21 = 0.003 to AIM's mean, leaving about 0.006).
     """
     copy, _ = released
     two, one = pair_errors(copy)
@@ -93,10 +98,13 @@ def test_aim_keeps_the_marginals_and_beats_mst_on_education_x_experience(
     assert np.mean(list(two.values())) < 0.03
     pair = ("education", "experience")
     assert independence(*pair) > 0.1
-    assert two[pair] < 0.075
     session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
     mst = pair_errors(cps_frame(session).synthesize(epsilon=1.0, progress=False))[0]
-    assert two[pair] < mst[pair] - 0.04
+    assert np.mean(list(two.values())) < np.mean(list(mst.values())) - 0.003
+    measured = copy.attrs["dpframe_synth"].pairs
+    if any(set(pair) <= set(marginal) for marginal in measured):
+        assert two[pair] < 0.075
+        assert two[pair] < mst[pair] - 0.04
     for strong in [("wage", "education"), ("wage", "experience"), ("wage", "parttime")]:
         assert two[strong] < independence(*strong) / 2, strong
 
