@@ -270,7 +270,7 @@ def test_released_marginals_carry_the_stated_noise() -> None:
     }
     scaled = []
     for _ in range(6):
-        session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:")
+        session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:", accounting="zcdp")
         pf = session.private_frame(data, categories={"a": cats_a, "b": cats_b})
         info = pf.synthesize(rho=0.05, method="aim", rows=10, progress=False).attrs["dpframe_synth"]
         for name, values in zip(("a", "b"), info.one_way, strict=True):

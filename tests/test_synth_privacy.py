@@ -120,7 +120,7 @@ def test_released_one_way_marginals_carry_the_stated_noise() -> None:
     residuals = []
     sigma2 = None
     for _ in range(10):
-        session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:")
+        session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:", accounting="zcdp")
         pf = session.private_frame(data, categories={"a": cats_a, "b": cats_b})
         info = pf.synthesize(rho=0.02, rows=10, progress=False).attrs["dpframe_synth"]
         residuals.append(np.asarray(info.one_way[0]) - exact_a)
