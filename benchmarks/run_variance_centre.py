@@ -67,8 +67,8 @@ def main() -> None:
             rmse = float(np.sqrt(np.mean((released - np.array(truth)) ** 2)))
             rows.append((name, eps, rmse, float(np.mean(truth))))
     print(f"dpframe from {dp.__file__}, {args.releases} releases each")
-    for name, eps, rmse, truth in rows:
-        print(f"{name:26s} eps={eps:<4} RMSE {rmse:12.1f}  (true value about {truth:.1f})")
+    for name, eps, rmse, shown in rows:
+        print(f"{name:26s} eps={eps:<4} RMSE {rmse:12.1f}  (true value about {shown:.1f})")
 
 
 if __name__ == "__main__":
