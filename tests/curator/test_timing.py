@@ -10,9 +10,10 @@ the same grid point.  The test measures the median difference and the
 correlation between "which dataset" and the answer time, before and after,
 and prints them (``pytest -s``).
 
-Timing on a shared machine is noisy, so the assertions use medians of
-interleaved runs, and margins far from the measured values: before, the
-difference is tens of ms (asserted > 5 ms); after, under 1 ms (asserted < 5 ms).
+Timing on a shared machine is noisy, so the runs are interleaved, the leak
+before is the difference of the fastest answers (about 3 ms on a quiet machine,
+tens of ms on a loaded one; asserted > 1.5 ms) and the gap after is of medians
+(under 1 ms; asserted < 5 ms).
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ def _correlation(times: tuple[list[float], list[float]]) -> float:
 def test_the_default_quantum_hides_a_one_row_timing_difference(tmp_path: Path) -> None:
     before = _times(tmp_path / "off", "latency_quantum_ms = 0")
     after = _times(tmp_path / "default", "")  # the curator's default
-    gap_before = statistics.median(before[1]) - statistics.median(before[0])
+    # The leak's size is the difference of the fastest answers: the least disturbed by other
+    # load on the machine (a median gap fell to 2.5 ms once while other jobs ran).
+    gap_before = min(before[1]) - min(before[0])
     gap_after = statistics.median(after[1]) - statistics.median(after[0])
     print(
         f"\nwithout the quantum: medians {statistics.median(before[0]) * 1e3:.1f} / "
@@ -99,7 +102,7 @@ def test_the_default_quantum_hides_a_one_row_timing_difference(tmp_path: Path) -
         f"gap {gap_after * 1e3:.2f} ms, correlation {_correlation(after):.2f}"
     )
     assert LATENCY_QUANTUM_MS == 100
-    assert gap_before > 0.005  # the long note shows in the answer time
+    assert gap_before > 0.0015  # the long note shows in the answer time
     assert abs(gap_after) < 0.005  # both on the same grid point
     quantum = LATENCY_QUANTUM_MS / 1000
     on_grid = [t for t in after[0] + after[1] if t >= quantum - 1e-3]
