@@ -82,6 +82,7 @@ from dpframe.mechanisms.synth_rows import (
     column_values,
     inverse_variance_total,
     measure_marginal,
+    sampling_generator,
 )
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
@@ -299,8 +300,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         progress=lambda step, _: progress(start + step, steps),
     )
     rows = node.rows or int(min(max(round(total_of(measurements)), 0), MAX_SYNTH_ROWS))
-    seed = np.random.SeedSequence([int(v) for v in rng.uniform_below(2**62, 4)])
-    gen = np.random.default_rng(seed)  # sampling is post-processing; seeded securely
+    gen = sampling_generator(rng)
     cells = sample_junction(model, rows, gen)
     data = {name: column_values(node, i, cells[:, i], gen) for i, name in enumerate(node.columns)}
     copy = pd.DataFrame(data, columns=list(node.columns))

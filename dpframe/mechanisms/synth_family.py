@@ -79,6 +79,7 @@ from dpframe.mechanisms.synth_rows import (
     column_values,
     inverse_variance_total,
     measure_marginal,
+    sampling_generator,
 )
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
@@ -211,7 +212,7 @@ def _decompress(
     cells: npt.NDArray[np.int64],
     mapping: npt.NDArray[np.int64],
     kept: int,
-    gen: np.random.Generator,
+    gen: np.random.Generator,  # not privacy noise
 ) -> npt.NDArray[np.int64]:
     """Original cells from compressed ones: the merged cell becomes one of its cells, uniformly."""
     out = np.zeros(len(cells), dtype=np.int64)
@@ -303,8 +304,7 @@ class SynthesisFamily(Family[Synthesize]):
 
         model = fit_tree(sizes, edges, measurements, total, FIT_ITERATIONS, fitting)
         rows = node.rows or int(min(max(round(inverse_variance_total(totals)), 0), MAX_SYNTH_ROWS))
-        seed = np.random.SeedSequence([int(v) for v in rng.uniform_below(2**62, 4)])
-        gen = np.random.default_rng(seed)  # sampling is post-processing; seeded securely
+        gen = sampling_generator(rng)
         cells = sample_tree(model, rows, gen)
         data = {
             name: column_values(node, i, _decompress(cells[:, i], maps[i][0], maps[i][1], gen), gen)

@@ -314,7 +314,9 @@ def fit_junction(
 
 
 def sample_junction(
-    model: JunctionModel, n: int, gen: np.random.Generator
+    model: JunctionModel,
+    n: int,
+    gen: np.random.Generator,  # not privacy noise
 ) -> npt.NDArray[np.int64]:
     """``n`` rows of cell indices (n × columns) drawn along the junction tree.
 

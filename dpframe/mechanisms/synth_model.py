@@ -307,7 +307,9 @@ def fit_tree(
 
 
 def controlled_counts(
-    probabilities: Array, n: int, gen: np.random.Generator
+    probabilities: Array,
+    n: int,
+    gen: np.random.Generator,  # not privacy noise
 ) -> npt.NDArray[np.int64]:
     """Counts of n draws close to n·p: the integer parts, the remainder drawn by the fractions.
 
@@ -329,7 +331,11 @@ def controlled_counts(
     return whole
 
 
-def sample_tree(model: TreeModel, n: int, gen: np.random.Generator) -> npt.NDArray[np.int64]:
+def sample_tree(
+    model: TreeModel,
+    n: int,
+    gen: np.random.Generator,  # not privacy noise
+) -> npt.NDArray[np.int64]:
     """``n`` rows of cell indices (n × columns) drawn by forward sampling along the tree.
 
     The root's counts are :func:`controlled_counts` of its marginal; then, in

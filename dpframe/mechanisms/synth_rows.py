@@ -52,6 +52,18 @@ def measure_marginal(
     )
 
 
+def sampling_generator(rng: SecureRandom) -> np.random.Generator:  # not privacy noise
+    """A numpy generator for drawing the copy's rows from the fitted model.
+
+    Sampling is post-processing of released marginals, so it needs no secure
+    noise; the generator is still seeded from the secure source (256 bits), so
+    copies are not reproducible from a guessable seed.
+    """
+    entropy = [int(v) for v in rng.uniform_below(2**62, 4)]
+    seed = np.random.SeedSequence(entropy)  # not privacy noise
+    return np.random.default_rng(seed)  # not privacy noise
+
+
 def inverse_variance_total(totals: list[tuple[float, float]]) -> float:
     """The inverse-variance weighted mean of noisy totals given as (total, variance)."""
     weights = sum(1.0 / v for _, v in totals)
@@ -59,7 +71,10 @@ def inverse_variance_total(totals: list[tuple[float, float]]) -> float:
 
 
 def column_values(
-    node: Synthesize, i: int, cells: npt.NDArray[np.int64], gen: np.random.Generator
+    node: Synthesize,
+    i: int,
+    cells: npt.NDArray[np.int64],
+    gen: np.random.Generator,  # not privacy noise
 ) -> Any:
     """A column's values from its (original) cells: categories, or draws within the bins."""
     keys = node.categories[i]
