@@ -8,8 +8,9 @@ With ``--load``: N analysts release at once (p50/p99 latency), then again
 with a hostile analyst sending the doubling chain, a 10**7-bin histogram and
 the heaviest chain the curator admits, then again with one of the curator's
 worker processes SIGKILLed mid-load; every analyst's recorded spend is
-checked against what was charged, and the ledger's ``PRAGMA
-integrity_check`` after the run.
+checked against what was charged.  Last, the curator itself is SIGKILLed
+mid-load and restarted on the same ledger: every release an analyst received
+must be in its spend.  The ledger's ``PRAGMA integrity_check`` after the run.
 
     python -m benchmarks.run_curator [--repeats 300]
     python -m benchmarks.run_curator --load [--analysts 16 --releases 50 --quantum-ms 0]
@@ -45,6 +46,7 @@ from dpframe.examples.datasets import (
     cps1988_path,
     load_cps1988,
 )
+from dpframe.remote.client import CuratorUnavailableError
 from tests.curator.support import ALICE, free_port, start_server, write_catalog
 
 QUERIES: dict[str, Callable[[Any], Any]] = {
@@ -146,6 +148,7 @@ def _load_catalog(folder: Path, analysts: int, quantum_ms: int) -> Path:
         "workers = 2",
         f"latency_quantum_ms = {quantum_ms}",
         "releases_per_minute = 1000000",
+        "max_ledger_rows = 1000000",
         "release_seconds = 20",
         "release_estimate_seconds = 20",
         "abandoned_to_suspend = 1000",
@@ -156,7 +159,7 @@ def _load_catalog(folder: Path, analysts: int, quantum_ms: int) -> Path:
         f"bounds = {_toml(bounds)}",
         f"categories = {_toml(categories)}",
     ]
-    names = [f"p{p}a{i}" for p in range(3) for i in range(analysts)]
+    names = [f"p{p}a{i}" for p in range(4) for i in range(analysts)]
     for name in [*names, "mallory"]:
         lines += [
             "",
@@ -309,6 +312,62 @@ def _phase(
     }
 
 
+def _until_stopped(url: str, name: str, out: dict[str, Any]) -> None:
+    """One analyst releasing until the curator stops answering: the releases returned."""
+    pf = dp.connect(url, token=_token(name), timeout=120).open("cps")
+    returned = 0
+    try:
+        while True:
+            LOAD_QUERIES[returned % len(LOAD_QUERIES)](pf)
+            returned += 1
+    except CuratorUnavailableError:  # the curator was killed
+        out[name] = returned
+    except DPError:  # any other way the release failed: it was charged, not answered
+        out[name] = returned
+
+
+def _server_killed(catalog: Path, folder: Path, analysts: int) -> dict[str, Any]:
+    """SIGKILL the curator mid-load, restart it on the same ledger, compare spend with answers.
+
+    Every release an analyst received must be in its recorded spend; at most
+    the one request in flight per analyst was charged without its answer.
+    """
+    process, url = _serve(catalog, folder / "server-killed.log")
+    out: dict[str, int] = {}
+    threads = [
+        threading.Thread(target=_until_stopped, args=(url, f"p3a{i}", out)) for i in range(analysts)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(8.0)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    for thread in threads:
+        thread.join(180)
+    restarted, url = _serve(catalog, folder / "server-restarted.log")
+    try:
+        recorded = {
+            name: round(
+                float(dp.connect(url, token=_token(name)).open("cps").session.spent.epsilon) / 1e-3
+            )
+            for name in out
+        }
+    finally:
+        restarted.terminate()
+        restarted.wait(30)
+    returned = sum(out.values())
+    missing = sum(1 for n in out if recorded[n] < out[n])  # a returned release not recorded
+    unanswered = sum(recorded[n] - out[n] for n in out)
+    return {
+        "returned": returned,
+        "recorded": sum(recorded.values()),
+        "analysts_missing_a_release": missing,
+        "charged_not_answered": unanswered,
+        "analysts_over_one_unanswered": sum(1 for n in out if recorded[n] - out[n] > 1),
+        "analysts_cut_off": len(out),
+    }
+
+
 def _overspend(phase: dict[str, Any]) -> tuple[int, float]:
     """Analysts whose recorded spend differs from what they were charged; the largest gap."""
     worst, wrong = 0.0, 0
@@ -407,6 +466,7 @@ def load(args: argparse.Namespace) -> None:
     finally:
         process.terminate()
         process.wait(30)
+    killed = _server_killed(catalog, folder, args.analysts)
     with sqlite3.connect(folder / "ledger.sqlite") as db:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     lines = [
@@ -427,7 +487,16 @@ def load(args: argparse.Namespace) -> None:
     hostile = phases["load + hostile"]["hostile"]
     lines += ["", f"Hostile analyst's outcomes: {hostile}"]
     lines += [f"Workers SIGKILLed: {phases['load + a worker killed']['killed_workers']}"]
-    lines += [f"Ledger PRAGMA integrity_check after the run: {integrity}"]
+    lines += [
+        "",
+        f"Curator SIGKILLed after 8 s of load by {killed['analysts_cut_off']} analysts, then "
+        f"restarted on the same ledger: {killed['returned']} releases returned, "
+        f"{killed['recorded']} recorded; analysts with a returned release missing from the "
+        f"ledger: {killed['analysts_missing_a_release']}; charged but not answered: "
+        f"{killed['charged_not_answered']} (analysts with more than the one in flight: "
+        f"{killed['analysts_over_one_unanswered']}).",
+        f"Ledger PRAGMA integrity_check after the run: {integrity}",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     results = {
@@ -436,6 +505,7 @@ def load(args: argparse.Namespace) -> None:
         },
         "overspend": checks,
         "integrity": integrity,
+        "server_killed": killed,
         "wall_s": time.perf_counter() - started,
     }
     save_results(results, text, Path(__file__).parent / "results", "curator_load")
