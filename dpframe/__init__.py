@@ -18,6 +18,7 @@ from dpframe.api.tables import crosstab
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     BudgetExceededError,
+    BudgetResetWarning,
     DPError,
     InvalidArgumentError,
     InvalidBudgetError,
@@ -41,6 +42,7 @@ __all__ = [
     "Analysis",
     "Budget",
     "BudgetExceededError",
+    "BudgetResetWarning",
     "Connection",
     "DPError",
     "GroupedRelease",

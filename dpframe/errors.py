@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "BudgetResetWarning",
     "DPError",
     "InvalidArgumentError",
     "InvalidBudgetError",
@@ -75,3 +76,11 @@ WIRE_CODES: tuple[tuple[type[DPError], int, str], ...] = (
     (QueryFailedError, 400, "query_failed"),
     (LedgerError, 409, "ledger"),
 )
+
+
+class BudgetResetWarning(UserWarning):
+    """Data a session loads was already spent on in the ledger under another session name.
+
+    A budget belongs to a session name, so a new name starts a separate budget
+    for the same people (see :mod:`dpframe.engine.guard_rails`).
+    """

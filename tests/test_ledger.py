@@ -40,7 +40,8 @@ def test_spend_survives_a_restart(ledger_path: Path, cps: pd.DataFrame) -> None:
 def test_budget_is_per_name_whatever_the_data(ledger_path: Path, cps: pd.DataFrame) -> None:
     dp.Session(epsilon=1, ledger=ledger_path, name="a").private_frame(cps).count(epsilon=0.5)
     other = dp.Session(epsilon=1, ledger=ledger_path, name="b")
-    other.private_frame(cps)
+    with pytest.warns(dp.BudgetResetWarning, match="'a': 1 release"):  # a new name: warned
+        other.private_frame(cps)
     assert other.spent == dp.Budget(0)
     for reloaded in (cps.iloc[::-1], cps[["wage"]], cps.astype({"education": float}), cps[:100]):
         same_name = dp.Session(epsilon=1, ledger=ledger_path, name="a")

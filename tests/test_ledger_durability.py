@@ -161,14 +161,16 @@ def test_new_ledger_and_its_wal_and_shm_are_private(ledger_path: Path) -> None:
 
 
 @POSIX
-def test_existing_ledger_keeps_its_mode(ledger_path: Path) -> None:
+def test_existing_ledger_open_to_others_is_made_private(ledger_path: Path) -> None:
+    # Issue 16: a ledger holds every release, so it is its owner's only (was: kept 0640).
     Ledger(ledger_path).close()
     ledger_path.chmod(0o640)
-    ledger = Ledger(ledger_path)
+    with pytest.warns(RuntimeWarning, match="was readable by others; it is now 0600"):
+        ledger = Ledger(ledger_path)
     ledger.charge("s", "d", TENTH, _accept, "q", "m")
-    assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o600
     # SQLite gives the WAL the ledger file's mode.
-    assert stat.S_IMODE(Path(f"{ledger_path}-wal").stat().st_mode) == 0o640
+    assert stat.S_IMODE(Path(f"{ledger_path}-wal").stat().st_mode) == 0o600
 
 
 def _without_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
@@ -37,6 +38,7 @@ import pandas as pd
 
 from dpframe.accounting.accountants import Charge
 from dpframe.accounting.ledger_location import default_ledger_path
+from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.accounting.ledger_rows import (
     MAX_LABEL,
     PendingCharge,
@@ -106,8 +108,10 @@ class Ledger:
 
     Args:
         path: the SQLite file (created with its folder if missing; a new file
-            has mode 0600), ``":memory:"`` for a ledger that lives only as long
-            as this object, or None for :func:`default_ledger_path`.
+            has mode 0600, a folder created for it 0700, and an existing file
+            open to others is set to 0600 with a warning), ``":memory:"`` for
+            a ledger that lives only as long as this object, or None for
+            :func:`default_ledger_path`.
 
     Raises:
         LedgerError: the file cannot be created, or exists but is empty,
@@ -125,13 +129,15 @@ class Ledger:
         else:
             file = Path(self.path)
             try:
-                file.parent.mkdir(parents=True, exist_ok=True)
+                make_folder(file.parent)  # 0700 when dpframe creates it
             except OSError as exc:
                 raise LedgerError(
                     f"Cannot create the ledger folder for {self.path}: {exc}"
                 ) from None
             if not file.exists():
                 create_file(file)
+            for message in tighten_files(file):  # an older dpframe made them 0644
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
             self._conn, self._journal = open_file(file)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
@@ -545,6 +551,38 @@ class Ledger:
                 (digest,),
             ).fetchall()
         return [(str(d), str(c)) for d, c in rows]
+
+    def fix_privacy_unit(self, session: str, setting: str) -> str:
+        """Record ``session``'s privacy-unit setting if it has none; return the recorded one.
+
+        The first frame of a session fixes the setting, in one transaction, so
+        of two processes loading frames at once exactly one setting wins.
+
+        Args:
+            session: the session's name (registered).
+            setting: the setting's public text (see
+                :func:`dpframe.engine.guard_rails.unit_setting`).
+        """
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE budgets SET privacy_unit=? WHERE session=? AND dataset='*'"
+                " AND privacy_unit IS NULL",
+                (setting, session),
+            )
+            row = conn.execute(
+                "SELECT privacy_unit FROM budgets WHERE session=? AND dataset='*'", (session,)
+            ).fetchone()
+        return setting if row is None or row[0] is None else str(row[0])
+
+    def spend_by_session(self, dataset: str) -> dict[str, int]:
+        """The sessions with releases on ``dataset``, and how many each (in name order)."""
+        with self._lock, ledger_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT session, COUNT(*) FROM releases WHERE dataset=? GROUP BY session"
+                " ORDER BY session",
+                (dataset,),
+            ).fetchall()
+        return {str(s): int(n) for s, n in rows}
 
     def close(self) -> None:
         """Close the database connection."""

@@ -146,6 +146,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "accountings and for sessions recorded before, which keep no reserve).",
         ("ALTER TABLE budgets ADD COLUMN delta_reserve TEXT",),
     ),
+    Migration(
+        5,
+        "A session's budget records its privacy-unit setting, fixed by the session's first "
+        "frame (public text: 'rows', or the unit column and its row limit; NULL until a "
+        "frame is loaded), so that a frame with another setting is refused in any process.",
+        ("ALTER TABLE budgets ADD COLUMN privacy_unit TEXT",),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

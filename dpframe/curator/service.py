@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
@@ -29,6 +30,7 @@ from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
+from dpframe.mechanisms.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node
 from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
@@ -54,29 +56,20 @@ LIMIT_EXCEEDED = ServiceError(
 def private_ledger(path: Path) -> None:
     """Create the curator's ledger readable by its owner only, before SQLite opens it.
 
-    Every analyst's releases are in it.  A new ledger is created (when the
-    curator starts, before it serves) under the umask 0077, so it is 0600; an
-    existing one is set 0600; a folder the curator creates is 0700.  SQLite
-    gives its ``-wal`` and ``-shm`` files the database file's mode.  Before
-    issue 16 the ledger was created 0644: any local user could read every
-    release.
+    Every analyst's releases are in it.  A new ledger is created 0600 (when
+    the curator starts, before it serves), in a folder the curator creates
+    0700; an existing one open to others is set 0600, and the operator is told
+    in the log (:mod:`dpframe.accounting.ledger_modes`).  Before issue 16 the
+    ledger was created 0644: any local user could read every release.
     """
     if os.name != "posix":  # pragma: no cover - POSIX modes only
         return
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_folder(path.parent)
+    for message in tighten_files(path):
+        log = _log.warning if "now 0600" in message else _log.error
+        log("%s", message)
     if not path.exists():
-        previous = os.umask(0o077)  # process-wide: done once, before serving
-        try:
-            Ledger(path).close()
-        finally:
-            os.umask(previous)
-    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
-        try:
-            if name.exists() and name.stat().st_mode & 0o077:
-                os.chmod(name, 0o600)
-                _log.warning("The ledger file %s was readable by others; it is now 0600", name)
-        except PermissionError:
-            _log.error("The ledger file %s is readable by others and not ours to change", name)
+        Ledger(path).close()
 
 
 class _Work:
@@ -95,12 +88,14 @@ class _Work:
         self._done = threading.Event()
         self._guard = threading.Lock()
         self._given_up = False
+        self.stop = threading.Event()  # set when given up: the release ends at a stop point
         threading.Thread(target=self._run, name="dpframe-release", daemon=True).start()
 
     def _run(self) -> None:
         unsubscribe = self.seat.session.subscribe(self.events.append)
         try:
-            self.result = self.seat.session.run(self.node)
+            with stoppable(self.stop):
+                self.result = self.seat.session.run(self.node)
         except BaseException as exc:  # handed to the waiting thread
             self.error = exc
         finally:
@@ -113,13 +108,19 @@ class _Work:
                 self.seat.give()
 
     def wait(self, seconds: float) -> bool:
-        """True when the release ended within ``seconds``; else the thread is left to end alone."""
+        """True when the release ended within ``seconds``; else it is told to stop.
+
+        A release given up on ends at once when its rows are in a worker
+        process (the caller kills it), else at its next stop point
+        (:mod:`dpframe.mechanisms.stopping`); its thread then gives the seat back.
+        """
         if self._done.wait(seconds):
             return True
         with self._guard:
             if self._done.is_set():  # ended just now
                 return True
             self._given_up = True
+        self.stop.set()
         return False
 
 
@@ -322,8 +323,8 @@ class Curator:
         reading the rows for it is killed (:mod:`dpframe.curator.workers`),
         the charge stands, the row says ``abandoned``, the answer is
         ``limit_exceeded``, and the seat is free again once the release's
-        thread has seen its worker stop (at once; a computation outside a
-        worker keeps the seat busy until it ends).  A release that fails
+        thread has seen its worker stop (at once) or reached a stop point in
+        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A release that fails
         after its charge (on the data) gets the same answer and row: the
         analyst never learns which of the two happened.
         """

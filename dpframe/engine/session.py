@@ -36,6 +36,7 @@ from dpframe.backends.declared import (
 from dpframe.backends.factory import make_backend
 from dpframe.engine import release_path as engine
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
+from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting
 from dpframe.engine.loading import check_groups, check_unit
 from dpframe.errors import (
     DPError,
@@ -216,7 +217,6 @@ class Session(Observable):
         if limits is not None and not isinstance(limits, ResourceLimits):
             raise InvalidArgumentError("limits= takes a dpframe.plan.estimate.ResourceLimits.")
         self._limits = limits or ResourceLimits()
-        self._units: dict[str, tuple[str, int] | None] = {}
         self._ledger.register(
             self._name,
             self._accountant.kind,
@@ -339,7 +339,13 @@ class Session(Observable):
 
         Raises:
             SchemaError: for an empty frame, unknown columns, invalid bounds or
-                categories, or another privacy unit setting for the same data.
+                categories, or a privacy-unit setting other than the one the
+                session's first frame fixed (:mod:`dpframe.engine.guard_rails`).
+
+        Warns:
+            BudgetResetWarning: a column of ``df`` matches data that another
+                session of the ledger has spent on (a new session name starts a
+                separate budget).
         """
         if isinstance(privacy_unit, PrivacyUnit):
             if max_rows_per_unit is not None or max_groups_per_unit is not None:
@@ -361,13 +367,9 @@ class Session(Observable):
         unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = check_groups(unit, max_groups_per_unit)
         dataset = backend.fingerprint() if identity is None else identity
-        previous_unit = self._units.setdefault(dataset, unit)
-        if previous_unit != unit:
-            raise SchemaError(
-                "This session already holds this data with another privacy unit setting; "
-                "mixing row-level and unit-level releases of the same data would weaken the "
-                "unit-level guarantee. Use one setting per session."
-            )
+        fix_unit_setting(self._ledger, self._name, unit)  # refused here: nothing charged
+        if identity is None and isinstance(df, pd.DataFrame):
+            check_other_sessions(self._ledger, self._name, dataset, df)
         if unit is None:
             self._backends.setdefault((dataset, ""), backend)
             self._schemas.setdefault((dataset, ""), schema)

@@ -4,13 +4,16 @@
 with the ``notebook`` extra.  Without it a plain fallback draws: an ipywidgets
 bar in a notebook kernel, a text line on stderr otherwise.  Progress reports
 only public facts (the step count, fixed before any data is read), never a
-value computed from the data.
+value computed from the data.  Each report is a stop point where a curator
+can stop a release past its wall-clock limit (:mod:`dpframe.mechanisms.stopping`).
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Any
+
+from dpframe.mechanisms.stopping import check_stop
 
 __all__ = ["ProgressBar"]
 
@@ -57,7 +60,11 @@ class ProgressBar:
         return "widget" if self._widget is not None else "text"
 
     def __call__(self, done: int, total: int) -> None:
-        """Show ``done`` of ``total`` (the plain fallback redraws at most 20 times)."""
+        """Show ``done`` of ``total`` (the plain fallback redraws at most 20 times).
+
+        Every report is also a stop point (:mod:`dpframe.mechanisms.stopping`).
+        """
+        check_stop()
         if not self._enabled:
             return
         if self._tqdm_class is not None:

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from dpframe.errors import InvalidArgumentError
 from dpframe.mechanisms.gaussian_vector import gaussian_vector
+from dpframe.mechanisms.stopping import STOP_EVERY, check_stop
 from dpframe.noise import SecureRandom, coarsen_up, discrete_gaussian_array
 
 __all__ = [
@@ -300,6 +301,8 @@ def fit_iteration(
     for p in range(passes):
         noise = smoothed_gaussian(sigma, grid, n * dim, rng).reshape(n, dim)
         for i in range(n):
+            if not i % STOP_EVERY:
+                check_stop()  # a curator past its wall-clock limit stops here
             row = z[i]
             target = y[i]
             if math.isnan(target):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dpframe.mechanisms.stopping import check_stop
 from dpframe.mechanisms.synth_model import Measurement, controlled_counts
 
 __all__ = ["JunctionModel", "JunctionTree", "fit_junction", "sample_junction"]
@@ -291,6 +292,7 @@ def fit_junction(
     step = 0
     for step in range(1, iterations + 1):
         alpha *= 2.0
+        check_stop()  # a curator past its wall-clock limit stops here
         for _ in range(30):
             new_theta = {c: theta[c] - alpha * grad[c] for c in cliques}
             new_belief = tree.beliefs(new_theta)

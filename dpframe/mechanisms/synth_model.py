@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from dpframe.mechanisms.stopping import check_stop
+
 __all__ = ["Measurement", "TreeModel", "controlled_counts", "fit_tree", "sample_tree"]
 
 Array = npt.NDArray[np.float64]
@@ -266,6 +268,7 @@ def fit_tree(
     quiet = 0
     step = 0
     for step in range(1, iterations + 1):
+        check_stop()  # a curator past its wall-clock limit stops here
         alpha *= 2.0
         for _ in range(30):
             new_n = [t - alpha * g for t, g in zip(theta_n, grad_n, strict=True)]
