@@ -101,10 +101,18 @@ class Session(engine_session.Session):
                 add at most this many new keys (default: ``max_rows_per_unit``).
 
         Raises:
-            SchemaError: for an empty frame, unknown columns, or invalid
-                bounds or categories.
+            SchemaError: for an empty frame, unknown columns, invalid bounds
+                or categories, or a privacy-unit setting other than the one
+                the session's first frame fixed in the ledger (row level, or
+                the unit column and ``max_rows_per_unit``): one budget, one
+                kind of neighbour.
             LedgerError: if the ledger holds this session and data with a
                 different budget or accounting.
+
+        Warns:
+            BudgetResetWarning: a column of ``df`` matches (in any row order,
+                dtype or name) data that another session in the ledger has
+                spent on: a new session name starts a separate budget.
         """
         source, schema = self.load(
             df,
