@@ -246,3 +246,12 @@ def test_an_existing_embedded_ledger_open_to_others_is_made_0600(ledger_path: Pa
     with pytest.warns(RuntimeWarning, match=r"was readable by others; it is now 0600"):
         dp.Session(epsilon=1, ledger=ledger_path)
     assert _mode(ledger_path) == 0o600
+
+
+@posix_only
+def test_a_file_that_is_no_ledger_is_refused_and_left_as_it_was(ledger_path: Path) -> None:
+    ledger_path.write_bytes(b"not a ledger" * 100)
+    os.chmod(ledger_path, 0o644)
+    with pytest.raises(dp.LedgerError, match="not a readable SQLite database"):
+        dp.Session(epsilon=1, ledger=ledger_path)
+    assert _mode(ledger_path) == 0o644  # refused files are never changed, not even their mode

@@ -136,9 +136,9 @@ class Ledger:
                 ) from None
             if not file.exists():
                 create_file(file)
+            self._conn, self._journal = open_file(file)  # a file that is no ledger: untouched
             for message in tighten_files(file):  # an older dpframe made them 0644
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
-            self._conn, self._journal = open_file(file)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
         # The accounting of each session registered through this object (fixed at first use).

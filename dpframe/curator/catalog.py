@@ -41,13 +41,15 @@ import secrets
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.accountants import make_accountant
 from dpframe.backends.declared import parse_kind
 from dpframe.curator.settings import SERVER_KEYS, ServerSettings, server_settings
 from dpframe.errors import DPError
-from dpframe.plan.privacy import Budget
+from dpframe.plan.privacy import Budget, to_fraction
 from dpframe.plan.temporal import check_date_bounds, is_date
 
 if sys.version_info >= (3, 11):
@@ -56,12 +58,14 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
+    "GRANT_KEYS",
     "KINDS",
     "LATENCY_QUANTUM_MS",
     "Analyst",
     "Catalog",
     "CatalogError",
     "DatasetEntry",
+    "Grant",
     "hash_token",
     "new_token",
 ]
@@ -135,12 +139,32 @@ class DatasetEntry:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """One analyst's budget on one dataset.
+
+    Attributes:
+        budget: the total (ε, δ).
+        accounting: ``"pure"``, ``"approx"``, ``"zcdp"``, ``"gdp"`` or None
+            (the engine's default for the budget).
+        delta_reserve: a Gaussian DP grant's δ reserve (None: δ/10).
+    """
+
+    budget: Budget
+    accounting: str | None = None
+    delta_reserve: Fraction | None = None
+
+
+#: The keys a grant may have (any other is a typo: refused when the catalog loads).
+GRANT_KEYS = frozenset({"epsilon", "delta", "accounting", "delta_reserve"})
+
+
+@dataclass(frozen=True)
 class Analyst:
-    """An analyst: a name, a token hash and a budget per granted dataset."""
+    """An analyst: a name, a token hash and a grant per dataset."""
 
     name: str
     token_sha256: str
-    budgets: Mapping[str, tuple[Budget, str | None]]
+    budgets: Mapping[str, Grant]
 
     def token_matches(self, token: str) -> bool:
         """Constant-time comparison of ``token``'s hash with the stored one."""
@@ -360,17 +384,34 @@ def _analyst(name: str, entry: Mapping[str, Any], datasets: Mapping[str, Any]) -
             f"[analysts.{name}] needs token_sha256 = the 64-hex-digit hash that "
             "`dpframe new-token` prints (never the token itself)."
         )
-    budgets: dict[str, tuple[Budget, str | None]] = {}
-    for dataset, grant in _table(entry.get("budgets", {}), f"[analysts.{name}].budgets").items():
+    budgets: dict[str, Grant] = {}
+    for dataset, raw in _table(entry.get("budgets", {}), f"[analysts.{name}].budgets").items():
         if dataset not in datasets:
             raise CatalogError(f"[analysts.{name}].budgets names an unknown dataset {dataset!r}.")
-        grant = _table(grant, f"[analysts.{name}].budgets.{dataset}")
-        try:
-            budget = Budget(grant.get("epsilon", 0), grant.get("delta", 0))
-        except DPError as exc:
-            raise CatalogError(f"[analysts.{name}].budgets.{dataset}: {exc}") from None
-        if budget.epsilon <= 0:
-            raise CatalogError(f"[analysts.{name}].budgets.{dataset} needs epsilon > 0.")
-        accounting = grant.get("accounting")
-        budgets[dataset] = (budget, None if accounting is None else str(accounting))
+        budgets[dataset] = _grant(
+            _table(raw, f"[analysts.{name}].budgets.{dataset}"), name, dataset
+        )
     return Analyst(name, token_hash, budgets)
+
+
+def _grant(raw: Mapping[str, Any], analyst: str, dataset: str) -> Grant:
+    """One grant, checked as a session would check it (so a bad one fails at start)."""
+    where = f"[analysts.{analyst}].budgets.{dataset}"
+    unknown = set(raw) - GRANT_KEYS
+    if unknown:
+        raise CatalogError(
+            f"{where} has unknown keys: {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(GRANT_KEYS))})."
+        )
+    accounting = raw.get("accounting")
+    try:
+        budget = Budget(raw.get("epsilon", 0), raw.get("delta", 0))
+        reserve = raw.get("delta_reserve")
+        reserve = None if reserve is None else to_fraction(reserve, "delta_reserve")
+        if budget.epsilon > 0:
+            make_accountant(budget, None if accounting is None else str(accounting), reserve)
+    except DPError as exc:
+        raise CatalogError(f"{where}: {exc}") from None
+    if budget.epsilon <= 0:
+        raise CatalogError(f"{where} needs epsilon > 0.")
+    return Grant(budget, None if accounting is None else str(accounting), reserve)

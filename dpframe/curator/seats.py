@@ -282,14 +282,15 @@ class Seats:
 
     def _make(self, analyst: Analyst, dataset: str) -> Seat:
         entry = self.catalog.datasets[dataset]
-        budget, accounting = analyst.budgets[dataset]
+        grant = analyst.budgets[dataset]
         ledger = SeatLedger(self.catalog.ledger)
         session = dp.Session(
-            budget.epsilon,
-            budget.delta,
+            grant.budget.epsilon,
+            grant.budget.delta,
             name=f"{analyst.name}/{dataset}",
             ledger=ledger,
-            accounting=accounting,
+            accounting=grant.accounting,
+            delta_reserve=grant.delta_reserve,
             limits=self.catalog.settings.limits,  # stricter than embedded
         )
         session._accountant.floor = self.catalog.settings.min_epsilon  # ε per release, at least
