@@ -13,8 +13,9 @@ bounds of ``.str.len()`` from its declared maximum length.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from dpframe.api.teaching import missing_attribute
 from dpframe.errors import SchemaError
 from dpframe.plan.temporal import DtField, PeriodOf
 from dpframe.plan.text import StrLen, StrMap, StrMatch, StrReplace
@@ -37,6 +38,42 @@ def _bool(value: object, name: str, method: str) -> bool:
     if not isinstance(value, bool):
         raise SchemaError(f"{method}({name}=...) takes True or False.")
     return value
+
+
+#: What ``.dt`` and ``.str`` offer, named when an analyst reaches for something else.
+_DT_PARTS = (
+    "year",
+    "quarter",
+    "month",
+    "day",
+    "day_of_week",
+    "day_of_year",
+    "hour",
+    "minute",
+    "second",
+    "to_period",
+)
+_STR = (
+    "lower",
+    "upper",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "replace",
+    "contains",
+    "startswith",
+    "endswith",
+    "len",
+)
+#: pandas text methods that make a list or a piece per row.
+_PER_ROW_PIECES = frozenset(
+    {"split", "rsplit", "partition", "rpartition", "extract", "extractall", "findall", "get"}
+)
+_SPLITTING = (
+    " A list or a piece per row has no declared keys to group by: test for the part you "
+    "want with .str.contains/startswith/endswith, or split the column before loading and "
+    "declare the new columns' categories."
+)
 
 
 class DatetimeAccessor:
@@ -66,6 +103,9 @@ class DatetimeAccessor:
 
     def __repr__(self) -> str:
         return f"<.dt of {self._series.name!r}>"
+
+    def __getattr__(self, name: str) -> Any:
+        raise missing_attribute(".dt", name, f" Date parts here: {', '.join(_DT_PARTS)}.")
 
     def _checked(self) -> PrivateSeries:
         info = self._series._info
@@ -167,6 +207,10 @@ class StringAccessor:
 
     def __repr__(self) -> str:
         return f"<.str of {self._series.name!r}>"
+
+    def __getattr__(self, name: str) -> Any:
+        hint = _SPLITTING if name in _PER_ROW_PIECES else ""
+        raise missing_attribute(".str", name, f"{hint} Text methods here: {', '.join(_STR)}.")
 
     def _checked(self) -> PrivateSeries:
         info = self._series._info
