@@ -217,6 +217,7 @@ def attack_stall(url: str) -> list[Row]:
     time.sleep(0.25)
     started = time.perf_counter()
     gate.wait()
+    bob_result, bob_s = _client_try(lambda: bob["wage"].mean(epsilon=EPS))  # meanwhile
     for t in burst:
         t.join(120)
     wall = time.perf_counter() - started
@@ -231,6 +232,7 @@ def attack_stall(url: str) -> list[Row]:
     slow, slow_s = done.get("slow", ("no answer", 0.0))
     expected = before[0] + answered + (slow == "released")
     held = after[0] == expected and counts.get("429 busy", 0) > 0 and wall < 5
+    held &= bob_result == "released" and bob_s < 5
     rows.append(
         _row(
             "1b. 40-request burst of one analyst while its release is in flight",
@@ -238,8 +240,9 @@ def attack_stall(url: str) -> list[Row]:
             held,
             ", ".join(f"{n}× {k}" for k, n in sorted(counts.items()))
             + f" (Retry-After {', '.join(retry)}); all 40 answered within {wall:.3f} s; the "
-            f"release in flight: {slow} in {slow_s:.2f} s; /v1/health {health_after * 1000:.1f} "
-            f"ms; {_delta(before, after)} (= the release in flight + {answered} answered 200: "
+            f"release in flight: {slow} in {slow_s:.2f} s; bob's mean meanwhile: {bob_result} in "
+            f"{bob_s:.3f} s; /v1/health after {health_after * 1000:.1f} ms; "
+            f"{_delta(before, after)} (= the release in flight + {answered} answered 200: "
             f"{'yes' if after[0] == expected else 'NO'})",
         )
     )
@@ -439,7 +442,7 @@ def _isin_body(items: int) -> dict[str, Any]:
 def attack_ledger(url: str) -> list[Row]:
     pf = dp.connect(url, token=ALICE).open("cps")
     rows = []
-    for items in (24_000, 10_000):
+    for items, tag in ((24_000, "5a"), (10_000, "5a'")):
         body = _isin_body(items)
         last = max((int(page.index.max()) for page in _ledger(url) if len(page)), default=0)
         state0 = _state(url)
@@ -450,7 +453,7 @@ def attack_ledger(url: str) -> list[Row]:
         held = (status >= 400 and state1 == state0) or (status == 200 and size <= 256)
         rows.append(
             _row(
-                f"5a. isin filter of {items:,} items: the ledger label",
+                f"{tag}. isin filter of {items:,} items: the ledger label",
                 "each row stores the full label: 243 KiB for a 24,000-item isin",
                 held,
                 f"{status} {_code(text)} in {seconds:.3f} s; "
@@ -575,7 +578,7 @@ def attack_defaults(url: str, ledger: Path, catalog: Path) -> list[Row]:
         state1 = _state(url)
         message = json.loads(text)["error"]["message"][:55] if status >= 400 else ""
         parts.append(
-            f"{label}: {status} {_code(text)} ({message!r}); client: {client[:40]}; "
+            f"{label}: {status} {_code(text)} ({message!r}); client: {client[:75]}; "
             f"{_delta(state0, state1)}"
         )
         held &= status in (400, 422) and "ZeroDivision" not in text and state1 == state0
@@ -743,7 +746,8 @@ def attack_timing(folder: Path, runs: int) -> tuple[list[Row], dict[str, Any]]:
                         statuses == {200} and (setting == "quantum off" or p >= 0.01),
                         f"{runs}+{runs} interleaved releases (HTTP {sorted(statuses)}): medians "
                         f"{medians[0]:.1f} / {medians[1]:.1f} ms (gap {medians[1] - medians[0]:.2f}"
-                        f" ms); point-biserial r = {r:.2f} (permutation p = {p:.3f})",
+                        f" ms); point-biserial r = {r:.2f} (permutation p = {p:.4f}, 2,000 "
+                        "permutations)",
                     )
                 )
         finally:
