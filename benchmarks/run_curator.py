@@ -471,7 +471,8 @@ def load(args: argparse.Namespace) -> None:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     lines = [
         f"# Curator under load on loopback ({args.analysts} analysts x {args.releases} releases, "
-        f"2 worker processes, latency quantum {args.quantum_ms} ms, CPS 28,155 rows)",
+        f"2 worker processes and 1 heavy-lane worker, latency quantum {args.quantum_ms} ms, "
+        "CPS 28,155 rows)",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
         f"Python {platform.python_version()}.",

@@ -37,7 +37,7 @@ from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
-from dpframe.curator.workers import WorkerBackend, WorkerPool
+from dpframe.curator.workers import HEAVY_NICE, WorkerBackend, WorkerPool
 from dpframe.errors import LedgerError
 from dpframe.plan.nodes import Source
 
@@ -244,6 +244,10 @@ class Seats:
         workers = catalog.settings.workers
         posix = os.name == "posix"  # workers get their socket by fd inheritance
         self.pool = WorkerPool(workers) if workers > 0 and posix else None
+        heavy = catalog.settings.heavy_workers
+        self.heavy_pool = (
+            WorkerPool(heavy, nice=HEAVY_NICE) if self.pool is not None and heavy > 0 else None
+        )
         self._open: dict[tuple[str, str], Seat] = {}
         self._data: dict[str, Any] = {}  # pandas, or dask (backend = "dask")
         self._lock = threading.Lock()  # guards the two locks' tables below, briefly
@@ -310,7 +314,7 @@ class Seats:
                 if not isinstance(backend, PandasBackend):
                     continue  # e.g. Dask: its own workers compute
                 name = entry.name if not key[1] else f"{session.name}|{key[1]}"
-                remote = WorkerBackend(backend, name, self.pool)
+                remote = WorkerBackend(backend, name, self.pool, self.heavy_pool)
                 session._backends[key] = remote
                 seat.backends.append(remote)
         return seat

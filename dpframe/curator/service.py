@@ -26,6 +26,7 @@ from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
+from dpframe.curator.workers import heavy_lane
 from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
@@ -79,9 +80,10 @@ class _Work:
     gives the seat back and lets its ledger charge again once it ends.
     """
 
-    def __init__(self, seat: Seat, node: Any) -> None:
+    def __init__(self, seat: Seat, node: Any, heavy: bool = False) -> None:
         self.seat = seat
         self.node = node
+        self.heavy = heavy  # its row work in the heavy lane (a public estimate)
         self.events: list[ReleaseEvent] = []
         self.result: Any = None
         self.error: BaseException | None = None
@@ -94,7 +96,7 @@ class _Work:
     def _run(self) -> None:
         unsubscribe = self.seat.session.subscribe(self.events.append)
         try:
-            with stoppable(self.stop):
+            with stoppable(self.stop), heavy_lane(self.heavy):
                 self.result = self.seat.session.run(self.node)
         except BaseException as exc:  # handed to the waiting thread
             self.error = exc
@@ -156,13 +158,15 @@ class Curator:
         for entry in catalog.datasets.values():
             check_columns(entry)  # every column's kind declared (reads the header only)
             self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
-        if self._seats.pool is not None:
-            self._seats.pool.warm()  # the worker processes, started before serving
+        for pool in (self._seats.pool, self._seats.heavy_pool):
+            if pool is not None:
+                pool.warm()  # the worker processes, started before serving
 
     def close(self) -> None:
         """Stop the worker processes (idle ones now, busy ones when their release ends)."""
-        if self._seats.pool is not None:
-            self._seats.pool.close()
+        for pool in (self._seats.pool, self._seats.heavy_pool):
+            if pool is not None:
+                pool.close()
 
     def now(self) -> float:
         """The curator's clock (monotonic seconds)."""
@@ -288,11 +292,11 @@ class Curator:
                 raise ProtocolError("invalid_query", "explain must be true or false.")
             envelope = {k: v for k, v in body.items() if k != "explain"}
             node = decode_node(envelope, seat.source)  # on the curator's own source
-            self._check_time(seat, node)
+            seconds = self._check_time(seat, node)
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
-            return self._release(seat, node)
+            return self._release(seat, node, seconds >= self.catalog.settings.heavy_seconds)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
@@ -300,8 +304,8 @@ class Curator:
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
 
-    def _check_time(self, seat: Seat, node: Any) -> None:
-        """Refuse, before the charge, a request whose worst case is over the curator's limit.
+    def _check_time(self, seat: Seat, node: Any) -> float:
+        """The request's worst-case seconds; refused, before the charge, over the curator's limit.
 
         The worst case comes from public inputs and the dataset's declared row
         ceiling (:mod:`dpframe.curator.worst_case`), never from its rows.  A
@@ -310,12 +314,12 @@ class Curator:
         settings = self.catalog.settings
         check_resources(size_of(node, settings.limits), settings.limits)
         rows = self._seats.max_rows(seat.entry)
-        check_worst_case(
+        return check_worst_case(
             node, rows, settings.cost, settings.release_estimate_seconds, settings.limits
         )
 
-    def _release(self, seat: Seat, node: Any) -> dict[str, Any]:
-        """Release ``node`` on its seat, within the wall-clock limit.
+    def _release(self, seat: Seat, node: Any, heavy: bool = False) -> dict[str, Any]:
+        """Release ``node`` on its seat, within the wall-clock limit (``heavy``: in the heavy lane).
 
         The release runs in a thread of its own while this one waits at most
         ``release_seconds``.  If the limit fires (a server fault: it is set
@@ -334,7 +338,7 @@ class Curator:
         try:
             seat.check_pace(self._pace_clock(), settings)
             seat.note_charges(self._pace_clock())  # forget any row left from before
-            work = _Work(seat, node)
+            work = _Work(seat, node, heavy)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
                 killed = seat.kill_workers()  # it then ends at once (unless not in a worker)

@@ -13,6 +13,8 @@ Example::
     release_estimate_seconds = 30      # refuse (uncharged) a worst-case estimate over this
     max_rows = 1000000                 # default public row ceiling of a dataset
     workers = 2                        # worker processes reading the rows (killable; 0: none)
+    heavy_workers = 1                  # niced worker processes for heavy releases (0: none)
+    heavy_seconds = 1.0                # the worst-case estimate from which a release is heavy
     abandoned_to_suspend = 3           # abandoned releases before a seat is suspended
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
@@ -78,6 +80,12 @@ class ServerSettings:
             by all seats; a release past the wall-clock limit has its worker
             killed, :mod:`dpframe.curator.workers`); 0 computes in the
             curator's process, where a runaway release cannot be stopped.
+        heavy_workers: worker processes, at a lower CPU priority (nice
+            +10), that compute the heavy releases, so that one analyst's
+            heavy requests never hold the workers everyone else waits for
+            (0: heavy releases share ``workers``).
+        heavy_seconds: the worst-case estimate (public) from which a release
+            is heavy.
         cost: the worst-case estimate's seconds per unit of work.
     """
 
@@ -92,6 +100,8 @@ class ServerSettings:
     release_estimate_seconds: float = 30.0
     max_rows: int = 1_000_000
     workers: int = 2
+    heavy_workers: int = 1
+    heavy_seconds: float = 1.0
     cost: CostModel = field(default_factory=CostModel)
 
 
@@ -130,6 +140,12 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
     workers = server.get("workers", defaults.workers)
     if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= 256:
         raise error("[server].workers must be an integer in [0, 256] (0: compute in-process).")
+    heavy = server.get("heavy_workers", defaults.heavy_workers)
+    if isinstance(heavy, bool) or not isinstance(heavy, int) or not 0 <= heavy <= 256:
+        raise error("[server].heavy_workers must be an integer in [0, 256] (0: none).")
+    heavy_seconds = _seconds(
+        server.get("heavy_seconds", defaults.heavy_seconds), "heavy_seconds", error
+    )
     seconds = _seconds(
         server.get("release_seconds", defaults.release_seconds), "release_seconds", error
     )
@@ -150,6 +166,8 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
         release_estimate_seconds=estimate,
         cost=_cost(server.get("cost", {}), error),
         workers=workers,
+        heavy_workers=heavy,
+        heavy_seconds=heavy_seconds,
         **counts,
     )
 

@@ -17,6 +17,12 @@ worker draws its own randomness from the OS (a fresh
 :class:`~dpframe.noise.SecureRandom`) for the one backend call that takes
 any (choosing a unit's keys at random).
 
+Heavy releases (a worst-case estimate of at least ``heavy_seconds``, public)
+run in a second pool whose workers run at a lower CPU priority (nice +10):
+one analyst's heavy requests then never hold the workers that everyone's
+light releases wait for, and when both compete for the CPU the light ones
+come first.  The curator marks a release heavy with :func:`heavy_lane`.
+
 Example::
 
     pool = WorkerPool(2)
@@ -32,7 +38,9 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -48,9 +56,26 @@ from dpframe.plan.expressions import Expr
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Plan
 
-__all__ = ["WorkerBackend", "WorkerPool", "WorkerStoppedError"]
+__all__ = ["HEAVY_NICE", "WorkerBackend", "WorkerPool", "WorkerStoppedError", "heavy_lane"]
 
 _RNG = "<worker rng>"  # stands for a SecureRandom argument (drawn in the worker)
+
+#: The niceness added to a heavy-lane worker (a lower CPU priority).
+HEAVY_NICE = 10
+
+#: True while a heavy release runs in this thread (set by the curator).
+_HEAVY: ContextVar[bool] = ContextVar("dpframe_heavy_release", default=False)
+
+
+@contextmanager
+def heavy_lane(heavy: bool) -> Iterator[None]:
+    """Row work of the release run in this block goes to the heavy pool when ``heavy``."""
+    token = _HEAVY.set(heavy)
+    try:
+        yield
+    finally:
+        _HEAVY.reset(token)
+
 
 #: Pickling a plan recurses a few frames per plan step; the curator admits up to
 #: ``max_plan_steps`` (1,000 by default), past Python's default limit of 1,000 frames.
@@ -103,11 +128,11 @@ class _Worker:
     from a script without a ``__main__`` guard.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, nice: int = 0) -> None:
         ours, theirs = socket.socketpair()
         path = os.pathsep.join(p for p in sys.path if p)  # the curator's own dpframe
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "dpframe.curator.workers", str(theirs.fileno())],
+            [sys.executable, "-m", "dpframe.curator.workers", str(theirs.fileno()), str(nice)],
             pass_fds=[theirs.fileno()],
             env={**os.environ, "PYTHONPATH": path},
             stdin=subprocess.DEVNULL,
@@ -156,11 +181,13 @@ class WorkerPool:
     Args:
         size: the most worker processes alive at once; a call waits for a
             free one when all are busy.
+        nice: added to each worker's niceness (a lower CPU priority; 0: none).
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, nice: int = 0) -> None:
         _deep_enough()  # plans of up to 1,000 steps are pickled to the workers
         self.size = size
+        self.nice = nice
         self._idle: list[_Worker] = []
         self._alive = 0
         self._closed = False
@@ -179,7 +206,7 @@ class WorkerPool:
             self._alive += 1
             self.started += 1
         try:
-            return _Worker()
+            return _Worker(self.nice)
         except BaseException:
             with self._ready:
                 self._alive -= 1
@@ -192,7 +219,7 @@ class WorkerPool:
             missing = self.size - self._alive
             self._alive += missing
             self.started += missing
-        fresh = [_Worker() for _ in range(missing)]
+        fresh = [_Worker(self.nice) for _ in range(missing)]
         for worker in fresh:
             worker.ping()
         with self._ready:
@@ -210,7 +237,7 @@ class WorkerPool:
                     return
                 self.started += 1
             try:
-                replacement = _Worker()  # starts while the next request comes
+                replacement = _Worker(self.nice)  # starts while the next request comes
             except BaseException:
                 with self._ready:
                     self._alive -= 1
@@ -252,32 +279,37 @@ class WorkerBackend:
         inner: the in-memory backend over the rows.
         key: names ``inner`` in the workers (one per dataset, or per seat view).
         pool: the curator's workers.
+        heavy: the workers of heavy releases (:func:`heavy_lane`; None: ``pool``).
     """
 
-    def __init__(self, inner: PandasBackend, key: str, pool: WorkerPool) -> None:
+    def __init__(
+        self, inner: PandasBackend, key: str, pool: WorkerPool, heavy: WorkerPool | None = None
+    ) -> None:
         self.inner = inner
         self._rows: pd.DataFrame = inner._frame  # sent to the workers, never elsewhere
         self.key = key
         self.pool = pool
+        self.heavy = heavy
         self._guard = threading.Lock()
         self._current: _Worker | None = None
         self._stopped = False
 
     def _call(self, method: str, *args: Any) -> Any:
         self._check()
-        worker = self.pool.acquire()
+        pool = self.heavy if self.heavy is not None and _HEAVY.get() else self.pool
+        worker = pool.acquire()
         with self._guard:
             stopped = self._stopped
             self._current = None if stopped else worker
         if stopped:  # killed while waiting for a worker
-            self.pool.release(worker)
+            pool.release(worker)
             self._check()
         try:
             return worker.call(self.key, self._rows, method, args)
         finally:
             with self._guard:
                 self._current = None
-            self.pool.release(worker)
+            pool.release(worker)
 
     def _check(self) -> None:
         with self._guard:
@@ -368,8 +400,11 @@ class WorkerBackend:
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:
         """:meth:`Backend.bound_contributions` here (with the session's randomness), kept apart."""
         bounded = self.inner.bound_contributions(unit, max_rows, rng)  # a PandasBackend
-        return WorkerBackend(bounded, f"{self.key}|unit:{unit}:{max_rows}:{id(bounded)}", self.pool)
+        key = f"{self.key}|unit:{unit}:{max_rows}:{id(bounded)}"
+        return WorkerBackend(bounded, key, self.pool, self.heavy)
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker process
+    if len(sys.argv) > 2 and int(sys.argv[2]) > 0:
+        os.nice(int(sys.argv[2]))  # a heavy-lane worker: a lower CPU priority
     _serve(Connection(int(sys.argv[1])))

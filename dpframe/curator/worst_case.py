@@ -174,8 +174,8 @@ def synthesis_seconds(node: Synthesize, rows: int, model: CostModel) -> float:
 
 def check_worst_case(
     node: Any, rows: int, model: CostModel, ceiling: float, limits: ResourceLimits | None = None
-) -> None:
-    """Refuse, before the charge, a request whose worst case is over ``ceiling`` seconds.
+) -> float:
+    """The worst case of a request; refused, before the charge, over ``ceiling`` seconds.
 
     Raises:
         ResourceLimitError: naming the estimate, the ceiling and the declared
@@ -188,3 +188,4 @@ def check_worst_case(
             f"{rows:,} rows (the curator's limit is {ceiling:g} s); nothing was charged. "
             "Simplify it: fewer derived columns, keys, bins or quantile levels."
         )
+    return seconds
