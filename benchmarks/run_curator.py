@@ -5,9 +5,9 @@ CPS data, then times the same releases embedded and through `dp.connect`.
 Prints median and 99th-percentile latency per query and the difference.
 
 With ``--load``: N analysts release at once (p50/p99 latency), then again
-with a hostile analyst sending the doubling chain, a 10**7-bin histogram and
-the heaviest chain the curator admits, then again with one of the curator's
-worker processes SIGKILLed mid-load; every analyst's recorded spend is
+with a hostile analyst (in a process of its own) sending the doubling chain,
+a 10**7-bin histogram and the heaviest chain the curator admits, then again
+with one of the curator's worker processes SIGKILLed mid-load; every analyst's recorded spend is
 checked against what was charged.  Last, the curator itself is SIGKILLed
 mid-load and restarted on the same ledger: every release an analyst received
 must be in its spend.  The ledger's ``PRAGMA integrity_check`` after the run.
@@ -20,6 +20,7 @@ must be in its spend.  The ledger's ``PRAGMA integrity_check`` after the run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
@@ -77,7 +78,12 @@ def main() -> None:
     parser.add_argument("--quantum-ms", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="the curator's worker processes")
     parser.add_argument("--soak", type=int, default=0, help="seconds of the soak run (0: none)")
+    parser.add_argument("--heavy-workers", type=int, default=1, help="the heavy lane's workers")
+    parser.add_argument("--hostile", default="", help=argparse.SUPPRESS)  # the attacker process
     args = parser.parse_args()
+    if args.hostile:
+        hostile(args.hostile)
+        return
     if args.soak:
         soak(args)
         return
@@ -138,7 +144,7 @@ def main() -> None:
 # -- load and faults (issue 16) ------------------------------------------------------------
 
 
-def _load_catalog(folder: Path, analysts: int, quantum_ms: int) -> Path:
+def _load_catalog(folder: Path, analysts: int, quantum_ms: int, heavy_workers: int = 1) -> Path:
     """``analysts`` analysts per phase (p0a0, ...) and a hostile one, on the bundled CPS data."""
     bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
     categories = {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
@@ -146,6 +152,7 @@ def _load_catalog(folder: Path, analysts: int, quantum_ms: int) -> Path:
         "[server]",
         'ledger = "ledger.sqlite"',
         "workers = 2",
+        f"heavy_workers = {heavy_workers}",
         f"latency_quantum_ms = {quantum_ms}",
         "releases_per_minute = 1000000",
         "max_ledger_rows = 1000000",
@@ -248,7 +255,37 @@ LOAD_QUERIES: list[Callable[[Any], Any]] = [
 
 
 def _hostile(url: str, stop: threading.Event, out: dict[str, Any]) -> None:
-    """A hostile analyst: the doubling chain, a 10**7-bin histogram, the heaviest admitted chain."""
+    """The hostile analyst in a process of its own (its client work holds no victim's GIL)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.run_curator", "--hostile", url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    stop.wait()
+    answer, _ = process.communicate("stop\n", timeout=300)  # it ends after its current attack
+    out["mallory"] = json.loads(answer.strip().splitlines()[-1])
+
+
+def hostile(url: str) -> None:
+    """A hostile analyst: the doubling chain, a 10**7-bin histogram, the heaviest admitted chain.
+
+    Attacks until a line arrives on stdin, then prints its outcomes as JSON.
+    """
+    stop = threading.Event()
+
+    def wait_for_stop() -> None:
+        sys.stdin.readline()
+        stop.set()
+
+    threading.Thread(target=wait_for_stop, daemon=True).start()
+    out: dict[str, Any] = {}
+    _attack(url, stop, out)
+    print(json.dumps(out["mallory"]), flush=True)
+
+
+def _attack(url: str, stop: threading.Event, out: dict[str, Any]) -> None:
+    """The hostile analyst's loop (see :func:`hostile`)."""
     pf = dp.connect(url, token=_token("mallory"), timeout=120).open("cps")
     doubled = pf.assign(a0=pf["wage"])
     for i in range(1, 60):
@@ -452,7 +489,7 @@ def load(args: argparse.Namespace) -> None:
     """N analysts at once; with a hostile analyst; with a worker SIGKILLed mid-load."""
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="dpframe-curator-load-"))
-    catalog = _load_catalog(folder, args.analysts, args.quantum_ms)
+    catalog = _load_catalog(folder, args.analysts, args.quantum_ms, args.heavy_workers)
     process, url = _serve(catalog, folder / "server.log")
     try:
         phases = {
@@ -471,7 +508,8 @@ def load(args: argparse.Namespace) -> None:
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     lines = [
         f"# Curator under load on loopback ({args.analysts} analysts x {args.releases} releases, "
-        f"2 worker processes and 1 heavy-lane worker, latency quantum {args.quantum_ms} ms, "
+        f"2 worker processes and {args.heavy_workers} heavy-lane worker(s), latency quantum "
+        f"{args.quantum_ms} ms, "
         "CPS 28,155 rows)",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
