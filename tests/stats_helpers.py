@@ -68,3 +68,29 @@ def ks_pvalue(samples: npt.NDArray[np.float64], cdf: Callable[..., object]) -> f
 def ks2_pvalue(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
     """Two-sample Kolmogorov–Smirnov p-value."""
     return float(stats.ks_2samp(a, b).pvalue)
+
+
+def pooled_pvalue(observed: npt.ArrayLike, expected: npt.ArrayLike, least: float = 5.0) -> float:
+    """Chi-square p-value of counts in fixed bins, with every bin expecting at least ``least``.
+
+    The bins expecting fewer draws are merged into one; if that one still
+    expects fewer than ``least``, it joins the smallest of the others.  The
+    partition depends on ``expected`` only.  Without it, one draw in a bin
+    expecting 1e-5 adds about 10^5 to χ²: a correct sampler fails whenever a
+    rare outcome happens (the adaptive variance's Gaussian test did, in CI).
+    """
+    seen = np.asarray(observed, dtype=float)
+    wanted = np.asarray(expected, dtype=float)
+    rare = wanted < least
+    if not rare.any():
+        return float(stats.chisquare(seen, wanted).pvalue)
+    seen_kept, wanted_kept = list(seen[~rare]), list(wanted[~rare])
+    pooled_seen, pooled_wanted = float(seen[rare].sum()), float(wanted[rare].sum())
+    if pooled_wanted >= least or not wanted_kept:
+        seen_kept.append(pooled_seen)
+        wanted_kept.append(pooled_wanted)
+    else:
+        smallest = int(np.argmin(wanted_kept))
+        seen_kept[smallest] += pooled_seen
+        wanted_kept[smallest] += pooled_wanted
+    return float(stats.chisquare(np.array(seen_kept), np.array(wanted_kept)).pvalue)
