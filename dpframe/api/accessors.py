@@ -40,31 +40,6 @@ def _bool(value: object, name: str, method: str) -> bool:
     return value
 
 
-#: What ``.dt`` and ``.str`` offer, named when an analyst reaches for something else.
-_DT_PARTS = (
-    "year",
-    "quarter",
-    "month",
-    "day",
-    "day_of_week",
-    "day_of_year",
-    "hour",
-    "minute",
-    "second",
-    "to_period",
-)
-_STR = (
-    "lower",
-    "upper",
-    "strip",
-    "lstrip",
-    "rstrip",
-    "replace",
-    "contains",
-    "startswith",
-    "endswith",
-    "len",
-)
 #: pandas text methods that make a list or a piece per row.
 _PER_ROW_PIECES = frozenset(
     {"split", "rsplit", "partition", "rpartition", "extract", "extractall", "findall", "get"}
@@ -74,6 +49,11 @@ _SPLITTING = (
     "want with .str.contains/startswith/endswith, or split the column before loading and "
     "declare the new columns' categories."
 )
+
+
+def _offered(accessor: object) -> str:
+    """The public methods and properties of an accessor, in the order they are defined."""
+    return ", ".join(n for n in vars(type(accessor)) if not n.startswith("_"))
 
 
 class DatetimeAccessor:
@@ -105,7 +85,7 @@ class DatetimeAccessor:
         return f"<.dt of {self._series.name!r}>"
 
     def __getattr__(self, name: str) -> Any:
-        raise missing_attribute(".dt", name, f" Date parts here: {', '.join(_DT_PARTS)}.")
+        raise missing_attribute(".dt", name, f" Date parts here: {_offered(self)}.")
 
     def _checked(self) -> PrivateSeries:
         info = self._series._info
@@ -210,7 +190,7 @@ class StringAccessor:
 
     def __getattr__(self, name: str) -> Any:
         hint = _SPLITTING if name in _PER_ROW_PIECES else ""
-        raise missing_attribute(".str", name, f"{hint} Text methods here: {', '.join(_STR)}.")
+        raise missing_attribute(".str", name, f"{hint} Text methods here: {_offered(self)}.")
 
     def _checked(self) -> PrivateSeries:
         info = self._series._info

@@ -29,7 +29,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd
@@ -86,11 +85,7 @@ def column_digests(frame: pd.DataFrame) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, values in frame.items():
         try:
-            out[_name(name)] = column_digest(values)
+            out[str(name)] = column_digest(values)
         except TypeError:
             continue
     return out
-
-
-def _name(name: Hashable) -> str:
-    return str(name)

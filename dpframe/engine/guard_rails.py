@@ -100,13 +100,17 @@ def check_other_sessions(ledger: Ledger, session: str, dataset: str, frame: pd.D
     digests = column_digests(frame)
     columns: dict[str, set[str]] = {}  # another session: the matching columns of this frame
     releases: dict[str, dict[str, int]] = {}  # another session: its releases per dataset
+    spend: dict[str, dict[str, int]] = {}  # a matching dataset: releases per session (read once)
     for column, digest in digests.items():
         for other, _ in ledger.columns_with_digest(digest):
-            for name, count in ledger.spend_by_session(other).items():
+            if other not in spend:
+                spend[other] = ledger.spend_by_session(other)
+            for name, count in spend[other].items():
                 if name != session:
                     columns.setdefault(name, set()).add(column)
                     releases.setdefault(name, {})[other] = count
-    ledger.record_digests(dataset, digests)
+    if ledger.digests(dataset) != digests:  # a reload of the same data writes nothing
+        ledger.record_digests(dataset, digests)
     if not columns:
         return
     shown = "; ".join(
