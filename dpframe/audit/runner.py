@@ -301,6 +301,10 @@ class SessionSampler:
         accounting: the sessions' accounting (default: pure when ``delta == 0``).
         delta: the sessions' total δ (needed for releases that charge δ).
         reload_every: releases per session.
+        session_budget: each session's total (ε, δ) instead of a large budget:
+            under Gaussian DP and zCDP a query's ``epsilon=`` is a share of the
+            session, so a query that spends a whole session of (ε, δ) audits
+            the guarantee (ε, δ) itself.
     """
 
     def __init__(
@@ -314,6 +318,7 @@ class SessionSampler:
         accounting: str | None = None,
         delta: float = 0.0,
         reload_every: int = 200,
+        session_budget: tuple[float, float] | None = None,
     ) -> None:
         self._query = query
         self._load: dict[str, Any] = {
@@ -324,13 +329,16 @@ class SessionSampler:
         }
         self._accounting = accounting
         self._delta = 0.5 if delta > 0 else 0
+        self._epsilon: float = 10**9
+        if session_budget is not None:
+            self._epsilon, self._delta = session_budget
         self._reload_every = max(1, reload_every)
 
     def _frame(self, data: pd.DataFrame) -> Any:
         from dpframe.api.session import Session
 
         session = Session(
-            epsilon=10**9, delta=self._delta, ledger=":memory:", accounting=self._accounting
+            epsilon=self._epsilon, delta=self._delta, ledger=":memory:", accounting=self._accounting
         )
         return session.private_frame(data, **self._load)
 
@@ -366,6 +374,7 @@ def audit_query(
     alpha: float = 1e-7,
     bins: int = 20,
     max_coords: int = 3,
+    session_budget: tuple[float, float] | None = None,
 ) -> Any:
     """Audit a query written against a PrivateFrame, e.g. ``lambda pf: pf["wage"].mean(epsilon=1)``.
 
@@ -390,6 +399,8 @@ def audit_query(
         alpha: the false-alarm bound per pair.
         bins: about how many bins numeric outputs are cut into.
         max_coords: the most numbers kept from a grouped release.
+        session_budget: each fresh session's total (ε, δ) (default: a large
+            budget); see :class:`SessionSampler`.
 
     Returns:
         One :class:`AuditResult` for a single pair (``pairs`` a DataFrame),
@@ -403,6 +414,7 @@ def audit_query(
         max_rows_per_unit=max_rows_per_unit,
         accounting=accounting,
         delta=delta,
+        session_budget=session_budget,
     )
     options: dict[str, Any] = {
         "epsilon": epsilon,

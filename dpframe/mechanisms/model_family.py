@@ -104,6 +104,8 @@ def _split_rdp(allocation: NoiseAllocation, what: str) -> tuple[NoiseAllocation,
             "noise), or create the session with accounting='zcdp'."
         )
     # Both parts in zCDP (ρ adds), so the whole is ρ-zCDP as the accountant assumed.
+    # The one place a mechanism builds an allocation: a zCDP one on purpose, from the
+    # Rényi ρ the accountant granted (tests/test_synth_accounting.py allows only this).
     return NoiseAllocation("gaussian", rho * _COUNT_SHARE), rho * (1 - _COUNT_SHARE)
 
 

@@ -35,9 +35,11 @@ Privacy (add/remove one row; k rows per privacy unit: everything scaled by k):
     permute-and-flip.  Discrete Gaussian noise of σ² ≥ Δ²/(2ρ_m) is
     ρ_m-zCDP, discrete Laplace of scale ≥ Δ/ε_m is ε_m-DP (Canonne, Kamath,
     Steinke 2020), permute-and-flip is ε_s-DP (McKenna & Sheldon 2020), hence
-    ε_s²/2-zCDP.  Adaptive composition over the d + T measurements and T
-    selections, whose parameters are fixed in advance, gives exactly the
-    request (the parts are exact fractions, noise rounded up, ε_s down);
+    ε_s²/2-zCDP and μ(ε_s)-GDP.  Every part is the session's allocation
+    scaled by its share, in the session's currency.  Adaptive composition over
+    the d + T measurements and T selections, whose parameters are fixed in
+    advance, gives exactly the request (the parts are exact fractions, noise
+    rounded up, ε_s down);
     fitting, sampling and the row count are post-processing.
     Proof: docs/proofs/synthesis.md.
 
@@ -163,7 +165,7 @@ def aim_noise(node: Synthesize, allocation: NoiseAllocation) -> AimNoise:
     k = unit_rows(node.plan)
     rounds = aim_rounds(d)
     one = _ONE_WAY_SHARE if rounds else Fraction(1)
-    one_alloc = NoiseAllocation(allocation.kind, allocation.parameter * one / d)
+    one_alloc = allocation.scaled(one / d)
     one_way = (one_alloc, noise_for(k, 1.0, one_alloc, k))
     stages: list[tuple[NoiseAllocation, Planned]] = []
     select_epsilon = None
@@ -172,9 +174,9 @@ def aim_noise(node: Synthesize, allocation: NoiseAllocation) -> AimNoise:
         rest = 1 - _ONE_WAY_SHARE - _SELECT_SHARE
         for weight in STAGE_WEIGHTS:
             part = rest * weight / (sum(STAGE_WEIGHTS) * d)
-            alloc = NoiseAllocation(allocation.kind, allocation.parameter * part)
+            alloc = allocation.scaled(part)
             stages.append((alloc, noise_for(k, 1.0, alloc, k)))
-        per_round = NoiseAllocation(allocation.kind, allocation.parameter * _SELECT_SHARE / rounds)
+        per_round = allocation.scaled(_SELECT_SHARE / rounds)
         select_epsilon = pure_epsilon(per_round, _PURE_ZCDP)
         if select_epsilon <= 0:
             raise InvalidBudgetError("epsilon is too small to select the model's marginals.")

@@ -8,8 +8,13 @@ for a single column):
 
 1. **1-way marginals**: every column's cell counts (bins of a numeric
    column on its public edges, or its declared categories) plus discrete
-   Gaussian noise (zCDP sessions) or discrete Laplace noise (pure ε), each of
-   the d marginals with a d-th of the first part.
+   Gaussian noise (zCDP, Gaussian DP and approx sessions with δ) or discrete
+   Laplace noise (pure ε), each of the d marginals with a d-th of the first
+   part.  Every part is the session's allocation scaled by its share
+   (:meth:`~dpframe.mechanisms.allocation.NoiseAllocation.scaled`), so it keeps
+   the session's currency: under Gaussian DP a part of μ²-share s is
+   sqrt(s)·μ-GDP (the discrete Gaussian corrected for, each selection's ε
+   the largest with μ(ε) ≤ sqrt(s)·μ).
 2. **Selection**: cells noisily below 3σ are merged into one cell per column
    (post-processing: MST's domain compression); then d − 1 rounds of
    permute-and-flip (:func:`~dpframe.mechanisms.selection.permute_and_flip`)
@@ -35,9 +40,12 @@ Privacy (add/remove one row; k rows per privacy unit: everything scaled by k):
     2 changes by at most 1 (k; the floor keeps it).  Discrete Gaussian noise
     of σ² ≥ Δ²/(2ρ_m) is ρ_m-zCDP and discrete Laplace of scale ≥ Δ/ε_m is
     ε_m-DP (Canonne, Kamath, Steinke 2020); permute-and-flip is ε_s-DP
-    (McKenna & Sheldon 2020), hence ε_s²/2-zCDP (Bun & Steinke 2016).
+    (McKenna & Sheldon 2020), hence ε_s²/2-zCDP (Bun & Steinke 2016) and
+    μ(ε_s)-GDP (Dong, Roth & Su 2019).
     Adaptive composition over the 2d − 1 measurements and d − 1 selections
-    gives exactly the requested ε (pure) or ρ (zCDP): the parts are exact
+    gives exactly the requested ε (pure), ρ (zCDP) or μ (GDP, μ² adds;
+    pinned by the composed privacy loss distribution in
+    ``tests/test_synth_accounting.py``): the parts are exact
     fractions of the request, the noise is rounded up and the selection ε
     down.  Everything after is post-processing, including the row count
     (the inverse-variance mean of the marginals' noisy totals).
@@ -127,17 +135,17 @@ def synth_noise(node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
     d = len(node.columns)
     k = unit_rows(node.plan)
     one, select, two = shares(d)
-    one_alloc = NoiseAllocation(allocation.kind, allocation.parameter * one / d)
+    one_alloc = allocation.scaled(one / d)
     one_way = (one_alloc, noise_for(k, 1.0, one_alloc, k))
     select_epsilon = None
     if select:
-        per_round = NoiseAllocation(allocation.kind, allocation.parameter * select / (d - 1))
+        per_round = allocation.scaled(select / (d - 1))
         select_epsilon = pure_epsilon(per_round, _PURE_ZCDP)
         if select_epsilon <= 0:
             raise InvalidBudgetError("epsilon is too small to select the model's pairs.")
     two_way = None
     if two:
-        two_alloc = NoiseAllocation(allocation.kind, allocation.parameter * two / (d - 1))
+        two_alloc = allocation.scaled(two / (d - 1))
         two_way = (two_alloc, noise_for(k, 1.0, two_alloc, k))
     return SynthNoise(k, one_way, select_epsilon, two_way)
 
