@@ -409,7 +409,7 @@ def _overspend(phase: dict[str, Any]) -> tuple[int, float]:
     """Analysts whose recorded spend differs from what they were charged; the largest gap."""
     worst, wrong = 0.0, 0
     for data in phase["analysts"].values():
-        session = data["pf"]._session
+        session = data["pf"].session
         spent = float(session.spent.epsilon)
         ledger = session.ledger
         gap = abs(spent - float(ledger["epsilon"].sum()))

@@ -9,12 +9,11 @@ disclosure; only curator mode protects against a hostile one.
 """
 
 from dpframe import audit
-from dpframe.api.binning import cut, qcut
 from dpframe.api.frame import PrivateFrame
+from dpframe.api.functions import crosstab, cut, qcut
 from dpframe.api.groupby import PrivateGroupBy
 from dpframe.api.series import PrivateSeries
 from dpframe.api.session import Session
-from dpframe.api.tables import crosstab
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     BudgetExceededError,

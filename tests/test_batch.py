@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from tests.sessions import local
 
 BOUNDS = {"wage": (0, 5000), "education": (0, 20)}
 CATEGORIES = {"region": ["northeast", "midwest", "south", "west"]}
@@ -20,7 +21,7 @@ def _frame(cps: pd.DataFrame, ledger: str = ":memory:", epsilon: float = 1.0) ->
 
 def test_a_batch_admits_all_then_computes_each(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         count = batch.add(lambda: pf.count(epsilon=0.25))
         counts = batch.add(lambda: pf["region"].value_counts(epsilon=0.25))
         described = batch.add(lambda: pf.describe(epsilon=0.25))
@@ -39,7 +40,7 @@ def test_a_batch_admits_all_then_computes_each(cps: pd.DataFrame) -> None:
 def test_a_batch_over_budget_charges_nothing(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     pf.count(epsilon=0.5)
-    batch = pf.session.batch()
+    batch = local(pf).batch()
     with pytest.raises(dp.BudgetExceededError, match="Requested"), batch as queue:
         queue.add(lambda: pf.count(epsilon=0.3))
         queue.add(lambda: pf["wage"].mean(epsilon=0.3))
@@ -49,7 +50,7 @@ def test_a_batch_over_budget_charges_nothing(cps: pd.DataFrame) -> None:
 
 def test_an_error_inside_the_block_admits_nothing(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
-    batch = pf.session.batch()
+    batch = local(pf).batch()
     with pytest.raises(ValueError, match="changed my mind"), batch as queue:
         queue.add(lambda: pf.count(epsilon=0.3))
         raise ValueError("changed my mind")
@@ -58,7 +59,7 @@ def test_an_error_inside_the_block_admits_nothing(cps: pd.DataFrame) -> None:
 
 def test_bad_input_is_refused_when_added(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         with pytest.raises(dp.SchemaError, match="needs a numeric column"):
             batch.add(lambda: pf["region"].mean(epsilon=0.1))
         with pytest.raises(dp.SchemaError, match="made no release"):
@@ -76,7 +77,7 @@ def test_a_failing_release_keeps_its_charge_and_raises_on_read(cps: pd.DataFrame
             raise RuntimeError("boom")
         return pf.count(epsilon=0.2)
 
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         failing = batch.add(flaky)
         fine = batch.add(lambda: pf.count(epsilon=0.2))
     assert float(fine.result) > 0
@@ -89,7 +90,7 @@ def test_a_failing_release_keeps_its_charge_and_raises_on_read(cps: pd.DataFrame
 def test_a_function_that_changes_its_release_is_refused(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     epsilons = iter([0.1, 0.2])
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         changing = batch.add(lambda: pf.count(epsilon=next(epsilons)))
     with pytest.raises(dp.DPError, match="different release"):
         _ = changing.result
@@ -98,7 +99,7 @@ def test_a_function_that_changes_its_release_is_refused(cps: pd.DataFrame) -> No
 
 def test_a_batch_is_one_durable_commit(cps: pd.DataFrame, tmp_path: Path) -> None:
     pf = _frame(cps, ledger=str(tmp_path / "ledger.sqlite"), epsilon=2)
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         for _ in range(5):
             batch.add(lambda: pf.count(epsilon=0.1))
     reopened = dp.Session(epsilon=2, ledger=str(tmp_path / "ledger.sqlite"))

@@ -30,6 +30,7 @@ from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.schema import infer_column, schema_from_frame
 from dpframe.plan.temporal import DateLit, DtField, PeriodOf
 from tests.dated_cps import BOUNDS, CATEGORIES, DATE_BOUNDS, DTYPES, dated_cps, truth
+from tests.sessions import local
 
 BIG = 1e5  # ε of a query whose value is checked: counts are off by about 1e-5
 LOW, HIGH = DATE_BOUNDS
@@ -306,7 +307,7 @@ Call = Callable[[dp.PrivateFrame], object]
 def _load(bounds: dict[str, Any], dtypes: dict[str, str] | None = None) -> Call:
     def load(pf: dp.PrivateFrame) -> object:
         frame = pd.DataFrame({"date": ["2010-01-01"], "n": [1.0]})
-        return pf.session.private_frame(frame, bounds=bounds, dtypes=dtypes)
+        return local(pf).private_frame(frame, bounds=bounds, dtypes=dtypes)
 
     return load
 
@@ -357,7 +358,7 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
     ),
     (
         "numeric bounds on a date column",
-        lambda pf: pf.session.private_frame(
+        lambda pf: local(pf).private_frame(
             pd.DataFrame({"date": pd.to_datetime(["2010-01-01"])}), bounds={"date": (0, 1)}
         ),
         dp.SchemaError,
@@ -365,7 +366,7 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
     ),
     (
         "categories on a date column",
-        lambda pf: pf.session.private_frame(
+        lambda pf: local(pf).private_frame(
             pd.DataFrame({"date": pd.to_datetime(["2010-01-01"])}),
             categories={"date": [pd.Timestamp("2010-01-01")]},
         ),

@@ -84,7 +84,7 @@ def test_an_integer_column_answers_with_pandas_integers(cps: pd.DataFrame) -> No
     experience = pf.groupby("region")["experience"].median(epsilon=BIG)
     assert experience.to_dict() == cps.groupby("region")["experience"].median().to_dict()
     assert float(pf["education"].median(epsilon=BIG)) == cps["education"].median() == 12
-    assert "21 candidates" in pf._session.ledger["query"].iloc[0]  # the integers 0..20
+    assert "21 candidates" in pf.session.ledger["query"].iloc[0]  # the integers 0..20
 
 
 def test_one_charge_of_exactly_the_request_for_all_groups(cps: pd.DataFrame) -> None:
@@ -105,7 +105,7 @@ def test_a_list_of_levels_splits_each_groups_epsilon(cps: pd.DataFrame) -> None:
     half = Fraction(1, 2)
     assert one.attrs["dpframe"].scales[0] == pytest.approx(rank_error(2.0, 0.95, half))
     assert two.attrs["dpframe"].scales[0] == pytest.approx(rank_error(1.0, 0.95, half))
-    text = pf._session.explain(
+    text = pf.session.explain(
         lambda: pf.groupby("region")["wage"].quantile([0.5, 0.9], epsilon=2)
     ).plain()
     assert "ε split over 2 levels" in text and "one charge for all groups" in text
@@ -113,14 +113,14 @@ def test_a_list_of_levels_splits_each_groups_epsilon(cps: pd.DataFrame) -> None:
 
 def test_explain_states_each_groups_rank_error(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
-    text = pf._session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=0.5)).plain()
+    text = pf.session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=0.5)).plain()
     expected = dp.mechanisms.explanations.plain_number(rank_error(0.5, 0.95, Fraction(1, 2)))
     assert text.startswith(
         f"quantile(wage, q=[0.5]) by region = in each of 4 groups, a value whose rank in its "
         f"group is within ±{expected} rows"
     )
     assert "4,097-point public grid" in text
-    assert pf._session.ledger.empty
+    assert pf.session.ledger.empty
 
 
 def test_released_values_are_a_pandas_series_for_idxmax(cps: pd.DataFrame) -> None:
@@ -131,7 +131,7 @@ def test_released_values_are_a_pandas_series_for_idxmax(cps: pd.DataFrame) -> No
     medians = pf.groupby("region")["wage"].median(epsilon=BIG)
     assert medians.idxmax() == "northeast" and medians.idxmin() == "south"
     assert list(medians.nlargest(2).index) == ["northeast", "midwest"]
-    assert len(pf._session.ledger) == 2  # post-processing charged nothing more
+    assert len(pf.session.ledger) == 2  # post-processing charged nothing more
     assert not hasattr(pf.groupby("region"), "idxmax")  # not pandas' API on a group-by
 
 
@@ -145,7 +145,7 @@ def test_agg_takes_a_median_per_group(cps: pd.DataFrame) -> None:
     )
     assert got[("education", "median")].to_dict() == want[("education", "median")].to_dict()
     assert np.isnan(dp.ci(got)[(("wage", "median"), "low")]).all()  # a rank error, no interval
-    parts = json.loads(pf._session.ledger["parts"].iloc[-1])
+    parts = json.loads(pf.session.ledger["parts"].iloc[-1])
     assert [p["name"] for p in parts][1] == "quantile(wage, q=[0.5]) by region"
     single = pf.groupby("region")["wage"].agg("median", epsilon=BIG)
     assert isinstance(single, pd.Series) and single.name == "wage"

@@ -25,6 +25,7 @@ from dpframe.mechanisms.local import (
 )
 from dpframe.noise import SecureRandom
 from tests.dp_check import worst_violation
+from tests.sessions import local
 from tests.stats_helpers import ALPHA, chi2_pvalue, dlaplace_pmf, ks_pvalue
 
 # -- the seed texts' numbers ---------------------------------------------------
@@ -246,7 +247,7 @@ def test_bad_input(tmp_path: Path, cps: pd.DataFrame) -> None:
         one["smsa"].randomized_response(epsilon=1.0)
     with pytest.raises(dp.DPError, match="numeric"):
         pf["region"].laplace_copy(epsilon=1.0)
-    unbounded = pf.session.private_frame(cps, categories=CPS1988_CATEGORIES)
+    unbounded = local(pf).private_frame(cps, categories=CPS1988_CATEGORIES)
     with pytest.raises(dp.DPError, match="bounds"):
         unbounded["wage"].laplace_copy(epsilon=1.0)
     with pytest.raises(dp.DPError, match="length_share"):

@@ -180,9 +180,11 @@ def test_schema_inference_is_linear_in_shared_nodes() -> None:
         x = x + x  # a series: schema inference and str() at every step
     assert x.bounds == (0.0, 2.0**200)
     assert len(repr(x)) < 2 * STR_LIMIT
-    assert infer_column("y", doubled(1100), pf._schema).bounds is None  # beyond float range
+    assert (
+        infer_column("y", doubled(1100), pf.__dpframe__().schema).bounds is None
+    )  # beyond float range
     with pytest.raises(SchemaError, match="Arithmetic needs numbers"):
-        infer_column("z", doubled(100, col("t")), pf._schema)
+        infer_column("z", doubled(100, col("t")), pf.__dpframe__().schema)
 
 
 # -- Hypothesis: key equality is structural equality ---------------------------------

@@ -72,7 +72,7 @@ def test_the_integer_kind_comes_from_the_declaration_only(cps: pd.DataFrame) -> 
     pf = _frame(cps)
     assert pf["education"].dtype == "float64"
     pf["education"].median(epsilon=BIG)
-    assert pf._session.ledger["query"].iloc[0] == "quantile(education, q=[0.5])"
+    assert pf.session.ledger["query"].iloc[0] == "quantile(education, q=[0.5])"
 
 
 def test_many_integers_are_thinned_to_the_candidate_limit() -> None:
@@ -92,23 +92,23 @@ def test_one_candidate_is_released_without_reading_the_data(cps: pd.DataFrame) -
     assert float(pf["wage"].median(epsilon=1, candidates=[700])) == 700
     grouped = pf.groupby("region")["wage"].quantile([0.1, 0.9], epsilon=1, candidates=[700])
     assert set(grouped) == {700.0}
-    assert len(pf._session.ledger) == 2  # still charged: the request is what was asked
+    assert len(pf.session.ledger) == 2  # still charged: the request is what was asked
 
 
 def test_explain_names_the_candidates(cps: pd.DataFrame) -> None:
     pf = _frame(cps, dtypes={"education": "integer"})
-    text = pf._session.explain(lambda: pf["education"].median(epsilon=0.5)).plain()
+    text = pf.session.explain(lambda: pf["education"].median(epsilon=0.5)).plain()
     expected = plain_number(rank_error(0.5, 0.95, Fraction(1, 2), 1, 21))
     assert text.startswith(
         f"quantile(education, q=[0.5], 21 candidates) = a value whose rank is within "
         f"±{expected} rows"
     )
     assert "among 21 public candidates" in text
-    grouped = pf._session.explain(
+    grouped = pf.session.explain(
         lambda: pf.groupby("region")["wage"].median(epsilon=0.5, candidates=[100, 200, 300])
     ).plain()
     assert "among 3 public candidates" in grouped
-    assert pf._session.ledger.empty
+    assert pf.session.ledger.empty
 
 
 CASES: list[tuple[Callable[[dp.PrivateFrame], object], str]] = [

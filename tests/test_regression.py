@@ -28,6 +28,7 @@ from dpframe.mechanisms.regression import (
     smoothed_gaussian,
 )
 from dpframe.noise import SecureRandom
+from tests.sessions import local
 from tests.stats_helpers import ALPHA, ks_pvalue
 
 FEATURES = ["education", "experience"]
@@ -199,7 +200,7 @@ def test_progress_bar_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_input_charges_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
     pf = _frame(tmp_path, cps, epsilon=4.0, delta=1e-6)
-    unbounded = pf.session.private_frame(cps.assign(age=cps["experience"] + 18))
+    unbounded = local(pf).private_frame(cps.assign(age=cps["experience"] + 18))
     cases: list[tuple[Callable[[], object], type[dp.DPError], str]] = [
         (
             lambda: unbounded.linear_regression(["age"], "wage", epsilon=1.0),

@@ -97,4 +97,4 @@ def test_the_map_cache_stays_bounded() -> None:
 def test_each_session_has_its_own_families() -> None:
     first = dp.Session(epsilon=1, ledger=":memory:")
     second = dp.Session(epsilon=1, ledger=":memory:")
-    assert first._families[Aggregate] is not second._families[Aggregate]
+    assert first._path.families[Aggregate] is not second._path.families[Aggregate]

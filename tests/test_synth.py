@@ -15,6 +15,7 @@ from dpframe.mechanisms.synth_report import SynthInfo
 from dpframe.plan.codec import decode_node, encode_node
 from dpframe.plan.nodes import lineage
 from dpframe.plan.releases import Synthesize
+from tests.sessions import backends
 
 INTEGERS = {"education": "integer", "experience": "integer"}
 
@@ -178,7 +179,7 @@ def test_boolean_and_given_edges() -> None:
 def test_node_travels_and_explains() -> None:
     session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
     pf = cps_frame(session)
-    from dpframe.api.synthesis import synthesis_node
+    from dpframe.api.verbs.synthesis import synthesis_node
 
     node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", None, 1000)
     back = decode_node(encode_node(node), lineage(node.plan)[0])
@@ -274,7 +275,7 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     from types import SimpleNamespace
 
     import dpframe.mechanisms.synth_rows as synth_rows
-    from dpframe.api.synthesis import synthesis_node
+    from dpframe.api.verbs.synthesis import synthesis_node
 
     data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
     data.loc[data.index[:40], "wage"] = np.nan
@@ -282,7 +283,7 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
     pf = cps_frame(session, data)[["wage", "education", "region", "parttime"]]
     node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", {"wage": 4}, None)
-    run = SimpleNamespace(backend=next(iter(session._backends.values())))
+    run = SimpleNamespace(backend=next(iter(backends(session).values())))
     one_pass = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
     assert one_pass._full is not None
     monkeypatch.setattr(synth_rows, "FULL_TABLE_CELLS", 1)

@@ -27,7 +27,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.accounting.accountants import make_accountant
-from dpframe.api.synthesis import synthesis_node
+from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.audit.exact_divergence import laplace_max_loss
 from dpframe.audit.loss_distributions import (
     LossDistribution,

@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.api.synthesis import synthesis_node
+from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.examples.datasets import load_cps1988
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.synth_aim import aim_noise, aim_rounds, workload

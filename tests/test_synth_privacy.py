@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.api.synthesis import synthesis_node
+from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.synth_family import measure_marginal, synth_noise
 from dpframe.noise import SecureRandom

@@ -34,6 +34,7 @@ from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.schema import infer_column, schema_from_frame
 from dpframe.plan.text import StrLen, StrMap, StrMatch, StrReplace
 from tests.dated_cps import BOUNDS, CATEGORIES, DTYPES, MAX_LENGTH, dated_cps, truth
+from tests.sessions import local
 
 BIG = 1e5
 REGIONS = ["northeast", "midwest", "south", "west"]
@@ -232,7 +233,7 @@ Call = Callable[[dp.PrivateFrame], object]
 def _load(dtypes: dict[str, str], categories: dict[str, list[str]] | None = None) -> Call:
     def load(pf: dp.PrivateFrame) -> object:
         frame = pd.DataFrame({"t": ["abc", "de"]})
-        return pf.session.private_frame(frame, categories=categories, dtypes=dtypes)
+        return local(pf).private_frame(frame, categories=categories, dtypes=dtypes)
 
     return load
 
@@ -541,7 +542,7 @@ def test_malformed_match_nodes_are_refused(data: dict[str, Any], match: str) -> 
 def test_a_node_with_another_maximum_length_is_refused_by_the_engine(data: pd.DataFrame) -> None:
     pf = _frame(data.head(50), epsilon=10.0)
     forged = StrReplace(Col("comment"), "", "x" * 100, max_length=None)  # no truncation
-    node = Aggregate(pf._plan, "count", forged, None, (), "forged", PrivacyRequest(Fraction(1)))
+    node = Aggregate(pf.plan, "count", forged, None, (), "forged", PrivacyRequest(Fraction(1)))
     with pytest.raises(
         dp.SchemaError,
         match="truncates to None characters, but 'comment' has a maximum length of 36",

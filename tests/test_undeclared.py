@@ -22,6 +22,7 @@ from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_c
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import PrivacyRequest
+from tests.sessions import local
 
 BIG = 50.0  # noise scale 1/50 row for the counts: the answers are the truth to within 1
 REGIONS = ["northeast", "midwest", "south", "west"]
@@ -202,10 +203,10 @@ def test_the_ledger_is_charged_exactly_the_stated_epsilon(
         session = dp.Session(epsilon=3, delta=delta, ledger=":memory:", accounting=accounting)
         declared = {**CPS1988_CATEGORIES, "region": ["northeast", "midwest", "south"]}
         pf = session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=declared)
-        keys = pf.groupby("region")._keys
+        keys = pf.groupby("region").__dpframe__().keys
         expr, bounds = (None, None) if statistic == "count" else (Col("wage"), (0.0, 5000.0))
         request = PrivacyRequest(epsilon=0.7)
-        node = Aggregate(pf._plan, statistic, expr, bounds, keys, "q", request, undeclared=cell)  # type: ignore[arg-type]
+        node = Aggregate(pf.plan, statistic, expr, bounds, keys, "q", request, undeclared=cell)  # type: ignore[arg-type]
         result = session.run(node)
         assert (result.attrs["dpframe"].undeclared is not None) is cell
         assert len(session.ledger) == 1
@@ -237,7 +238,7 @@ def test_only_released_series_have_an_undeclared_count() -> None:
 
 def test_a_batch_keeps_the_cell(cps: pd.DataFrame) -> None:
     pf = _frame(cps, {"region": ["northeast", "midwest", "south"]})
-    with pf.session.batch() as batch:
+    with local(pf).batch() as batch:
         pending = batch.add(lambda: _quiet(lambda: pf.groupby("region").size(epsilon=BIG)))
     assert _undeclared(pending.result) == pytest.approx(6091, abs=1)
 

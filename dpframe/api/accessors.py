@@ -13,15 +13,22 @@ bounds of ``.str.len()`` from its declared maximum length.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dpframe.api.handle import SeriesHandle
 from dpframe.api.teaching import missing_attribute
+from dpframe.api.verbs.columns import wrap
 from dpframe.errors import SchemaError
+from dpframe.plan.expressions import Expr
 from dpframe.plan.temporal import DtField, PeriodOf
 from dpframe.plan.text import StrLen, StrMap, StrMatch, StrReplace
 
 if TYPE_CHECKING:
     from dpframe.api.series import PrivateSeries
+
+#: How an accessor turns a derived column's handle into the analyst's object.
+Make = Callable[[SeriesHandle], "PrivateSeries"]
 
 __all__ = ["DatetimeAccessor", "StringAccessor"]
 
@@ -76,19 +83,20 @@ class DatetimeAccessor:
         >>> pf["date"].dt.to_period("M").value_counts(epsilon=0.1)  # doctest: +SKIP
     """
 
-    __slots__ = ("_series",)
+    __slots__ = ("_make", "_series")
 
-    def __init__(self, series: PrivateSeries) -> None:
+    def __init__(self, series: SeriesHandle, make: Make) -> None:
         self._series = series
+        self._make = make
 
     def __repr__(self) -> str:
-        return f"<.dt of {self._series.name!r}>"
+        return f"<.dt of {self._series.info.name!r}>"
 
     def __getattr__(self, name: str) -> Any:
         raise missing_attribute(".dt", name, f" Date parts here: {_offered(self)}.")
 
-    def _checked(self) -> PrivateSeries:
-        info = self._series._info
+    def _checked(self) -> SeriesHandle:
+        info = self._series.info
         if info.kind != "datetime":
             raise SchemaError(
                 f".dt needs a date column; {info.name!r} is {info.kind}. Declare dates with "
@@ -97,9 +105,11 @@ class DatetimeAccessor:
             )
         return self._series
 
+    def _derived(self, expr: Expr) -> PrivateSeries:
+        return self._make(wrap(self._series, expr))
+
     def _field(self, field: str) -> PrivateSeries:
-        series = self._checked()
-        return series._wrap(DtField(series._expr, field))
+        return self._derived(DtField(self._checked().expr, field))
 
     @property
     def year(self) -> PrivateSeries:
@@ -157,8 +167,7 @@ class DatetimeAccessor:
         Its keys are the :class:`pandas.Period` objects from the one holding
         the low bound to the one holding the high bound.
         """
-        series = self._checked()
-        return series._wrap(PeriodOf(series._expr, freq))
+        return self._derived(PeriodOf(self._checked().expr, freq))
 
 
 class StringAccessor:
@@ -180,20 +189,21 @@ class StringAccessor:
         >>> pf["name"].str.len().mean(epsilon=0.1)  # doctest: +SKIP
     """
 
-    __slots__ = ("_series",)
+    __slots__ = ("_make", "_series")
 
-    def __init__(self, series: PrivateSeries) -> None:
+    def __init__(self, series: SeriesHandle, make: Make) -> None:
         self._series = series
+        self._make = make
 
     def __repr__(self) -> str:
-        return f"<.str of {self._series.name!r}>"
+        return f"<.str of {self._series.info.name!r}>"
 
     def __getattr__(self, name: str) -> Any:
         hint = _SPLITTING if name in _PER_ROW_PIECES else ""
         raise missing_attribute(".str", name, f"{hint} Text methods here: {_offered(self)}.")
 
-    def _checked(self) -> PrivateSeries:
-        info = self._series._info
+    def _checked(self) -> SeriesHandle:
+        info = self._series.info
         if info.kind not in ("text", "categorical"):
             raise SchemaError(
                 f".str needs a text column; {info.name!r} is {info.kind}. Declare text with "
@@ -201,10 +211,12 @@ class StringAccessor:
             )
         return self._series
 
+    def _derived(self, expr: Expr) -> PrivateSeries:
+        return self._make(wrap(self._series, expr))
+
     def _map(self, method: str, chars: str | None = None) -> PrivateSeries:
         series = self._checked()
-        node = StrMap(series._expr, method, chars, series._info.max_length)
-        return series._wrap(node)
+        return self._derived(StrMap(series.expr, method, chars, series.info.max_length))
 
     def lower(self) -> PrivateSeries:
         """Lower case (``str.lower``)."""
@@ -228,8 +240,7 @@ class StringAccessor:
 
     def len(self) -> PrivateSeries:
         """The number of characters; bounds ``(0, max_length)`` (needs a declared max length)."""
-        series = self._checked()
-        return series._wrap(StrLen(series._expr))
+        return self._derived(StrLen(self._checked().expr))
 
     def contains(
         self,
@@ -249,24 +260,24 @@ class StringAccessor:
         series = self._checked()
         _no_flags(flags, "contains")
         node = StrMatch(
-            series._expr,
+            series.expr,
             "contains",
             (pat,),
             _bool(case, "case", "contains"),
             _bool(regex, "regex", "contains"),
             na,
         )
-        return series._wrap(node)
+        return self._derived(node)
 
     def startswith(self, pat: str | tuple[str, ...], na: bool | None = None) -> PrivateSeries:
         """True where the value starts with ``pat`` (or one of a tuple of prefixes)."""
         series, pats = self._checked(), pat if isinstance(pat, tuple) else (pat,)
-        return series._wrap(StrMatch(series._expr, "startswith", pats, na=na))
+        return self._derived(StrMatch(series.expr, "startswith", pats, na=na))
 
     def endswith(self, pat: str | tuple[str, ...], na: bool | None = None) -> PrivateSeries:
         """True where the value ends with ``pat`` (or one of a tuple of suffixes)."""
         series, pats = self._checked(), pat if isinstance(pat, tuple) else (pat,)
-        return series._wrap(StrMatch(series._expr, "endswith", pats, na=na))
+        return self._derived(StrMatch(series.expr, "endswith", pats, na=na))
 
     def replace(
         self,
@@ -290,12 +301,12 @@ class StringAccessor:
         if callable(repl):
             raise SchemaError("replace() takes a replacement string, not a function.")
         node = StrReplace(
-            series._expr,
+            series.expr,
             pat,
             repl,
             n,
             True if case is None else _bool(case, "case", "replace"),
             _bool(regex, "regex", "replace"),
-            series._info.max_length,
+            series.info.max_length,
         )
-        return series._wrap(node)
+        return self._derived(node)

@@ -1,12 +1,13 @@
 """``PrivateGroupBy``: aggregates per group of public keys.
 
-Keys must be declared (``categories=``); the result has one row per declared
-key (or key combination), in declaration order, including empty groups.
-Rows whose key is not declared are in no group; they are revealed only as a
-noisy count, free (``result.dp.undeclared``, never an index entry), with a
-warning when that count is clearly above its noise (a misspelled or
-differently cased key).  Groups are disjoint, so one charge of ε covers every
-group (parallel composition).
+A thin shell over a :class:`~dpframe.api.handle.GroupHandle`.  Keys must be
+declared (``categories=``); the result has one row per declared key (or key
+combination), in declaration order, including empty groups.  Rows whose key
+is not declared are in no group; they are revealed only as a noisy count,
+free (``result.dp.undeclared``, never an index entry), with a warning when
+that count is clearly above its noise (a misspelled or differently cased
+key).  Groups are disjoint, so one charge of ε covers every group (parallel
+composition).
 
 Results are plain pandas Series (one entry per declared key), so pandas'
 own methods work on the released values as free post-processing:
@@ -19,168 +20,106 @@ the key with the largest count, sum or mean privately, in one release.
 
 from __future__ import annotations
 
-import sys
-import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from dpframe.api import aggregation
-from dpframe.api.frame import PrivateFrame
-from dpframe.api.keysets import combination_key, relabel
-from dpframe.api.node_builders import (
-    argmax_node,
-    grouped_quantile_node,
-    request_of,
-    require_bounds,
-)
+from dpframe.api.handle import GroupHandle
 from dpframe.api.teaching import REVEALING, missing_attribute
+from dpframe.api.verbs import aggregation, grouping
+from dpframe.api.verbs.quantiles import grouped_quantile_node
+from dpframe.api.verbs.requests import request_of
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.results import GroupedRelease
-from dpframe.plan.expressions import Col
-from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
-from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate
+from dpframe.plan.nodes import Statistic
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
 
-__all__ = ["PrivateGroupBy"]
+__all__ = ["PrivateGroupBy", "groupby_of"]
+
+
+def groupby_of(handle: GroupHandle) -> PrivateGroupBy:
+    """The :class:`PrivateGroupBy` of a handle."""
+    grouped = object.__new__(PrivateGroupBy)
+    object.__setattr__(grouped, "_handle", handle)
+    return grouped
 
 
 class PrivateGroupBy:
     """A private frame split by public keys; aggregates return pandas Series."""
 
-    __slots__ = ("_column", "_frame", "_index", "_keys", "_names", "_table")
+    __slots__ = ("_handle",)
 
-    _frame: PrivateFrame
-    _keys: tuple[GroupKey, ...]
-    _column: str | None
-    _names: tuple[str, ...]
-    _table: Any  # the public key set (a pandas DataFrame) given as keys=, or None
-    _index: pd.Index | None  # its combinations, the result's index
+    _handle: GroupHandle
 
-    @classmethod
-    def _create(
-        cls, frame: PrivateFrame, names: tuple[str, ...], column: str | None, table: Any = None
-    ) -> PrivateGroupBy:
-        if not names:
-            raise SchemaError("groupby() needs at least one column.")
-        keys = []
-        index = None
-        if table is not None:
-            key, index = combination_key(frame, names, table)
-            names_left: tuple[str, ...] = ()
-            keys.append(key)
-        else:
-            names_left = names
-        for name in names_left:
-            info = frame._schema.get(name)
-            if info.categories is None and len(names) > 1:
-                raise SchemaError(
-                    f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
-                    f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
-                    f"call pf.with_categories({name}=[...]), or give the allowed combinations "
-                    f"as keys= (a public DataFrame; pf.discover_keys({list(names)!r}, epsilon=..., "
-                    "delta=...) finds them privately)."
-                )
-            # Undeclared keys (one column): found privately at release time.
-            keys.append(GroupKey(name, Col(name), info.categories or ()))
-        if column is not None:
-            frame._schema.get(column)
-        group = object.__new__(cls)
-        object.__setattr__(group, "_frame", frame)
-        object.__setattr__(group, "_keys", tuple(keys))
-        object.__setattr__(group, "_column", column)
-        object.__setattr__(group, "_names", names)
-        object.__setattr__(group, "_table", table)
-        object.__setattr__(group, "_index", index)
-        return group
-
-    def _relabel(self, result: Any) -> Any:
-        """A release over a keys= set, indexed by its combinations (post-processing)."""
-        if self._index is None:
-            return result
-        return relabel(result, self._index, self._keys[0].categories)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise SchemaError("Group a private frame with pf.groupby(column).")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise SchemaError("A PrivateGroupBy is immutable.")
 
+    def __dpframe__(self) -> GroupHandle:
+        """The group-by's handle (frame, keys, selected column): the protocol verbs read."""
+        return self._handle
+
     def __getattr__(self, name: str) -> Any:
-        frame = self._frame
-        if not name.startswith("_") and name in frame._schema and name not in REVEALING:
+        schema = self._handle.frame.schema
+        if not name.startswith("_") and name in schema and name not in REVEALING:
             return self[name]  # grouped.wage, as pandas
         raise missing_attribute("PrivateGroupBy", name)
 
     def __dir__(self) -> list[str]:
-        columns = {n for n in self._frame._schema.names if n.isidentifier() and n not in REVEALING}
+        names = self._handle.frame.schema.names
+        columns = {n for n in names if n.isidentifier() and n not in REVEALING}
         return sorted({n for n in super().__dir__() if not n.startswith("_")} | columns)
 
     def __getitem__(self, column: str) -> PrivateGroupBy:
         if not isinstance(column, str):
             raise SchemaError("Select one column: grouped[column].")
-        return PrivateGroupBy._create(self._frame, self._names, column, self._table)
+        return groupby_of(self._handle.selecting(column))
 
     def __repr__(self) -> str:
-        keys = ", ".join(f"{k.name} ({len(k.categories)} keys)" for k in self._keys)
-        col = f"[{self._column!r}]" if self._column else ""
+        keys = ", ".join(f"{k.name} ({len(k.categories)} keys)" for k in self._handle.keys)
+        column = self._handle.column
+        col = f"[{column!r}]" if column else ""
         return f"PrivateGroupBy(by {keys}){col}"
 
     def __len__(self) -> int:
         size = 1
-        for key in self._keys:
+        for key in self._handle.keys:
             size *= len(key.categories)
         return size
 
-    def _aggregate(
-        self,
-        statistic: Statistic,
-        request: PrivacyRequest,
-    ) -> pd.Series:
-        frame = self._frame
-        if self._column is None:
-            if statistic in ("sum", "mean", "var", "std"):  # every bounded numeric column
-                return cast("pd.Series", self.agg(statistic, privacy=request))
-            if statistic != "count":
-                raise SchemaError(f"Select a column first: grouped['column'].{statistic}(...).")
-            expr, bounds = None, None
-            what = "count()"
-        else:
-            info = frame._schema.get(self._column)
-            expr = Col(self._column)
-            bounds = None if statistic == "count" else require_bounds(info, statistic)
-            what = f"{statistic}({self._column})"
-        if not self._keys[0].categories:
-            name = self._keys[0].name
-            node: Any
-            if statistic == "count" and expr is None:
-                node = DiscoverKeys(plan=frame._plan, privacy=request, column=name)
-            else:
-                node = DiscoverThenAggregate(
-                    plan=frame._plan,
-                    privacy=request,
-                    column=name,
-                    statistic=statistic,
-                    value=expr,
-                    bounds=bounds,
-                )
-            return cast("pd.Series", frame._session.run(node))
-        by = ", ".join(k.name for k in self._keys)
-        label = f"{what} by {by}{describe_plan(frame._plan)}"
-        agg = Aggregate(
-            frame._plan, statistic, expr, bounds, self._keys, label, request, undeclared=True
-        )
-        result = cast("pd.Series", frame._session.run(agg))
-        warn_undeclared(result)
-        return cast("pd.Series", self._relabel(result))
+    def _aggregate(self, statistic: Statistic, request: PrivacyRequest) -> pd.Series:
+        handle = self._handle
+        if handle.column is None and statistic in ("sum", "mean", "var", "std"):
+            return cast("pd.Series", self.agg(statistic, privacy=request))  # every bounded column
+        result = handle.frame.runner.run(grouping.aggregate_node(handle, statistic, request))
+        if not handle.keys[0].categories:  # keys discovered in the same release
+            return cast("pd.Series", result)
+        return cast("pd.Series", grouping.grouped_result(handle, result))
 
     def agg(self, func: object, **kwargs: Any) -> Any:
-        """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (``api.aggregation``).
+        """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (see ``AGG_DOC``).
 
-        Privacy and Accuracy: as :func:`dpframe.api.aggregation.groupby_agg`.
+        Privacy and Accuracy: as the grouped aggregates at their share.
         """
-        return self._relabel(aggregation.groupby_agg(self, func, **kwargs))
+        handle = self._handle
+        weights = kwargs.pop("weights", None)
+        request = request_of(
+            kwargs.pop("epsilon", None),
+            kwargs.pop("delta", None),
+            kwargs.pop("rho", None),
+            kwargs.pop("privacy", None),
+        )
+        if kwargs:
+            raise TypeError(f"agg() got unexpected keyword arguments {sorted(kwargs)!r}")
+        if handle.column is not None and isinstance(func, str):  # the named method's Series
+            return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
+        node = aggregation.grouped_agg_node(handle, func, request, weights)
+        return grouping.relabelled(handle, handle.frame.runner.run(node))
 
     def count(
         self,
@@ -202,9 +141,8 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
     ) -> pd.Series:
         """Rows per group (pandas' ``size``); sensitivity 1."""
-        return PrivateGroupBy._create(self._frame, self._names, None, self._table)._aggregate(
-            "count", request_of(epsilon, delta, rho, privacy)
-        )
+        whole = groupby_of(self._handle.selecting(None))
+        return whole._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
     def sum(
         self,
@@ -301,17 +239,13 @@ class PrivateGroupBy:
         Example:
             >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
         """
+        handle = self._handle
+        request = request_of(epsilon, delta, rho, privacy)
         node = grouped_quantile_node(
-            self._frame,
-            self._keys,
-            self._column,
-            q,
-            request_of(epsilon, delta, rho, privacy),
-            candidates,
+            handle.frame, handle.keys, handle.column, q, request, candidates
         )
-        result = cast("pd.Series", self._frame._session.run(node))
-        warn_undeclared(result)
-        return cast("pd.Series", self._relabel(result))
+        result = handle.frame.runner.run(node)
+        return cast("pd.Series", grouping.grouped_result(handle, result))
 
     def median(
         self,
@@ -366,37 +300,10 @@ class PrivateGroupBy:
             rho: zCDP cost.
             privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
         """
-        if not self._keys[0].categories:
-            raise SchemaError(
-                f"argmax needs declared keys for {self._keys[0].name!r}; find them first with "
-                f"pf.discover_keys({self._keys[0].name!r}, ...)."
-            )
+        handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
-        node = argmax_node(self._frame, self._keys, agg, column or self._column, request)
-        found = self._frame._session.run(node)
-        if self._index is None:
-            return found
-        return self._index[list(self._keys[0].categories).index(found)]
+        node = grouping.argmax_node(handle, agg, column or handle.column, request)
+        return grouping.argmax_result(handle, handle.frame.runner.run(node))
 
 
-def warn_undeclared(result: Any) -> None:
-    """Warn when a group-by's noisy count of rows with undeclared keys is clearly above noise.
-
-    The message names the key columns and a rounded noisy count, never a value
-    (see :class:`~dpframe.mechanisms.results.UndeclaredRows`).  It is raised in
-    the analyst's process (also in curator mode: the count crosses the wire).
-    """
-    meta = result.attrs.get("dpframe") if isinstance(result, pd.Series) else None
-    if not isinstance(meta, GroupedRelease) or meta.undeclared is None:
-        return
-    if meta.undeclared.clearly_present:
-        warnings.warn(meta.undeclared.message(), UserWarning, stacklevel=_outside_dpframe())
-
-
-def _outside_dpframe() -> int:
-    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
-        level += 1
-        frame = frame.f_back  # type: ignore[assignment]
-    return level
+PrivateGroupBy.agg.__doc__ = aggregation.AGG_DOC

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from dpframe.api.teaching import (
     REVEALING,
@@ -28,8 +28,6 @@ from dpframe.errors import PrivacyViolationError
 from dpframe.plan.elementwise import bounded_ufunc
 
 __all__ = ["RowGuard", "UnknownAttributeError"]
-
-_G = TypeVar("_G", bound="RowGuard")
 
 #: numpy ufuncs that are column arithmetic or comparisons: applied as the Python operator.
 _OPERATORS: dict[str, Callable[..., Any]] = {
@@ -83,14 +81,6 @@ class RowGuard:
 
     __slots__ = ()
 
-    @classmethod
-    def _build(cls: type[_G], **fields: Any) -> _G:
-        """A new instance with its slots set, bypassing ``__init__`` and ``__setattr__``."""
-        instance = object.__new__(cls)
-        for name, value in fields.items():
-            object.__setattr__(instance, name, value)
-        return instance
-
     def _missing(self, name: str, extra: str = "") -> Exception:
         """The error for an attribute this object does not have (refused, taught or unknown).
 
@@ -135,7 +125,7 @@ class RowGuard:
         """Numpy scalars act as Python numbers; bounded functions of a column are expressions.
 
         ``np.log(pf["x"])``, ``np.sqrt``, ``np.exp``... build a derived column
-        whose bounds follow from the column's (:mod:`dpframe.api.elementwise`);
+        whose bounds follow from the column's (:mod:`dpframe.api.verbs.elementwise`);
         a function that cannot be bounded, or one given a whole frame, refuses.
         """
         name = ufunc.__name__

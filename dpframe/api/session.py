@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpframe.api.frame import PrivateFrame
+from dpframe.api.frame import PrivateFrame, frame_of
+from dpframe.api.handle import FrameHandle
 from dpframe.engine import session as engine_session
 from dpframe.engine.loading import read_data
 from dpframe.plan.parameters import PrivacyUnit
@@ -123,7 +124,7 @@ class Session(engine_session.Session):
             max_rows_per_unit=max_rows_per_unit,
             max_groups_per_unit=max_groups_per_unit,
         )
-        return PrivateFrame._create(self, source, schema)
+        return frame_of(FrameHandle(self, source, schema))
 
     def read_csv(
         self,

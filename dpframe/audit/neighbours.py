@@ -85,7 +85,7 @@ def _append(df: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _condition_matrix(candidates: pd.DataFrame, queries: Sequence[Any]) -> np.ndarray:
     """Which candidate rows satisfy which conditions (evaluated by the pandas backend)."""
-    from dpframe.api.frame import _to_expr
+    from dpframe.api.verbs.columns import to_expr
     from dpframe.backends.pandas_backend import PandasBackend
     from dpframe.plan.expressions import Col
     from dpframe.plan.measures import Measure
@@ -96,7 +96,7 @@ def _condition_matrix(candidates: pd.DataFrame, queries: Sequence[Any]) -> np.nd
     key = GroupKey("_audit_row", Col("_audit_row"), tuple(range(len(frame))))
     columns = []
     for query in queries:
-        plan = Filter(Source("audit"), _to_expr(query))
+        plan = Filter(Source("audit"), to_expr(query))
         counts = backend.compute(plan, (Measure("rows"),), (key,))[0]
         columns.append(counts > 0)
     return np.column_stack(columns)

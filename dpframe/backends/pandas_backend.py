@@ -107,6 +107,11 @@ class PandasBackend:
     def __repr__(self) -> str:
         return "PandasBackend(<private data>)"
 
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The private rows themselves: only for a curator's worker processes to compute on."""
+        return self._frame
+
     def __reduce__(self) -> Any:
         raise DPError("A backend holding private data cannot be pickled.")
 

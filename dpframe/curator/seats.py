@@ -30,7 +30,8 @@ import pandas as pd
 
 import dpframe as dp
 from dpframe.accounting.ledger import Ledger, PendingCharge
-from dpframe.api.frame import PrivateFrame
+from dpframe.api.handle import FrameHandle
+from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry
@@ -134,7 +135,7 @@ class Seat:
     """
 
     session: dp.Session
-    frame: PrivateFrame
+    frame: FrameHandle
     entry: DatasetEntry
     ledger: SeatLedger
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -297,7 +298,7 @@ class Seats:
             delta_reserve=grant.delta_reserve,
             limits=self.catalog.settings.limits,  # stricter than embedded
         )
-        session._accountant.floor = self.catalog.settings.min_epsilon  # ε per release, at least
+        session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
         source, schema = session.load(
             self._frame_data(entry),
             dict(entry.bounds),
@@ -308,15 +309,19 @@ class Seats:
             max_groups_per_unit=entry.max_groups_per_unit,
             identity=entry.identity,  # named, not fingerprinted
         )
-        seat = Seat(session, PrivateFrame._create(session, source, schema), entry, ledger)
-        if self.pool is not None:  # the row work in killable worker processes
-            for key, backend in list(session._backends.items()):
+        seat = Seat(session, FrameHandle(session, source, schema), entry, ledger)
+        pool = self.pool
+        if pool is not None:  # the row work in killable worker processes
+
+            def in_workers(key: tuple[str, str], backend: Backend) -> Backend:
                 if not isinstance(backend, PandasBackend):
-                    continue  # e.g. Dask: its own workers compute
+                    return backend  # e.g. Dask: its own workers compute
                 name = entry.name if not key[1] else f"{session.name}|{key[1]}"
-                remote = WorkerBackend(backend, name, self.pool, self.heavy_pool)
-                session._backends[key] = remote
+                remote = WorkerBackend(backend, name, pool, self.heavy_pool)
                 seat.backends.append(remote)
+                return remote
+
+            session.replace_backends(in_workers)
         return seat
 
     def max_rows(self, entry: DatasetEntry) -> int:

@@ -218,7 +218,7 @@ class Curator:
                 "categories": encode_response(None if c.categories is None else list(c.categories)),
                 **column_extras(c),  # date bounds, maximum text length
             }
-            for c in seat.frame._schema.columns
+            for c in seat.frame.schema.columns
         ]
         return {
             "dataset": dataset,

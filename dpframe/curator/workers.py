@@ -286,7 +286,7 @@ class WorkerBackend:
         self, inner: PandasBackend, key: str, pool: WorkerPool, heavy: WorkerPool | None = None
     ) -> None:
         self.inner = inner
-        self._rows: pd.DataFrame = inner._frame  # sent to the workers, never elsewhere
+        self._rows: pd.DataFrame = inner.rows  # sent to the workers, never elsewhere
         self.key = key
         self.pool = pool
         self.heavy = heavy

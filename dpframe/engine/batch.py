@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dpframe.errors import DPError
 
 if TYPE_CHECKING:
-    from dpframe.engine.release_path import Admission, Node
+    from dpframe.engine.release_path import Admission, Node, ReleasePath
     from dpframe.engine.session import Session
 
 __all__ = ["Batch", "Pending", "prepaid_release"]
@@ -41,6 +41,18 @@ class Pending:
         self.node = node
         self._result: Any = _UNSET
         self._error: BaseException | None = None
+
+    def settle(self) -> None:
+        """Run the queued function (its release is prepaid); keep its result or its error."""
+        try:
+            self._result = self._function()
+        except Exception as exc:  # kept for .result; the charge stands
+            self._error = exc
+
+    def fail(self, error: BaseException) -> None:
+        """Record ``error`` unless the function already failed with its own."""
+        if self._error is None:
+            self._error = error
 
     @property
     def done(self) -> bool:
@@ -66,6 +78,7 @@ class _Prepaid:
     """The admitted releases a batch is computing now (read by ``Session.run``)."""
 
     session: Session
+    path: ReleasePath
     admission: Admission
     used: bool = field(default=False)
 
@@ -75,8 +88,6 @@ _PREPAID: ContextVar[_Prepaid | None] = ContextVar("dpframe_prepaid", default=No
 
 def prepaid_release(session: Session, node: Node) -> Any:
     """Inside a batch's evaluation: release ``node`` on its admitted charge (else ``_UNSET``)."""
-    from dpframe.engine import release_path as engine
-
     prepaid = _PREPAID.get()
     if prepaid is None or prepaid.session is not session:
         return _UNSET
@@ -86,7 +97,7 @@ def prepaid_release(session: Session, node: Node) -> Any:
             "give it a function that makes the same single release every time."
         )
     prepaid.used = True
-    return engine.finish(session, prepaid.admission)
+    return prepaid.path.finish(prepaid.admission)
 
 
 def is_unset(value: Any) -> bool:
@@ -97,8 +108,9 @@ def is_unset(value: Any) -> bool:
 class Batch:
     """Releases queued by :meth:`add`, admitted together when the ``with`` block ends."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, path: ReleasePath) -> None:
         self._session = session
+        self._path = path
         self._items: list[Pending] = []
 
     def add(self, function: Callable[[], Any]) -> Pending:
@@ -113,19 +125,14 @@ class Batch:
 
     def run(self) -> None:
         """Admit every queued release at once (or none), then compute each in order."""
-        from dpframe.engine import release_path as engine
-
-        admissions = engine.admit_batch(self._session, [p.node for p in self._items])
+        admissions = self._path.admit_batch([p.node for p in self._items])
         for pending, admission in zip(self._items, admissions, strict=True):
-            prepaid = _Prepaid(self._session, admission)
+            prepaid = _Prepaid(self._session, self._path, admission)
             token = _PREPAID.set(prepaid)
             try:
-                pending._result = pending._function()
-            except Exception as exc:  # kept for .result; the charge stands
-                pending._error = exc
+                pending.settle()
             finally:
                 _PREPAID.reset(token)
             if not prepaid.used:
-                engine.abandon(self._session, admission)
-                if pending._error is None:
-                    pending._error = DPError("The batch function made no release when run.")
+                self._path.abandon(admission)
+                pending.fail(DPError("The batch function made no release when run."))

@@ -34,10 +34,10 @@ from dpframe.backends.declared import (
     declared_schema,
 )
 from dpframe.backends.factory import make_backend
-from dpframe.engine import release_path as engine
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting
 from dpframe.engine.loading import check_groups, check_unit
+from dpframe.engine.release_path import ReleasePath, families
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -209,14 +209,19 @@ class Session(Observable):
         except InvalidBudgetError:  # recorded with another budget: register() says so
             self._accountant = make_accountant(total, accounting, reserve)
         self._name = name
-        self._backends: dict[tuple[str, str], Backend] = {}
-        self._schemas: dict[tuple[str, str], Schema] = {}
         self._rng = SecureRandom(pool=NoisePool())  # pre-drawn batches: dpframe/noise/pool.py
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
-        self._families = engine.families()
         if limits is not None and not isinstance(limits, ResourceLimits):
             raise InvalidArgumentError("limits= takes a dpframe.plan.estimate.ResourceLimits.")
-        self._limits = limits or ResourceLimits()
+        self._path = ReleasePath(
+            name,
+            self._accountant,
+            self._ledger,
+            limits or ResourceLimits(),
+            families(),
+            self._rng,
+            self._notify,
+        )
         self._ledger.register(
             self._name,
             self._accountant.kind,
@@ -255,7 +260,7 @@ class Session(Observable):
     @property
     def limits(self) -> ResourceLimits:
         """The largest request this session evaluates (sized before the charge)."""
-        return self._limits
+        return self._path.limits
 
     @property
     def ledger_path(self) -> str:
@@ -370,14 +375,15 @@ class Session(Observable):
         fix_unit_setting(self._ledger, self._name, unit)  # refused here: nothing charged
         if identity is None and isinstance(df, pd.DataFrame):
             check_other_sessions(self._ledger, self._name, dataset, df)
+        path = self._path
         if unit is None:
-            self._backends.setdefault((dataset, ""), backend)
-            self._schemas.setdefault((dataset, ""), schema)
+            path.backends.setdefault((dataset, ""), backend)
+            path.schemas.setdefault((dataset, ""), schema)
             return Source(dataset), schema
         column, k = unit
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
-        self._backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
-        self._schemas[(dataset, view)] = schema
+        path.backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
+        path.schemas[(dataset, view)] = schema
         source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
         return source, schema
 
@@ -397,7 +403,7 @@ class Session(Observable):
         prepaid = prepaid_release(self, node)
         if not is_unset(prepaid):
             return prepaid
-        return engine.run(self, node)
+        return self._path.run(node)
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
@@ -412,12 +418,35 @@ class Session(Observable):
             BudgetExceededError: when the releases together exceed the budget
                 (none is charged).
         """
-        batch = Batch(self)
+        batch = Batch(self, self._path)
         yield batch
         batch.run()
 
     def _explain_node(self, node: Any) -> Explanation:
-        return engine.explain(self, node)
+        return self._path.explain(node)
+
+    # -- seams for a data owner's server (the curator) ------------------------
+
+    def set_release_floor(self, epsilon: Number) -> None:
+        """Refuse, before the charge, any release asking less than ``epsilon`` (ε ≥ 0).
+
+        A curator sets its catalog's ``min_epsilon`` here: a tiny ε buys only
+        noise, and many of them would fill the ledger.
+        """
+        floor = to_fraction(epsilon, "epsilon")
+        if floor < 0:
+            raise InvalidBudgetError("The release floor must be an epsilon >= 0.")
+        self._accountant.floor = floor
+
+    def replace_backends(self, replace: Callable[[tuple[str, str], Backend], Backend]) -> None:
+        """Put ``replace(key, backend)`` in place of each loaded source's backend.
+
+        ``key`` is the source's (dataset, view); a curator uses this to run the
+        row work of its datasets in worker processes it can kill.
+        """
+        backends = self._path.backends
+        for key, backend in list(backends.items()):
+            backends[key] = replace(key, backend)
 
     def _notify(self, query: str, cost: Budget) -> None:
         if not self._listeners:

@@ -98,7 +98,7 @@ class DPMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
-        self.session: dp.Session | None = None
+        self.session: dp.Session | dp.RemoteSession | None = None
         self.meters: list[BudgetMeter] = []
         # %dp_session without --name: the settings, until %dp_load names the session.
         self.pending: dict[str, Any] | None = None
@@ -113,7 +113,7 @@ class DPMagics(Magics):
     def _fail(self, magic: str, error: Exception) -> None:
         print(f"%{magic}: {error}")
 
-    def _require_session(self, magic: str) -> dp.Session | None:
+    def _require_session(self, magic: str) -> dp.Session | dp.RemoteSession | None:
         if self.session is None and self.pending is not None:
             print(f"%{magic}: the session starts with the first %dp_load (named after its file).")
             return None
@@ -125,7 +125,7 @@ class DPMagics(Magics):
             print(f"%{magic}: no session yet; start one with %dp_session --epsilon 1.")
         return self.session
 
-    def meter(self, session: dp.Session) -> BudgetMeter:
+    def meter(self, session: dp.Session | dp.RemoteSession) -> BudgetMeter:
         """A new live meter for ``session`` (closed when the extension unloads)."""
         meter = BudgetMeter(session)
         self.meters.append(meter)
@@ -244,6 +244,10 @@ class DPMagics(Magics):
             if session is None:
                 assert self.pending is not None
                 session = self._start(self.pending, f"file:{path.resolve()}")
+            if isinstance(session, dp.RemoteSession):
+                raise MagicInputError(
+                    "this kernel's session is a curator's: its data lives there (%dp_connect)."
+                )
             reader = pd.read_parquet if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv
             data = read_table(reader, path, {})
             frame = session.private_frame(
@@ -305,9 +309,11 @@ class DPMagics(Magics):
         print(f"dp_conn = connection to {conn.url}; datasets: {', '.join(conn.datasets())}")
         for name, dataset, frame in frames:
             self._user_ns[name] = frame
-            self.session = frame.session
+            session = frame.session
+            assert isinstance(session, dp.RemoteSession)  # conn.open() frames are remote
+            self.session = session
             print(f"{name} = private frame of {dataset!r} on the curator")
-            display(self.meter(frame.session))
+            display(self.meter(session))
 
     @magic_arguments()
     @argument(

@@ -17,11 +17,13 @@ import html
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget
 
 if TYPE_CHECKING:
     from dpframe.api.session import Session
     from dpframe.engine.session import ReleaseEvent
+    from dpframe.remote.client import RemoteSession
 
 __all__ = ["AMBER_AT", "COLOURS", "BudgetMeter"]
 
@@ -57,7 +59,7 @@ class BudgetMeter:
         widget: the ipywidgets ``VBox`` shown in notebooks.
     """
 
-    def __init__(self, session: Session, history: int = 5) -> None:
+    def __init__(self, session: Session | RemoteSession, history: int = 5) -> None:
         import ipywidgets as widgets
 
         self._session = session
@@ -138,7 +140,7 @@ class BudgetMeter:
 
     def renyi_text(self) -> str:
         """The Rényi view as text: the best conversion of the session's curve."""
-        curve = self._session.renyi()
+        curve = self._local().renyi()
         delta = float(self._session.total.delta) or 1e-6
         eps, alpha = curve.to_dp(delta)
         return (
@@ -150,7 +152,18 @@ class BudgetMeter:
         if self._renyi is None:
             return
         delta = float(self._session.total.delta) or 1e-6
-        self._renyi.value = self._session.renyi().to_svg(delta)
+        self._renyi.value = self._local().renyi().to_svg(delta)
+
+    def _local(self) -> Session:
+        """The embedded session (the Rényi view needs the ledger's per-release noise)."""
+        from dpframe.api.session import Session
+
+        if not isinstance(self._session, Session):
+            raise DPError(
+                "The Rényi view is computed from an embedded session's ledger; a curator "
+                "session shows its budget only."
+            )
+        return self._session
 
     def _resumed_text(self) -> str:
         if self.resumed.epsilon == 0 and self.resumed.delta == 0:

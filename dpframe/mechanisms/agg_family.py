@@ -86,6 +86,12 @@ def _ordered(values: list[str]) -> list[str]:
 class AggFamily(Family[Agg]):
     """pandas' ``agg``: one part per (column, aggregate), assembled in pandas' shapes."""
 
+    node_type = Agg
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (CellIntervals,)
+
     mechanism = "composite (one part per column and aggregate)"
 
     def release(self, run: Released[Agg]) -> tuple[Any, str]:

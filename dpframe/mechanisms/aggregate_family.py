@@ -84,6 +84,8 @@ def undeclared_release(
 class AggregateFamily(Family[Aggregate]):
     """Counts, sums, means, variances and standard deviations (see mechanisms/aggregates.py)."""
 
+    node_type = Aggregate
+
     def __init__(self) -> None:
         # Privacy maps by (what is measured, allocation): a repeated release reuses its map.
         # Public inputs only, and the map is a pure function of them.

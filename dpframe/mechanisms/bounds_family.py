@@ -91,6 +91,8 @@ class ApproxBoundsFamily(Family[ApproxBounds]):
         and their values are clamped by the suggestion.
     """
 
+    node_type = ApproxBounds
+
     mechanism = "noisy histogram over log-scale bins (threshold rule)"
 
     def privacy_map(self, node: ApproxBounds, allocation: NoiseAllocation) -> BoundsNoise:

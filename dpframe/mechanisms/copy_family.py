@@ -137,6 +137,12 @@ class _CopyNoise:
 class SanitizedCopyFamily(Family[SanitizedCopy]):
     """Randomized-response and Laplace copies with a noisy length (see the module docstring)."""
 
+    node_type = SanitizedCopy
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (CopyInfo,)
+
     def rows_needed(self, node: SanitizedCopy) -> str:
         """Copies shuffle, cut and pad the rows to a noisy length: all rows in one place."""
         return (

@@ -57,6 +57,12 @@ def unique_threshold(histogram: pd.Series) -> float:
 class DescribeFamily(Family[Describe]):
     """describe(): one charge, its parts in the node, the table as post-processing."""
 
+    node_type = Describe
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (DescribeIntervals,)
+
     mechanism = "composite (variance + quartiles per column)"
 
     def release(self, run: Released[Describe]) -> tuple[Any, str]:

@@ -36,6 +36,8 @@ _DISCOVERY_REASON = (
 class SparseVectorFamily(Family[SparseVector]):
     """Lyu, Su, Li 2017, Alg. 1: ε in total however many conditions are asked."""
 
+    node_type = SparseVector
+
     def mechanism_of(self, node: SparseVector, allocation: NoiseAllocation) -> str:
         """``sparse vector`` (or its numeric variant)."""
         return "sparse vector (numeric)" if node.numeric else "sparse vector"
@@ -69,6 +71,8 @@ class SparseVectorFamily(Family[SparseVector]):
 
 class DiscoverKeysFamily(Family[DiscoverKeys]):
     """Noisy counts per key above a threshold (Korolova et al. 2009; needs δ > 0)."""
+
+    node_type = DiscoverKeys
 
     mechanism = "partition selection"
     mechanism_delta = True
@@ -118,6 +122,8 @@ class DiscoverKeysFamily(Family[DiscoverKeys]):
 
 class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
     """A group-by over privately found keys: discovery, then the aggregate (one charge)."""
+
+    node_type = DiscoverThenAggregate
 
     mechanism = "partition selection, then an aggregate"
     mechanism_delta = True

@@ -11,11 +11,12 @@ never the engine.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import CostView, Explanation, explain_cost
@@ -27,7 +28,7 @@ from dpframe.plan.releases import ReleaseNode
 if TYPE_CHECKING:
     from dpframe.backends.base import Backend
 
-__all__ = ["Asked", "Family", "Node", "Released"]
+__all__ = ["Asked", "Family", "Node", "Released", "discover", "family_classes"]
 
 Node = Aggregate | ReleaseNode
 N = TypeVar("N", bound=Node)
@@ -73,13 +74,26 @@ class Released(Generic[N]):
 class Family(ABC, Generic[N]):
     """How one kind of release node is released; subclasses live with their mechanisms.
 
+    A family is found by the engine from its class alone (:func:`discover`):
+    ``node_type`` names the release node it releases, and
+    :meth:`result_types` the classes its results hold (the wire's allow-list
+    grows by them).  Adding a release kind touches three files: its node
+    (``dpframe/plan/releases/``), its family (here, beside its mechanisms) and
+    its facade method (``dpframe/api/``); nothing else lists them.
+
     Attributes:
+        node_type: the release node class this family releases.
         mechanism: the mechanism's name for the ledger (None: the allocation's noise).
         mechanism_delta: the mechanism has a δ of its own (the request's δ is charged as is).
     """
 
+    node_type: ClassVar[type]
     mechanism: str | None = None
     mechanism_delta: bool = False
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes this family's results hold besides the common ones (allowed on the wire)."""
+        return ()
 
     def mechanism_of(self, node: N, allocation: NoiseAllocation) -> str:
         """The mechanism's name for the ledger."""
@@ -118,3 +132,38 @@ class Family(ABC, Generic[N]):
     def explain(self, node: N, asked: Asked) -> Explanation:
         """What the release would cost and how accurate it would be (no data read)."""
         return asked.cost_only(node.label)
+
+
+@functools.cache
+def family_classes() -> tuple[type[Family[Any]], ...]:
+    """Every concrete family class, found from the classes themselves (computed once).
+
+    Imports each family module of :mod:`dpframe.mechanisms` (named ``family``
+    or ``*_family``, at any depth), then walks :class:`Family`'s subclasses.
+    Two families claiming one node type is a programming error.
+    """
+    import importlib
+    import pkgutil
+
+    import dpframe.mechanisms as package
+
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        last = info.name.rsplit(".", 1)[-1]
+        if last == "family" or last.endswith("_family"):
+            importlib.import_module(info.name)
+    found: dict[type, type[Family[Any]]] = {}
+    stack: list[type[Family[Any]]] = list(Family.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if getattr(cls, "__abstractmethods__", None) or "node_type" not in vars(cls):
+            continue
+        if cls.node_type in found:
+            raise TypeError(f"Two families release {cls.node_type.__name__}.")
+        found[cls.node_type] = cls
+    return tuple(found.values())
+
+
+def discover() -> dict[type, Family[Any]]:
+    """Every family, by the node type it releases: one fresh instance each (a session's own)."""
+    return {cls.node_type: cls() for cls in family_classes()}

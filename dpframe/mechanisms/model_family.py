@@ -180,6 +180,12 @@ _KDE_CALIBRATION = (
 class KernelDensityFamily(Family[KernelDensity]):
     """A Gaussian KDE with Gaussian-process noise (see :mod:`dpframe.mechanisms.kde`)."""
 
+    node_type = KernelDensity
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (KDEInfo,)
+
     mechanism = "Gaussian process (kernel covariance)"
 
     def privacy_map(self, node: KernelDensity, allocation: NoiseAllocation) -> Any:
@@ -392,6 +398,15 @@ def check_regression_options(options: dict[str, Any], loss: Loss) -> dict[str, A
 
 class RegressionFamily(Family[Regression]):
     """Linear or logistic regression by noisy projected gradient descent (one charge)."""
+
+    node_type = Regression
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (
+            PrivateLinearRegression,
+            PrivateLogisticRegression,
+        )
 
     def renyi_only(self, node: Regression) -> bool:
         """Amplification by iteration is analysed only in Rényi DP."""

@@ -102,6 +102,12 @@ def correlation(cov: np.ndarray) -> np.ndarray:
 class MomentsFamily(Family[Moments]):
     """corr()/cov(): one charge, its parts in the node, the matrix as post-processing."""
 
+    node_type = Moments
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (MomentIntervals,)
+
     def release(self, run: Released[Moments]) -> tuple[Any, str]:
         """Release every part at its share, then assemble the matrix (post-processing)."""
         node = run.node

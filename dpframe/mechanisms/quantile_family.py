@@ -113,6 +113,8 @@ def _bins(
 class QuantileFamily(Family[Quantile]):
     """Quantiles by permute-and-flip over public candidates (ε split over the levels)."""
 
+    node_type = Quantile
+
     mechanism = _EM
 
     def privacy_map(self, node: Quantile, allocation: NoiseAllocation) -> Fraction:
@@ -222,6 +224,8 @@ def _group_index(node: GroupedQuantile) -> pd.Index:
 
 class GroupedQuantileFamily(Family[GroupedQuantile]):
     """Quantiles per group of declared keys: one histogram, one selection per group and level."""
+
+    node_type = GroupedQuantile
 
     mechanism = _EM
 

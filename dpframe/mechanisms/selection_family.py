@@ -64,6 +64,8 @@ def _select(
 class ModeFamily(Family[Mode]):
     """The most frequent declared category: permute-and-flip on the counts (sensitivity 1)."""
 
+    node_type = Mode
+
     mechanism = _EM
 
     def privacy_map(self, node: Mode, allocation: NoiseAllocation) -> None:
@@ -96,6 +98,8 @@ class ArgMaxFamily(Family[ArgMax]):
         are told apart; a selection over means with the worst-case sensitivity
         U − L (as before) could not tell 654 from 615 at ε = 10^4.
     """
+
+    node_type = ArgMax
 
     mechanism = _EM
 

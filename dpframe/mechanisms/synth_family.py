@@ -237,6 +237,12 @@ def _decompress(
 class SynthesisFamily(Family[Synthesize]):
     """MST synthetic copies (see the module docstring)."""
 
+    node_type = Synthesize
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (SynthInfo,)
+
     def mechanism_of(self, node: Synthesize, allocation: NoiseAllocation) -> str:
         """``MST (discrete Gaussian)``, ``AIM (discrete Laplace)`` and so on."""
         noise = "discrete Laplace" if allocation.kind == "laplace" else "discrete Gaussian"

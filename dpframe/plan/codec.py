@@ -361,6 +361,14 @@ def _wire_name(cls: type) -> str:
 
 
 def _node_types() -> tuple[type, ...]:
+    """Aggregate and every release node class of :mod:`dpframe.plan.releases` (all imported)."""
+    import importlib
+    import pkgutil
+
+    import dpframe.plan.releases as package
+
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        importlib.import_module(info.name)
     found: list[type] = [Aggregate]
     stack = list(ReleaseNode.__subclasses__())
     while stack:

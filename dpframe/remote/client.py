@@ -36,7 +36,6 @@ from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
 
 if TYPE_CHECKING:
     from dpframe.api.frame import PrivateFrame
-    from dpframe.api.session import Session
     from dpframe.engine.release_path import Node
 
 __all__ = [
@@ -369,7 +368,8 @@ class Connection:
 
     def open(self, dataset: str) -> PrivateFrame:
         """A :class:`~dpframe.PrivateFrame` over a curator's dataset (same API as embedded)."""
-        from dpframe.api.frame import PrivateFrame
+        from dpframe.api.frame import frame_of
+        from dpframe.api.handle import FrameHandle
 
         if not isinstance(dataset, str) or not dataset:
             raise InvalidArgumentError("open() takes the dataset's name, e.g. conn.open('cps').")
@@ -382,7 +382,7 @@ class Connection:
             {**info["budget"], "version": info.get("version")},
             _limits(info.get("limits")),
         )
-        return PrivateFrame._create(cast("Session", session), Source(dataset), schema)
+        return frame_of(FrameHandle(session, Source(dataset), schema))
 
     def __repr__(self) -> str:
         return f"Connection({self._http.url!r})"

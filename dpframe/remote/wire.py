@@ -17,11 +17,13 @@ standard (no ``NaN`` literals), and large integers as strings.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -163,20 +165,14 @@ def decode_expr(data: Any) -> Expr:
 # -- responses ---------------------------------------------------------------------
 
 
-def _response_types() -> dict[str, type[Any]]:
+@functools.cache
+def _response_types() -> Mapping[str, type[Any]]:
+    """The dataclasses a response may hold: the common result types, and each family's own."""
     from dpframe.mechanisms.additive import NoiseSpec
-    from dpframe.mechanisms.agg_family import CellIntervals
     from dpframe.mechanisms.aggregates import IntervalModel
-    from dpframe.mechanisms.copy_family import CopyInfo
-    from dpframe.mechanisms.describe_family import DescribeIntervals
     from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
+    from dpframe.mechanisms.family import family_classes
     from dpframe.mechanisms.floors import AccuracyFloor
-    from dpframe.mechanisms.model_family import (
-        KDEInfo,
-        PrivateLinearRegression,
-        PrivateLogisticRegression,
-    )
-    from dpframe.mechanisms.moments_family import MomentIntervals
     from dpframe.mechanisms.results import (
         FrameRelease,
         GroupedRelease,
@@ -184,10 +180,9 @@ def _response_types() -> dict[str, type[Any]]:
         Release,
         UndeclaredRows,
     )
-    from dpframe.mechanisms.synth_report import SynthInfo
     from dpframe.plan.privacy import Budget
 
-    classes: tuple[type[Any], ...] = (
+    classes: list[type[Any]] = [
         Budget,
         Explanation,
         MeasureExplanation,
@@ -195,20 +190,14 @@ def _response_types() -> dict[str, type[Any]]:
         IntervalModel,
         GroupedRelease,
         FrameRelease,
-        DescribeIntervals,
-        MomentIntervals,
-        CellIntervals,
         NoInterval,
         Release,
         UndeclaredRows,
         AccuracyFloor,
-        CopyInfo,
-        KDEInfo,
-        PrivateLinearRegression,
-        PrivateLogisticRegression,
-        SynthInfo,
-    )
-    return {cls.__name__: cls for cls in classes}
+    ]
+    for family in family_classes():
+        classes.extend(family().result_types())
+    return MappingProxyType({cls.__name__: cls for cls in classes})
 
 
 def encode_response(value: Any) -> Any:
@@ -284,7 +273,7 @@ def decode_response(data: Any) -> Any:
 
 
 class _ResponseDecoder:
-    def __init__(self, types: dict[str, type[Any]]) -> None:
+    def __init__(self, types: Mapping[str, type[Any]]) -> None:
         self._types = types
 
     def decode(self, data: Any) -> Any:

@@ -55,7 +55,7 @@ def gate() -> Iterator[threading.Event]:
 
 
 def _hang(gate: threading.Event) -> Callable[..., Any]:
-    real = release_path._release
+    real = release_path.ReleasePath._release
 
     def hung(*args: Any) -> Any:
         gate.wait(30)
@@ -95,7 +95,7 @@ def test_the_wall_clock_limit_abandons_the_release(
     tmp_path: Path, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     curator, client = _client(tmp_path)
-    monkeypatch.setattr(release_path, "_release", _hang(gate))
+    monkeypatch.setattr(release_path.ReleasePath, "_release", _hang(gate))
     started = time.perf_counter()
     answer = client.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
     assert 0.4 < time.perf_counter() - started < 15
@@ -119,7 +119,7 @@ def test_a_failure_after_the_charge_answers_the_same_fixed_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, client = _client(tmp_path)
-    monkeypatch.setattr(release_path, "_release", _fail)
+    monkeypatch.setattr(release_path.ReleasePath, "_release", _fail)
     answer = client.post("/v1/datasets/cps/query", json=MEAN, headers=auth())
     assert (answer.status_code, answer.json()) == (503, FIXED)  # byte for byte the timeout's
     assert str(SENTINEL_INT) not in answer.text and "ValueError" not in answer.text
@@ -130,7 +130,7 @@ def test_refusals_before_the_charge_keep_their_own_codes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, client = _client(tmp_path)
-    monkeypatch.setattr(release_path, "_release", _fail)
+    monkeypatch.setattr(release_path.ReleasePath, "_release", _fail)
     over = dict(MEAN, node=dict(MEAN["node"], privacy={"epsilon": "2", "delta": "0", "rho": None}))
     answer = client.post("/v1/datasets/cps/query", json=over, headers=auth())
     assert (answer.status_code, answer.json()["error"]["code"]) == (403, "budget_exceeded")
@@ -141,7 +141,7 @@ def test_repeated_abandonments_suspend_the_seat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     curator, client = _client(tmp_path, "abandoned_to_suspend = 2")
-    monkeypatch.setattr(release_path, "_release", _fail)
+    monkeypatch.setattr(release_path.ReleasePath, "_release", _fail)
     assert client.get("/v1/datasets/cps", headers=auth()).status_code == 200
     assert not _suspended(curator)
     with caplog.at_level(logging.ERROR, logger="dpframe.curator"):
@@ -168,7 +168,7 @@ def test_the_client_raises_query_failed_and_then_suspended(
     curator = Curator(Catalog.load(write_catalog(tmp_path, server="abandoned_to_suspend = 1")))
     with served(create_app(curator)) as url:
         pf = dp.connect(url, token=BOB).open("cps")
-        monkeypatch.setattr(release_path, "_release", _fail)
+        monkeypatch.setattr(release_path.ReleasePath, "_release", _fail)
         with pytest.raises(dp.QueryFailedError, match="records it as abandoned"):
             pf["wage"].mean(epsilon=0.1)
         monkeypatch.undo()
@@ -186,7 +186,7 @@ def test_the_wall_clock_limit_must_be_positive(tmp_path: Path, value: str) -> No
 def test_embedded_failures_name_no_cause(monkeypatch: pytest.MonkeyPatch) -> None:
     session = dp.Session(epsilon=1.0, ledger=":memory:")
     pf = session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}), bounds={"x": (0.0, 3.0)})
-    monkeypatch.setattr(release_path, "_release", _fail)
+    monkeypatch.setattr(release_path.ReleasePath, "_release", _fail)
     with pytest.raises(dp.QueryFailedError, match="not even the kind of failure") as info:
         pf["x"].sum(epsilon=0.1)
     assert "ValueError" not in str(info.value) and str(SENTINEL_INT) not in str(info.value)

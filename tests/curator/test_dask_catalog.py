@@ -18,6 +18,7 @@ from dpframe.curator.service import Curator
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, RELEASES, _toml_value, release_body
+from tests.sessions import backends
 
 pytest.importorskip("dask.dataframe")
 
@@ -54,7 +55,7 @@ def test_a_parquet_folder_is_served_on_dask(tmp_path: Path) -> None:
         )
         assert answer.status_code == 200, (kind, answer.json())
     seat = curator._seats[("alice", "cps")]
-    backend = next(iter(seat.session._backends.values()))
+    backend = next(iter(backends(seat.session).values()))
     assert type(backend).__name__ == "DaskBackend" and not seat.backends  # no worker processes
     schema = client.get("/v1/datasets/cps", headers=headers).json()
     assert {c["name"]: c["kind"] for c in schema["columns"]}["wage"] == "numeric"

@@ -64,7 +64,7 @@ def test_remote_quantiles_match_embedded(name: str, remote: Any, embedded: Any) 
     np.testing.assert_allclose(np.asarray(far, float), np.asarray(local, float), atol=4 * WIDTH)
     ledger = remote.session.ledger
     assert len(ledger) == before + 1 and ledger["epsilon"].iloc[-1] == BIG
-    assert ledger["query"].iloc[-1] == embedded._session.ledger["query"].iloc[-1]
+    assert ledger["query"].iloc[-1] == embedded.session.ledger["query"].iloc[-1]
 
 
 def test_remote_integer_candidates_answer_with_pandas_integers(remote: Any) -> None:

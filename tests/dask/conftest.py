@@ -18,6 +18,7 @@ from distributed import Client, LocalCluster
 import dpframe as dp
 from dpframe.backends.dask_backend import DaskBackend
 from tests.dask._support import from_pandas
+from tests.sessions import backends
 
 PARTITIONS = 3
 
@@ -50,7 +51,7 @@ def on_dask(dask_client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[
             df = from_pandas(df, PARTITIONS)
         frame = original(self, df, *args, **kwargs)
         made.extend(
-            b for b in self._backends.values() if isinstance(b, DaskBackend) and b not in made
+            b for b in backends(self).values() if isinstance(b, DaskBackend) and b not in made
         )
         return frame
 

@@ -22,6 +22,7 @@ from distributed import Client, LocalCluster
 import dpframe as dp
 from dpframe.backends.cluster import ClusterNotReadyError, check_workers
 from dpframe.backends.dask_backend import DaskBackend
+from tests.sessions import backends
 
 FRAME = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
 
@@ -49,7 +50,7 @@ def test_a_matching_cluster_is_checked_once_and_runs(dask_client: Any) -> None:
     session = dp.Session(epsilon=10, ledger=":memory:", name="cluster-ok")
     pf = _frame(session)
     pf.count(epsilon=1)
-    backend = next(iter(session._backends.values()))
+    backend = next(iter(backends(session).values()))
     assert isinstance(backend, DaskBackend)
     workers = frozenset(dask_client.scheduler_info()["workers"])
     assert backend._checked == workers and len(workers) == 2

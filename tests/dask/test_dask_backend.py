@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import dask
 import numpy as np
@@ -32,10 +33,19 @@ HUGE = 1e7  # epsilon so large that counts come back exact after rounding
 
 
 def _backend(pf: dp.PrivateFrame) -> object:
-    source = pf._plan
+    source = pf.plan
     while not isinstance(source, Source):
         source = source.child
-    return pf._session._backends[(source.dataset, source.view)]
+    found: dict[tuple[str, str], Any] = {}
+
+    def keep(key: tuple[str, str], backend: Any) -> Any:
+        found[key] = backend
+        return backend
+
+    session = pf.session
+    assert isinstance(session, dp.Session)
+    session.replace_backends(keep)  # the session's own backends, unchanged
+    return found[(source.dataset, source.view)]
 
 
 def test_import_dpframe_does_not_import_dask() -> None:

@@ -21,18 +21,18 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpframe.api.handle import FrameHandle, handle_of
+from dpframe.api.verbs.frames import assign, filter_rows
+from dpframe.api.verbs.transforms import rename
 from dpframe.errors import SchemaError
 from dpframe.plan.elementwise import Where
 from dpframe.plan.expressions import Col, Expr, IsIn, IsNull, Not
 from dpframe.plan.recode import Recode
-
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
 
 __all__ = ["MAX_LOOKUP_ROWS", "join", "merge"]
 
@@ -61,10 +61,7 @@ def _plain(value: object) -> Any:
 
 
 def _refuse_private(right: object, verb: str) -> None:
-    from dpframe.api.frame import PrivateFrame
-    from dpframe.api.series import PrivateSeries
-
-    if isinstance(right, (PrivateFrame, PrivateSeries)):
+    if handle_of(right) is not None:
         raise SchemaError(
             f"{verb}() of two private frames is refused: a person's row could match many rows "
             "of the other table, so their contribution (and the noise needed) would have no "
@@ -76,13 +73,13 @@ def _refuse_private(right: object, verb: str) -> None:
 
 
 def merge(
-    self: PrivateFrame,
+    self: FrameHandle,
     right: object,
     how: str = "left",
     on: str | Sequence[str] | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
     validate: str | None = None,
-) -> PrivateFrame:
+) -> FrameHandle:
     """Add a public lookup table's columns, matched on a key, as ``DataFrame.merge`` (free).
 
     Privacy: many-to-one on a public table, so every private row stays one
@@ -125,9 +122,9 @@ def merge(
     if not added:
         raise SchemaError("The public table has no column besides the key to add.")
     frame = self
-    clashes = [c for c in added if c in self.columns]
+    clashes = [c for c in added if c in self.schema.names]
     if clashes:
-        frame = frame.rename(columns={c: f"{c}{suffixes[0]}" for c in clashes})
+        frame = rename(frame, {c: f"{c}{suffixes[0]}" for c in clashes})
     new: dict[str, Expr] = {}
     for column in added:
         values = [_plain(v) for v in right[column].tolist()]
@@ -137,13 +134,13 @@ def merge(
         condition: Expr = IsIn(Col(key), tuple(present))
         if None in keys:
             condition = condition | IsNull(Col(key))
-        frame = frame.filter(condition)
-    return frame.assign(**new)
+        frame = filter_rows(frame, condition)
+    return assign(frame, new)
 
 
-def _key(self: PrivateFrame, right: pd.DataFrame, on: str | Sequence[str] | None) -> str:
+def _key(self: FrameHandle, right: pd.DataFrame, on: str | Sequence[str] | None) -> str:
     if on is None:
-        shared = [c for c in right.columns if c in self.columns]
+        shared = [c for c in right.columns if c in self.schema.names]
         if len(shared) != 1:
             raise SchemaError("merge() needs on=key: the key column shared by both tables.")
         return str(shared[0])
@@ -152,15 +149,15 @@ def _key(self: PrivateFrame, right: pd.DataFrame, on: str | Sequence[str] | None
         if len(names) != 1 or not isinstance(names[0], str):
             raise SchemaError("merge() with a public table takes one key column: on='key'.")
         on = names[0]
-    self._schema.get(on)  # an unknown column is refused here, naming the columns
+    self.schema.get(on)  # an unknown column is refused here, naming the columns
     if on not in right.columns:
         raise SchemaError(f"The public table has no column {on!r} to match on.")
     return on
 
 
-def _check_key_kind(self: PrivateFrame, key: str, present: list[Any]) -> None:
+def _check_key_kind(self: FrameHandle, key: str, present: list[Any]) -> None:
     """The table's keys are of the private key's declared kind (never read from its values)."""
-    info = self._schema.get(key)
+    info = self.schema.get(key)
     numeric = info.kind in ("numeric", "boolean")
     texts = [k for k in present if isinstance(k, str)]
     if numeric and texts:
@@ -195,13 +192,13 @@ def _lookup(key: Expr, keys: list[Any], values: list[Any]) -> Expr:
 
 
 def join(
-    self: PrivateFrame,
+    self: FrameHandle,
     other: object,
     on: str | None = None,
     how: str = "left",
     lsuffix: str = "",
     rsuffix: str = "",
-) -> PrivateFrame:
+) -> FrameHandle:
     """A public table indexed by the key, joined on the column ``on`` (``DataFrame.join``).
 
     ``pf.join(lookup.set_index("region"), on="region")``: as :func:`merge`

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from dpframe.api.handle import FrameHandle
+from dpframe.api.verbs.frames import assign
 from dpframe.errors import SchemaError
 from dpframe.plan.combine import Combine, read_combination
 from dpframe.plan.elementwise import Where
@@ -34,14 +36,12 @@ from dpframe.plan.recode import Recode
 from dpframe.plan.releases import DiscoverKeys
 
 if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
     from dpframe.plan.privacy import PrivacyRequest
 
 __all__ = [
     "MAX_KEY_ROWS",
     "combination_key",
     "discover_combinations",
-    "group_columns",
     "relabel",
 ]
 
@@ -65,7 +65,7 @@ def _plain(value: object, column: str) -> Any:
 
 
 def combination_key(
-    frame: PrivateFrame, names: Sequence[str], keys: object
+    frame: FrameHandle, names: Sequence[str], keys: object
 ) -> tuple[GroupKey, pd.Index]:
     """The group key of ``keys`` (a public DataFrame of combinations) and the result's index.
 
@@ -93,7 +93,7 @@ def combination_key(
     radix = 1
     positions: list[dict[Any, int]] = []
     for position, name in enumerate(names):
-        frame._schema.get(name)  # an unknown column is refused here, naming the columns
+        frame.schema.get(name)  # an unknown column is refused here, naming the columns
         values = list(dict.fromkeys(row[position] for row in rows))
         positions.append({v: i for i, v in enumerate(values)})
         size = len(values) + 1  # one more code: a present value not in the key set
@@ -148,42 +148,8 @@ def relabel(result: Any, keys: pd.Index, codes: Sequence[Any]) -> Any:
     return relabelled
 
 
-def group_columns(frame: PrivateFrame, by: object) -> tuple[PrivateFrame, list[str]]:
-    """The frame and column names to group by: names, or derived columns (``groupby(s.cut(...))``).
-
-    A derived series (e.g. ``pf["age"].cut(bins)``, as pandas'
-    ``df.groupby(pd.cut(df.age, bins))``) is added under its name, or under
-    ``<name>_key`` when that name is taken by another column.
-    """
-    from dpframe.api.frame import _to_expr
-    from dpframe.api.series import PrivateSeries
-
-    items = list(by) if isinstance(by, (list, tuple)) else [by]
-    names: list[str] = []
-    derived: dict[str, PrivateSeries] = {}
-    for item in items:
-        if isinstance(item, str):
-            names.append(item)
-        elif isinstance(item, PrivateSeries):
-            _to_expr(item, frame)  # a series of another frame is refused unless it means the same
-            if isinstance(item.expr, Col) and item.expr.name in frame.columns:
-                names.append(item.expr.name)
-                continue
-            name = item.name if item.name not in frame.columns else f"{item.name}_key"
-            derived[name] = item
-            names.append(name)
-        else:
-            raise SchemaError(
-                "groupby() takes a column name or a list of column names (or derived columns, "
-                "e.g. pf['age'].cut(bins))."
-            )
-    if not names:
-        raise SchemaError("groupby() takes a column name or a list of column names.")
-    return (frame.assign(**derived) if derived else frame), names
-
-
 def discover_combinations(
-    frame: PrivateFrame, columns: Sequence[str], request: PrivacyRequest
+    frame: FrameHandle, columns: Sequence[str], request: PrivacyRequest
 ) -> pd.DataFrame:
     """The combinations of ``columns`` found privately, as a DataFrame for ``groupby(keys=)``.
 
@@ -196,19 +162,19 @@ def discover_combinations(
     if len(set(names)) != len(names):
         raise SchemaError("discover_keys(): each column once.")
     for name in names:
-        frame._schema.get(name)
+        frame.schema.get(name)
     name = "_keys"
-    while name in frame.columns:
+    while name in frame.schema.names:
         name = "_" + name
     combined = Combine(Col(names[0]), tuple(Col(n) for n in names[1:]))
-    plan = frame.assign(**{name: combined})._plan
+    plan = assign(frame, {name: combined}).plan
     node = DiscoverKeys(plan=plan, privacy=request, column=name)
-    released = frame._session.run(node)
+    released = frame.runner.run(node)
     rows = [read_combination(key, len(names)) for key in released.index]
     found = [r for r in rows if r is not None]
     table: pd.DataFrame = pd.DataFrame(found, columns=names)
     for column in names:  # numbers travel as floats: back to integers where they are
-        info = frame._schema.get(column)
+        info = frame.schema.get(column)
         numbers = table[column].map(lambda v: isinstance(v, float) and v.is_integer())
         if info.kind == "numeric" and len(table) and numbers.all():
             table[column] = table[column].astype("int64")

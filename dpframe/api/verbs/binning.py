@@ -21,23 +21,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from dpframe.api.node_builders import quantile_node, request_of, require_bounds
+from dpframe.api.handle import SeriesHandle
+from dpframe.api.verbs.columns import keep_name
+from dpframe.api.verbs.quantiles import quantile_node
+from dpframe.api.verbs.requests import request_of, require_bounds
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS
 from dpframe.mechanisms.quantiles import check_quantile
 from dpframe.plan.expressions import Expr
 from dpframe.plan.recode import Bin, Label, Recode, plain_label
-from dpframe.plan.schema import infer_column
 
 if TYPE_CHECKING:
-    from dpframe.api.series import PrivateSeries
     from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["cut", "qcut"]
 
 
 def cut(
-    x: PrivateSeries,
+    x: object,
     bins: int | Sequence[float],
     right: bool = True,
     labels: Sequence[Any] | bool | None = None,
@@ -109,7 +110,7 @@ def cut(
 
 
 def qcut(
-    x: PrivateSeries,
+    x: object,
     q: int | Sequence[float],
     labels: Sequence[Any] | bool | None = None,
     retbins: bool = False,
@@ -175,9 +176,9 @@ def qcut(
     series = _numeric_series(x, "qcut")
     _check_flags(retbins=retbins)
     _check_options(precision, duplicates, ("drop", "raise"), "qcut")
-    low, high = require_bounds(series._info, "qcut")
+    low, high = require_bounds(series.info, "qcut")
     if not low < high:
-        raise SchemaError(f"qcut() needs bounds with low < high for {series.name!r}.")
+        raise SchemaError(f"qcut() needs bounds with low < high for {series.info.name!r}.")
     levels = _levels(q)
     given = _check_labels(labels, len(levels) - 1, ordered=True)
     request = request_of(epsilon, delta, rho, privacy)
@@ -185,7 +186,7 @@ def qcut(
     found = {Fraction(0): low, Fraction(1): high}
     if interior:
         node = quantile_node(series, interior, request)
-        released = series._frame._session.run(node)
+        released = series.runner.run(node)
         found.update(zip(interior, (float(v) for v in np.asarray(released)), strict=True))
     edges = sorted(found[level] for level in levels)
     if len(set(edges)) < 2:
@@ -211,15 +212,13 @@ def qcut(
 # -- checks --------------------------------------------------------------------------
 
 
-def _numeric_series(x: object, what: str) -> PrivateSeries:
-    from dpframe.api.series import PrivateSeries
-
-    if not isinstance(x, PrivateSeries):
+def _numeric_series(x: object, what: str) -> SeriesHandle:
+    if not isinstance(x, SeriesHandle):
         raise SchemaError(
             f"dp.{what}() takes a column of a private frame (pf['wage']); for a public "
             f"pandas Series use pandas.{what}()."
         )
-    info = x._info
+    info = x.info
     if info.kind != "numeric":
         raise SchemaError(
             f"{what}() needs a numeric column; {info.name!r} is {info.kind}. Its values are "
@@ -245,11 +244,11 @@ def _check_options(
         raise SchemaError(f"{what}(duplicates=...) must be one of {', '.join(map(repr, allowed))}.")
 
 
-def _equal_bins(series: PrivateSeries, count: int, right: bool) -> list[float]:
+def _equal_bins(series: SeriesHandle, count: int, right: bool) -> list[float]:
     """``count`` equal bins over the declared bounds, the outer edge widened as pandas does."""
     if not 1 <= count <= MAX_CELLS:
         raise SchemaError(f"cut(bins=...) takes between 1 and {MAX_CELLS} bins.")
-    info = series._info
+    info = series.info
     if info.bounds is None:
         raise SchemaError(
             f"cut(bins={count}) of {info.name!r} needs public bounds to cut into equal bins "
@@ -356,30 +355,26 @@ def _levels(q: object) -> list[Fraction]:
 
 
 def _cut_series(
-    series: PrivateSeries,
+    series: SeriesHandle,
     edges: list[Any],
     right: bool,
     labels: object,
     precision: int,
     include_lowest: bool,
     ordered: bool,
-) -> PrivateSeries:
+) -> SeriesHandle:
     """``series`` cut at public ``edges`` (unique, increasing) into the labels asked for."""
     given = _check_labels(labels, len(edges) - 1, bool(ordered))
     if given is None and not ordered:
         raise SchemaError("cut(ordered=False) needs labels= (pandas' rule).")
-    expr: Expr = Bin(
-        series._expr, tuple(float(e) for e in edges), bool(right), bool(include_lowest)
-    )
+    expr: Expr = Bin(series.expr, tuple(float(e) for e in edges), bool(right), bool(include_lowest))
     if given != ():
         targets = (
             given if given is not None else _intervals(edges, right, precision, include_lowest)
         )
         codes = tuple(range(len(edges) - 1))
         expr = Recode(expr, codes, targets, keep=False, ordered=bool(ordered))
-    frame = series._frame
-    info = infer_column(series.name, expr, frame._schema)
-    return type(series)._create(frame, expr, info)
+    return keep_name(series, expr)
 
 
 def _intervals(

@@ -12,27 +12,24 @@ are refused: they cannot run on private rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dpframe.api.handle import SeriesHandle
+from dpframe.api.verbs.columns import keep_name
 from dpframe.errors import SchemaError
 from dpframe.plan.recode import Recode
-from dpframe.plan.schema import infer_column
-
-if TYPE_CHECKING:
-    from dpframe.api.series import PrivateSeries
 
 __all__ = ["map_values", "replace_values"]
 
 
-def _recoded(series: PrivateSeries, pairs: Mapping[Any, Any], keep: bool) -> PrivateSeries:
+def _recoded(series: SeriesHandle, pairs: Mapping[Any, Any], keep: bool) -> SeriesHandle:
     if not pairs:
         raise SchemaError("A recoding needs at least one value: {value: label, ...}.")
-    expr = Recode(series._expr, tuple(pairs), tuple(pairs.values()), keep=keep)
-    frame = series._frame
-    return type(series)._create(frame, expr, infer_column(series.name, expr, frame._schema))
+    expr = Recode(series.expr, tuple(pairs), tuple(pairs.values()), keep=keep)
+    return keep_name(series, expr)
 
 
-def map_values(self: PrivateSeries, arg: object, na_action: object = None) -> PrivateSeries:
+def map_values(self: SeriesHandle, arg: object, na_action: object = None) -> SeriesHandle:
     """Each listed value's label, missing for any other (``pandas.Series.map`` with a dict).
 
     Privacy: a public recoding of each row's value: free, nothing charged.
@@ -48,7 +45,7 @@ def map_values(self: PrivateSeries, arg: object, na_action: object = None) -> Pr
     return _recoded(self, arg, keep=False)
 
 
-def replace_values(self: PrivateSeries, to_replace: object, value: object = None) -> PrivateSeries:
+def replace_values(self: SeriesHandle, to_replace: object, value: object = None) -> SeriesHandle:
     """The listed values replaced, the others kept (``pandas.Series.replace``).
 
     ``replace({old: new, ...})``, ``replace(old, new)`` or

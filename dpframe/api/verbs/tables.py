@@ -15,21 +15,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from dpframe.api.handle import FrameHandle, SeriesHandle
+from dpframe.api.verbs.aggregates import value_counts_node
+from dpframe.api.verbs.aggregation import grouped_agg_node
+from dpframe.api.verbs.frames import assign
+from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.consistency import sum_half_width
 from dpframe.mechanisms.describe_family import unique_threshold
 from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
 from dpframe.plan.expressions import Col
-
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
-    from dpframe.api.series import PrivateSeries
+from dpframe.plan.privacy import PrivacyRequest
 
 __all__ = ["TableIntervals", "crosstab", "nunique", "pivot_table"]
 
@@ -124,29 +126,27 @@ def _with_share_margins(
     return full_low, full_high
 
 
-def _two_keys(index: PrivateSeries, columns: PrivateSeries) -> tuple[PrivateFrame, str, str]:
-    from dpframe.api.series import PrivateSeries
-
-    if not isinstance(index, PrivateSeries) or not isinstance(columns, PrivateSeries):
+def _two_keys(index: object, columns: object) -> tuple[FrameHandle, str, str]:
+    if not isinstance(index, SeriesHandle) or not isinstance(columns, SeriesHandle):
         raise SchemaError("crosstab() takes two columns of one private frame: pf['a'], pf['b'].")
-    frame = index._frame
-    if columns._frame is not frame:
+    frame = index.frame
+    if columns.frame is not frame:
         raise SchemaError("crosstab(): both columns must come from the same private frame.")
     names: list[str] = []
-    derived: dict[str, PrivateSeries] = {}
+    derived: dict[str, SeriesHandle] = {}
     for series in (index, columns):
-        name = series.name
-        if not isinstance(series._expr, Col):  # a derived column (e.g. a cut) gets a name
-            while name in frame.columns or name in names:
+        name = series.info.name
+        if not isinstance(series.expr, Col):  # a derived column (e.g. a cut) gets a name
+            while name in frame.schema.names or name in names:
                 name = f"{name}_binned"
             derived[name] = series
         names.append(name)
     if names[0] == names[1]:
         raise SchemaError("crosstab(): the index and the columns are the same column.")
     if derived:
-        frame = frame.assign(**derived)
+        frame = assign(frame, derived)
     for name in names:
-        if not frame._schema.get(name).categories:
+        if not frame.schema.get(name).categories:
             raise SchemaError(
                 f"crosstab() needs the public keys of {name!r}: declare categories={{...}} "
                 "(or cut a number into bins)."
@@ -154,9 +154,9 @@ def _two_keys(index: PrivateSeries, columns: PrivateSeries) -> tuple[PrivateFram
     return frame, names[0], names[1]
 
 
-def _reshape(grouped: pd.Series, frame: PrivateFrame, rows: str, cols: str) -> pd.DataFrame:
-    row_keys = list(frame._schema.get(rows).categories or ())
-    col_keys = list(frame._schema.get(cols).categories or ())
+def _reshape(grouped: pd.Series, frame: FrameHandle, rows: str, cols: str) -> pd.DataFrame:
+    row_keys = list(frame.schema.get(rows).categories or ())
+    col_keys = list(frame.schema.get(cols).categories or ())
     values = grouped.to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
     table: pd.DataFrame = pd.DataFrame(
         values, index=pd.Index(row_keys, name=rows), columns=col_keys
@@ -166,37 +166,26 @@ def _reshape(grouped: pd.Series, frame: PrivateFrame, rows: str, cols: str) -> p
 
 
 def crosstab(
-    index: PrivateSeries,
-    columns: PrivateSeries,
+    index: object,
+    columns: object,
+    request: PrivacyRequest,
     *,
     normalize: bool | str = False,
     margins: bool = False,
     margins_name: str = "All",
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
 ) -> pd.DataFrame:
     """Counts per pair of keys, as ``pandas.crosstab``: one charge over disjoint cells.
 
-    ``margins=True`` adds row and column totals (sums of the released cells:
-    free); ``normalize`` (True or "all", "index", "columns") gives shares
-    (free).  Both columns need public keys (declared categories, or a cut).
-
-    Privacy: one grouped count over the key pairs: sensitivity 1 per cell,
-    cells disjoint; discrete Laplace (ε) or Gaussian (ρ).
-
-    Accuracy: each cell's noise scale is 1/ε (Laplace); a margin over m
-    cells sums m noises; ``dp.ci(table)`` gives every interval.
+    ``index`` and ``columns`` are the two columns' handles (anything else is
+    refused).  Margins and shares are post-processing of the released cells.
     """
     if normalize not in _NORMALIZE:
         raise InvalidArgumentError(
             "crosstab(normalize=...) takes False, True, 'all', 'index' or 'columns'."
         )
     frame, rows, cols = _two_keys(index, columns)
-    grouped = frame.groupby([rows, cols]).size(
-        epsilon=epsilon, delta=delta, rho=rho, privacy=privacy
-    )
+    groups = group(frame, (rows, cols))
+    grouped = grouped_result(groups, frame.runner.run(aggregate_node(groups, "count", request)))
     meta: GroupedRelease = grouped.attrs["dpframe"]
     cell_intervals: Any = meta.intervals  # a grouped count's IntervalModel: one noise spec
     cell_noise = cell_intervals.noise[0]
@@ -244,34 +233,26 @@ def _normalized(table: pd.DataFrame, how: str, margins: bool, name: str) -> pd.D
 
 
 def pivot_table(
-    self: PrivateFrame,
+    self: FrameHandle,
     values: str,
     index: str,
     columns: str,
-    aggfunc: str | Sequence[str] = "mean",
-    *,
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
+    aggfunc: str | Sequence[str],
+    request: PrivacyRequest,
 ) -> pd.DataFrame:
     """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
 
-    One charge: a grouped ``agg`` over the key pairs (a list of aggregates
-    splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
-    column keys, or (aggregate, key) pairs for a list, as pandas.
-
-    Privacy and Accuracy: as the grouped aggregate(s) at their share.
+    One charge: a grouped ``agg`` over the key pairs (see :meth:`PrivateFrame.pivot_table`).
     """
     for name in (index, columns):
-        if not self._schema.get(name).categories:
+        if not self.schema.get(name).categories:
             raise SchemaError(f"pivot_table() needs the public keys of {name!r}: declare them.")
-    grouped = self.groupby([index, columns])[values]
+    grouped = group(self, (index, columns), column=values)
     names = [aggfunc] if isinstance(aggfunc, str) else list(aggfunc)
-    result = grouped.agg(names, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy)
+    result = self.runner.run(grouped_agg_node(grouped, names, request))
     meta: FrameRelease = result.attrs["dpframe"]
-    row_keys = list(self._schema.get(index).categories or ())
-    col_keys = list(self._schema.get(columns).categories or ())
+    row_keys = list(self.schema.get(index).categories or ())
+    col_keys = list(self.schema.get(columns).categories or ())
     parts = []
     for name in names:
         block = result[name].to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
@@ -314,28 +295,16 @@ class PivotIntervals:
         )
 
 
-def nunique(
-    self: PrivateSeries,
-    *,
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
-) -> Release:
+def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
     """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
 
     A key counts when its noisy count clears the count noise's one-sided 95%
     quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
     as ``describe(include="all")``'s unique.
-
-    Privacy: one grouped count over the declared keys (sensitivity 1 per
-    disjoint cell); the rest is post-processing.
-
-    Accuracy: a key without rows is counted with probability ≤ 5%; a key with
-    many more rows than the threshold is rarely missed.  No value interval:
-    ``ci()`` explains why.
     """
-    counts = self.value_counts(epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, sort=False)
+    counts = series.runner.run(value_counts_node(series, request))
+    if isinstance(series.expr, Col):
+        warn_undeclared(counts)
     meta: GroupedRelease = counts.attrs["dpframe"]
     found = int((counts.to_numpy(dtype=float) > unique_threshold(counts)).sum())
     return Release(
@@ -343,7 +312,7 @@ def nunique(
         meta.cost,
         meta.mechanism,
         float("nan"),
-        f"nunique({self.name})",
+        f"nunique({series.info.name})",
         NoInterval(
             "nunique counts the declared keys whose noisy count clears the count noise's "
             "95% quantile; it has no value interval (see the docstring's Accuracy)."

@@ -1,9 +1,9 @@
-"""``pf.synthesize()``: a public synthetic copy of whole rows, fitted to noisy marginals.
+"""``pf.synthesize()``: the node of a public synthetic copy of whole rows.
 
-The facade's part of the release: check the arguments against the public
-schema, choose each numeric column's bins from its declared bounds, build the
-:class:`~dpframe.plan.releases.Synthesize` node and run it (one charge).
-Nothing here reads data; every bad argument raises before anything is charged.
+Check the arguments against the public schema, choose each numeric column's
+bins from its declared bounds and build the
+:class:`~dpframe.plan.releases.Synthesize` node.  Nothing here reads data;
+every bad argument raises before anything is charged.
 """
 
 from __future__ import annotations
@@ -12,22 +12,20 @@ import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpframe.api.node_builders import is_integer_kind, request_of
+from dpframe.api.handle import FrameHandle, handle_of
+from dpframe.api.verbs.requests import is_integer_kind
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.plan.columns import ColumnInfo
+from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import MAX_COLUMN_CELLS, MAX_SYNTH_ROWS
 
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
-    from dpframe.plan.privacy import Number, Privacy, PrivacyRequest
-
-__all__ = ["DEFAULT_BINS", "INTEGER_CELLS", "synthesis_node", "synthesize"]
+__all__ = ["DEFAULT_BINS", "INTEGER_CELLS", "bin_edges", "synthesis_node"]
 
 #: Bins of a numeric column when ``bins=`` does not say.
 DEFAULT_BINS = 16
@@ -127,14 +125,20 @@ def _method(method: object) -> str:
 
 
 def synthesis_node(
-    frame: PrivateFrame,
+    frame: FrameHandle | object,
     request: PrivacyRequest,
     method: object = "mst",
     bins: object = None,
     rows: object = None,
     progress: bool = True,
 ) -> Synthesize:
-    """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged)."""
+    """The :class:`Synthesize` node of ``frame.synthesize(...)`` (validated; nothing charged).
+
+    ``frame`` is a frame's handle, or a :class:`~dpframe.PrivateFrame`.
+    """
+    found = frame if isinstance(frame, FrameHandle) else handle_of(frame)
+    if not isinstance(found, FrameHandle):
+        raise SchemaError("synthesize() takes a private frame.")
     chosen = _method(method)
     length = _rows(rows)
     if isinstance(bins, bool) or not (
@@ -144,7 +148,7 @@ def synthesis_node(
             "bins= takes a number of bins for every numeric column, or a dict "
             "{column: number of bins or list of edges}."
         )
-    names = list(frame.columns)
+    names = list(found.schema.names)
     per_column: Mapping[Any, Any] = bins if isinstance(bins, Mapping) else {}
     unknown = [str(c) for c in per_column if c not in names]
     if unknown:
@@ -154,7 +158,7 @@ def synthesis_node(
     categories: list[tuple[Any, ...]] = []
     integer: list[bool] = []
     for name in names:
-        info = frame.column_info(name)
+        info = found.schema.get(name)
         if info.categories is not None and name not in per_column:
             edges.append(())
             categories.append(tuple(info.categories))
@@ -174,7 +178,7 @@ def synthesis_node(
             "(bounds=/categories=, with_bounds), or select the other columns first (pf[[...]])."
         )
     return Synthesize(
-        plan=frame._plan,
+        plan=found.plan,
         privacy=request,
         columns=tuple(str(n) for n in names),
         edges=tuple(edges),
@@ -184,65 +188,3 @@ def synthesis_node(
         rows=length,
         progress=bool(progress),
     )
-
-
-def synthesize(
-    frame: PrivateFrame,
-    *,
-    epsilon: Number | None = None,
-    delta: Number | None = None,
-    rho: Number | None = None,
-    privacy: Privacy | None = None,
-    method: str = "mst",
-    bins: int | Mapping[str, int | Sequence[float]] | None = None,
-    rows: int | None = None,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """A synthetic copy of the frame's rows (MST or AIM): a public DataFrame, one charge.
-
-    Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
-    third for the noisy 1-way marginals of every column, a third for
-    choosing d − 1 pairs of columns (a spanning tree, by permute-and-flip on
-    how far each pair is from independence), a third for the noisy 2-way
-    marginals of those pairs.  Each marginal has sensitivity 1 (k rows per
-    privacy unit: k).  The rows are then sampled from a tree model fitted to
-    the noisy marginals (post-processing).  McKenna, Miklau, Sheldon 2021.
-    ``method="aim"`` (McKenna, Mullins, Sheldon, Miklau 2022): a tenth for
-    the 1-way marginals, 3/20 for 2d selections (permute-and-flip among all
-    pairs and small triples, by AIM's score), the rest for the 2d chosen
-    marginals in two stages of d (the second with four times the budget
-    each); a junction-tree model is fitted (post-processing).
-    Proof: docs/proofs/synthesis.md.
-
-    Accuracy: every released marginal cell has noise of the standard deviation
-    in ``copy.attrs["dpframe_synth"]``; ``dpframe.synth_report(copy)`` gives
-    the error bars and the pairs the model kept.  Pairs of columns not joined
-    in the tree are modelled as conditionally independent along the tree.
-
-    Args:
-        frame: the private frame; every column needs declared bounds
-            (numeric: binned) or categories.
-        epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
-        delta: the δ of the request (default: the session's).
-        rho: the cost as a zCDP ρ, instead of ``epsilon``.
-        privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
-        method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
-            chosen 2- and 3-way marginals, a junction-tree model; slower,
-            closer on pairs outside MST's tree).
-        bins: numeric columns' bins: a number for every numeric column, or
-            ``{column: number or list of edges}``; default: one bin per value
-            for integer columns with at most 32 values, else 16 equal bins
-            over the declared bounds.
-        rows: the copy's length; None (default) draws it from the noisy
-            marginals (the row count stays private).
-        progress: show a progress bar while fitting (``tqdm.auto``).
-
-    Example:
-        >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
-        >>> copy.groupby("education")["wage"].mean()  # plain pandas, free  # doctest: +SKIP
-    """
-    node = synthesis_node(
-        frame, request_of(epsilon, delta, rho, privacy), method, bins, rows, progress
-    )
-    result: pd.DataFrame = frame._session.run(node)
-    return result

@@ -8,19 +8,25 @@ charged.  The result has pandas' shape (see :data:`dpframe.plan.releases.aggrega
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
 from dpframe.api.teaching import COUNTERPARTS
+from dpframe.api.verbs.quantiles import quantile_candidates
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases.aggregations import AGGREGATES, Agg, AggCell, Layout
 
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
-
-__all__ = ["agg_node", "names_of"]
+__all__ = [
+    "AGG_DOC",
+    "agg_node",
+    "grouped_agg_node",
+    "named_aggregate",
+    "names_of",
+    "series_agg_node",
+]
 
 
 def _name(value: object, where: str) -> str:
@@ -56,8 +62,8 @@ def names_of(func: object, where: str) -> tuple[list[str], bool]:
     )
 
 
-def _cell(frame: PrivateFrame, column: str, expr: Expr, statistic: str) -> AggCell:
-    info = frame._schema.get(column) if isinstance(expr, Col) else None
+def _cell(frame: FrameHandle, column: str, expr: Expr, statistic: str) -> AggCell:
+    info = frame.schema.get(column) if isinstance(expr, Col) else None
     bounds = None if info is None else info.bounds
     if statistic != "count" and bounds is None:
         raise SchemaError(
@@ -68,7 +74,7 @@ def _cell(frame: PrivateFrame, column: str, expr: Expr, statistic: str) -> AggCe
 
 
 def agg_node(
-    frame: PrivateFrame,
+    frame: FrameHandle,
     func: object,
     request: PrivacyRequest,
     *,
@@ -91,14 +97,14 @@ def agg_node(
             for name, spec in func.items():
                 if not isinstance(name, str):
                     raise SchemaError("agg(): the dict's keys must be column names.")
-                frame._schema.get(name)  # an unknown column is refused here
+                frame.schema.get(name)  # an unknown column is refused here
                 names, is_list = names_of(spec, f"the aggregates of {name!r}")
                 listed = listed or is_list
                 cells += [_cell(frame, name, Col(name), n) for n in names]
             layout = ("grouped_table" if listed else "grouped_flat") if keys else "table"
         else:
             names, is_list = names_of(func, "the aggregates")
-            columns = [c.name for c in frame._schema.columns if c.kind == "numeric" and c.bounds]
+            columns = [c.name for c in frame.schema.columns if c.kind == "numeric" and c.bounds]
             if not columns:
                 raise SchemaError(
                     "agg() without a dict applies to the bounded numeric columns, and "
@@ -116,7 +122,7 @@ def agg_node(
         )
     chosen = tuple(_median_candidates(frame, cell) for cell in cells)
     return Agg(
-        plan=frame._plan,
+        plan=frame.plan,
         privacy=request,
         asked=tuple(cells),
         by=keys,
@@ -126,14 +132,12 @@ def agg_node(
     )
 
 
-def _median_candidates(frame: PrivateFrame, cell: AggCell) -> tuple[float, ...]:
+def _median_candidates(frame: FrameHandle, cell: AggCell) -> tuple[float, ...]:
     """A median's public candidates: the integers within the bounds for an integer column."""
-    from dpframe.api.node_builders import quantile_candidates
-
     _, expr, statistic, bounds = cell
     if statistic != "median" or bounds is None or not isinstance(expr, Col):
         return ()
-    return quantile_candidates(frame._schema.get(expr.name), bounds, None)
+    return quantile_candidates(frame.schema.get(expr.name), bounds, None)
 
 
 def _weights(weights: object, count: int) -> tuple[int, ...]:
@@ -149,7 +153,8 @@ def _weights(weights: object, count: int) -> tuple[int, ...]:
     )
 
 
-_AGG_DOC = """Several aggregates in one call, as pandas' ``agg``, in one charge.
+#: The docstring of every ``agg`` method (frame, column, group-by).
+AGG_DOC = """Several aggregates in one call, as pandas' ``agg``, in one charge.
 
         ``func`` is an aggregate name ({names}), a list of names, or (on a frame
         or group-by) a dict ``{{column: name or [names]}}``; the result has
@@ -167,73 +172,29 @@ _AGG_DOC = """Several aggregates in one call, as pandas' ``agg``, in one charge.
         """.format(names=", ".join(AGGREGATES))
 
 
-def frame_agg(
-    self: PrivateFrame,
-    func: object,
-    *,
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
-    weights: object = None,
-) -> Any:
-    from dpframe.api.node_builders import request_of
-
-    node = agg_node(self, func, request_of(epsilon, delta, rho, privacy), weights=weights)
-    return self._session.run(node)
-
-
-def series_agg(
-    self: Any,
-    func: object,
-    *,
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
-    weights: object = None,
-) -> Any:
-    from dpframe.api.node_builders import request_of
-
-    request = request_of(epsilon, delta, rho, privacy)
-    if isinstance(func, str):  # pandas: a scalar, as the named method gives it
-        return _named(self, func, request, weights)
-    node = agg_node(self._frame, func, request, column=(self.name, self._expr), weights=weights)
-    return self._frame._session.run(node)
-
-
-def _named(owner: Any, func: str, request: PrivacyRequest, weights: object) -> Any:
-    """``agg("mean")``: what the named method gives (pandas' shape for a single name)."""
+def named_aggregate(func: str, weights: object) -> str:
+    """``agg("mean")``: the name of the method whose result pandas gives for a single name."""
     names_of(func, "the aggregate")
     if weights is not None:
         raise SchemaError("agg(): weights= needs a list of aggregates.")
-    return getattr(owner, func)(privacy=request)
+    return func
 
 
-def groupby_agg(
-    self: Any,
-    func: object,
-    *,
-    epsilon: Any = None,
-    delta: Any = None,
-    rho: Any = None,
-    privacy: Any = None,
-    weights: object = None,
-) -> Any:
-    from dpframe.api.node_builders import request_of
-
-    request = request_of(epsilon, delta, rho, privacy)
-    frame = self._frame
-    if self._column is not None:
-        if isinstance(func, str):  # pandas: the Series the named method gives
-            return _named(self, func, request, weights)
-        column = (self._column, Col(self._column))
-        node = agg_node(frame, func, request, column=column, keys=self._keys, weights=weights)
-    else:
-        node = agg_node(frame, func, request, keys=self._keys, weights=weights)
-    return frame._session.run(node)
+def series_agg_node(
+    series: SeriesHandle, func: object, request: PrivacyRequest, weights: object = None
+) -> Agg:
+    """The :class:`Agg` node of ``column.agg([...])``."""
+    column = (series.info.name, series.expr)
+    return agg_node(series.frame, func, request, column=column, weights=weights)
 
 
-for _method in (frame_agg, series_agg, groupby_agg):
-    _method.__name__ = "agg"
-    _method.__doc__ = _AGG_DOC
+def grouped_agg_node(
+    grouped: GroupHandle, func: object, request: PrivacyRequest, weights: object = None
+) -> Agg:
+    """The :class:`Agg` node of ``grouped.agg(...)`` (of the selected column, or of the frame)."""
+    if grouped.column is not None:
+        column = (grouped.column, Col(grouped.column))
+        return agg_node(
+            grouped.frame, func, request, column=column, keys=grouped.keys, weights=weights
+        )
+    return agg_node(grouped.frame, func, request, keys=grouped.keys, weights=weights)

@@ -17,29 +17,46 @@ import operator
 import re
 import tokenize
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dpframe.api.handle import FrameHandle, SeriesHandle
+from dpframe.api.verbs.columns import binary, isin, wrap
+from dpframe.api.verbs.frames import assign, filter_rows, select
 from dpframe.errors import SchemaError
-
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
 
 __all__ = ["dropna", "query", "rename"]
 
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
+_COMPARE: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
 }
-_ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
+_ARITHMETIC: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
 }
+#: Python's operators on two literals.
+_PYTHON: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "&": operator.and_,
+    "|": operator.or_,
+}
+#: A comparison with the column on the right, turned around (``5 < x`` is ``x > 5``).
+_TURNED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _BACKQUOTED = re.compile(r"`([^`]*)`")
 #: The longest query string accepted (characters).
 MAX_QUERY = 10_000
@@ -63,19 +80,38 @@ def _literal(node: ast.AST, text: str) -> Any:
     raise _refuse(node, text)
 
 
-def _translate(node: ast.AST, frame: PrivateFrame, names: Mapping[str, str], text: str) -> Any:
+def _apply(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right`` where either side may be a column (as Python's operators dispatch)."""
+    if isinstance(left, SeriesHandle):
+        return binary(left, right, op)
+    if isinstance(right, SeriesHandle):
+        if op in _TURNED:
+            return binary(right, left, _TURNED[op])
+        return binary(right, left, op, reverse=True)
+    return _PYTHON[op](left, right)
+
+
+def _unary(node: ast.UnaryOp, operand: Any, text: str) -> Any:
+    if isinstance(operand, SeriesHandle):
+        return wrap(operand, ~operand.expr if isinstance(node.op, ast.Not) else -operand.expr)
+    if isinstance(operand, int):  # as Python: ~True is -2, -True is -1
+        return ~operand if isinstance(node.op, ast.Not) else -operand
+    if isinstance(operand, float) and isinstance(node.op, ast.USub):
+        return -operand
+    raise _refuse(node, text)
+
+
+def _translate(node: ast.AST, frame: FrameHandle, names: Mapping[str, str], text: str) -> Any:
     if isinstance(node, ast.BoolOp):
-        combine = operator.and_ if isinstance(node.op, ast.And) else operator.or_
+        combine = "&" if isinstance(node.op, ast.And) else "|"
         parts = [_translate(v, frame, names, text) for v in node.values]
         result = parts[0]
         for part in parts[1:]:
-            result = combine(result, part)
+            result = _apply(combine, result, part)
         return result
     if isinstance(node, ast.UnaryOp):
-        if isinstance(node.op, ast.Not):
-            return ~_translate(node.operand, frame, names, text)
-        if isinstance(node.op, ast.USub):
-            return -_translate(node.operand, frame, names, text)
+        if isinstance(node.op, (ast.Not, ast.USub)):
+            return _unary(node, _translate(node.operand, frame, names, text), text)
         raise _refuse(node, text)
     if isinstance(node, ast.Compare):
         left = _translate(node.left, frame, names, text)
@@ -85,30 +121,34 @@ def _translate(node: ast.AST, frame: PrivateFrame, names: Mapping[str, str], tex
                 if not isinstance(right_node, (ast.List, ast.Tuple)):
                     raise _refuse(right_node, text)
                 values = [_literal(v, text) for v in right_node.elts]
-                step = left.isin(values)
-                step = ~step if isinstance(op, ast.NotIn) else step
+                if not isinstance(left, SeriesHandle):
+                    raise _refuse(node, text)
+                step = isin(left, values)
+                step = wrap(step, ~step.expr) if isinstance(op, ast.NotIn) else step
                 right = None
             else:
                 compare = _COMPARE.get(type(op))
                 if compare is None:
                     raise _refuse(node, text)
                 right = _translate(right_node, frame, names, text)
-                step = compare(left, right)
-            result = step if result is None else result & step
+                step = _apply(compare, left, right)
+            result = step if result is None else _apply("&", result, step)
             left = right
         return result
     if isinstance(node, ast.BinOp):
         arithmetic = _ARITHMETIC.get(type(node.op))
         if arithmetic is None:
             raise _refuse(node, text)
-        return arithmetic(
-            _translate(node.left, frame, names, text), _translate(node.right, frame, names, text)
+        return _apply(
+            arithmetic,
+            _translate(node.left, frame, names, text),
+            _translate(node.right, frame, names, text),
         )
     if isinstance(node, ast.Name):
         column = names.get(node.id, node.id)
         if column in ("True", "False"):
             return column == "True"
-        return frame[column]  # an unknown column is refused here, naming the columns
+        return frame.column(column)  # an unknown column is refused here, naming the columns
     return _literal(node, text)
 
 
@@ -128,7 +168,7 @@ def _pandas_operators(text: str) -> str:
     return tokenize.untokenize(tokens).strip()
 
 
-def query(self: PrivateFrame, expr: str) -> PrivateFrame:
+def query(self: FrameHandle, expr: str) -> FrameHandle:
     """The rows where ``expr`` holds, as ``pandas.DataFrame.query`` (free; never ``eval``).
 
     Columns by name (backquoted if they hold spaces), literals, comparisons
@@ -153,10 +193,10 @@ def query(self: PrivateFrame, expr: str) -> PrivateFrame:
     except (SyntaxError, tokenize.TokenError):
         raise SchemaError(f"query(): {expr!r} is not a condition dpframe can read.") from None
     condition = _translate(tree.body, self, names, text)
-    return self.filter(condition)
+    return filter_rows(self, condition)
 
 
-def rename(self: PrivateFrame, columns: Mapping[str, str] | None = None) -> PrivateFrame:
+def rename(self: FrameHandle, columns: Mapping[str, str] | None = None) -> FrameHandle:
     """Columns under new names, as ``pandas.DataFrame.rename(columns=...)`` (free).
 
     Each renamed column keeps its declared facts (bounds, categories); the
@@ -165,22 +205,26 @@ def rename(self: PrivateFrame, columns: Mapping[str, str] | None = None) -> Priv
     if not isinstance(columns, Mapping) or not columns:
         raise SchemaError("rename() takes columns={old: new, ...}.")
     for old, new in columns.items():
-        self._schema.get(old)  # an unknown column is refused here
+        self.schema.get(old)  # an unknown column is refused here
         if not isinstance(new, str) or not new:
             raise SchemaError(f"rename(): the new name of {old!r} must be a non-empty string.")
-    final = [columns.get(name, name) for name in self.columns]
+    final = [columns.get(name, name) for name in self.schema.names]
     if len(set(final)) != len(final):
         raise SchemaError("rename(): two columns would have the same name.")
-    renamed = self.assign(**{new: self[old] for old, new in columns.items() if new != old})
-    return renamed.select(final)
+    renamed = assign(self, {new: self.column(old) for old, new in columns.items() if new != old})
+    return select(renamed, final)
 
 
-def dropna(self: PrivateFrame, subset: Sequence[str] | None = None) -> PrivateFrame:
+def dropna(self: FrameHandle, subset: Sequence[str] | None = None) -> FrameHandle:
     """The rows with no missing value in ``subset`` (default: every column), as pandas (free)."""
-    names = list(self.columns) if subset is None else list(subset)
+    names = list(self.schema.names) if subset is None else list(subset)
     if not names or not all(isinstance(n, str) for n in names):
         raise SchemaError("dropna(subset=...) takes a list of column names.")
-    condition = self[names[0]].notna()
+    condition = _present(self.column(names[0]))
     for name in names[1:]:
-        condition = condition & self[name].notna()
-    return self.filter(condition)
+        condition = binary(condition, _present(self.column(name)), "&")
+    return filter_rows(self, condition)
+
+
+def _present(series: SeriesHandle) -> SeriesHandle:
+    return wrap(series, series.expr.notna())

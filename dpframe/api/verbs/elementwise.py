@@ -12,19 +12,18 @@ given public bounds is refused, naming those that can.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
+from dpframe.api.verbs.columns import clip, is_column, keep_name, to_expr
+from dpframe.api.verbs.frames import assign
 from dpframe.errors import SchemaError
 from dpframe.plan.elementwise import UFunc, Where
 from dpframe.plan.expressions import Clip, Compare, Expr, IsNull, Lit, Not
 from dpframe.plan.recode import Recode
 from dpframe.plan.schema import infer_column
-
-if TYPE_CHECKING:
-    from dpframe.api.frame import PrivateFrame
-    from dpframe.api.series import PrivateSeries
 
 __all__ = [
     "apply_ufunc",
@@ -57,32 +56,24 @@ _DTYPES: dict[str, str] = {
 }
 
 
-def _series(series: PrivateSeries, expr: Expr) -> PrivateSeries:
-    """A series of ``expr`` on ``series``' frame, keeping its name (as pandas does)."""
-    frame = series._frame
-    return type(series)._create(frame, expr, infer_column(series.name, expr, frame._schema))
-
-
-def _condition(series: PrivateSeries, cond: object, verb: str) -> Expr:
-    from dpframe.api.frame import _to_expr
-
-    if callable(cond) and not hasattr(cond, "_to_expr"):
+def _condition(series: SeriesHandle, cond: object, verb: str) -> Expr:
+    if callable(cond) and not is_column(cond):
         raise SchemaError(
             f"{verb}() takes a condition built from the frame's columns (pf['age'] > 30): "
             "Python functions cannot run on private rows."
         )
     if isinstance(cond, (bool, np.bool_)):
         return Lit(bool(cond))
-    if not hasattr(cond, "_to_expr") and not isinstance(cond, Expr):
+    if not is_column(cond) and not isinstance(cond, Expr):
         raise SchemaError(f"{verb}() takes a condition built from the frame's columns.")
-    expr = _to_expr(cond, series._frame)
-    if infer_column("_condition", expr, series._frame._schema).kind != "boolean":
+    expr = to_expr(cond, series.frame)
+    if infer_column("_condition", expr, series.schema).kind != "boolean":
         raise SchemaError(f"{verb}() needs a condition (a comparison, isin, &, |, ~).")
     return expr
 
 
 def _public(value: object, verb: str) -> object:
-    if hasattr(value, "_to_expr") or isinstance(value, (Expr, Mapping)) or callable(value):
+    if is_column(value) or isinstance(value, (Expr, Mapping)) or callable(value):
         raise SchemaError(
             f"{verb}() takes a public constant (a number, a string or NaN) as the replacement; "
             "to combine columns, derive them with arithmetic."
@@ -90,7 +81,7 @@ def _public(value: object, verb: str) -> object:
     return value
 
 
-def fillna(self: PrivateSeries, value: object = None) -> PrivateSeries:
+def fillna(self: SeriesHandle, value: object = None) -> SeriesHandle:
     """Missing values replaced by the public ``value``, as ``Series.fillna(value)`` (free).
 
     The result's bounds (numbers) or public keys (text) include ``value``.
@@ -102,23 +93,23 @@ def fillna(self: PrivateSeries, value: object = None) -> PrivateSeries:
     if value is None:
         raise SchemaError("fillna() needs a value: fillna(0); ffill/bfill copy private rows.")
     other = _public(value, "fillna")
-    return _series(self, Where(self._expr, Not(IsNull(self._expr)), other))  # type: ignore[arg-type]
+    return keep_name(self, Where(self.expr, Not(IsNull(self.expr)), other))  # type: ignore[arg-type]
 
 
-def where(self: PrivateSeries, cond: object, other: object = np.nan) -> PrivateSeries:
+def where(self: SeriesHandle, cond: object, other: object = np.nan) -> SeriesHandle:
     """The values where ``cond`` holds, else ``other`` (default missing), as ``Series.where``.
 
     ``cond`` is a condition on the same frame; ``other`` a public constant.
     A missing condition counts as false.  Free.
     """
-    expr = Where(self._expr, _condition(self, cond, "where"), _public(other, "where"))  # type: ignore[arg-type]
-    return _series(self, expr)
+    expr = Where(self.expr, _condition(self, cond, "where"), _public(other, "where"))  # type: ignore[arg-type]
+    return keep_name(self, expr)
 
 
-def mask(self: PrivateSeries, cond: object, other: object = np.nan) -> PrivateSeries:
+def mask(self: SeriesHandle, cond: object, other: object = np.nan) -> SeriesHandle:
     """``other`` where ``cond`` holds, the values elsewhere, as ``Series.mask`` (free)."""
-    expr = Where(self._expr, Not(_condition(self, cond, "mask")), _public(other, "mask"))  # type: ignore[arg-type]
-    return _series(self, expr)
+    expr = Where(self.expr, Not(_condition(self, cond, "mask")), _public(other, "mask"))  # type: ignore[arg-type]
+    return keep_name(self, expr)
 
 
 def _dtype_name(dtype: object) -> str:
@@ -143,7 +134,7 @@ def _dtype_name(dtype: object) -> str:
     return found
 
 
-def astype(self: PrivateSeries, dtype: object) -> PrivateSeries:
+def astype(self: SeriesHandle, dtype: object) -> SeriesHandle:
     """The column as another declared kind, as ``Series.astype`` (free).
 
     * numbers to ``float`` (bounds kept), ``int`` (truncated toward zero, as
@@ -154,14 +145,14 @@ def astype(self: PrivateSeries, dtype: object) -> PrivateSeries:
       values nobody declared).
     """
     target = _dtype_name(dtype)
-    info = self._info
+    info = self.info
     numeric = info.kind in ("numeric", "boolean")
     if numeric and target in ("float", "int", "bool"):
         if target == "float":
-            return _series(self, self._expr * 1.0) if info.kind == "boolean" else self
+            return keep_name(self, self.expr * 1.0) if info.kind == "boolean" else self
         if target == "int":
-            return _series(self, UFunc(self._expr, "trunc"))
-        return _series(self, Compare("!=", self._expr, Lit(0)))
+            return keep_name(self, UFunc(self.expr, "trunc"))
+        return keep_name(self, Compare("!=", self.expr, Lit(0)))
     keys = info.categories
     if target == "category":
         if keys is None:
@@ -178,23 +169,23 @@ def astype(self: PrivateSeries, dtype: object) -> PrivateSeries:
                 f"astype(str) of {info.name!r} needs its public keys (each becomes its text): "
                 f"declare categories={{{info.name!r}: [...]}}."
             )
-        return _series(self, Recode(self._expr, tuple(keys), tuple(str(k) for k in keys)))  # type: ignore[arg-type]
+        return keep_name(self, Recode(self.expr, tuple(keys), tuple(str(k) for k in keys)))  # type: ignore[arg-type]
     if info.kind in ("text", "categorical") and keys is not None:
         try:
             numbers = tuple(float(k) for k in keys)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             numbers = ()
         if numbers:
-            recoded = Recode(self._expr, tuple(keys), numbers)  # type: ignore[arg-type]
+            recoded = Recode(self.expr, tuple(keys), numbers)  # type: ignore[arg-type]
             expr: Expr = UFunc(recoded, "trunc") if target == "int" else recoded
-            return _series(self, expr)
+            return keep_name(self, expr)
     raise SchemaError(
         f"astype({target}) of the {info.kind} column {info.name!r}: only declared keys that "
         "are numbers convert; recode with map({...}) to the values you want."
     )
 
 
-def apply_ufunc(self: PrivateSeries, name: str) -> PrivateSeries:
+def apply_ufunc(self: SeriesHandle, name: str) -> SeriesHandle:
     """``numpy.<name>(column)`` as an expression with bounds from the column's (free).
 
     Privacy: free (a public function of each row's value).  The result's
@@ -203,30 +194,30 @@ def apply_ufunc(self: PrivateSeries, name: str) -> PrivateSeries:
     bounds (clip first: ``np.log(pf['x'].clip(1, 5000))``).
     """
     if name == "isnan":
-        return _series(self, IsNull(self._expr))
-    return _series(self, UFunc(self._expr, name))
+        return keep_name(self, IsNull(self.expr))
+    return keep_name(self, UFunc(self.expr, name))
 
 
-def round_values(self: PrivateSeries, decimals: int = 0) -> PrivateSeries:
+def round_values(self: SeriesHandle, decimals: int = 0) -> SeriesHandle:
     """Rounded to ``decimals`` places (half to even, as pandas), free."""
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise SchemaError("round() takes a whole number of decimals.")
     if decimals == 0:
         return apply_ufunc(self, "rint")
     scale = 10.0 ** int(decimals)
-    return _series(self, UFunc(self._expr * scale, "rint") / scale)
+    return keep_name(self, UFunc(self.expr * scale, "rint") / scale)
 
 
-def floordiv(self: PrivateSeries, other: object) -> PrivateSeries:
+def floordiv(self: SeriesHandle, other: object) -> SeriesHandle:
     """``x // c`` for a public number c: ``floor(x / c)``, bounds by interval arithmetic (free)."""
     if isinstance(other, bool) or not isinstance(other, (int, float, np.integer, np.floating)):
         raise SchemaError("x // c takes a public number c (floor of x / c).")
     if float(other) == 0:
         raise SchemaError("x // 0: division by zero.")
-    return _series(self, UFunc(self._expr / float(other), "floor"))
+    return keep_name(self, UFunc(self.expr / float(other), "floor"))
 
 
-def modulo(self: PrivateSeries, other: object) -> PrivateSeries:
+def modulo(self: SeriesHandle, other: object) -> SeriesHandle:
     """``x % c`` for a public positive number c, as Python and pandas: ``x - c·floor(x / c)``.
 
     The result lies in ``[0, c]`` (``[0, c)`` up to float rounding): those are its bounds.
@@ -236,43 +227,38 @@ def modulo(self: PrivateSeries, other: object) -> PrivateSeries:
     divisor = float(other)
     if not divisor > 0 or not np.isfinite(divisor):
         raise SchemaError("x % c takes a public positive number c (a finite c > 0).")
-    remainder = self._expr - UFunc(self._expr / divisor, "floor") * divisor
-    return _series(self, Clip(remainder, 0.0, divisor))
-
-
-def _first_series(args: tuple[Any, ...]) -> PrivateSeries | None:
-    from dpframe.api.series import PrivateSeries
-
-    return next((a for a in args if isinstance(a, PrivateSeries)), None)
+    remainder = self.expr - UFunc(self.expr / divisor, "floor") * divisor
+    return keep_name(self, Clip(remainder, 0.0, divisor))
 
 
 def numpy_function(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``np.clip``, ``np.round``/``np.around`` and ``np.where`` on private columns; else None.
 
-    None means: not available (the caller refuses, naming the counterpart).
+    Returns the result's handle, or None: not available (the caller refuses,
+    naming the counterpart).
     """
-    from dpframe.api.series import PrivateSeries
-
-    if name == "clip" and len(args) == 3 and not kwargs and isinstance(args[0], PrivateSeries):
-        series = args[0]
+    handles = tuple(handle_of(a) for a in args)
+    first = handles[0] if handles else None
+    if name == "clip" and len(args) == 3 and not kwargs and isinstance(first, SeriesHandle):
         low, high = args[1], args[2]
-        bounds = series.bounds
+        bounds = first.info.bounds
         if low is None or high is None:
             if bounds is None:
                 raise SchemaError("np.clip of a column without bounds needs both ends.")
             low = bounds[0] if low is None else low
             high = bounds[1] if high is None else high
-        return series.clip(low, high)
-    if name in ("round", "around") and isinstance(args[0], PrivateSeries):
+        return clip(first, low, high)
+    if name in ("round", "around") and isinstance(first, SeriesHandle):
         decimals = args[1] if len(args) > 1 else kwargs.get("decimals", 0)
-        return round_values(args[0], decimals)
+        return round_values(first, decimals)
     if name == "where" and len(args) == 3 and not kwargs:
         cond, x, y = args
-        if isinstance(x, PrivateSeries) and not isinstance(y, PrivateSeries):
-            return where(x, cond, y)
-        if isinstance(y, PrivateSeries) and not isinstance(x, PrivateSeries):
-            return mask(y, cond, x)
-        if _first_series(args) is not None:
+        hx, hy = handles[1], handles[2]
+        if isinstance(hx, SeriesHandle) and not isinstance(hy, SeriesHandle):
+            return where(hx, cond, y)
+        if isinstance(hy, SeriesHandle) and not isinstance(hx, SeriesHandle):
+            return mask(hy, cond, x)
+        if any(isinstance(h, SeriesHandle) for h in handles):
             raise SchemaError(
                 "np.where(cond, x, y) on private columns takes one column and one public "
                 "constant: pf['x'].where(cond, 0)."
@@ -280,20 +266,21 @@ def numpy_function(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return None
 
 
-def frame_fillna(self: PrivateFrame, value: object = None) -> PrivateFrame:
+def frame_fillna(self: FrameHandle, value: object = None) -> FrameHandle:
     """Missing values replaced per column, as ``DataFrame.fillna`` (free).
 
     ``value`` is one public constant for every column, or a dict ``{column: value}``.
     """
     if value is None:
         raise SchemaError("fillna() needs a value, or a dict {column: value}.")
-    pairs = dict(value) if isinstance(value, Mapping) else dict.fromkeys(self.columns, value)
+    names = self.schema.names
+    pairs = dict(value) if isinstance(value, Mapping) else dict.fromkeys(names, value)
     if isinstance(value, Mapping):
         for name in pairs:
-            self._schema.get(name)  # an unknown column is refused here, naming the columns
+            self.schema.get(name)  # an unknown column is refused here, naming the columns
     elif isinstance(value, str):  # as pandas: text fills only the text columns
-        pairs = {n: v for n, v in pairs.items() if not self._schema.get(n).summable}
+        pairs = {n: v for n, v in pairs.items() if not self.schema.get(n).summable}
     else:
-        pairs = {n: v for n, v in pairs.items() if self._schema.get(n).summable}
-    filled = {name: fillna(self[name], fill) for name, fill in pairs.items()}
-    return self.assign(**filled) if filled else self
+        pairs = {n: v for n, v in pairs.items() if self.schema.get(n).summable}
+    filled = {name: fillna(self.column(name), fill) for name, fill in pairs.items()}
+    return assign(self, filled) if filled else self

@@ -1,0 +1,436 @@
+"""Releases of one private column: counts, sums, means, quantiles, histograms, copies.
+
+The part of :class:`~dpframe.PrivateSeries` that spends budget: each method
+builds a node with a verb of :mod:`dpframe.api.verbs` and hands it to the
+session, which charges it before reading anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import pandas as pd
+
+from dpframe.api.handle import SeriesHandle
+from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relations, tables
+from dpframe.api.verbs.quantiles import quantile_node
+from dpframe.api.verbs.requests import request_of
+from dpframe.plan.expressions import Col
+
+if TYPE_CHECKING:
+    from dpframe.mechanisms.results import Release
+    from dpframe.plan.privacy import Number, Privacy
+
+__all__ = ["ColumnReleases"]
+
+
+class ColumnReleases:
+    """Released statistics of a column; each is one charge."""
+
+    __slots__ = ()
+
+    _handle: SeriesHandle
+
+    def _run(self, node: Any) -> Any:
+        return self._handle.runner.run(node)
+
+    def _aggregate(self, statistic: Any, request: Any) -> Release:
+        return cast(
+            "Release", self._run(aggregates.aggregate_node(self._handle, statistic, request))
+        )
+
+    def count(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The number of non-missing values.
+
+        Privacy: sensitivity 1; discrete Laplace (ε) or discrete Gaussian (ρ).
+
+        Accuracy: unbiased, noise scale 1/ε (Laplace) or 1/sqrt(2ρ) (Gaussian σ).
+        """
+        return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
+
+    def sum(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The sum of values clamped to the column's bounds [L, U].
+
+        Privacy: sensitivity max(|L|, |U|) (missing values add nothing, ±inf
+        is clamped); discrete Laplace (ε) or discrete Gaussian (ρ) on a
+        power-of-two grid.
+
+        Accuracy: unbiased up to clamping; noise scale max(|L|, |U|)/ε
+        (+0.1% grid widening).  A boolean column (``isna()``, a comparison) is
+        summed as a count of its true rows: a whole number, noise scale 1/ε.
+        """
+        return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
+
+    def mean(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
+
+        Privacy: a twentieth of the budget to the non-missing count
+        (sensitivity 1), a twentieth to a first sum of values minus the
+        midpoint (sensitivity (U − L)/2) that locates the data, the rest to
+        the sum of values minus that rough mean ĉ (sensitivity
+        max(U − ĉ, ĉ − L)); on small data (noisy count under 10 noise SDs) a
+        second count and the midpoint sum share the rest instead
+        (``dpframe/mechanisms/mean.py``; per group, each cell on its own).
+
+        Accuracy: error about max(U − ĉ, ĉ − L)/(0.9·ε·n) for n values, i.e.
+        0.56–1.11 × (U − L)/(ε·n); ``ci()`` is a conservative
+        (Bonferroni, interval-arithmetic) interval.
+        """
+        return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
+
+    def var(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The (population) variance of values clamped to [L, U], within [0, ((U − L)/2)²].
+
+        Privacy: thirds of the budget to the count (sensitivity 1), the centred
+        sum ((U − L)/2) and the centred sum of squares (((U − L)/2)²).
+
+        Accuracy: error about 3·((U − L)/2)²/(ε·n); ``ci()`` is conservative.
+        """
+        return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
+
+    def std(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The square root of :meth:`var` (same privacy cost and guarantee)."""
+        return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
+
+    def quantile(
+        self,
+        q: float | Sequence[float] = 0.5,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
+    ) -> Any:
+        """The q-quantile(s) among public candidate values, by the exponential mechanism.
+
+        The candidates are public: by default 4,097 equally spaced values over
+        the declared bounds; for a column declared integer
+        (``dtypes={col: "integer"}``; the declared schema shows ``Int64``,
+        never read from the values) the integers within the bounds (or
+        4,097 equally spaced integers when more would fit), so the answer is a
+        whole number; ``candidates=`` gives your own.
+
+        Privacy: ε-DP (permute-and-flip over the C candidates, utility
+        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
+        a list of q splits ε evenly (stated in the ledger's label).  Only public
+        inputs choose the candidates.
+
+        Accuracy: with probability 1 − β the rank error exceeds the best
+        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
+        holds the 95% figure; ``explain`` states it); default candidates are
+        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
+
+        Args:
+            q: a level in [0, 1], or a list of levels (as pandas).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            candidates: public candidate values, sorted, finite and within the
+                bounds, at most 4,097 (refused before anything is charged otherwise).
+
+        Returns:
+            A :class:`Release` for a scalar q, a Series indexed by q for a list.
+
+        Example:
+            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
+            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return self._run(quantile_node(self._handle, q, request, candidates))
+
+    def median(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        candidates: Iterable[float] | None = None,
+    ) -> Release:
+        """The 0.5-quantile; Privacy and Accuracy as :meth:`quantile` (rank error (2/ε)·ln(C/β))."""
+        request = request_of(epsilon, delta, rho, privacy)
+        return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
+
+    def approx_bounds(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> tuple[float, float]:
+        """Suggested clamping bounds ``(low, high)``, found without looking at the data.
+
+        Pass the result to ``with_bounds`` (``pf.with_bounds(wage=pf["wage"].approx_bounds(
+        epsilon=0.1))``).  The column needs no bounds of its own.
+
+        Privacy: one noisy histogram of the column over 101 fixed public bins
+        ±2^k (k = −10…40, a zero bin, values beyond ±2^40 in the end bins):
+        the cost of one grouped count; the choice of bins is post-processing.
+
+        Accuracy: with probability ≥ 95% no empty bin widens the result, so it
+        is at most a factor 2 wider than the occupied bins; bins too sparse to
+        clear the noise (rare extremes) are left out and their values clamped.
+        With too few rows for the budget it warns and returns ``(-2**40, 2**40)``.
+        See :class:`~dpframe.mechanisms.bounds_family.ApproxBoundsFamily`.
+        """
+        node = aggregates.approx_bounds_node(self._handle, request_of(epsilon, delta, rho, privacy))
+        return cast("tuple[float, float]", self._run(node))
+
+    def mode(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Any:
+        """The most frequent declared category (report noisy max); only the key is released.
+
+        Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
+        distribution as report-noisy-max with exponential noise; one charge for
+        all categories.
+
+        Accuracy: with probability 1 − β the returned key's count is within
+        (2/ε)·ln(k/β) of the largest count, for k categories.
+        """
+        return self._run(
+            aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
+        )
+
+    def value_counts(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        sort: bool = True,
+        normalize: bool = False,
+    ) -> pd.Series:
+        """Noisy counts per declared category (one charge: categories are disjoint).
+
+        Privacy: sensitivity 1 per disjoint cell; discrete Laplace (ε) or Gaussian (ρ).
+        ``normalize=True`` (shares, as pandas) and sorting are post-processing: free.
+
+        Accuracy: each count has noise scale 1/ε; ``dp.ci(result)`` gives intervals
+        (for shares, intervals that hold for every share at once:
+        ``dpframe/mechanisms/shares.py``).
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        counts = self._run(aggregates.value_counts_node(self._handle, request))
+        if isinstance(self._handle.expr, Col):
+            grouping.warn_undeclared(counts)
+        return aggregates.value_counts_result(counts, sort, normalize)
+
+    def hist(
+        self,
+        bins: int | Sequence[float] = 10,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """Noisy counts per public bin; ``dp.plot(result)`` draws bars with error bars.
+
+        ``bins=k`` cuts the declared bounds into k equal bins and clamps values
+        beyond them into the end bins; explicit increasing ``bins`` edges count
+        only values inside them (as ``pandas.cut``).
+
+        Privacy: bins are disjoint, so one charge of ε covers all (sensitivity 1).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node, edges = aggregates.histogram_node(self._handle, bins, request)
+        return aggregates.histogram_result(self._handle, self._run(node), edges)
+
+    def nunique(
+        self,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+    ) -> Release:
+        """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+
+        A key counts when its noisy count clears the count noise's one-sided 95%
+        quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
+        as ``describe(include="all")``'s unique.
+
+        Privacy: one grouped count over the declared keys (sensitivity 1 per
+        disjoint cell); the rest is post-processing.
+
+        Accuracy: a key without rows is counted with probability ≤ 5%; a key with
+        many more rows than the threshold is rarely missed.  No value interval:
+        ``ci()`` explains why.
+        """
+        return tables.nunique(self._handle, request_of(epsilon, delta, rho, privacy))
+
+    def agg(
+        self,
+        func: object,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+        weights: object = None,
+    ) -> Any:
+        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        request = request_of(epsilon, delta, rho, privacy)
+        if isinstance(func, str):  # pandas: a scalar, as the named method gives it
+            return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
+        return self._run(aggregation.series_agg_node(self._handle, func, request, weights))
+
+    def corr(
+        self,
+        other: object,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> float:
+        """The correlation of two columns, as ``Series.corr`` (one charge).
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.corr` on the two columns.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = relations.pair_moments_node(self._handle, other, "corr", request)
+        return relations.pair_value(self._run(node))
+
+    def cov(
+        self,
+        other: object,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> float:
+        """The covariance of two columns, as ``Series.cov`` (one charge).
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.cov` on the two columns.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = relations.pair_moments_node(self._handle, other, "cov", request)
+        return relations.pair_value(self._run(node))
+
+    def randomized_response(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        length_share: float = 0.05,
+    ) -> pd.Series:
+        """A sanitized copy of a categorical column by randomized response (a public Series).
+
+        Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
+        its category with probability 1 − m·p and each of the other m declared
+        categories with p ≥ (1 − δ)/(m + e^ε_v) (ε-local DP per row); the
+        copy's length is a noisy count (``length_share`` of the request) and
+        its order is random, so the number of rows stays private.
+
+        Accuracy: a report is correct with probability 1 − m·p (see
+        ``copy.attrs["dpframe_copy"]``); ``dpframe.mechanisms.copy_family.estimate_frequencies``
+        debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return cast(
+            "pd.Series", self._run(copies.copy_node(self._handle, "rr", request, length_share))
+        )
+
+    def laplace_copy(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        length_share: float = 0.05,
+    ) -> pd.Series:
+        """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
+
+        Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
+        clamped to the bounds [L, U] and get noise of scale
+        b = (U − L)/(ε_v − ln(1 − δ)) (discrete Laplace on a fine public
+        power-of-two grid); the length is a noisy count (``length_share``).
+
+        Accuracy: unbiased for the clamped values; noise standard deviation
+        about sqrt(2)·b per value.  Source: Dwork, McSherry, Nissim, Smith
+        2006; the seed texts of issue 8.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = copies.copy_node(self._handle, "laplace", request, length_share)
+        return cast("pd.Series", self._run(node))
+
+    def kde(
+        self,
+        bandwidth: float,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        grid: int | Sequence[float] = 256,
+    ) -> pd.Series:
+        """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).
+
+        Privacy: Gaussian-process noise whose covariance is the kernel, so
+        the released curve is smooth; the RKHS sensitivity of the kernel sum
+        is (2πh²)^{-1/2} per row, calibrated through zCDP (valid for all ε);
+        the row count used to normalise is a noisy count.  Needs δ > 0
+        (an approx or zCDP session).
+
+        Accuracy: pointwise standard deviation in
+        ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = copies.kde_node(self._handle, bandwidth, grid, request)
+        return cast("pd.Series", self._run(node))
+
+
+ColumnReleases.agg.__doc__ = aggregation.AGG_DOC

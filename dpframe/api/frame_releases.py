@@ -1,0 +1,397 @@
+"""Releases of a whole private frame: counts, per-column summaries, relations, models, copies.
+
+The part of :class:`~dpframe.PrivateFrame` that spends budget: each method
+builds a node with a verb of :mod:`dpframe.api.verbs` and hands it to the
+session, which charges it before reading anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import pandas as pd
+
+from dpframe.api.handle import FrameHandle
+from dpframe.api.verbs import aggregates, aggregation, models, relations, tables, thresholds
+from dpframe.api.verbs.keysets import discover_combinations
+from dpframe.api.verbs.requests import request_of
+from dpframe.api.verbs.synthesis import synthesis_node
+from dpframe.errors import SchemaError
+
+if TYPE_CHECKING:
+    from dpframe.mechanisms.results import Release
+    from dpframe.plan.privacy import Number, Privacy
+
+__all__ = ["FrameReleases"]
+
+
+class FrameReleases:
+    """Released statistics of a frame; each is one charge."""
+
+    __slots__ = ()
+
+    _handle: FrameHandle
+
+    def _run(self, node: Any) -> Any:
+        return self._handle.runner.run(node)
+
+    def count(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Release:
+        """The number of rows (after filters), released with noise.
+
+        Privacy: sensitivity 1 (one row added or removed); ε-DP with discrete
+        Laplace noise of scale 1/ε, or ρ-zCDP with discrete Gaussian σ² = 1/(2ρ).
+
+        Accuracy: unbiased; ``release.ci(level)`` gives the exact interval.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return cast("Release", self._run(aggregates.count_node(self._handle, request)))
+
+    def sum(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """Per-column sums in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
+        request = request_of(epsilon, delta, rho, privacy)
+        return cast(
+            "pd.Series", self._run(relations.frame_cells_node(self._handle, "sum", request))
+        )
+
+    def mean(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """Per-column means in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
+        request = request_of(epsilon, delta, rho, privacy)
+        node = relations.frame_cells_node(self._handle, "mean", request)
+        return cast("pd.Series", self._run(node))
+
+    def agg(
+        self,
+        func: object,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+        weights: object = None,
+    ) -> Any:
+        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        request = request_of(epsilon, delta, rho, privacy)
+        return self._run(aggregation.agg_node(self._handle, func, request, weights=weights))
+
+    def describe(
+        self,
+        *,
+        include: str | None = None,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.DataFrame:
+        """A private summary (count, mean, std, quartiles) of the bounded numeric columns.
+
+        Privacy: the request is split evenly over the columns, and within a
+        column half to the moments (one ``var`` release) and half to the
+        quartiles (one ``quantile`` release); the parts add up to the request.
+        The whole request is checked against the budget before the first part.
+
+        With ``include="all"`` (as pandas), the columns with declared
+        categories join: count, unique, top and freq from one noisy histogram
+        over the declared keys each (one more part of the split); unique counts
+        the keys whose noisy count clears the count noise's one-sided 95%
+        quantile (see ``dpframe/mechanisms/describe_family.py``).
+
+        Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
+        at their shares of the budget; ``dp.ci(result)`` gives count, mean and
+        std intervals.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = aggregates.describe_node(self._handle, request, include)
+        return cast("pd.DataFrame", self._run(node))
+
+    def corr(
+        self,
+        method: str = "pearson",
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.DataFrame:
+        """The correlation matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        if method != "pearson":
+            raise SchemaError("corr(): only method='pearson' is available privately.")
+        request = request_of(epsilon, delta, rho, privacy)
+        node = relations.moments_node(self._handle, "corr", request)
+        return cast("pd.DataFrame", self._run(node))
+
+    def cov(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.DataFrame:
+        """The covariance matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        request = request_of(epsilon, delta, rho, privacy)
+        node = relations.moments_node(self._handle, "cov", request)
+        return cast("pd.DataFrame", self._run(node))
+
+    def pivot_table(
+        self,
+        values: str,
+        index: str,
+        columns: str,
+        aggfunc: str | Sequence[str] = "mean",
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+    ) -> pd.DataFrame:
+        """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
+
+        One charge: a grouped ``agg`` over the key pairs (a list of aggregates
+        splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
+        column keys, or (aggregate, key) pairs for a list, as pandas.
+
+        Privacy and Accuracy: as the grouped aggregate(s) at their share.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return tables.pivot_table(self._handle, values, index, columns, aggfunc, request)
+
+    def above_threshold(
+        self,
+        queries: Any,
+        threshold: float,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        max_hits: int = 1,
+        numeric: bool = False,
+    ) -> Any:
+        """Which row conditions hold for more than ``threshold`` rows (the sparse vector technique).
+
+        ``queries`` is a dict ``{name: condition}`` or a list of conditions; the
+        conditions are examined in order and the names of those found above the
+        threshold are returned, stopping after ``max_hits``.
+
+        Privacy: ε-DP in total however many queries are asked (Lyu, Su, Li 2017,
+        Alg. 1): ε/2 for the noisy threshold (scale 2/ε), ε/2 for the queries
+        (scale 4c/ε, c = ``max_hits``).  ``numeric=True`` splits ε in thirds and
+        also releases a noisy count of each hit (scale 3c/ε).
+
+        Accuracy: with probability 1 − β every reported query has a count above
+        threshold − α and every passed-over one below threshold + α, with
+        α = 8c·(ln k + ln(4c/β))/ε for k queries (12c·... for ``numeric``).
+
+        Returns:
+            The list of names found above the threshold; with ``numeric=True`` a
+            Series of their noisy counts.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = thresholds.sparse_vector_node(
+            self._handle, queries, threshold, max_hits, numeric, request
+        )
+        return self._run(node)
+
+    def discover_keys(
+        self,
+        column: str | Sequence[str],
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> Any:
+        """The keys of ``column`` that a private threshold lets through, sorted.
+
+        A list of columns finds the combinations that occur, as a DataFrame
+        for ``groupby(columns, keys=...)`` (``dpframe.api.verbs.keysets``).
+
+        Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
+        per key, released only above the smallest threshold τ with
+        P(1 + noise ≥ τ) ≤ δ (Korolova et al. 2009; Desfontaines et al. 2022).
+        With a privacy unit of k rows in at most g keys: scale k/ε, and each
+        new key must clear P(k + noise ≥ τ) ≤ δ/g.
+
+        Accuracy: a key with true count c is shown with probability
+        P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
+        keys with a handful of rows are usually hidden.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        if not isinstance(column, str):
+            return discover_combinations(self._handle, column, request)
+        node = thresholds.discover_keys_node(self._handle, column, request)
+        return list(self._run(node).index)
+
+    def linear_regression(
+        self,
+        features: Sequence[str],
+        target: str,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        analysis: str = "rdp",
+        radius: float = 2.0,
+        steps: int = 50,
+        passes: int = 1,
+        step_size: float | None = None,
+        progress: bool = True,
+        accounting: str | None = None,
+    ) -> Any:
+        """Least squares by noisy projected gradient descent; a model with ``coef_``, ``predict``.
+
+        Privacy: features and target are clamped to their declared bounds and
+        rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
+        stay in a ball of ``radius`` (per-row gradient norm ≤ radius + 1).
+        ``analysis="rdp"``: ``steps`` full-batch steps, each a discrete
+        Gaussian release of the gradient sum, composed in zCDP (in a
+        Gaussian-DP session each step is charged its μ², for the discrete
+        Gaussian actually sampled).
+        ``analysis="iteration"``: ``passes`` of per-row noisy SGD, only the
+        final weights released, charged by amplification by iteration
+        (Feldman, Mironov, Talwar, Thakurta 2018, Thm 22, worst row).  A noisy
+        count (1/10 of ρ) normalises the gradients / sets the pass length.
+        Needs δ > 0 (Gaussian noise).
+
+        Accuracy: see ``dpframe.mechanisms.regression``; the notebook
+        ``notebooks/regression.ipynb`` compares with ordinary least squares.
+        """
+        options = {
+            "analysis": models.analysis_of(analysis, accounting),
+            "radius": radius,
+            "steps": steps,
+            "passes": passes,
+            "step_size": step_size,
+            "progress": progress,
+        }
+        request = request_of(epsilon, delta, rho, privacy)
+        node = models.regression_node(self._handle, "squared", features, target, request, options)
+        return self._run(node)
+
+    def logistic_regression(
+        self,
+        features: Sequence[str],
+        target: str,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        analysis: str = "rdp",
+        radius: float = 2.0,
+        steps: int = 50,
+        passes: int = 1,
+        step_size: float | None = None,
+        progress: bool = True,
+        accounting: str | None = None,
+    ) -> Any:
+        """Logistic regression (boolean or [0, 1] target) by noisy projected gradient descent.
+
+        Privacy: as :meth:`linear_regression`, with the logistic loss
+        (per-row gradient norm ≤ 1, smoothness 1/4).
+
+        Accuracy: see ``dpframe.mechanisms.regression``.
+        """
+        options = {
+            "analysis": models.analysis_of(analysis, accounting),
+            "radius": radius,
+            "steps": steps,
+            "passes": passes,
+            "step_size": step_size,
+            "progress": progress,
+        }
+        request = request_of(epsilon, delta, rho, privacy)
+        node = models.regression_node(self._handle, "logistic", features, target, request, options)
+        return self._run(node)
+
+    def synthesize(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+        method: str = "mst",
+        bins: int | Mapping[str, int | Sequence[float]] | None = None,
+        rows: int | None = None,
+        progress: bool = True,
+    ) -> pd.DataFrame:
+        """A synthetic copy of the frame's rows (MST or AIM): a public DataFrame, one charge.
+
+        Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
+        third for the noisy 1-way marginals of every column, a third for
+        choosing d − 1 pairs of columns (a spanning tree, by permute-and-flip on
+        how far each pair is from independence), a third for the noisy 2-way
+        marginals of those pairs.  Each marginal has sensitivity 1 (k rows per
+        privacy unit: k).  The rows are then sampled from a tree model fitted to
+        the noisy marginals (post-processing).  McKenna, Miklau, Sheldon 2021.
+        ``method="aim"`` (McKenna, Mullins, Sheldon, Miklau 2022): a tenth for
+        the 1-way marginals, 3/20 for 2d selections (permute-and-flip among all
+        pairs and small triples, by AIM's score), the rest for the 2d chosen
+        marginals in two stages of d (the second with four times the budget
+        each); a junction-tree model is fitted (post-processing).  Every part
+        keeps the session's currency (Gaussian DP, zCDP or pure ε).
+        Proof: docs/proofs/synthesis.md.
+
+        Accuracy: every released marginal cell has noise of the standard deviation
+        in ``copy.attrs["dpframe_synth"]``; ``dpframe.synth_report(copy)`` gives
+        the error bars and the pairs the model kept.  Pairs of columns not joined
+        in the tree are modelled as conditionally independent along the tree.
+
+        Args:
+            epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
+            delta: the δ of the request (default: the session's).
+            rho: the cost as a zCDP ρ, instead of ``epsilon``.
+            privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
+            method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
+                chosen 2- and 3-way marginals, a junction-tree model; slower,
+                closer on pairs outside MST's tree).
+            bins: numeric columns' bins: a number for every numeric column, or
+                ``{column: number or list of edges}``; default: one bin per value
+                for integer columns with at most 32 values, else 16 equal bins
+                over the declared bounds.
+            rows: the copy's length; None (default) draws it from the noisy
+                marginals (the row count stays private).
+            progress: show a progress bar while fitting (``tqdm.auto``).
+
+        Example:
+            >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
+            >>> copy.groupby("education")["wage"].mean()  # plain pandas, free  # doctest: +SKIP
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        node = synthesis_node(self._handle, request, method, bins, rows, progress)
+        return cast("pd.DataFrame", self._run(node))
+
+
+FrameReleases.agg.__doc__ = aggregation.AGG_DOC
+FrameReleases.corr.__doc__ = relations.CORR_DOC.format(what="correlation", name="corr")
+FrameReleases.cov.__doc__ = relations.CORR_DOC.format(what="covariance", name="cov")
+FrameReleases.sum.__doc__ = relations.FRAME_DOC.format(
+    name="sum", detail="A boolean column (``pf.isna()``) is summed as a count: whole numbers."
+)
+FrameReleases.mean.__doc__ = relations.FRAME_DOC.format(
+    name="mean", detail="A boolean column gives the share of true flags (``pf.notna().mean``)."
+)

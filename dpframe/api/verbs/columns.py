@@ -1,0 +1,144 @@
+"""Column expressions, as pandas operators spell them (all free: nothing read or charged).
+
+Arithmetic, comparisons, ``&``/``|``/``~``, ``isin``, ``between``, ``isna``,
+``clip`` and whole powers build :mod:`dpframe.plan.expressions` trees whose
+public facts (kind, bounds, keys) follow from the columns' declarations
+(:func:`~dpframe.plan.schema.infer_column`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
+from dpframe.errors import SchemaError
+from dpframe.plan.expressions import Clip, Expr, Lit
+from dpframe.plan.inline import resolved_key
+from dpframe.plan.schema import check_bounds, infer_column
+from dpframe.plan.temporal import DateLit, is_date
+
+__all__ = [
+    "OPERATORS",
+    "between",
+    "binary",
+    "clip",
+    "is_column",
+    "keep_name",
+    "power",
+    "to_expr",
+    "wrap",
+]
+
+#: The Python operators on columns, as expression builders.
+OPERATORS: dict[str, Callable[[Expr, Expr], Expr]] = {
+    "+": Expr.__add__,
+    "-": Expr.__sub__,
+    "*": Expr.__mul__,
+    "/": Expr.__truediv__,
+    "==": Expr.__eq__,
+    "!=": Expr.__ne__,
+    "<": Expr.__lt__,
+    "<=": Expr.__le__,
+    ">": Expr.__gt__,
+    ">=": Expr.__ge__,
+    "&": Expr.__and__,
+    "|": Expr.__or__,
+}
+
+
+def is_column(value: object) -> bool:
+    """True for a private column (a :class:`~dpframe.PrivateSeries`)."""
+    return isinstance(handle_of(value), SeriesHandle)
+
+
+def to_expr(value: Any, frame: FrameHandle | None = None) -> Expr:
+    """The expression of a private column (or its handle), literal or expression.
+
+    With ``frame``, a column taken from another frame is accepted only if it
+    means the same on ``frame``: same data, and the same definitions of every
+    derived column it reads (otherwise it would silently be re-bound).
+    """
+    found = value if isinstance(value, SeriesHandle) else handle_of(value)
+    if isinstance(found, SeriesHandle):
+        if frame is not None and found.frame is not frame:
+            here = resolved_key(frame.plan, found.expr)
+            there = resolved_key(found.frame.plan, found.expr)
+            if here != there:
+                raise SchemaError(
+                    f"{found.expr} comes from another frame where it means something else "
+                    "(other data or other derived columns); build it from this frame."
+                )
+        return found.expr
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (bool, int, float, str)):
+        return Lit(value)
+    if is_date(value):  # pd.Timestamp, datetime, date, numpy.datetime64
+        return DateLit(value)
+    raise SchemaError(f"Cannot use a {type(value).__name__} as a column expression.")
+
+
+def wrap(series: SeriesHandle, expr: Expr) -> SeriesHandle:
+    """``expr`` over ``series``' frame, named after the expression."""
+    return series.with_expr(expr, infer_column(str(expr), expr, series.schema))
+
+
+def keep_name(series: SeriesHandle, expr: Expr) -> SeriesHandle:
+    """``expr`` over ``series``' frame, keeping the column's name (as pandas does)."""
+    return series.with_expr(expr, infer_column(series.info.name, expr, series.schema))
+
+
+def _date_text(series: SeriesHandle, other: Any) -> Any:
+    """A string compared with a date column is read as a date, as pandas reads it."""
+    if series.info.kind != "datetime" or not isinstance(other, str):
+        return other
+    try:
+        return pd.Timestamp(other)
+    except ValueError:
+        raise SchemaError(f"{other!r} is not a date; write e.g. '2020-01-31'.") from None
+
+
+def binary(series: SeriesHandle, other: Any, op: str, reverse: bool = False) -> SeriesHandle:
+    """``series <op> other`` (``other <op> series`` with ``reverse``)."""
+    left, right = series.expr, to_expr(_date_text(series, other), series.frame)
+    if reverse:
+        left, right = right, left
+    return wrap(series, OPERATORS[op](left, right))
+
+
+def power(series: SeriesHandle, exponent: Any) -> SeriesHandle:
+    """``x ** k`` for a whole k from 1 to 4: the product ``x * ... * x`` (interval bounds)."""
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, np.integer)):
+        raise SchemaError(
+            "A private column takes whole powers 1 to 4 (x ** 2); for other powers derive "
+            "the column before loading."
+        )
+    if not 1 <= int(exponent) <= 4:
+        raise SchemaError(f"x ** {int(exponent)}: a private column takes whole powers 1 to 4.")
+    result = series
+    for _ in range(int(exponent) - 1):
+        result = binary(result, series.expr, "*")
+    return result
+
+
+def isin(series: SeriesHandle, values: Iterable[Any]) -> SeriesHandle:
+    """True where the value is one of the public ``values``."""
+    return wrap(series, series.expr.isin(values))
+
+
+def between(series: SeriesHandle, left: Any, right: Any) -> SeriesHandle:
+    """``left <= x <= right``."""
+    low, high = _date_text(series, left), _date_text(series, right)
+    return wrap(
+        series, series.expr.between(to_expr(low, series.frame), to_expr(high, series.frame))
+    )
+
+
+def clip(series: SeriesHandle, lower: float, upper: float) -> SeriesHandle:
+    """Clamped to public ``[lower, upper]``; the result has these bounds."""
+    low, high = check_bounds(series.info.name, (lower, upper))
+    return wrap(series, Clip(series.expr, low, high))

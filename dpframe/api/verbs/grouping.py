@@ -1,0 +1,214 @@
+"""Group-by verbs: the groups' keys, grouped aggregates, argmax, and the results' labels.
+
+Keys are declared (``categories=``), derived with public keys
+(``pf["age"].cut(bins)``), a public key set (``keys=``), or, for one column
+and a δ, discovered privately at release time.  Groups are disjoint, so one
+charge of ε covers every group (parallel composition).  Rows whose key is not
+declared are in no group; they are revealed only as a noisy count, free
+(``result.dp.undeclared``), with a warning when that count is clearly above
+its noise (see :func:`warn_undeclared`).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+import pandas as pd
+
+from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle, handle_of
+from dpframe.api.verbs.columns import to_expr
+from dpframe.api.verbs.frames import assign
+from dpframe.api.verbs.keysets import combination_key, relabel
+from dpframe.api.verbs.requests import require_bounds
+from dpframe.errors import SchemaError
+from dpframe.mechanisms.results import GroupedRelease
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
+from dpframe.plan.privacy import PrivacyRequest
+from dpframe.plan.releases import ArgMax, DiscoverKeys, DiscoverThenAggregate
+
+__all__ = [
+    "aggregate_node",
+    "argmax_node",
+    "argmax_result",
+    "group",
+    "group_columns",
+    "grouped_result",
+    "warn_undeclared",
+]
+
+
+def group_columns(frame: FrameHandle, by: object) -> tuple[FrameHandle, list[str]]:
+    """The frame and column names to group by: names, or derived columns (``groupby(s.cut(...))``).
+
+    A derived column (e.g. ``pf["age"].cut(bins)``, as pandas'
+    ``df.groupby(pd.cut(df.age, bins))``) is added under its name, or under
+    ``<name>_key`` when that name is taken by another column.
+    """
+    items = list(by) if isinstance(by, (list, tuple)) else [by]
+    names: list[str] = []
+    derived: dict[str, Any] = {}
+    for item in items:
+        found = handle_of(item)
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(found, SeriesHandle):
+            to_expr(item, frame)  # a column of another frame is refused unless it means the same
+            if isinstance(found.expr, Col) and found.expr.name in frame.schema.names:
+                names.append(found.expr.name)
+                continue
+            name = found.info.name
+            name = name if name not in frame.schema.names else f"{name}_key"
+            derived[name] = item
+            names.append(name)
+        else:
+            raise SchemaError(
+                "groupby() takes a column name or a list of column names (or derived columns, "
+                "e.g. pf['age'].cut(bins))."
+            )
+    if not names:
+        raise SchemaError("groupby() takes a column name or a list of column names.")
+    return (assign(frame, derived) if derived else frame), names
+
+
+def group(
+    frame: FrameHandle, names: tuple[str, ...], column: str | None = None, table: Any = None
+) -> GroupHandle:
+    """The groups of ``frame`` by the columns ``names`` (or by the public key set ``table``)."""
+    if not names:
+        raise SchemaError("groupby() needs at least one column.")
+    keys = []
+    index = None
+    if table is not None:
+        key, index = combination_key(frame, names, table)
+        names_left: tuple[str, ...] = ()
+        keys.append(key)
+    else:
+        names_left = names
+    for name in names_left:
+        info = frame.schema.get(name)
+        if info.categories is None and len(names) > 1:
+            raise SchemaError(
+                f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
+                f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
+                f"call pf.with_categories({name}=[...]), or give the allowed combinations "
+                f"as keys= (a public DataFrame; pf.discover_keys({list(names)!r}, epsilon=..., "
+                "delta=...) finds them privately)."
+            )
+        # Undeclared keys (one column): found privately at release time.
+        keys.append(GroupKey(name, Col(name), info.categories or ()))
+    if column is not None:
+        frame.schema.get(column)
+    return GroupHandle(frame, tuple(keys), names, column, table, index)
+
+
+def aggregate_node(grouped: GroupHandle, statistic: Statistic, request: PrivacyRequest) -> Any:
+    """The node of a grouped ``count``/``sum``/``mean``/``var``/``std`` of the selected column.
+
+    Without a selected column only ``count`` is a single node (the caller
+    turns ``sum``, ``mean``... into an ``agg`` over the bounded columns).
+    Undeclared keys of one column are discovered privately in the same
+    release (needs a δ).
+    """
+    frame = grouped.frame
+    if grouped.column is None:
+        if statistic != "count":
+            raise SchemaError(f"Select a column first: grouped['column'].{statistic}(...).")
+        expr, bounds = None, None
+        what = "count()"
+    else:
+        info = frame.schema.get(grouped.column)
+        expr = Col(grouped.column)
+        bounds = None if statistic == "count" else require_bounds(info, statistic)
+        what = f"{statistic}({grouped.column})"
+    if not grouped.keys[0].categories:
+        name = grouped.keys[0].name
+        if statistic == "count" and expr is None:
+            return DiscoverKeys(plan=frame.plan, privacy=request, column=name)
+        return DiscoverThenAggregate(
+            plan=frame.plan,
+            privacy=request,
+            column=name,
+            statistic=statistic,
+            value=expr,
+            bounds=bounds,
+        )
+    by = ", ".join(k.name for k in grouped.keys)
+    label = f"{what} by {by}{describe_plan(frame.plan)}"
+    return Aggregate(
+        frame.plan, statistic, expr, bounds, grouped.keys, label, request, undeclared=True
+    )
+
+
+def grouped_result(grouped: GroupHandle, result: Any) -> Any:
+    """A grouped release as the analyst sees it: warned about undeclared keys, relabelled."""
+    warn_undeclared(result)
+    return relabelled(grouped, result)
+
+
+def relabelled(grouped: GroupHandle, result: Any) -> Any:
+    """A release over a ``keys=`` set, indexed by its combinations (post-processing)."""
+    if grouped.index is None:
+        return result
+    return relabel(result, grouped.index, grouped.keys[0].categories)
+
+
+def argmax_node(
+    grouped: GroupHandle, agg: str, column: str | None, request: PrivacyRequest
+) -> ArgMax:
+    """The key whose count, sum or mean is largest."""
+    if not grouped.keys[0].categories:
+        raise SchemaError(
+            f"argmax needs declared keys for {grouped.keys[0].name!r}; find them first with "
+            f"pf.discover_keys({grouped.keys[0].name!r}, ...)."
+        )
+    if agg not in ("count", "sum", "mean"):
+        raise SchemaError("argmax(agg=...) must be 'count', 'sum' or 'mean'.")
+    if agg != "count" and column is None:
+        raise SchemaError(f"argmax('{agg}') needs a column: argmax('{agg}', column='...').")
+    frame = grouped.frame
+    bounds = None
+    if column is not None:
+        info = frame.schema.get(column)
+        bounds = None if agg == "count" else require_bounds(info, f"argmax('{agg}')")
+    return ArgMax(
+        plan=frame.plan,
+        privacy=request,
+        keys=grouped.keys,
+        agg=agg,  # type: ignore[arg-type]  # checked above
+        expr=None if column is None else Col(column),
+        column=column,
+        bounds=bounds,
+    )
+
+
+def argmax_result(grouped: GroupHandle, found: Any) -> Any:
+    """The released key, as a combination of a ``keys=`` set where one was given."""
+    if grouped.index is None:
+        return found
+    return grouped.index[list(grouped.keys[0].categories).index(found)]
+
+
+def warn_undeclared(result: Any) -> None:
+    """Warn when a group-by's noisy count of rows with undeclared keys is clearly above noise.
+
+    The message names the key columns and a rounded noisy count, never a value
+    (see :class:`~dpframe.mechanisms.results.UndeclaredRows`).  It is raised in
+    the analyst's process (also in curator mode: the count crosses the wire).
+    """
+    meta = result.attrs.get("dpframe") if isinstance(result, pd.Series) else None
+    if not isinstance(meta, GroupedRelease) or meta.undeclared is None:
+        return
+    if meta.undeclared.clearly_present:
+        warnings.warn(meta.undeclared.message(), UserWarning, stacklevel=_outside_dpframe())
+
+
+def _outside_dpframe() -> int:
+    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level

@@ -1,0 +1,62 @@
+"""What every release verb checks first: the privacy request and the column's public facts."""
+
+from __future__ import annotations
+
+from dpframe.backends.declared import INTEGER_DTYPE
+from dpframe.errors import InvalidBudgetError, SchemaError
+from dpframe.plan.columns import ColumnInfo
+from dpframe.plan.privacy import Number, PrivacyRequest
+
+__all__ = ["is_integer_kind", "request_of", "require_bounds"]
+
+
+def request_of(
+    epsilon: Number | None,
+    delta: Number | None,
+    rho: Number | None,
+    given: PrivacyRequest | None = None,
+) -> PrivacyRequest:
+    """The privacy request of a release method: ``privacy=`` or ``epsilon=``/``delta=``/``rho=``.
+
+    Raises:
+        InvalidBudgetError: when both forms are given, or ``privacy=`` is not a
+            :class:`~dpframe.Privacy`.
+    """
+    if given is None:
+        return PrivacyRequest(epsilon=epsilon, delta=delta, rho=rho)
+    if not isinstance(given, PrivacyRequest):
+        raise InvalidBudgetError(
+            "privacy= takes dp.Privacy(epsilon=..., delta=..., rho=...), not a "
+            f"{type(given).__name__}."
+        )
+    if epsilon is not None or delta is not None or rho is not None:
+        raise InvalidBudgetError(
+            "Give the cost either as privacy=dp.Privacy(...) or as epsilon=/delta=/rho=, not both."
+        )
+    return given
+
+
+def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
+    """The clamping bounds of a column, or an error that says which bounds to add."""
+    if not info.summable:
+        raise SchemaError(
+            f"{statistic}() needs a numeric column; {info.name!r} is {info.kind}. "
+            "Use count(), value counts by groupby(), or derive a number first."
+        )
+    if info.bounds is None:
+        raise SchemaError(
+            f"{statistic}() of {info.name!r} needs public clamping bounds: pass "
+            f"bounds={{{info.name!r}: (low, high)}} when loading, or call "
+            f"pf.with_bounds({info.name}=(low, high)), or clip(low, high) the expression."
+        )
+    return info.bounds
+
+
+def is_integer_kind(info: ColumnInfo) -> bool:
+    """True for a column declared integer (``dtypes={col: "integer"}``) or boolean.
+
+    The kind comes from the declared schema only (its dtype ``Int64`` is the
+    declaration, never read off the data); a numeric column that merely holds
+    whole numbers is not integer unless declared so.
+    """
+    return info.dtype == INTEGER_DTYPE or info.kind == "boolean"
