@@ -24,7 +24,8 @@ from dpframe.backends.evaluate import bin_codes, recode_values
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.plan.codec import NodeFormatError, decode_node, encode_node
 from dpframe.plan.estimate import estimate
-from dpframe.plan.expressions import Col, col, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Col, col
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
 from dpframe.plan.privacy import PrivacyRequest

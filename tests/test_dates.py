@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import dpframe as dp
 from dpframe.backends import PandasBackend
 from dpframe.plan.codec import NodeFormatError, decode_node, encode_node
-from dpframe.plan.expressions import Col, col, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Col, col
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
 from dpframe.plan.privacy import PrivacyRequest

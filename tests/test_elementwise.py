@@ -18,7 +18,8 @@ import pytest
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.plan.elementwise import UFunc, Where
-from dpframe.plan.expressions import Col, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Col
 
 BIG = 1e7
 

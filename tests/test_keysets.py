@@ -12,7 +12,8 @@ import pytest
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.plan.combine import Combine, read_combination
-from dpframe.plan.expressions import Col, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Col
 
 BIG = 1e7
 ALLOWED = pd.DataFrame(

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.errors import SchemaError
+from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import (
     DICT_NODE_LIMIT,
     STR_LIMIT,
@@ -33,7 +34,6 @@ from dpframe.plan.expressions import (
     Neg,
     Not,
     col,
-    expr_from_dict,
 )
 from dpframe.plan.inline import definitions, inline, resolved_key
 from dpframe.plan.keys import scalar_key

@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.accounting.accountants import make_accountant
+from dpframe.accounting.choice import make_accountant
 from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.audit.exact_divergence import laplace_max_loss
 from dpframe.audit.loss_distributions import (

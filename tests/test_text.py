@@ -27,7 +27,8 @@ from dpframe.backends import PandasBackend
 from dpframe.backends.evaluate import Rows, text_values
 from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.estimate import estimate
-from dpframe.plan.expressions import Col, col, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Col, col
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
 from dpframe.plan.privacy import PrivacyRequest

@@ -6,10 +6,9 @@ from dpframe.accounting.accountants import (
     Charge,
     PureDPAccountant,
     ZCDPAccountant,
-    default_accounting,
-    make_accountant,
     rho_from_epsilon_delta,
 )
+from dpframe.accounting.choice import default_accounting, make_accountant
 from dpframe.accounting.gdp import GaussianDPAccountant, default_delta_reserve
 from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
 from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon

@@ -38,8 +38,6 @@ __all__ = [
     "Charge",
     "PureDPAccountant",
     "ZCDPAccountant",
-    "default_accounting",
-    "make_accountant",
     "rho_from_epsilon_delta",
 ]
 
@@ -332,39 +330,3 @@ def _require_delta(request: PrivacyRequest) -> None:
             "This release needs a delta of its own (discovering keys privately): pass "
             "delta=... (e.g. 1e-7, well below 1/n), or declare the keys with categories=..."
         )
-
-
-def make_accountant(
-    total: Budget, accounting: str | None, delta_reserve: Fraction | None = None
-) -> Accountant:
-    """The accountant for a session: pure when δ = 0, Gaussian DP otherwise, unless overridden.
-
-    ``delta_reserve``: a Gaussian DP session's reserve for releases with a δ of
-    their own (None: the default, δ/10); refused for other accountings.
-    """
-    kind = accounting if accounting is not None else default_accounting(total)
-    if delta_reserve is not None and kind != "gdp":
-        raise InvalidBudgetError(
-            f"delta_reserve= applies to Gaussian DP sessions (accounting='gdp'); this "
-            f"session uses {kind!r} accounting, where releases with a delta of their own "
-            "draw on the session's delta directly. Drop delta_reserve=."
-        )
-    if kind == "pure":
-        return PureDPAccountant(total)
-    if kind == "approx":
-        return ApproxDPAccountant(total)
-    if kind == "zcdp":
-        return ZCDPAccountant(total)
-    if kind == "gdp":
-        from dpframe.accounting.gdp import GaussianDPAccountant
-
-        return GaussianDPAccountant(total, delta_reserve)
-    raise InvalidBudgetError(
-        "accounting must be 'pure', 'approx' or a Gaussian one ('zcdp', 'gdp'), "
-        f"got {accounting!r}."
-    )
-
-
-def default_accounting(total: Budget) -> AccountingKind:
-    """The accounting of a new session that names none: pure when δ = 0, else Gaussian DP."""
-    return "pure" if total.delta == 0 else "gdp"

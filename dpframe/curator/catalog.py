@@ -45,7 +45,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpframe.accounting.accountants import make_accountant
+from dpframe.accounting.choice import make_accountant
 from dpframe.backends.declared import parse_kind
 from dpframe.curator.settings import SERVER_KEYS, ServerSettings, server_settings
 from dpframe.errors import DPError

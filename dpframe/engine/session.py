@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpframe.accounting.accountants import Accountant, Charge, make_accountant
+from dpframe.accounting.accountants import Accountant, Charge
+from dpframe.accounting.choice import make_accountant
 from dpframe.accounting.ledger import Ledger
 from dpframe.backends.base import Backend, is_dask_frame
 from dpframe.backends.declared import (

@@ -43,7 +43,8 @@ import pandas as pd
 
 from dpframe.errors import DPError, SchemaError
 from dpframe.plan.columns import ColumnInfo, DateBounds
-from dpframe.plan.expressions import Expr, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Expr
 from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.recode import label_from_json, label_to_json, plain_label

@@ -13,7 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
+import pandas as pd
+
 from dpframe.errors import SchemaError
+from dpframe.plan.date_values import as_date, date_to_json, is_date
 from dpframe.plan.keys import KeyTable, intern
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "Clip",
     "Col",
     "Compare",
+    "DateLit",
     "Expr",
     "IsIn",
     "IsNull",
@@ -31,7 +35,6 @@ __all__ = [
     "Neg",
     "Not",
     "col",
-    "expr_from_dict",
     "lit",
 ]
 
@@ -52,15 +55,13 @@ ExprLike: TypeAlias = "Expr | bool | int | float | str"
 def _wrap(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
-    to_expr = getattr(value, "_to_expr", None)
-    if to_expr is not None:
-        result = to_expr()
-        assert isinstance(result, Expr)
-        return result
+    handle = getattr(type(value), "__dpframe__", None)  # a private column (the facade's)
+    if handle is not None:
+        expr = getattr(handle(value), "expr", None)
+        if isinstance(expr, Expr):
+            return expr
     if isinstance(value, (bool, int, float, str)):
         return Lit(value)
-    from dpframe.plan.temporal import DateLit, is_date  # its nodes build on this module
-
     if is_date(value):
         return DateLit(value)
     raise SchemaError(
@@ -491,58 +492,25 @@ def lit(value: Scalar) -> Lit:
     return Lit(value)
 
 
-_UNARY: dict[str, type[_Unary]] = {"neg": Neg, "abs": Abs, "not": Not, "isnull": IsNull}
+@dataclass(frozen=True, eq=False, repr=False)
+class DateLit(Expr):
+    """A public date constant (a naive :class:`pandas.Timestamp`).
 
+    Raises:
+        SchemaError: the value is not a date, has a time zone or is out of range.
+    """
 
-def expr_from_dict(data: dict[str, Any]) -> Expr:
-    """Rebuild an expression from :meth:`Expr.to_dict` output, validating every field."""
-    if not isinstance(data, dict) or "op" not in data:
-        raise SchemaError("An expression must be an object with an 'op' field.")
-    op = data["op"]
-    if op == "col" and isinstance(data.get("name"), str):
-        return Col(data["name"])
-    if op == "lit" and isinstance(data.get("value"), (bool, int, float, str)):
-        return Lit(data["value"])
-    if op in ("+", "-", "*", "/"):
-        return Arith(op, expr_from_dict(data["left"]), expr_from_dict(data["right"]))
-    if op in ("==", "!=", "<", "<=", ">", ">="):
-        return Compare(op, expr_from_dict(data["left"]), expr_from_dict(data["right"]))
-    if op in ("&", "|"):
-        return Logical(op, expr_from_dict(data["left"]), expr_from_dict(data["right"]))
-    if op in _UNARY:
-        return _UNARY[op](expr_from_dict(data["operand"]))
-    if op == "isin" and isinstance(data.get("values"), list):
-        values = tuple(data["values"])
-        if not all(isinstance(v, (bool, int, float, str)) for v in values):
-            raise SchemaError("isin values must be numbers, strings or booleans.")
-        return IsIn(expr_from_dict(data["operand"]), values)
-    if op == "bucket" and isinstance(data.get("edges"), list):
-        edges = tuple(float(e) for e in data["edges"])
-        return Bucket(expr_from_dict(data["operand"]), edges, bool(data.get("clamp", False)))
-    if op in ("bin", "recode"):
-        from dpframe.plan.recode import recode_from_dict  # its nodes build on this module
+    tag: ClassVar[str] = "date"
+    value: pd.Timestamp
 
-        return recode_from_dict(data, expr_from_dict(data["operand"]))
-    if op in ("date", "dt", "period"):
-        from dpframe.plan.temporal import temporal_from_dict
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", as_date(self.value, "A date constant"))
 
-        operand = None if op == "date" else expr_from_dict(data["operand"])
-        return temporal_from_dict(data, operand)
-    if op in ("str_map", "str_replace", "str_match", "str_len"):
-        from dpframe.plan.text import text_from_dict
+    def params(self) -> tuple[Any, ...]:  # noqa: D102
+        return (self.value,)
 
-        return text_from_dict(data, expr_from_dict(data["operand"]))
-    if op in ("ufunc", "where"):
-        from dpframe.plan.elementwise import elementwise_from_dict
+    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
+        return {"op": "date", "value": date_to_json(self.value)}
 
-        children = [expr_from_dict(data["operand"])]
-        if op == "where":
-            children.append(expr_from_dict(data["cond"]))
-        return elementwise_from_dict(data, children)
-    if op == "combine" and isinstance(data.get("operands"), list):
-        from dpframe.plan.combine import combine_from_dict
-
-        return combine_from_dict(data, [expr_from_dict(item) for item in data["operands"][:9]])
-    if op == "clip":
-        return Clip(expr_from_dict(data["operand"]), float(data["lower"]), float(data["upper"]))
-    raise SchemaError(f"Unknown or malformed expression node {op!r}.")
+    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
+        return (repr(self.value),)

@@ -27,18 +27,26 @@ Dates are naive :class:`pandas.Timestamp` objects at nanosecond resolution
 
 from __future__ import annotations
 
-import datetime
-import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 
 from dpframe.errors import SchemaError
 from dpframe.plan.columns import ColumnInfo, DateBounds, Derived, ValueKind
-from dpframe.plan.expressions import Abs, Arith, Clip, Compare, Expr, Logical, Neg, Not
+from dpframe.plan.date_values import as_date, date_from_json, date_to_json, is_date
+from dpframe.plan.expressions import (
+    Abs,
+    Arith,
+    Clip,
+    Compare,
+    DateLit,
+    Expr,
+    Logical,
+    Neg,
+    Not,
+)
 
 __all__ = [
     "DT_FIELDS",
@@ -82,47 +90,6 @@ PERIOD_FREQS: dict[str, str] = {
 _FREQ_OF_NAME = {name: freq for freq, name in PERIOD_FREQS.items()}
 #: The most periods ``to_period`` derives as keys from the declared bounds.
 MAX_PERIOD_KEYS = 100_000
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?)?")
-_FIRST = pd.Timestamp.min.ceil("s")
-_LAST = pd.Timestamp.max.floor("s")
-
-
-def is_date(value: object) -> bool:
-    """True for a date constant (not NaT).
-
-    A :class:`pandas.Timestamp`, ``datetime.datetime``, ``datetime.date`` or
-    ``numpy.datetime64``.
-    """
-    if isinstance(value, (datetime.date, np.datetime64)):
-        return not pd.isna(value)
-    return False
-
-
-def as_date(value: object, what: str) -> pd.Timestamp:
-    """A public date as a naive nanosecond :class:`pandas.Timestamp`; a :class:`SchemaError` if not.
-
-    Args:
-        value: a Timestamp, ``datetime.datetime``, ``datetime.date`` or ``numpy.datetime64``.
-        what: how to name the value in the error.
-    """
-    if not is_date(value):
-        shown = "a missing date (NaT)" if value is pd.NaT else f"a {type(value).__name__}"
-        raise SchemaError(
-            f"{what} must be a date (pd.Timestamp('2020-01-01'), datetime or date), not {shown}."
-        )
-    stamp = pd.Timestamp(value)  # type: ignore[arg-type]  # checked above
-    if stamp.tzinfo is not None:
-        raise SchemaError(
-            f"{what} must be a date without a time zone; convert it with .tz_convert(None) "
-            "(UTC) or .tz_localize(None) (wall time)."
-        )
-    if not _FIRST <= stamp <= _LAST:
-        raise SchemaError(
-            f"{what} must lie between {_FIRST.date()} and {_LAST.date()} (dates are stored "
-            "at nanosecond resolution)."
-        )
-    exact: pd.Timestamp = stamp.as_unit("ns")
-    return exact
 
 
 def check_date_bounds(name: str, bounds: object) -> DateBounds:
@@ -142,23 +109,6 @@ def check_date_bounds(name: str, bounds: object) -> DateBounds:
     if low > high:
         raise SchemaError(f"bounds for {name!r} need low <= high; got low > high.")
     return (low, high)
-
-
-def date_to_json(value: pd.Timestamp) -> str:
-    """A date's JSON form: its ISO 8601 text (nanoseconds kept)."""
-    text: str = value.isoformat()
-    return text
-
-
-def date_from_json(data: object, what: str) -> pd.Timestamp:
-    """Read :func:`date_to_json`'s form strictly (a :class:`SchemaError` if malformed)."""
-    if not isinstance(data, str) or _ISO.fullmatch(data) is None:
-        raise SchemaError(f"{what} must be an ISO 8601 date, e.g. '2020-01-31T00:00:00'.")
-    try:
-        stamp = pd.Timestamp(data)
-    except ValueError:
-        raise SchemaError(f"{what} is not a valid date.") from None
-    return as_date(stamp, what)
 
 
 def period_to_json(period: pd.Period) -> dict[str, list[str]]:
@@ -230,30 +180,6 @@ def _date_operand(operand: ValueKind, what: str, node: Expr) -> None:
             "bounds={'column': (pd.Timestamp(...), pd.Timestamp(...))} or dtypes={'column': "
             "'datetime'})."
         )
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class DateLit(Expr):
-    """A public date constant (a naive :class:`pandas.Timestamp`).
-
-    Raises:
-        SchemaError: the value is not a date, has a time zone or is out of range.
-    """
-
-    tag: ClassVar[str] = "date"
-    value: pd.Timestamp
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "value", as_date(self.value, "A date constant"))
-
-    def params(self) -> tuple[Any, ...]:  # noqa: D102
-        return (self.value,)
-
-    def node_dict(self, children: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: D102
-        return {"op": "date", "value": date_to_json(self.value)}
-
-    def pieces(self) -> tuple[str | Expr, ...]:  # noqa: D102
-        return (repr(self.value),)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

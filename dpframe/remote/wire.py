@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.plan.expressions import Expr, expr_from_dict
+from dpframe.plan.expr_codec import expr_from_dict
+from dpframe.plan.expressions import Expr
 from dpframe.plan.temporal import period_from_json
 
 __all__ = [
