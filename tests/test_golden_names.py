@@ -36,7 +36,7 @@ BIG = 1e4
 def _frame() -> pd.DataFrame:
     rng = np.random.default_rng(3)  # test data only, not privacy noise
     n = 400
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "x": rng.uniform(0, 10, n),
             "y": rng.uniform(0, 1, n),
@@ -45,6 +45,7 @@ def _frame() -> pd.DataFrame:
             "flag": rng.random(n) < 0.3,
         }
     )
+    return frame
 
 
 RELEASES: dict[str, Callable[[dp.PrivateFrame], Any]] = {
@@ -100,8 +101,13 @@ def _observed() -> dict[str, dict[str, Any]]:
     observed: dict[str, dict[str, Any]] = {}
     for name, release in RELEASES.items():
         session, pf = _session()
-        node = session.capture_node(lambda release=release, pf=pf: release(pf))
-        result = release(pf)
+        result = None
+
+        def make(release: Callable[[dp.PrivateFrame], Any] = release) -> Any:
+            return release(pf)
+
+        node = session.capture_node(make)
+        result = make()
         row = session.ledger.iloc[-1]
         observed[name] = {
             "node": json.loads(json.dumps(encode_node(node))),
