@@ -101,9 +101,10 @@ def _observed() -> dict[str, dict[str, Any]]:
     observed: dict[str, dict[str, Any]] = {}
     for name, release in RELEASES.items():
         session, pf = _session()
-        result = None
 
-        def make(release: Callable[[dp.PrivateFrame], Any] = release) -> Any:
+        def make(
+            release: Callable[[dp.PrivateFrame], Any] = release, pf: dp.PrivateFrame = pf
+        ) -> Any:
             return release(pf)
 
         node = session.capture_node(make)
