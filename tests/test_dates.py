@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.backends import PandasBackend
+from dpframe.backends.declared import DeclaredKind, apply_declared_kinds
 from dpframe.plan.codec import NodeFormatError, decode_node, encode_node
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Col, col
@@ -260,6 +261,33 @@ def test_a_column_with_date_bounds_is_read_as_dates_each_value_on_its_own() -> N
     )
     again = other["d"].dt.hour.value_counts(epsilon=BIG, sort=False).round()
     assert again.to_dict() == hours.to_dict()
+
+
+#: ISO text and its hour in UTC: a time without an offset is read as UTC.
+ZONED_AND_NAIVE = [
+    ("2010-01-05T10:30+02:00", 8),
+    ("2010-01-05T10:30", 10),
+    ("2010-01-05 11:00:00", 11),
+    ("2010-01-05T12:00Z", 12),
+    ("2010-01-05T12:00-0230", 14),
+    ("20100105T1500", 15),
+    ("2010-01-05", 0),
+]
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["offsets-first", "offsets-last"])
+def test_a_time_without_an_offset_is_utc_whatever_the_rows_before_it(order: int) -> None:
+    # pandas 2.2-2.3 gave "...T10:30" the +02:00 of the row before it (hour 8, not 10).
+    values = [text for text, _ in ZONED_AND_NAIVE][::order]
+    expected = [hour for _, hour in ZONED_AND_NAIVE][::order]
+    frame = pd.DataFrame({"d": values})
+    read = apply_declared_kinds(frame, {"d": DeclaredKind("datetime")})
+    assert read["d"].dt.hour.tolist() == expected
+    pf = dp.Session(epsilon=1e7, ledger=":memory:").private_frame(
+        frame, bounds={"d": DATE_BOUNDS}
+    )
+    hours = pf["d"].dt.hour.value_counts(epsilon=BIG, sort=False).round()
+    assert {k: v for k, v in hours.items() if v} == {h: 1 for h in expected}
 
 
 def test_a_number_is_not_a_date() -> None:

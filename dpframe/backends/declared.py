@@ -86,6 +86,10 @@ _ALIASES: Mapping[str, BaseKind] = {
 }
 _LIMITED_TEXT = re.compile(r"(?:text|string|str)\((\d{1,7})\)")
 _FIRST, _LAST = pd.Timestamp.min.ceil("s"), pd.Timestamp.max.floor("s")
+#: A date with a time (``2020-01-31T08:00``, ``20200131 0800``) ...
+_TIMED = re.compile(r"\d[T ]\d")
+#: ... and a time's UTC offset at its end (``Z``, ``+02``, ``+0200``, ``-05:30``).
+_ZONED = re.compile(r"(?:Z|[+-]\d{2}(?::?\d{2})?)$")
 
 
 def parse_kind(name: str, kind: object) -> DeclaredKind:
@@ -208,7 +212,7 @@ def _dates(series: pd.Series) -> pd.Series:
         series = series.dt.tz_convert(None)  # the UTC time, without the zone
     elif not pd.api.types.is_datetime64_dtype(dtype):
         values = series.astype("object")
-        text = values.map(lambda v: v if isinstance(v, str) else None)
+        text = values.map(_zoned_text)
         stamps = values.map(lambda v: v if is_date(v) and not isinstance(v, str) else None)
         parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
         given = pd.to_datetime(stamps, errors="coerce", utc=True)
@@ -219,6 +223,22 @@ def _dates(series: pd.Series) -> pd.Series:
         values.to_numpy(dtype="datetime64[ns]"), index=series.index, name=series.name
     )
     return dates
+
+
+def _zoned_text(value: Any) -> str | None:
+    """ISO text whose time carries its own offset: a time without one is UTC (``+00:00``).
+
+    pandas 2.2 and 2.3 read a time without an offset with the offset of an earlier
+    value of the column (``["...T10:30+02:00", "...T10:30"]`` -> 08:30 twice), so a
+    value would depend on the rows before it; with every offset written out, none does.
+    Text that is not a date with a time (a date alone, a word) is left as it is.
+    """
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if _TIMED.search(text) and not _ZONED.search(text):
+        return text + "+00:00"
+    return value
 
 
 def _is(value: Any, number: int) -> bool:
