@@ -248,7 +248,7 @@ def numpy_function(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             low = bounds[0] if low is None else low
             high = bounds[1] if high is None else high
         return clip(first, low, high)
-    if name in ("round", "around") and isinstance(first, SeriesHandle):
+    if name in ("round", "round_", "around") and isinstance(first, SeriesHandle):  # numpy<1.25
         decimals = args[1] if len(args) > 1 else kwargs.get("decimals", 0)
         return round_values(first, decimals)
     if name == "where" and len(args) == 3 and not kwargs:
