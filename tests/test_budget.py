@@ -120,3 +120,45 @@ def test_float_roundtrip_is_shortest_decimal(x: float) -> None:
 def test_ordering_is_componentwise(a: Fraction, b: Fraction) -> None:
     assert (dp.Budget(a) <= dp.Budget(b)) == (a <= b)
     assert not math.isnan(float(a))
+
+
+ARRAY_MATCH = r"must be one number, not an array or a collection \(ndarray of shape \(1,\)\)"
+ONE_ELEMENT_ARRAYS = {
+    "session epsilon": lambda s, pf: dp.Session(epsilon=np.array([1.0]), ledger=":memory:"),
+    "budget delta": lambda s, pf: dp.Budget(1, delta=np.array([1e-6])),
+    "privacy rho": lambda s, pf: dp.Privacy(rho=np.array([0.1])),
+    "count epsilon": lambda s, pf: pf.count(epsilon=np.array([0.5])),
+    "sum epsilon": lambda s, pf: pf["x"].sum(epsilon=np.array([0.5])),
+    "sum delta": lambda s, pf: pf["x"].sum(epsilon=0.5, delta=np.array([1e-7])),
+    "mean rho": lambda s, pf: pf["x"].mean(rho=np.array([0.01])),
+    "grouped mean epsilon": lambda s, pf: pf.groupby("g")["x"].mean(epsilon=np.array([0.5])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ONE_ELEMENT_ARRAYS))
+def test_a_one_element_array_is_refused_before_the_charge(case: str) -> None:
+    """``float(np.array([0.5]))`` is 0.5 on numpy < 2.4: such a parameter was charged there."""
+    accounting = "zcdp" if "rho" in case else "approx"
+    session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", accounting=accounting)
+    df = pd.DataFrame({"g": ["a", "b"] * 5, "x": np.arange(10.0)})
+    pf = session.private_frame(df, bounds={"x": (0, 10)}, categories={"g": ["a", "b"]})
+    name = case.split()[-1]
+    with pytest.raises(dp.InvalidBudgetError, match=f"{name} {ARRAY_MATCH}"):
+        ONE_ELEMENT_ARRAYS[case](session, pf)
+    assert session.spent.is_zero
+    assert session.ledger.empty
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (np.array(0.5), r"not an array or a collection \(ndarray of shape \(\)\)"),
+        (np.array([0.5, 0.5]), r"not an array or a collection \(ndarray of shape \(2,\)\)"),
+        ([0.5], r"not an array or a collection \(list\)"),
+        (pd.Series([0.5]), r"not an array or a collection \(Series of shape \(1,\)\)"),
+        (np.True_, "epsilon must be a number, got np.True_|epsilon must be a number, got True"),
+    ],
+)
+def test_request_rejects_arrays_and_numpy_booleans(bad: object, match: str) -> None:
+    with pytest.raises(dp.InvalidBudgetError, match=match):
+        PrivacyRequest(epsilon=bad)  # type: ignore[arg-type]

@@ -37,11 +37,23 @@ def to_fraction(value: object, name: str, text: bool = True) -> Fraction:
         The exact value.
 
     Raises:
-        InvalidBudgetError: if the value is missing, boolean, NaN or infinite, or a
-            string when ``text`` is False.
+        InvalidBudgetError: if the value is missing, boolean, NaN or infinite, an
+            array or other collection (even of one number), or a string when ``text``
+            is False.
     """
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, (bool, np.bool_)):
         raise InvalidBudgetError(f"{name} must be a number, got {value!r}.")
+    if isinstance(value, np.ndarray) or (
+        not isinstance(value, (str, bytes, np.generic)) and hasattr(value, "__len__")
+    ):
+        # float() of a one-element array is its element on numpy < 2.4 (and of a
+        # one-row Series on pandas < 3): refused here on every version, before any charge.
+        shape = getattr(value, "shape", None)
+        what = type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
+        raise InvalidBudgetError(
+            f"{name} must be one number, not an array or a collection ({what}); "
+            f"pass a single value (for a one-element array x: {name}=x.item())."
+        )
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
