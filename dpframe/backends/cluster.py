@@ -29,6 +29,7 @@ fix, a partition that would not fit.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import importlib.metadata
@@ -117,9 +118,10 @@ def _cluster_failure(error: BaseException) -> bool:
         from distributed import KilledWorker
     except ImportError:  # pragma: no cover - distributed is installed with dask[distributed]
         return False
-    return isinstance(
-        error, KilledWorker | concurrent.futures.CancelledError | TimeoutError | OSError
-    )
+    # Before Python 3.11 asyncio's and concurrent.futures' TimeoutError (distributed
+    # raises the former) are not the built-in one; from 3.11 on all three are one class.
+    timeouts = TimeoutError | asyncio.TimeoutError | concurrent.futures.TimeoutError
+    return isinstance(error, KilledWorker | concurrent.futures.CancelledError | timeouts | OSError)
 
 
 def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -> Any:

@@ -10,6 +10,8 @@ the workers' memory is refused before anything is charged.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import time
 from collections.abc import Callable
@@ -31,6 +33,7 @@ from dpframe.backends.cluster import (
     ClusterFailedError,
     ClusterNotReadyError,
     check_partition_memory,
+    run_bounded,
 )
 from dpframe.backends.parquet_sizes import largest_partition_bytes, row_width
 
@@ -142,6 +145,45 @@ def test_a_release_past_its_time_limit_ends_within_it() -> None:
     assert time.monotonic() - start < 3.5  # the tasks sleep 4 s
     _assert_failed_and_charged(session)
     time.sleep(4)  # let the cancelled tasks' sleeps end before the next test
+
+
+class _LateFuture:
+    """A future whose wait times out with ``error`` (what ``distributed`` raises)."""
+
+    def __init__(self, error: type[BaseException]) -> None:
+        self.error = error
+        self.cancelled = False
+
+    def result(self, timeout: float) -> Any:
+        raise self.error(f"no answer within {timeout} s")
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class _LateClient:
+    def __init__(self, future: _LateFuture) -> None:
+        self.future = future
+
+    def compute(self, obj: object) -> _LateFuture:
+        return self.future
+
+
+@pytest.mark.parametrize(
+    "error",
+    [asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError],
+    ids=["asyncio", "concurrent.futures", "builtin"],
+)
+def test_every_timeout_class_is_a_cluster_failure(error: type[BaseException]) -> None:
+    # Before Python 3.11 distributed's asyncio.TimeoutError is not the built-in
+    # TimeoutError: a release past its limit was reported as a failed query.
+    future = _LateFuture(error)
+    with (
+        dask.config.set({RELEASE_TIMEOUT_OPTION: 0.5}),
+        pytest.raises(ClusterFailedError, match=r"did not finish\s+within 0.5 s"),
+    ):
+        run_bounded(_LateClient(future), object())
+    assert future.cancelled
 
 
 def test_an_error_in_a_task_is_a_failed_query_not_a_cluster_failure() -> None:
