@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -123,15 +125,22 @@ def test_ordering_is_componentwise(a: Fraction, b: Fraction) -> None:
 
 
 ARRAY_MATCH = r"must be one number, not an array or a collection \(ndarray of shape \(1,\)\)"
-ONE_ELEMENT_ARRAYS = {
-    "session epsilon": lambda s, pf: dp.Session(epsilon=np.array([1.0]), ledger=":memory:"),
-    "budget delta": lambda s, pf: dp.Budget(1, delta=np.array([1e-6])),
-    "privacy rho": lambda s, pf: dp.Privacy(rho=np.array([0.1])),
-    "count epsilon": lambda s, pf: pf.count(epsilon=np.array([0.5])),
-    "sum epsilon": lambda s, pf: pf["x"].sum(epsilon=np.array([0.5])),
-    "sum delta": lambda s, pf: pf["x"].sum(epsilon=0.5, delta=np.array([1e-7])),
-    "mean rho": lambda s, pf: pf["x"].mean(rho=np.array([0.01])),
-    "grouped mean epsilon": lambda s, pf: pf.groupby("g")["x"].mean(epsilon=np.array([0.5])),
+
+
+def _array(value: float) -> Any:
+    """A one-element numpy array (typed Any: the point is to pass it where a number goes)."""
+    return np.array([value])
+
+
+ONE_ELEMENT_ARRAYS: dict[str, Callable[[dp.PrivateFrame], object]] = {
+    "session epsilon": lambda pf: dp.Session(epsilon=_array(1.0), ledger=":memory:"),
+    "budget delta": lambda pf: dp.Budget(1, delta=_array(1e-6)),
+    "privacy rho": lambda pf: dp.Privacy(rho=_array(0.1)),
+    "count epsilon": lambda pf: pf.count(epsilon=_array(0.5)),
+    "sum epsilon": lambda pf: pf["x"].sum(epsilon=_array(0.5)),
+    "sum delta": lambda pf: pf["x"].sum(epsilon=0.5, delta=_array(1e-7)),
+    "mean rho": lambda pf: pf["x"].mean(rho=_array(0.01)),
+    "grouped mean epsilon": lambda pf: pf.groupby("g")["x"].mean(epsilon=_array(0.5)),
 }
 
 
@@ -144,7 +153,7 @@ def test_a_one_element_array_is_refused_before_the_charge(case: str) -> None:
     pf = session.private_frame(df, bounds={"x": (0, 10)}, categories={"g": ["a", "b"]})
     name = case.split()[-1]
     with pytest.raises(dp.InvalidBudgetError, match=f"{name} {ARRAY_MATCH}"):
-        ONE_ELEMENT_ARRAYS[case](session, pf)
+        ONE_ELEMENT_ARRAYS[case](pf)
     assert session.spent.is_zero
     assert session.ledger.empty
 

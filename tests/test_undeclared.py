@@ -10,6 +10,7 @@ tests/test_undeclared_statistical.py.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -19,10 +20,12 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.mechanisms.aggregates import IntervalModel
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import PrivacyRequest
 from tests.sessions import local
+from tests.stats_helpers import ALPHA
 
 BIG = 50.0  # noise scale 1/50 row for the counts: the answers are the truth to within 1
 REGIONS = ["northeast", "midwest", "south", "west"]
@@ -116,6 +119,16 @@ def test_missing_keys_and_filtered_rows_are_in_no_cell() -> None:
 
 
 def test_with_privacy_units_the_cell_is_near_the_truth(cps: pd.DataFrame) -> None:
+    """The undeclared cell (6,091 west rows) of three releases, each within its noise.
+
+    Each cell is the count (rounded to the noise's grid) plus discrete Laplace
+    noise of scale b, as the release records it: P(|noise| > t) <= 2 exp(-t/b).
+    With t = b ln(2k/α) per cell (k = 3 releases, α = ALPHA = 1e-7; the suite's rule
+    is 1e-6), one cell lies farther than t (plus the rounding) from the truth with
+    probability below α.  The mean's cell has b = 0.8 (its count's share of ε, two
+    rows per person): the former ±3 (P(|noise| >= 4) = 1.0%) failed about once in
+    100 runs.
+    """
     people = cps.assign(person=np.arange(len(cps)) // 2)  # two rows per person
     session = dp.Session(epsilon=10_000, ledger=":memory:")
     pf = session.private_frame(
@@ -125,12 +138,21 @@ def test_with_privacy_units_the_cell_is_near_the_truth(cps: pd.DataFrame) -> Non
         privacy_unit="person",
         max_rows_per_unit=2,
     )
-    for release in (
+    releases = (
         lambda: pf.groupby("region")["wage"].sum(epsilon=BIG),
         lambda: pf.groupby("region")["wage"].mean(epsilon=BIG),
         lambda: pf.groupby("region").size(epsilon=BIG),
-    ):
-        assert _undeclared(_quiet(release)) == pytest.approx(6091, abs=3)
+    )
+    for release in releases:
+        cell = _quiet(release).dp.undeclared
+        assert isinstance(cell, dp.Release)
+        assert isinstance(cell.intervals, IntervalModel)
+        (noise,) = cell.intervals.noise  # the noise actually added
+        assert noise.kind == "laplace"
+        scale = float(noise.parameter) * noise.grid  # its parameter is in grid units
+        assert scale <= 1  # near the truth: within a row or so
+        tolerance = scale * math.log(2 * len(releases) / ALPHA) + noise.rounding
+        assert abs(float(cell) - 6091) <= tolerance
 
 
 # -- value counts and histograms ----------------------------------------------------------
