@@ -86,10 +86,9 @@ _ALIASES: Mapping[str, BaseKind] = {
 }
 _LIMITED_TEXT = re.compile(r"(?:text|string|str)\((\d{1,7})\)")
 _FIRST, _LAST = pd.Timestamp.min.ceil("s"), pd.Timestamp.max.floor("s")
-#: A date with a time (``2020-01-31T08:00``, ``20200131 0800``) ...
-_TIMED = re.compile(r"\d[T ]\d")
-#: ... and a time's UTC offset at its end (``Z``, ``+02``, ``+0200``, ``-05:30``).
-_ZONED = re.compile(r"(?:Z|[+-]\d{2}(?::?\d{2})?)$")
+#: A date and a time without a UTC offset (``2020-01-31T08:00``, ``20200131 0800:00.5``):
+#: after the time's first digit only digits, ``:``, ``.`` and ``,`` (an offset has Z, + or -).
+_NAIVE_TIME = re.compile(r"[\d-]+[T ]\d[\d:.,]*")
 
 
 def parse_kind(name: str, kind: object) -> DeclaredKind:
@@ -236,9 +235,7 @@ def _zoned_text(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     text = value.strip()
-    if _TIMED.search(text) and not _ZONED.search(text):
-        return text + "+00:00"
-    return value
+    return text + "+00:00" if _NAIVE_TIME.fullmatch(text) else value
 
 
 def _is(value: Any, number: int) -> bool:
