@@ -65,7 +65,7 @@ PARAMETER_CASES: list[Case] = [
         "epsilon a numpy array",
         lambda c: people_frame(c.pure).count(epsilon=np.array([0.5])),  # type: ignore[arg-type]
         dp.InvalidBudgetError,
-        match=r"epsilon must be a number, got ndarray\.",
+        match=r"epsilon must be one number, not an array .*\(ndarray of shape \(1,\)\)",
     ),
     Case(
         "epsilon True",
