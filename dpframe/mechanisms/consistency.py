@@ -41,7 +41,7 @@ from dpframe.errors import DPError, InvalidArgumentError
 from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.results import GroupedRelease, Release, grouped_series
 
-__all__ = ["ConsistentIntervals", "consistent", "sum_half_width"]
+__all__ = ["ConsistentIntervals", "consistent", "half_width", "sum_half_width"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -94,7 +94,7 @@ class ConsistentIntervals:
                 )
             )
             if key not in found:
-                found[key] = _half_width(row, self.noises, 1 - level)
+                found[key] = half_width(row, self.noises, 1 - level)
             half[i] = found[key]
         low, high = self.center - half, self.center + half
         if self.nonnegative:
@@ -138,8 +138,13 @@ _GRID_POINTS = 256  # grid steps per combined standard deviation (each term adds
 _TAIL = 1e-15
 
 
-def _half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> float:
-    """The smallest of the valid bounds on ``|Σ row_j e_j|`` at failure probability ``alpha``."""
+def half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> float:
+    """The smallest of the valid bounds on ``|Σ row_j e_j|`` at failure probability ``alpha``.
+
+    ``e_j`` are independent draws of ``noises[j]`` (in value units, with their
+    grid rounding); the bounds are the exact convolution (up to
+    :data:`CONVOLVED_TERMS` terms), a Chernoff bound and a union bound.
+    """
     found = [_chernoff(row, noises, alpha), _union(row, noises, alpha)]
     if 1 < np.count_nonzero(row) <= CONVOLVED_TERMS:
         found.append(_convolved(row, noises, alpha))
@@ -148,7 +153,7 @@ def _half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) ->
 
 def sum_half_width(count: int, noise: NoiseSpec, alpha: float) -> float:
     """A valid bound on ``|e_1 + ... + e_count|`` (independent copies of ``noise``) at ``alpha``."""
-    return _half_width(np.ones(count), (noise,) * count, alpha)
+    return half_width(np.ones(count), (noise,) * count, alpha)
 
 
 def _pmf(noise: NoiseSpec) -> tuple[FloatArray, int, float]:
