@@ -33,6 +33,7 @@ from dpframe.mechanisms.results import (
     GroupedRelease,
     Intervals,
     Release,
+    as_answer,
     grouped_series,
 )
 from dpframe.plan.releases import Agg
@@ -135,6 +136,7 @@ class AggFamily(Family[Agg]):
             frame.to_numpy(dtype=float),
         )
         frame.attrs["dpframe_budget_split"] = split_text(node)
+        frame = as_answer(frame)
         return frame, f"{len(results)} aggregates"
 
     def _series(

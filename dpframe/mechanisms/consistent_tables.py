@@ -47,7 +47,7 @@ from scipy import optimize
 from dpframe.errors import DPError
 from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.consistency import ConsistentIntervals
-from dpframe.mechanisms.results import FrameRelease, GroupedRelease, Release
+from dpframe.mechanisms.results import FrameRelease, GroupedRelease, Release, as_answer
 
 __all__ = ["MAX_TABLE_CELLS", "ConsistentTableIntervals", "consistent_table", "table_estimator"]
 
@@ -275,7 +275,7 @@ def consistent_table(
         ConsistentTableIntervals(inner, shown),
         frame.to_numpy(dtype=object),
     )
-    return frame
+    return as_answer(frame)  # type: ignore[no-any-return]
 
 
 def _with_margins(cells: FloatArray) -> FloatArray:

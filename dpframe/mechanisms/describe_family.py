@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.mechanisms.family import Family, Released
-from dpframe.mechanisms.results import FrameRelease
+from dpframe.mechanisms.results import FrameRelease, as_answer
 from dpframe.plan.releases import Describe
 
 __all__ = ["DescribeFamily", "DescribeIntervals", "split_text", "unique_threshold"]
@@ -106,6 +106,7 @@ class DescribeFamily(Family[Describe]):
             DescribeIntervals(tuple(models), len(rows), len(result.columns), wide),
             result.to_numpy(dtype=object),
         )
+        result = as_answer(result)
         return result, f"{len(result.columns)} columns"
 
 

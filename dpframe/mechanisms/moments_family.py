@@ -39,7 +39,7 @@ import pandas as pd
 from dpframe.errors import DPError
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Released
-from dpframe.mechanisms.results import FrameRelease
+from dpframe.mechanisms.results import FrameRelease, as_answer
 from dpframe.plan.releases import Moments
 
 __all__ = ["MomentIntervals", "MomentsFamily", "covariance"]
@@ -138,6 +138,7 @@ class MomentsFamily(Family[Moments]):
             MomentIntervals(noisy, scales),
             result.to_numpy(dtype=object),
         )
+        result = as_answer(result)
         return result, f"{k}x{k} {node.statistic}"
 
     def explain(self, node: Moments, asked: Asked) -> Explanation:

@@ -3,8 +3,12 @@
 A :class:`Release` behaves as a number and carries its cost, mechanism,
 noise scale and a confidence interval computed from the known noise
 distribution (post-processing: free of privacy cost).  Grouped results are
-pandas Series whose ``attrs["dpframe"]`` holds a :class:`GroupedRelease`;
-released DataFrames (``describe()``) hold a :class:`FrameRelease`.
+pandas Series of the ``dp`` dtype (:mod:`dpframe.mechanisms.answers`): every
+cell carries its uncertainty through pandas' own steps and prints as
+``value ± half-width``; their ``attrs["dpframe"]`` holds the release's
+:class:`GroupedRelease` (cost, query, the rows with undeclared keys).
+Released DataFrames (``describe()``, ``agg``, ``crosstab``) have ``dp``
+columns and a :class:`FrameRelease`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.answers import Block, DPArray
 from dpframe.mechanisms.display import shown_interval
 from dpframe.plan.privacy import Budget
 
@@ -29,8 +34,11 @@ __all__ = [
     "NoInterval",
     "Release",
     "UndeclaredRows",
+    "answer_array",
+    "as_answer",
     "ci",
     "is_count",
+    "released_frame",
     "undeclared_of",
 ]
 
@@ -324,6 +332,16 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
     """
     if isinstance(result, Release):
         return result.ci(level)
+    if isinstance(result, pd.Series) and isinstance(result.array, DPArray):
+        low, high = result.array.intervals(level)
+        table: pd.DataFrame = pd.DataFrame({"low": low, "high": high}, index=result.index)
+        return table
+    if (
+        isinstance(result, pd.DataFrame)
+        and len(result.columns)
+        and all(isinstance(result[c].array, DPArray) for c in result.columns)
+    ):
+        return _frame_ci(result, level)
     if isinstance(result, pd.DataFrame):
         meta = result.attrs.get("dpframe")
         if isinstance(meta, FrameRelease):
@@ -363,8 +381,104 @@ def undeclared_of(result: pd.Series) -> Release | None:
     return None if meta.undeclared is None else meta.undeclared.count
 
 
+def _frame_ci(frame: pd.DataFrame, level: float) -> pd.DataFrame:
+    """A frame of ``dp`` columns' intervals: columns ``(column, "low" | "high")``."""
+    parts: dict[tuple[Any, str], np.ndarray] = {}
+    for position in range(len(frame.columns)):
+        array = frame.iloc[:, position].array
+        assert isinstance(array, DPArray)
+        low, high = array.intervals(level)
+        name = frame.columns[position]
+        parts[(name, "low")] = low
+        parts[(name, "high")] = high
+    table: pd.DataFrame = pd.DataFrame(
+        list(zip(*parts.values(), strict=True)), index=frame.index, columns=list(range(len(parts)))
+    )
+    table.columns = pd.MultiIndex.from_tuples(list(parts))
+    return table
+
+
+@dataclass(frozen=True, eq=False)
+class _Column:
+    """One column of a released frame's interval model (a model over its rows)."""
+
+    model: Intervals
+    column: int
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        low, high = self.model.interval(level)
+        return np.asarray(low)[:, self.column], np.asarray(high)[:, self.column]
+
+
+def answer_array(values: Any, intervals: Any, integer: bool | None = None) -> DPArray:
+    """A release's cells as a ``dp`` array: each cell's own error, as its model says.
+
+    A count's or a sum's cells (one noise per cell, :class:`IntervalModel`
+    of a count or sum) carry that noise, so their combinations are exact;
+    other cells carry their model's interval (a mean's, a variance's); a
+    mechanism without a value interval (a quantile's rank error) gives cells
+    that show their value only.
+    """
+    released = np.asarray(values, dtype=float)
+    n = len(released)
+    noise: tuple[Any, ...] = tuple(getattr(intervals, "noise", ()))
+    if getattr(intervals, "statistic", None) in ("count", "sum") and len(noise) == 1:
+        block = Block(n, noise=noise[0])
+    elif isinstance(intervals, NoInterval):
+        block = Block(n, reason=intervals.reason)
+    else:
+        block = Block(n, model=intervals, released=released)
+    shown_integer = is_count(intervals) if integer is None else integer
+    return DPArray.of_block(released, block, shown_integer)
+
+
 def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:
-    """Build the public Series of a grouped release."""
-    series: pd.Series = pd.Series(values, index=meta.index, name=name)
-    series.attrs["dpframe"] = dataclasses.replace(meta, values=np.asarray(values, dtype=float))
+    """Build the public Series of a grouped release (``dp`` dtype, metadata in ``attrs``)."""
+    released = np.asarray(values, dtype=float)
+    series: pd.Series = pd.Series(
+        answer_array(released, meta.intervals), index=meta.index, name=name
+    )
+    series.attrs["dpframe"] = dataclasses.replace(meta, values=released)
     return series
+
+
+def released_frame(frame: pd.DataFrame, meta: FrameRelease) -> pd.DataFrame:
+    """``frame`` with ``dp`` columns from ``meta``'s intervals, and ``meta`` in its ``attrs``.
+
+    A column that is not all numbers (``describe(include="all")``'s ``top``)
+    keeps its values as they are.
+    """
+    integer = is_count(meta.intervals)
+    columns: dict[int, Any] = {}
+    for j in range(len(frame.columns)):
+        column = frame.iloc[:, j]
+        try:
+            values = column.to_numpy(dtype=float)
+        except (TypeError, ValueError):
+            columns[j] = column.to_numpy()
+            continue
+        columns[j] = answer_array(values, _Column(meta.intervals, j), integer)
+    released: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
+    released.columns = frame.columns
+    released.attrs = dict(frame.attrs)
+    released.attrs["dpframe"] = meta
+    return released
+
+
+def as_answer(result: Any) -> Any:
+    """A released Series or DataFrame with plain values, as ``dp`` (anything else: as is).
+
+    Used where a release's values travelled as plain numbers (the curator's
+    answers) and at the boundary of code that built a plain result.
+    """
+    meta = getattr(result, "attrs", {}).get("dpframe")
+    if isinstance(result, pd.Series) and isinstance(meta, GroupedRelease):
+        if isinstance(result.array, DPArray) or not meta.matches(result):
+            return result
+        return grouped_series(result.to_numpy(dtype=float), meta, str(result.name))
+    if isinstance(result, pd.DataFrame) and isinstance(meta, FrameRelease):
+        dp_columns = [isinstance(result[c].array, DPArray) for c in result.columns]
+        if all(dp_columns) or not meta.matches(result):
+            return result
+        return released_frame(result, meta)
+    return result

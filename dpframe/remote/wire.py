@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.results import as_answer
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Expr
 from dpframe.plan.temporal import period_from_json
@@ -343,7 +344,8 @@ class _ResponseDecoder:
             name=self.decode(body["name"]),
         )
         series.attrs.update(self.decode(body["attrs"]))
-        return series
+        answer: pd.Series = as_answer(series)  # a release's plain values back to the dp dtype
+        return answer
 
     def _frame(self, data: Any, body: Any) -> pd.DataFrame:
         columns = self.decode(body["columns"])
@@ -352,7 +354,8 @@ class _ResponseDecoder:
         frame.columns = columns
         frame.index = self.decode(body["index"])
         frame.attrs.update(self.decode(body["attrs"]))
-        return frame
+        table: pd.DataFrame = as_answer(frame)  # a release's plain values back to the dp dtype
+        return table
 
     def _dc(self, data: Any, body: Any) -> Any:
         cls = self._types.get(body) if isinstance(body, str) else None

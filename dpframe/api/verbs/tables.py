@@ -29,7 +29,13 @@ from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, wa
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.consistency import sum_half_width
 from dpframe.mechanisms.describe_family import unique_threshold
-from dpframe.mechanisms.results import FrameRelease, GroupedRelease, NoInterval, Release
+from dpframe.mechanisms.results import (
+    FrameRelease,
+    GroupedRelease,
+    NoInterval,
+    Release,
+    as_answer,
+)
 from dpframe.plan.expressions import Col
 from dpframe.plan.privacy import PrivacyRequest
 
@@ -206,7 +212,7 @@ def crosstab(
         TableIntervals(meta.intervals, table.shape, cell_noise, margins, how),
         shown.to_numpy(dtype=object),
     )
-    return shown
+    return as_answer(shown)  # type: ignore[no-any-return]
 
 
 def _normalized(table: pd.DataFrame, how: str, margins: bool, name: str) -> pd.DataFrame:
@@ -274,7 +280,7 @@ def pivot_table(
         PivotIntervals(meta.intervals, (len(row_keys), len(col_keys)), len(names)),
         table.to_numpy(dtype=object),
     )
-    return table
+    return as_answer(table)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
