@@ -323,3 +323,26 @@ def test_too_many_columns_or_categories_refused_before_any_charge() -> None:
     with pytest.raises(dp.ResourceLimitError, match="at most 1,000 bins or categories"):
         pf2.synthesize(epsilon=1)
     assert len(session.ledger) == 0
+
+
+def test_counts_chunk_by_chunk_equal_counts_in_one_piece() -> None:
+    """A frame of several chunks is reduced chunk by chunk: the same counts as in one piece."""
+    from types import SimpleNamespace
+
+    from dpframe.api.verbs.synthesis import synthesis_node
+    from dpframe.backends.pandas_backend import PandasBackend
+    from dpframe.mechanisms.synth_counts import MarginalTables
+
+    data = load_cps1988().head(3000).copy()
+    data.loc[data.index[:25], "wage"] = np.nan
+    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
+    node = synthesis_node(cps_frame(session, data), dp.Privacy(epsilon=1), "aim")
+    d = len(node.columns)
+    cliques = [*((i,) for i in range(d)), *itertools.combinations(range(d), 2)]
+    found = []
+    for chunk_rows in (256, 10**6):
+        run = SimpleNamespace(backend=PandasBackend(data, chunk_rows=chunk_rows), node=node)
+        found.append(MarginalTables(run, cliques))  # type: ignore[arg-type]
+    for clique in cliques:
+        np.testing.assert_array_equal(found[0].table(clique), found[1].table(clique))
+    assert found[0].table((0,))[-1] == 25  # the missing wages, in wage's missing cell
