@@ -47,12 +47,12 @@ WAGE_EDGES = tuple(float(x) for x in np.linspace(0.0, 5000.0, 17))
 EXPERIENCE_EDGES = (*(-8.5 + 5 * i for i in range(15)), 64.5)
 
 
-def resampled(rows: int) -> pd.DataFrame:
-    """The CPS rows drawn with replacement to ``rows`` rows (seeded)."""
+def resampled(rows: int, seed: int = 0) -> pd.DataFrame:
+    """The CPS rows drawn with replacement to ``rows`` rows (seeded: ``SEED + seed``)."""
     from dpframe.examples.datasets import load_cps1988
 
     data = load_cps1988()
-    picks = np.random.default_rng(SEED).integers(0, len(data), rows)
+    picks = np.random.default_rng(SEED + seed).integers(0, len(data), rows)
     frame: pd.DataFrame = data.iloc[picks].reset_index(drop=True)
     return frame
 

@@ -28,6 +28,7 @@ from dpframe.errors import (
     SchemaError,
 )
 from dpframe.jupyter.plotting import plot
+from dpframe.jupyter.synth_plot import synth_heatmap
 from dpframe.mechanisms.consistency import consistent
 from dpframe.mechanisms.results import GroupedRelease, Release, ci
 from dpframe.mechanisms.synth_report import synth_report
@@ -71,6 +72,7 @@ __all__ = [
     "lit",
     "plot",
     "qcut",
+    "synth_heatmap",
     "synth_report",
 ]
 

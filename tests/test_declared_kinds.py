@@ -27,11 +27,40 @@ def test_a_bounded_column_is_read_as_numbers_and_a_stray_word_is_missing() -> No
 def test_the_public_schema_does_not_depend_on_the_values() -> None:
     clean = pd.DataFrame({"age": np.array([30, 41, 55], dtype=np.int64), "flag": [1, 0, 1]})
     dirty = pd.DataFrame({"age": [30.0, None, "n/a"], "flag": [True, None, "yes"]})
-    declared = {"bounds": {"age": (0, 100)}, "dtypes": {"flag": "boolean"}}
-    one = _session().private_frame(clean, **declared)  # type: ignore[arg-type]
-    other = _session().private_frame(dirty, **declared)  # type: ignore[arg-type]
-    assert one.schema.equals(other.schema)
-    assert one.column_info("age").dtype == "float64"
+    for kind, shown in (("numeric", "float64"), ("integer", "Int64")):
+        declared = {"bounds": {"age": (0, 100)}, "dtypes": {"flag": "boolean", "age": kind}}
+        one = _session().private_frame(clean, **declared)  # type: ignore[arg-type]
+        other = _session().private_frame(dirty, **declared)  # type: ignore[arg-type]
+        assert one.schema.equals(other.schema)
+        assert one.column_info("age").dtype == shown
+
+
+def test_a_bounded_integer_column_is_integer_without_a_declaration() -> None:
+    """The kind follows the dtype of the frame passed (issue 26): never its values.
+
+    An integer dtype (numpy's or pandas' nullable one) with bounds is an
+    integer column, as if declared ``"integer"``: its median is a whole
+    number.  A float column stays numeric, even when it holds whole numbers
+    (as ``read_csv`` makes an integer column with a missing value): declare
+    ``dtypes={"age": "integer"}`` for it (a curator's catalog declares every kind).
+    """
+    ages = np.arange(20, 61)
+    frames = {
+        "int64": pd.DataFrame({"age": ages.astype(np.int64)}),
+        "Int64": pd.DataFrame({"age": pd.array(ages, dtype="Int64")}),
+        "int16": pd.DataFrame({"age": ages.astype(np.int16)}),
+    }
+    for name, frame in frames.items():
+        pf = _session().private_frame(frame, bounds={"age": (0, 100)})
+        assert pf.column_info("age").dtype == "Int64", name
+        median = float(pf["age"].median(epsilon=EXACT))
+        assert median.is_integer() and abs(median - 40) <= 1, name
+    floats = _session().private_frame(
+        pd.DataFrame({"age": ages.astype(np.float64)}), bounds={"age": (0, 100)}
+    )
+    assert floats.column_info("age").dtype == "float64"
+    flags = _session().private_frame(pd.DataFrame({"f": [True, False]}), bounds={"f": (0, 1)})
+    assert flags.column_info("f").dtype == "float64"  # booleans with bounds: numbers, as before
 
 
 def test_numbers_declared_as_text_are_keys() -> None:

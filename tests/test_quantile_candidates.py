@@ -47,7 +47,7 @@ def test_given_candidates_are_the_only_answers(cps: pd.DataFrame) -> None:
 
 def test_ties_at_a_candidate_count_as_that_candidate(cps: pd.DataFrame) -> None:
     """education's median is 12 (53% are at most 12, 20% below): with 12 a candidate, 12."""
-    pf = _frame(cps)  # education not declared integer: the candidates are given
+    pf = _frame(cps, dtypes={"education": "numeric"})  # not integer: the candidates are given
     assert float(pf["education"].median(epsilon=BIG, candidates=[8, 10, 12, 14, 16])) == 12
     west = pf.groupby("region")["education"].median(epsilon=BIG, candidates=[10, 12, 13, 16])
     assert west.to_dict() == cps.groupby("region")["education"].median().to_dict()
@@ -66,13 +66,21 @@ def test_integer_columns_choose_among_the_integers_in_their_bounds(cps: pd.DataF
     assert integer_candidates((-8.0, 64.0)) == tuple(float(v) for v in range(-8, 65))
 
 
-def test_the_integer_kind_comes_from_the_declaration_only(cps: pd.DataFrame) -> None:
-    """An int64 column is not integer unless declared: its dtype could come from its values."""
+def test_the_integer_kind_comes_from_the_declaration_or_the_frames_dtype(cps: pd.DataFrame) -> None:
+    """An int64 column with bounds is integer (issue 26); a float one only when declared.
+
+    The kind comes from the dtype of the frame the analyst passed, never from
+    its values: a float column holding whole numbers stays numeric.
+    """
     assert cps["education"].dtype == np.int64
     pf = _frame(cps)
-    assert pf["education"].dtype == "float64"
-    pf["education"].median(epsilon=BIG)
-    assert pf.session.ledger["query"].iloc[0] == "quantile(education, q=[0.5])"
+    assert pf["education"].dtype == "Int64"
+    assert float(pf["education"].median(epsilon=BIG)) == 12
+    floats = _frame(cps.astype({"education": "float64"}))
+    assert floats["education"].dtype == "float64"
+    assert float(floats["education"].median(epsilon=BIG)) != 12  # the default grid misses it
+    declared = _frame(cps.astype({"education": "float64"}), dtypes={"education": "integer"})
+    assert float(declared["education"].median(epsilon=BIG)) == 12
 
 
 def test_many_integers_are_thinned_to_the_candidate_limit() -> None:

@@ -122,15 +122,22 @@ def test_report_lists_marginals_and_kept_pairs(released: tuple[pd.DataFrame, dp.
     info = copy.attrs["dpframe_synth"]
     assert isinstance(info, SynthInfo)
     assert len(info.pairs) == len(info.columns) - 1
-    report = dp.synth_report(copy)
+    full = dp.synth_report(copy)
+    report = full[full["status"] == "measured"]
     assert list(report["kind"]) == ["1-way"] * 7 + ["2-way"] * 6
     assert list(report["marginal"][7:]) == [f"{a} × {b}" for a, b in info.pairs]
     assert (report["noise_std"] > 0).all()
     expected = report["cells"] * report["noise_std"] * np.sqrt(2 / np.pi) / (2 * info.total)
     np.testing.assert_allclose(report["tv_noise"], expected)
     np.testing.assert_allclose(report["cell_error"], 1.959964 * report["noise_std"], rtol=1e-6)
+    assert (report["tv_error_bar"] > report["tv_noise"]).all()
     assert (report["tv_noise"][:7] < 0.01).all()
     assert report["dependence"][7:].notna().all()
+    # The 15 pairs outside the tree: listed with how the model links them, no error bars.
+    rest = full[full["status"] != "measured"]
+    assert len(rest) == 21 - 6 and (rest["status"] == "not measured").all()
+    assert rest["model"].str.startswith("independent given").all()
+    assert rest[["noise_std", "tv_noise", "tv_error_bar", "tv_fit"]].isna().all().all()
     assert info.rows_private and abs(info.rows - 28155) < 500
     assert len(copy) == info.rows
     # One charge for the whole copy, nothing else.
@@ -201,10 +208,10 @@ def _frame_with_text(session: dp.Session) -> dp.PrivateFrame:
         (lambda pf: pf.synthesize(epsilon=1), dp.SchemaError, r"'note' has neither"),
         (
             lambda pf: pf[["wage", "experience"]].synthesize(
-                epsilon=1, bins={"wage": 1000, "experience": 100}
+                epsilon=1, bins={"wage": 900, "experience": 100}
             ),
             dp.ResourceLimitError,
-            r"largest 2-way marginal of this copy has 73,000 cells; the limit is 65,536",
+            r"largest 2-way marginal of this copy has 66,674 cells; the limit is 65,536",
         ),
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, bins=5000),
@@ -226,7 +233,7 @@ def _frame_with_text(session: dp.Session) -> dp.PrivateFrame:
             ),
             dp.ResourceLimitError,
             r"AIM's model holds at most 32,768 \(= 2\*\*15\) cells; the 1-way marginals and "
-            r"the largest 2-way marginal of this copy need 37,073",
+            r"the largest 2-way marginal of this copy need 37,649",
         ),
         (
             lambda pf: pf[["wage"]].synthesize(epsilon=1, bins="auto"),
@@ -268,13 +275,15 @@ def test_progress_is_shown_while_fitting(capsys: pytest.CaptureFixture[str]) -> 
     assert "100%" in err or "#" * 20 in err  # tqdm's bar, or the plain fallback's
 
 
-def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The full-table pass and the per-pair passes count the same (complete) rows."""
+def test_full_table_and_per_clique_counts_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full table and the per-clique counts of the one pass count the same rows.
+
+    A missing wage goes to wage's missing cell (the last); an undeclared
+    region leaves its row out of every marginal.
+    """
     from types import SimpleNamespace
 
-    import dpframe.mechanisms.synth_rows as synth_rows
+    import dpframe.mechanisms.synth_counts as synth_counts
     from dpframe.api.verbs.synthesis import synthesis_node
 
     data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
@@ -283,22 +292,21 @@ def test_one_pass_and_per_pair_counts_agree_on_complete_rows(
     session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
     pf = cps_frame(session, data)[["wage", "education", "region", "parttime"]]
     node = synthesis_node(pf, dp.Privacy(epsilon=1), "mst", {"wage": 4}, None)
-    run = SimpleNamespace(backend=next(iter(backends(session).values())))
-    one_pass = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
-    assert one_pass._full is not None
-    monkeypatch.setattr(synth_rows, "FULL_TABLE_CELLS", 1)
-    per_pair = synth_rows.ExactTables(run, node, node.keys())  # type: ignore[arg-type]
-    assert per_pair._full is None
-    for i in range(4):
-        np.testing.assert_array_equal(one_pass.one(i), per_pair.one(i))
-        for j in range(i + 1, 4):
-            np.testing.assert_array_equal(one_pass.two(i, j), per_pair.two(i, j))
-    for clique in [(0, 1, 2), (1, 3), (2,)]:  # AIM's cliques, 3-way included
-        np.testing.assert_array_equal(one_pass.clique(clique), per_pair.clique(clique))
-    complete = data.iloc[70:]
+    assert node.missing == (True, True, True, True)
+    cliques = [(0,), (1,), (2,), (3,), (0, 1), (1, 3), (0, 1, 2), (0, 2, 3)]
+    run = SimpleNamespace(backend=next(iter(backends(session).values())), node=node)
+    full = synth_counts.MarginalTables(run, cliques)  # type: ignore[arg-type]
+    monkeypatch.setattr(synth_counts, "FULL_TABLE_CELLS", 1)
+    each = synth_counts.MarginalTables(run, cliques)  # type: ignore[arg-type]
+    for clique in cliques:
+        np.testing.assert_array_equal(full.table(clique), each.table(clique))
+    declared = data[data["region"] != "mars"]
+    wage = full.table((0,))
+    assert wage[-1] == 40 and wage.sum() == len(data) - 30  # 40 missing, 30 not declared
     regions = CPS1988_CATEGORIES["region"]
-    expected = complete["region"].value_counts().reindex(regions, fill_value=0)
-    np.testing.assert_array_equal(one_pass.one(2), expected.to_numpy(dtype=float))
+    expected = declared["region"].value_counts().reindex(regions, fill_value=0)
+    np.testing.assert_array_equal(full.table((2,))[:-1], expected.to_numpy(dtype=float))
+    assert full.table((2,))[-1] == 0  # no region is missing
     assert len(session.ledger) == 0
 
 
@@ -315,3 +323,26 @@ def test_too_many_columns_or_categories_refused_before_any_charge() -> None:
     with pytest.raises(dp.ResourceLimitError, match="at most 1,000 bins or categories"):
         pf2.synthesize(epsilon=1)
     assert len(session.ledger) == 0
+
+
+def test_counts_chunk_by_chunk_equal_counts_in_one_piece() -> None:
+    """A frame of several chunks is reduced chunk by chunk: the same counts as in one piece."""
+    from types import SimpleNamespace
+
+    from dpframe.api.verbs.synthesis import synthesis_node
+    from dpframe.backends.pandas_backend import PandasBackend
+    from dpframe.mechanisms.synth_counts import MarginalTables
+
+    data = load_cps1988().head(3000).copy()
+    data.loc[data.index[:25], "wage"] = np.nan
+    session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
+    node = synthesis_node(cps_frame(session, data), dp.Privacy(epsilon=1), "aim")
+    d = len(node.columns)
+    cliques = [*((i,) for i in range(d)), *itertools.combinations(range(d), 2)]
+    found = []
+    for chunk_rows in (256, 10**6):
+        run = SimpleNamespace(backend=PandasBackend(data, chunk_rows=chunk_rows), node=node)
+        found.append(MarginalTables(run, cliques))  # type: ignore[arg-type]
+    for clique in cliques:
+        np.testing.assert_array_equal(found[0].table(clique), found[1].table(clique))
+    assert found[0].table((0,))[-1] == 25  # the missing wages, in wage's missing cell

@@ -115,13 +115,23 @@ def test_report_and_one_charge(released: tuple[pd.DataFrame, dp.Session]) -> Non
     assert info.method == "AIM" and info.mechanism == "AIM (discrete Gaussian)"
     assert len(info.pairs) == aim_rounds(7) == 14
     assert all(len(c) in (1, 2, 3) for c in info.pairs)  # a 1-way marginal may be chosen again
-    report = dp.synth_report(copy)
+    full = dp.synth_report(copy)
+    report = full[full["status"] == "measured"].reset_index(drop=True)
     assert list(report["kind"][:7]) == ["1-way"] * 7
     assert list(report["kind"][7:]) == [f"{len(c)}-way" for c in info.pairs]
     assert list(report["marginal"][7:]) == [" × ".join(c) for c in info.pairs]
     stds = report["noise_std"].to_numpy()
     assert (stds[7:14] < stds[0]).all() and (stds[14:] < stds[7]).all()  # later: more budget
     np.testing.assert_allclose(stds[7] / stds[14], 2.0, rtol=1e-3)
+    # Every pair not measured itself: inside a measured triple (error bars from its noise,
+    # summed) or not measured at all (no error bar: none is released for it).
+    rest = full[full["status"] != "measured"]
+    pairs = {tuple(c) for c in info.pairs if len(c) == 2}
+    assert len(rest) == 21 - len(pairs)
+    inside = rest[rest["status"].str.startswith("in ")]
+    assert (inside["noise_std"] > stds[7:].min()).all() and inside["tv_error_bar"].notna().all()
+    never = rest[rest["status"] == "not measured"]
+    assert never["tv_error_bar"].isna().all() and (never["model"] == "the fitted model").all()
     assert info.rows_private and abs(info.rows - 28155) < 500 and len(copy) == info.rows
     assert len(session.ledger) == 1
     assert session.spent.epsilon == pytest.approx(1.0)
@@ -260,13 +270,16 @@ def test_released_marginals_carry_the_stated_noise() -> None:
     # Half the rows tie a to b (a dependent pair for AIM to choose); a40 .. a49 become a1.
     data["a"] = np.where(gen.random(3000) < 0.5, data["b"].str.replace("b", "a"), data["a"])
     data.loc[~data["a"].isin(cats_a), "a"] = "a1"
+    # Each column's cells and then its missing cell (text may be missing; none is here).
     exact = {
-        ("a",): data["a"].value_counts().reindex(cats_a, fill_value=0).to_numpy(),
-        ("b",): data["b"].value_counts().reindex(cats_b, fill_value=0).to_numpy(),
-        ("a", "b"): pd.crosstab(data["a"], data["b"])
-        .reindex(index=cats_a, columns=cats_b, fill_value=0)
-        .to_numpy()
-        .ravel(),
+        ("a",): np.append(data["a"].value_counts().reindex(cats_a, fill_value=0).to_numpy(), 0),
+        ("b",): np.append(data["b"].value_counts().reindex(cats_b, fill_value=0).to_numpy(), 0),
+        ("a", "b"): np.pad(
+            pd.crosstab(data["a"], data["b"])
+            .reindex(index=cats_a, columns=cats_b, fill_value=0)
+            .to_numpy(),
+            ((0, 1), (0, 1)),
+        ),
     }
     scaled = []
     for _ in range(6):
@@ -275,8 +288,10 @@ def test_released_marginals_carry_the_stated_noise() -> None:
         info = pf.synthesize(rho=0.05, method="aim", rows=10, progress=False).attrs["dpframe_synth"]
         for name, values in zip(("a", "b"), info.one_way, strict=True):
             scaled.append((np.asarray(values) - exact[(name,)]) / info.one_way_std)
-        for clique, values, std in zip(info.pairs, info.two_way, info.marginal_std, strict=True):
-            scaled.append((np.asarray(values) - exact[clique]) / std)
+        measured = zip(info.pairs, info.two_way, info.marginal_std, info.shapes, strict=True)
+        for clique, values, std, shape in measured:  # the cells the model kept (not missing)
+            kept = exact[clique][tuple(slice(0, k) for k in shape)].ravel()
+            scaled.append((np.asarray(values) - kept) / std)
     r = np.concatenate(scaled)
     n = len(r)
     assert n >= 6 * 90 + 6 * 4 * 40

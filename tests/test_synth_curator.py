@@ -44,7 +44,8 @@ def test_copy_through_the_curator(remote: Any) -> None:
     assert remote.session.spent.epsilon > before.epsilon
     assert remote.session.ledger["query"].iloc[-1].startswith("synthesize(wage, education")
     report = dp.synth_report(copy)
-    assert len(report) == 7
+    assert len(report) == 4 + 3 + 3  # the 1-way, the tree's pairs, the 3 pairs outside it
+    assert (report["status"] == "measured").sum() == 7
 
 
 def test_aim_copy_through_the_curator(remote: Any) -> None:
@@ -58,7 +59,9 @@ def test_aim_copy_through_the_curator(remote: Any) -> None:
     assert len(info.pairs) == 8  # two stages of four rounds
     assert remote.session.spent.epsilon > before.epsilon  # zCDP: ε of the total ρ, not additive
     assert remote.session.ledger["query"].iloc[-1].endswith("aim)")
-    assert len(dp.synth_report(copy)) == 4 + 8
+    report = dp.synth_report(copy)
+    assert (report["status"] == "measured").sum() == 4 + 8
+    assert set(report["kind"]) <= {"1-way", "2-way", "3-way"}
 
 
 def test_refusals_through_the_curator_charge_nothing(remote: Any) -> None:

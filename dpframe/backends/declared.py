@@ -11,7 +11,8 @@ data had been clean.  Conversion is row by row, so it depends on no other row.
 
 Kinds: ``"numeric"`` (float64), ``"integer"`` (read as ``"numeric"``; the
 schema shows ``Int64`` and quantiles answer with whole numbers: their public
-candidates are integers), ``"boolean"`` (True/False/1/0, else missing;
+candidates are integers; a bounded column of an integer dtype is one without
+declaration), ``"boolean"`` (True/False/1/0, else missing;
 pandas' nullable ``boolean``), ``"text"`` (pandas' ``string``; numbers become
 their text, whole floats without ``.0``: a numeric column with a missing value
 is float, and its 1000 must still read "1000"), ``"text(40)"`` (text of at
@@ -128,7 +129,11 @@ def declared_kinds(
 
     ``columns`` maps each column to its pandas dtype.  A column with date
     bounds (two dates) is a date column, whatever its dtype (text is parsed
-    as ISO 8601 dates).  A column with numeric bounds of text (object or
+    as ISO 8601 dates).  A column with numeric bounds and an integer dtype
+    (numpy's ``int64`` and the like, or pandas' ``Int64``) is an integer
+    column without ``dtypes=``: its kind comes from the dtype of the frame
+    the analyst passed (never from its values; a curator declares every
+    column's kind, so this never applies there).  A column with numeric bounds of text (object or
     string dtype: how a reader stores a numeric column with a stray word) is
     read as numbers; numeric bounds on dates, durations, complex numbers or
     pandas categoricals stay an error (their dtype was declared by whoever
@@ -169,7 +174,8 @@ def declared_kinds(
             pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
         )
         if textual or numeric:  # numeric ones keep their data; their shown dtype is float64
-            kinds.setdefault(name, DeclaredKind("numeric"))
+            integer = pd.api.types.is_integer_dtype(dtype)  # the frame's own kind (int64, Int64)
+            kinds.setdefault(name, DeclaredKind("integer" if integer else "numeric"))
     return kinds
 
 

@@ -56,7 +56,7 @@ from dpframe.backends.evaluate import (
     float_values,
 )
 from dpframe.backends.program import KeySpec, Program, Query, Run, compile_query
-from dpframe.backends.reduce import RowReducer
+from dpframe.backends.reduce import RowReducer, add_partials
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
@@ -189,8 +189,29 @@ class PandasBackend:
         return out
 
     def row_reduce(self, plan: Plan, exprs: Sequence[Expr], reducer: RowReducer) -> tuple[Any, ...]:
-        """``reducer``'s sum over the rows the plan keeps (see :mod:`dpframe.backends.reduce`)."""
-        return reducer.partial(self.program_floats(Program.compile(plan, exprs)))
+        """``reducer``'s sum over the rows the plan keeps (see :mod:`dpframe.backends.reduce`).
+
+        A frame of more than one chunk is reduced chunk by chunk (a reducer's
+        partial sums add, as over Dask partitions), so the temporaries stay
+        chunk-sized; a frame of one chunk is reduced whole.
+        """
+        program = Program.compile(plan, exprs)
+        n = len(self._frame)
+        if n <= self._chunk_rows:
+            return reducer.partial(self.program_floats(program))
+        total: tuple[Any, ...] | None = None
+        columns: dict[str, Any] = {}
+        for start, stop in chunk_bounds(n, self._chunk_rows):
+            run = Run(program, Rows(self._frame, start, stop, columns))
+            mask = run.mask()
+            floats = []
+            for node in program.outputs:
+                values = np.asarray(float_values(run.value(node), stop - start), dtype=np.float64)
+                floats.append(values if mask is None else values[mask])
+            part = reducer.partial(floats)
+            total = part if total is None else add_partials(total, part)
+        assert total is not None  # chunk_bounds gives at least one range
+        return total
 
     # -- key discovery -------------------------------------------------------
 

@@ -24,10 +24,11 @@ The model is an upper bound, linear in each term:
   rows x steps x (features + 1) x ``row_op_seconds`` for a regression by
   full-batch steps, and rows x passes x ``row_step_seconds`` for one with
   ``analysis="iteration"`` (one noisy step per row, a Python loop);
-* a synthetic copy (:func:`synthesis_seconds`): its marginals read from the
-  rows, its model's fitting steps (every fit runs its full count of steps in
-  practice) x the marginals it fits, AIM's candidates scored every round, and
-  the rows it draws;
+* a synthetic copy (:func:`synthesis_seconds`): its one pass over the rows
+  (every marginal counted from the same cell codes), its model's fitting
+  steps (every fit runs its full count of steps in practice) x the
+  marginals it fits, AIM's candidates scored every round, and the rows it
+  draws;
 * ``overhead_seconds`` once per part.
 
 Example:
@@ -42,7 +43,13 @@ from typing import Any
 
 from dpframe.engine.release_path import size_of
 from dpframe.errors import ResourceLimitError
-from dpframe.mechanisms.synth_aim import ROUND_ITERATIONS, aim_rounds, workload
+from dpframe.mechanisms.synth_aim import (
+    FINAL_ITERATIONS,
+    ROUND_ITERATIONS,
+    aim_rounds,
+    workload,
+)
+from dpframe.mechanisms.synth_counts import MarginalTables
 from dpframe.mechanisms.synth_rows import FIT_ITERATIONS
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.releases import (
@@ -73,15 +80,18 @@ class CostModel:
     columns (while the 16-analyst soak ran beside them): a mirror-descent
     step of MST's tree model 0.07 to 0.085 ms per fitted marginal, of AIM's
     junction tree 0.49 to 0.63 ms; scoring one AIM candidate in one round 0.9
-    to 1.9 ms (AIM on 12 columns: 60.8 s).  The defaults bound the slowest kind
-    of each with some margin; a data owner on another machine sets their own
-    (``[server.cost]``).
+    to 1.9 ms (AIM on 12 columns: 60.8 s).  Since AIM's belief propagation runs
+    in probability space (issue 26), on 7 CPS columns at 10**6 rows: 0.17 ms
+    of CPU per fitted marginal and step (0.4 ms of wall clock at a load
+    average of 7 on 2 cores), 0.22 ms per candidate scored, and a drawn row
+    and column about 3e-7 s of wall clock at a load average of 10.  The
+    defaults bound the slowest kind of each with some margin; a data owner on
+    another machine sets their own (``[server.cost]``).
 
     Attributes:
         row_op_seconds: one expression node over one row (default 5e-8).
         cell_seconds: one released cell's noise draw or utility (default 4e-5).
-        row_noise_seconds: one row of a sanitized copy, or one drawn row and
-            column of a synthetic copy (default 2e-6).
+        row_noise_seconds: one row of a sanitized copy (default 2e-6).
         row_step_seconds: one row's noisy step of a regression with
             ``analysis="iteration"`` (default 2e-5).
         tree_fit_seconds: one fitting step of MST's model, per fitted
@@ -89,6 +99,7 @@ class CostModel:
         junction_fit_seconds: one fitting step of AIM's model, per fitted
             marginal (default 1e-3).
         candidate_seconds: one AIM candidate scored in one round (default 3e-3).
+        draw_seconds: one drawn row and column of a synthetic copy (default 5e-7).
         overhead_seconds: fixed cost of one part (compile, ledger, answer).
     """
 
@@ -99,6 +110,7 @@ class CostModel:
     tree_fit_seconds: float = 2e-4
     junction_fit_seconds: float = 1e-3
     candidate_seconds: float = 3e-3
+    draw_seconds: float = 5e-7
     overhead_seconds: float = 0.05
 
 
@@ -148,26 +160,39 @@ def worst_case_seconds(
 def synthesis_seconds(node: Synthesize, rows: int, model: CostModel) -> float:
     """The most seconds a synthetic copy takes besides its plan (public inputs only).
 
-    MST: every pair's marginal read (a pass over the rows each), then
-    ``FIT_ITERATIONS`` steps fitting the d one-way and d - 1 tree marginals.
-    AIM: every workload candidate's marginal read, ``aim_rounds(d)`` rounds
-    of scoring every candidate and refitting (``ROUND_ITERATIONS`` steps over
-    the d + k marginals measured by round k), and a final fit.  Both draw
-    ``rows=`` rows, or about the declared row ceiling when the length is noisy.
+    Every pass the release makes over the rows, and every step of its fit:
+
+    * reading: one pass (:mod:`dpframe.mechanisms.synth_counts`), whose
+      expressions (each column's cell code, the plan's derived columns) are
+      priced once with the plan by :func:`worst_case_seconds`; here the d
+      codes' conversion and the counting: one ``bincount`` of the full table,
+      or one per marginal counted (MST: every column and pair; AIM: its whole
+      workload) when the full table is too large, rows x (d + counts)
+      x ``row_op_seconds``;
+    * fitting (no data read): MST ``FIT_ITERATIONS`` steps over its 2d - 1
+      marginals; AIM ``ROUND_ITERATIONS`` steps after each of its
+      ``aim_rounds(d)`` rounds and its 1-way marginals over the d + k
+      marginals measured by round k, then ``FINAL_ITERATIONS`` over all
+      (every fit runs its full count of steps in practice), and every
+      candidate scored every round;
+    * drawing ``rows=`` rows, or about the declared row ceiling when the
+      length is noisy, each column of each (``draw_seconds``).
     """
     sizes = node.sizes()
     d = len(sizes)
     drawn = node.rows or rows
-    seconds = drawn * d * model.row_noise_seconds
+    seconds = drawn * d * model.draw_seconds
     if node.method == "mst" or d == 1:
-        pairs = d * (d - 1) // 2
-        seconds += rows * pairs * model.row_op_seconds
+        cliques = d + d * (d - 1) // 2
+        counts = MarginalTables.passes(node, cliques)
+        seconds += rows * (d + counts) * model.row_op_seconds
         return seconds + FIT_ITERATIONS * (2 * d - 1) * model.tree_fit_seconds
     rounds = aim_rounds(d)
     candidates = len(workload(sizes)[1])
+    counts = MarginalTables.passes(node, candidates)
     fitted = sum(ROUND_ITERATIONS * (d + k) for k in range(rounds + 1))
-    fitted += FIT_ITERATIONS * (d + rounds)
-    seconds += rows * candidates * model.row_op_seconds
+    fitted += FINAL_ITERATIONS * (d + rounds)
+    seconds += rows * (d + counts) * model.row_op_seconds
     seconds += rounds * candidates * model.candidate_seconds
     return seconds + fitted * model.junction_fit_seconds
 

@@ -16,7 +16,8 @@ for a single column):
    sqrt(s)·μ-GDP (the discrete Gaussian corrected for, each selection's ε
    the largest with μ(ε) ≤ sqrt(s)·μ).
 2. **Selection**: cells noisily below 3σ are merged into one cell per column
-   (post-processing: MST's domain compression); then d − 1 rounds of
+   and a missing cell below it is dropped (post-processing: MST's domain
+   compression, :mod:`dpframe.mechanisms.synth_domain`); then d − 1 rounds of
    permute-and-flip (:func:`~dpframe.mechanisms.selection.permute_and_flip`)
    pick the pairs of a spanning tree, Kruskal-style, each among the pairs
    not yet connected, with utility ⌊‖x_ij − x̂_ij‖₁⌋: how far the true pair
@@ -27,11 +28,11 @@ for a single column):
 The noisy marginals are then post-processed (no data read): a tree model is
 fitted to them and rows are sampled from it (:mod:`dpframe.mechanisms.synth_model`).
 
-The copy models the complete rows: a row with a missing value or an
-undeclared category in any modelled column is left out of every marginal.
-When the full contingency table has at most 2²² cells, all the exact
-marginals come from one grouped count over the data (one pass, also on
-Dask); otherwise each marginal is its own grouped count.
+A column that may hold missing values has a cell for them (its missing
+values are synthesized); a row missing a column without one, or with an
+undeclared category, is left out of every marginal.  Every exact marginal
+comes from one pass over the rows (:mod:`dpframe.mechanisms.synth_counts`:
+each row's cells computed once per release, also on Dask).
 
 Privacy (add/remove one row; k rows per privacy unit: everything scaled by k):
     A row adds 1 to exactly one cell of each marginal (values beyond the
@@ -62,6 +63,7 @@ Accuracy:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -79,13 +81,15 @@ from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.progress import ProgressBar
 from dpframe.mechanisms.selection import permute_and_flip
 from dpframe.mechanisms.synth_aim import AimNoise, aim_noise, release_aim
+from dpframe.mechanisms.synth_counts import MarginalTables
+from dpframe.mechanisms.synth_domain import Compressed, squash
 from dpframe.mechanisms.synth_model import Measurement, TreeModel, fit_tree, sample_tree
 from dpframe.mechanisms.synth_report import SynthInfo, _tv
 from dpframe.mechanisms.synth_rows import (
     FIT_ITERATIONS,
-    ExactTables,
     column_values,
     inverse_variance_total,
+    live_cells,
     measure_marginal,
     sampling_generator,
 )
@@ -97,8 +101,6 @@ from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
 __all__ = ["FIT_ITERATIONS", "SynthNoise", "SynthesisFamily", "measure_marginal", "synth_noise"]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
-#: Cells noisily below this many standard deviations are merged (MST's domain compression).
-_SUPPORT = 3.0
 
 Planned = tuple[int, int, NoiseSpec]
 
@@ -150,38 +152,6 @@ def synth_noise(node: Synthesize, allocation: NoiseAllocation) -> SynthNoise:
     return SynthNoise(k, one_way, select_epsilon, two_way)
 
 
-def _compress(noisy: npt.NDArray[np.float64], std: float) -> tuple[npt.NDArray[np.int64], int]:
-    """Each cell's cell in the compressed domain, and how many cells stay apart.
-
-    Cells with a noisy count of at least 3σ stay apart (cells ``0 .. kept-1``);
-    the others, if any, form one more cell, the last (MST's
-    ``compress_domain``; post-processing of the noisy counts).
-    """
-    keep = noisy >= _SUPPORT * std
-    kept = int(keep.sum())
-    mapping = np.full(len(noisy), kept, dtype=np.int64)
-    mapping[keep] = np.arange(kept)
-    return mapping, kept
-
-
-def _size(mapping: npt.NDArray[np.int64], kept: int) -> int:
-    """Cells of the compressed domain."""
-    return kept + (1 if kept < len(mapping) else 0)
-
-
-def _squash(
-    table: npt.NDArray[np.float64],
-    rows: npt.NDArray[np.int64],
-    size_r: int,
-    cols: npt.NDArray[np.int64],
-    size_c: int,
-) -> npt.NDArray[np.float64]:
-    """A 2-way table summed into the compressed cells of its two columns."""
-    out = np.zeros((size_r, size_c))
-    np.add.at(out, (rows[:, None], cols[None, :]), table)
-    return out
-
-
 def _select(
     tables: dict[tuple[int, int], npt.NDArray[np.float64]],
     margins: list[npt.NDArray[np.float64]],
@@ -216,24 +186,6 @@ def _select(
     return sorted(chosen)
 
 
-def _decompress(
-    cells: npt.NDArray[np.int64],
-    mapping: npt.NDArray[np.int64],
-    kept: int,
-    gen: np.random.Generator,  # not privacy noise
-) -> npt.NDArray[np.int64]:
-    """Original cells from compressed ones: the merged cell becomes one of its cells, uniformly."""
-    out = np.zeros(len(cells), dtype=np.int64)
-    apart = np.flatnonzero(mapping < kept)
-    is_apart = cells < kept
-    out[is_apart] = apart[cells[is_apart]]
-    merged = np.flatnonzero(mapping >= kept)
-    if len(merged):
-        rare = ~is_apart
-        out[rare] = merged[gen.integers(0, len(merged), int(rare.sum()))]
-    return out
-
-
 class SynthesisFamily(Family[Synthesize]):
     """MST synthetic copies (see the module docstring)."""
 
@@ -259,44 +211,40 @@ class SynthesisFamily(Family[Synthesize]):
         if run.node.method == "aim":
             return release_aim(run, self.mechanism_of(run.node, run.allocation))
         node, noise, rng = run.node, run.noise, run.rng
-        keys = node.keys()
-        d = len(keys)
-        npairs = d * (d - 1) // 2
-        steps = d + npairs + FIT_ITERATIONS + 1
+        d = len(node.columns)
+        pairs = list(itertools.combinations(range(d), 2))
+        steps = 1 + d + 1 + FIT_ITERATIONS + 1
         progress = ProgressBar("synthesize (MST)", node.progress)
-        done = 0
-        exact = ExactTables(run, node, keys)
+        exact = MarginalTables(run, [*((i,) for i in range(d)), *pairs])
+        done = 1
+        progress(done, steps)
         one_noisy: list[npt.NDArray[np.float64]] = []
         spec1: NoiseSpec | None = None
         for i in range(d):
-            noisy, spec1 = measure_marginal(exact.one(i), noise.one_way, noise.sensitivity, rng)
+            noisy, spec1 = measure_marginal(
+                exact.table((i,)), noise.one_way, noise.sensitivity, rng
+            )
             one_noisy.append(noisy)
             done += 1
             progress(done, steps)
         assert spec1 is not None
         var1 = spec1.std**2
-        maps = [_compress(y, spec1.std) for y in one_noisy]
-        sizes = tuple(_size(mapping, kept) for mapping, kept in maps)
+        domains = [
+            Compressed.of(y, spec1.std, live_cells(node, i, y, spec1.std))
+            for i, y in enumerate(one_noisy)
+        ]
+        sizes = tuple(c.size for c in domains)
         measurements: list[Measurement] = []
         totals: list[tuple[float, float]] = []
         for i, y in enumerate(one_noisy):
-            mapping, size = maps[i][0], sizes[i]
-            merged = np.bincount(mapping, weights=y, minlength=size).astype(np.float64)
-            variance = np.bincount(mapping, minlength=size).astype(np.float64) * var1
-            measurements.append(Measurement((i,), merged, variance))
+            values, variance = domains[i].one_way(y, var1)
+            measurements.append(Measurement((i,), values, variance))
             totals.append((float(y.sum()), var1 * len(y)))
         total = max(inverse_variance_total(totals), 1.0)
         edges: list[tuple[int, int]] = []
-        two_noisy: list[npt.NDArray[np.float64]] = []
-        std2 = 0.0
+        stds: list[float] = []
         if d > 1:
-            tables = {}
-            for i in range(d):
-                for j in range(i + 1, d):
-                    table = exact.two(i, j)
-                    tables[(i, j)] = _squash(table, maps[i][0], sizes[i], maps[j][0], sizes[j])
-                    done += 1
-                    progress(done, steps)
+            tables = {(i, j): squash(exact.table((i, j)), domains[i], domains[j]) for i, j in pairs}
             margins = [np.clip(m.values, 0, None) for m in measurements]
             margins = [m / m.sum() if m.sum() > 0 else np.full(len(m), 1 / len(m)) for m in margins]
             edges = _select(tables, margins, total, noise, rng)
@@ -305,12 +253,15 @@ class SynthesisFamily(Family[Synthesize]):
                 noisy, spec2 = measure_marginal(
                     tables[(i, j)], noise.two_way, noise.sensitivity, rng
                 )
-                std2 = spec2.std
                 table2 = noisy.reshape(sizes[i], sizes[j])
-                measurements.append(Measurement((i, j), table2, np.full(table2.shape, std2**2)))
-                two_noisy.append(noisy)
-                totals.append((float(noisy.sum()), std2**2 * noisy.size))
+                measurements.append(
+                    Measurement((i, j), table2, np.full(table2.shape, spec2.std**2))
+                )
+                stds.append(spec2.std)
+                totals.append((float(noisy.sum()), spec2.std**2 * noisy.size))
             total = max(inverse_variance_total(totals), 1.0)
+        done += 1
+        progress(done, steps)
         start = done
 
         def fitting(step: int, _: int) -> None:
@@ -321,12 +272,12 @@ class SynthesisFamily(Family[Synthesize]):
         gen = sampling_generator(rng)
         cells = sample_tree(model, rows, gen)
         data = {
-            name: column_values(node, i, _decompress(cells[:, i], maps[i][0], maps[i][1], gen), gen)
+            name: column_values(node, i, domains[i].expand(cells[:, i], gen), gen)
             for i, name in enumerate(node.columns)
         }
         copy = pd.DataFrame(data, columns=list(node.columns))
         copy.attrs["dpframe_synth"] = self._info(
-            run, model, measurements, maps, one_noisy, two_noisy, spec1.std, std2, rows
+            run, model, measurements, domains, one_noisy, spec1.std, stds, rows
         )
         progress(steps, steps)
         return copy, f"{rows} synthetic rows, {len(edges)} pairs"
@@ -336,11 +287,10 @@ class SynthesisFamily(Family[Synthesize]):
         run: Released[Synthesize],
         model: TreeModel,
         measurements: list[Measurement],
-        maps: list[tuple[npt.NDArray[np.int64], int]],
+        domains: list[Compressed],
         one_noisy: list[npt.NDArray[np.float64]],
-        two_noisy: list[npt.NDArray[np.float64]],
         std1: float,
-        std2: float,
+        stds: list[float],
         rows: int,
     ) -> SynthInfo:
         node = run.node
@@ -352,6 +302,7 @@ class SynthesisFamily(Family[Synthesize]):
                 fitted = model.pairs[model.edges.index((m.clique[0], m.clique[1]))]
             fit.append(_tv(fitted, m.values))
         select = run.noise.select_epsilon
+        higher = measurements[len(node.columns) :]
         return SynthInfo(
             method="MST",
             columns=node.columns,
@@ -363,15 +314,21 @@ class SynthesisFamily(Family[Synthesize]):
             pairs=tuple((node.columns[i], node.columns[j]) for i, j in model.edges),
             one_way=tuple(tuple(float(v) for v in y) for y in one_noisy),
             one_way_std=std1,
-            kept=tuple(tuple(int(c) for c in np.flatnonzero(m < n)) for m, n in maps),
-            two_way=tuple(tuple(float(v) for v in y) for y in two_noisy),
-            two_way_std=std2,
+            kept=tuple(
+                tuple(int(c) for c in np.flatnonzero((c.mapping >= 0) & (c.mapping < c.kept)))
+                for c in domains
+            ),
+            two_way=tuple(tuple(float(v) for v in m.values.ravel()) for m in higher),
+            two_way_std=stds[-1] if stds else 0.0,
             selection_epsilon=0.0 if select is None else float(select),
             mechanism=self.mechanism_of(node, run.allocation),
             fit=tuple(fit),
             iterations=model.iterations,
             cost=run.cost,
             query=node.label,
+            marginal_std=tuple(stds),
+            shapes=tuple(m.values.shape for m in higher),
+            kinds=node.kinds,
         )
 
     def explain(self, node: Synthesize, asked: Asked) -> Explanation:

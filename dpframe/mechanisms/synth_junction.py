@@ -10,7 +10,7 @@ from a tree of pairs to any set of measured cliques:
   cliques that are maximal form the nodes of a junction tree (a maximum
   spanning tree on separator sizes, which has the running intersection
   property for the cliques of a triangulated graph).
-* Exact belief propagation on the junction tree (log-sum-exp messages up
+* Exact belief propagation on the junction tree (sum-product messages, rescaled, up
   and down) gives every clique's marginal; a measured clique's marginal is
   summed from a junction-tree clique that holds it.
 * The potentials are fitted by entropic mirror descent on the weighted
@@ -45,17 +45,6 @@ Progress = Callable[[int, int], None]
 def _shape(attrs: Clique, target: Clique, sizes: Sequence[int]) -> tuple[int, ...]:
     """The shape that broadcasts a table over ``attrs`` into one over ``target`` (both sorted)."""
     return tuple(sizes[a] if a in attrs else 1 for a in target)
-
-
-def _sum_out(log_table: Array, attrs: Clique, keep: Clique) -> Array:
-    """Log-sum-exp of a log table over ``attrs`` down to the sorted subset ``keep``."""
-    axes = tuple(k for k, a in enumerate(attrs) if a not in keep)
-    if not axes:
-        return log_table
-    top = np.max(log_table, axis=axes, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    out: Array = np.log(np.sum(np.exp(log_table - top), axis=axes)) + np.squeeze(top, axis=axes)
-    return out
 
 
 def _triangulate(d: int, cliques: Sequence[Clique], sizes: Sequence[int]) -> list[Clique]:
@@ -165,40 +154,61 @@ class JunctionTree:
         return tuple(a for a in self.cliques[k] if a in self.cliques[par])
 
     def beliefs(self, theta: dict[Clique, Array]) -> list[Array]:
-        """Each junction-tree clique's log marginal (normalised) under p ∝ exp(Σ θ)."""
+        """Each junction-tree clique's marginal (probabilities) under p ∝ exp(Σ θ).
+
+        Sum-product in probability space: each clique's potential is
+        exponentiated once, shifted by its largest log value, and every
+        message is rescaled to a largest entry of 1 (the shifts and scales
+        cancel when each belief is normalised), so no logarithm is taken per
+        message.  A downward message divides the parent's belief by the
+        child's upward message; where that message is 0 the child's own
+        belief is 0 whatever comes down, so 0 is sent there.
+        """
         n = len(self.cliques)
-        psi = [np.zeros(tuple(self.sizes[a] for a in c)) for c in self.cliques]
+        log_psi = [np.zeros(tuple(self.sizes[a] for a in c)) for c in self.cliques]
         for clique, values in theta.items():
             k = self.home[clique]
-            psi[k] = psi[k] + values.reshape(_shape(clique, self.cliques[k], self.sizes))
-        inner = [p.copy() for p in psi]
+            log_psi[k] = log_psi[k] + values.reshape(_shape(clique, self.cliques[k], self.sizes))
+        inner = [np.exp(t - t.max()) for t in log_psi]
         up: list[Array] = [np.zeros(0)] * n
         for k in reversed(self.order):
             par = self.parent[k]
             if par < 0:
                 continue
             sep = self.separator(k)
-            up[k] = _sum_out(inner[k], self.cliques[k], sep)
-            inner[par] = inner[par] + up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
+            up[k] = _scaled(_sum_to(inner[k], self.cliques[k], sep))
+            inner[par] = inner[par] * up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
         belief = [np.zeros(0)] * n
         for k in self.order:
             par = self.parent[k]
-            if par < 0:
-                belief[k] = inner[k]
-                continue
-            sep = self.separator(k)
-            cavity = belief[par] - up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
-            down = _sum_out(cavity, self.cliques[par], sep)
-            belief[k] = inner[k] + down.reshape(_shape(sep, self.cliques[k], self.sizes))
-        for k in range(n):
-            # Normalise per clique: each component's beliefs then sum to one.
-            belief[k] = belief[k] - _sum_out(belief[k], self.cliques[k], ())
+            if par >= 0:
+                sep = self.separator(k)
+                message = up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
+                cavity = np.divide(
+                    belief[par], message, out=np.zeros_like(belief[par]), where=message > 0
+                )
+                down = _scaled(_sum_to(cavity, self.cliques[par], sep))
+                inner[k] = inner[k] * down.reshape(_shape(sep, self.cliques[k], self.sizes))
+            total = float(inner[k].sum())
+            belief[k] = inner[k] / total if total > 0 else np.full_like(inner[k], 1 / inner[k].size)
         return belief
 
     def marginal(self, belief: Sequence[Array], clique: Clique) -> Array:
         """The probabilities of ``clique`` (held by some junction-tree clique)."""
         k = self.home[clique] if clique in self.home else self.holder(clique)
-        return np.exp(_sum_out(belief[k], self.cliques[k], clique))
+        return _sum_to(belief[k], self.cliques[k], clique)
+
+
+def _sum_to(table: Array, attrs: Clique, keep: Clique) -> Array:
+    """A table over ``attrs`` summed down to the sorted subset ``keep``."""
+    axes = tuple(k for k, a in enumerate(attrs) if a not in keep)
+    return table.sum(axis=axes) if axes else table
+
+
+def _scaled(message: Array) -> Array:
+    """A message rescaled to a largest entry of 1 (all zeros stay zeros)."""
+    top = float(message.max()) if message.size else 0.0
+    return message / top if top > 0 else message
 
 
 @dataclass(frozen=True)
@@ -208,7 +218,7 @@ class JunctionModel:
     Attributes:
         tree: its junction tree.
         theta: the fitted log-potentials per measured clique.
-        belief: each junction-tree clique's log marginal.
+        belief: each junction-tree clique's marginal (probabilities).
         total: the number of rows N̂ the marginals add up to.
         loss: the final weighted squared error.
         iterations: mirror-descent steps taken.
@@ -242,7 +252,7 @@ def _loss(
 ) -> tuple[float, dict[Clique, Array], dict[Clique, Array]]:
     """L(μ), its gradient in θ coordinates, and each measured clique's probabilities."""
     loss = 0.0
-    mu = {m.clique: tree.marginal(belief, m.clique) for m in measurements}
+    mu = {c: tree.marginal(belief, c) for c in dict.fromkeys(m.clique for m in measurements)}
     grad = {c: np.zeros_like(p) for c, p in mu.items()}
     for m in measurements:
         fitted = mu[m.clique] * total
@@ -338,7 +348,7 @@ def sample_junction(
         perm = [clique.index(a) for a in (*sep, *new)]
         sep_cells = math.prod(sizes[a] for a in sep)
         new_shape = tuple(sizes[a] for a in new)
-        joint = np.exp(np.transpose(model.belief[k], perm)).reshape(sep_cells, -1)
+        joint = np.transpose(model.belief[k], perm).reshape(sep_cells, -1)
         if sep:
             group = np.ravel_multi_index(tuple(out[:, a] for a in sep), [sizes[a] for a in sep])
         else:

@@ -1,12 +1,13 @@
-"""The data side of a synthetic copy: exact marginals, noisy measurements, rows' values.
+"""The noisy measurements of a synthetic copy, its missing cells, and its rows' values.
 
 Shared by MST (:mod:`dpframe.mechanisms.synth_family`) and AIM
-(:mod:`dpframe.mechanisms.synth_aim`).
+(:mod:`dpframe.mechanisms.synth_aim`); the exact marginals come from
+:mod:`dpframe.mechanisms.synth_counts`.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 from typing import Any
 
 import numpy as np
@@ -15,26 +16,28 @@ import pandas as pd
 
 from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
 from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.family import Released
 from dpframe.noise import SecureRandom
-from dpframe.plan.measures import Measure
-from dpframe.plan.nodes import GroupKey
 from dpframe.plan.releases import Synthesize
+from dpframe.plan.releases.synthesis import code_date
 
 __all__ = [
     "FIT_ITERATIONS",
-    "FULL_TABLE_CELLS",
-    "ExactTables",
+    "MISSING_SUPPORT",
+    "SUPPORT",
     "column_values",
     "inverse_variance_total",
+    "live_cells",
     "measure_marginal",
 ]
 
 #: The most mirror-descent steps of the fit (it stops earlier once it has converged).
 FIT_ITERATIONS = 1000
-#: The most cells of the full contingency table counted in one pass over the data (32 MiB
-#: of float64); a larger domain is counted one column and one pair of columns at a time.
-FULL_TABLE_CELLS = 2**22
+#: MST merges the cells of a column noisily below this many standard deviations.
+SUPPORT = 3.0
+#: A column's missing cell noisily below this many standard deviations is dropped (the copy
+#: then has no missing value there): a table without missing values gets some in a column
+#: with probability 3e-7 (a Gaussian tail).
+MISSING_SUPPORT = 5.0
 
 Planned = tuple[int, int, NoiseSpec]
 
@@ -70,82 +73,99 @@ def inverse_variance_total(totals: list[tuple[float, float]]) -> float:
     return sum(t / v for t, v in totals) / weights
 
 
+def live_cells(node: Synthesize, i: int, noisy: npt.NDArray[np.float64], std: float) -> int:
+    """Column ``i``'s cells in the model: all, or all but its missing cell (post-processing).
+
+    A missing cell whose noisy count is below :data:`MISSING_SUPPORT` standard
+    deviations is dropped: the model (and the copy) then has no missing value
+    in the column, and rows missing it count in no later marginal of it.  The
+    missing cell is the last, so the others keep their positions.
+    """
+    size = len(noisy)
+    if node.missing[i] and float(noisy[-1]) < MISSING_SUPPORT * std:
+        return size - 1
+    return size
+
+
 def column_values(
     node: Synthesize,
     i: int,
     cells: npt.NDArray[np.int64],
     gen: np.random.Generator,  # not privacy noise
 ) -> Any:
-    """A column's values from its (original) cells: categories, or draws within the bins."""
-    keys = node.categories[i]
+    """Column ``i``'s values from its cells, in its kind (``Synthesize.kinds``).
+
+    Keys map back to themselves; a bin's value is drawn uniformly within it
+    (an integer among its integers, a date among its days); the missing cell
+    gives a missing value (``<NA>``, NaN or NaT).
+    """
+    keys, edges, kind = node.categories[i], node.edges[i], node.kinds[i]
+    last = len(keys) if keys else len(edges) - 1
+    absent = cells == last if node.missing[i] else np.zeros(len(cells), dtype=bool)
+    safe = np.where(absent, 0, cells)
     if keys:
-        if all(isinstance(k, (bool, np.bool_)) for k in keys):
-            return np.asarray(keys, dtype=bool)[cells]
-        return pd.Categorical.from_codes(cells, categories=pd.Index(list(keys), dtype=object))
-    edges = np.asarray(node.edges[i], dtype=np.float64)
-    low, high = edges[cells], edges[cells + 1]
-    if not node.integer[i]:
-        values = low + (high - low) * gen.random(len(cells))
-        return np.minimum(values, high)
-    last = len(edges) - 2
+        return _keyed(keys, kind, safe, absent, node.missing[i])
+    bounds = np.asarray(edges, dtype=np.float64)
+    low, high = bounds[safe], bounds[safe + 1]
+    if kind == "float":
+        values = np.minimum(low + (high - low) * gen.random(len(cells)), high)
+        return np.where(absent, np.nan, values)
+    if kind == "date":
+        return _dates(bounds, safe, absent, gen)
+    top = len(bounds) - 2
     first_int = np.ceil(low)
-    end_int = np.where(cells == last, np.floor(high), np.ceil(high) - 1)
+    end_int = np.where(safe == top, np.floor(high), np.ceil(high) - 1)
     empty = end_int < first_int
     middle = np.round((low + high) / 2)
     first_int = np.where(empty, middle, first_int)
     end_int = np.where(empty, middle, end_int)
     span = (end_int - first_int + 1).astype(np.int64)
-    drawn = first_int + np.floor(gen.random(len(cells)) * span)
-    return pd.array(drawn.astype(np.int64), dtype="Int64")
+    drawn = (first_int + np.floor(gen.random(len(cells)) * span)).astype(np.int64)
+    return pd.arrays.IntegerArray(drawn, absent.copy())
 
 
-class ExactTables:
-    """The exact 1- and 2-way counts of the complete rows (``Synthesize.complete``).
+def _keyed(
+    keys: tuple[Any, ...],
+    kind: str,
+    safe: npt.NDArray[np.int64],
+    absent: npt.NDArray[np.bool_],
+    nullable: bool,
+) -> Any:
+    """Values of a keyed column from its cells (``absent``: the missing cell)."""
+    if kind == "category":
+        codes = np.where(absent, -1, safe)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(list(keys), dtype=object))
+    if kind == "boolean" and all(isinstance(k, (bool, np.bool_)) for k in keys):
+        flags = np.asarray(keys, dtype=bool)[safe]
+        return pd.arrays.BooleanArray(flags, absent.copy()) if nullable else flags
+    plain = np.empty(len(keys), dtype=object)
+    plain[:] = list(keys)
+    values = plain[safe]
+    numbers = all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in keys)
+    if numbers and kind == "integer" and all(float(k).is_integer() for k in keys):
+        return pd.arrays.IntegerArray(values.astype(np.int64), absent.copy())
+    if numbers:
+        return np.where(absent, np.nan, values.astype(np.float64))
+    values[absent] = None
+    text: pd.Series = pd.Series(values, dtype=object)
+    return text.astype(pd.Series(["text"]).dtype).to_numpy() if kind == "text" else text.to_numpy()
 
-    When the full contingency table has at most :data:`FULL_TABLE_CELLS`
-    cells it is counted in one pass over the data and every marginal is a sum
-    of it; otherwise each marginal is its own grouped count.  Both give the
-    same counts.
-    """
 
-    def __init__(
-        self, run: Released[Synthesize], node: Synthesize, keys: tuple[GroupKey, ...]
-    ) -> None:
-        self._run, self._plan, self._keys = run, node.complete(), keys
-        self._sizes = node.sizes()
-        self._full: npt.NDArray[np.float64] | None = None
-        if math.prod(self._sizes) <= FULL_TABLE_CELLS:
-            counts = run.backend.compute(self._plan, (Measure("rows"),), keys)[0]
-            self._full = counts.reshape(self._sizes)
-
-    def clique(self, clique: tuple[int, ...]) -> npt.NDArray[np.float64]:
-        """The exact counts of the columns in ``clique`` (sorted), flattened row-major."""
-        if self._full is None:
-            return self._count(tuple(self._keys[i] for i in clique))
-        others = tuple(a for a in range(len(self._sizes)) if a not in clique)
-        found: npt.NDArray[np.float64] = self._full.sum(axis=others).ravel()
-        return found
-
-    def _count(self, keys: tuple[GroupKey, ...]) -> npt.NDArray[np.float64]:
-        counts: npt.NDArray[np.float64] = self._run.backend.compute(
-            self._plan, (Measure("rows"),), keys
-        )[0]
-        return counts
-
-    def one(self, i: int) -> npt.NDArray[np.float64]:
-        """Column ``i``'s exact cell counts."""
-        if self._full is None:
-            return self._count((self._keys[i],))
-        others = tuple(a for a in range(len(self._sizes)) if a != i)
-        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
-        return found
-
-    def two(self, i: int, j: int) -> npt.NDArray[np.float64]:
-        """Columns ``i`` and ``j``'s exact table (rows: i's cells)."""
-        if self._full is None:
-            return self._count((self._keys[i], self._keys[j])).reshape(
-                self._sizes[i], self._sizes[j]
-            )
-        others = tuple(a for a in range(len(self._sizes)) if a not in (i, j))
-        found: npt.NDArray[np.float64] = self._full.sum(axis=others)
-        return found
+def _dates(
+    edges: npt.NDArray[np.float64],
+    cells: npt.NDArray[np.int64],
+    absent: npt.NDArray[np.bool_],
+    gen: np.random.Generator,  # not privacy noise
+) -> npt.NDArray[np.datetime64]:
+    """Dates drawn uniformly among the days of each cell's bin (day codes, :func:`code_date`)."""
+    firsts, spans = [], []
+    for low, high in itertools.pairwise(edges):
+        first = code_date(int(low + 0.5))
+        final = code_date(int(high + 0.5) - 1)
+        firsts.append(first.value)
+        spans.append(max((final - first).days + 1, 1))
+    start = np.asarray(firsts, dtype=np.int64)[cells]
+    days = np.floor(gen.random(len(cells)) * np.asarray(spans, dtype=np.int64)[cells])
+    stamps = (start + days.astype(np.int64) * 86_400_000_000_000).astype("datetime64[ns]")
+    stamps[absent] = np.datetime64("NaT")
+    return stamps

@@ -82,7 +82,10 @@ def build_node(release: Callable[[dp.PrivateFrame], object]) -> Node:
     is computed), so every node kind the facade can make is reachable.
     """
     session = _NodeRecorder(epsilon=1000, delta=1e-6, ledger=":memory:")
-    pf = session.private_frame(public_frame(), dict(CPS1988_BOUNDS), dict(CPS1988_CATEGORIES))
+    numeric = dict.fromkeys(CPS1988_BOUNDS, "numeric")  # as the catalog declares them
+    pf = session.private_frame(
+        public_frame(), dict(CPS1988_BOUNDS), dict(CPS1988_CATEGORIES), dtypes=numeric
+    )
     try:
         release(pf)
     except _Built as built:

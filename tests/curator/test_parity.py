@@ -96,8 +96,9 @@ def remote(server: Server) -> Any:
 @pytest.fixture(scope="module")
 def embedded() -> Any:
     session = dp.Session(epsilon=5.0, delta=1e-6, ledger=":memory:")
+    numeric = dict.fromkeys(CPS1988_BOUNDS, "numeric")  # the kinds the catalog declares
     return session.private_frame(
-        load_cps1988(), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES
+        load_cps1988(), bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES, dtypes=numeric
     )
 
 

@@ -1,9 +1,9 @@
 """``pf.synthesize()``: the node of a public synthetic copy of whole rows.
 
-Check the arguments against the public schema, choose each numeric column's
-bins from its declared bounds and build the
-:class:`~dpframe.plan.releases.Synthesize` node.  Nothing here reads data;
-every bad argument raises before anything is charged.
+Check the arguments against the public schema, take each column's kind from
+it (:func:`column_kind`), choose each binned column's bins from its declared
+bounds and build the :class:`~dpframe.plan.releases.Synthesize` node.
+Nothing here reads data; every bad argument raises before anything is charged.
 """
 
 from __future__ import annotations
@@ -18,20 +18,57 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, handle_of
-from dpframe.api.verbs.requests import is_integer_kind
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Synthesize
-from dpframe.plan.releases.synthesis import MAX_COLUMN_CELLS, MAX_SYNTH_ROWS
+from dpframe.plan.releases.synthesis import MAX_COLUMN_CELLS, MAX_SYNTH_ROWS, date_code
+from dpframe.plan.temporal import as_date
 
-__all__ = ["DEFAULT_BINS", "INTEGER_CELLS", "bin_edges", "synthesis_node"]
+__all__ = [
+    "DEFAULT_BINS",
+    "INTEGER_CELLS",
+    "bin_edges",
+    "column_kind",
+    "date_edges",
+    "may_be_missing",
+    "synthesis_node",
+]
 
 #: Bins of a numeric column when ``bins=`` does not say.
 DEFAULT_BINS = 16
 #: An integer column with at most this many values in its bounds gets one cell per value.
 INTEGER_CELLS = 32
 _METHODS = ("mst", "aim")
+_BITS = (8, 16, 32, 64)
+#: numpy's integer dtypes: they cannot hold a missing value.
+_NUMPY_INTEGERS = frozenset(f"{sign}int{bits}" for sign in ("", "u") for bits in _BITS)
+#: Integer dtypes by name: numpy's, and pandas' nullable ones.
+_INTEGERS = _NUMPY_INTEGERS | {f"{sign}Int{bits}" for sign in ("", "U") for bits in _BITS}
+#: Shown dtypes that cannot hold a missing value (numpy's booleans and integers).
+_NEVER_MISSING = _NUMPY_INTEGERS | {"bool"}
+
+
+def column_kind(info: ColumnInfo) -> str:
+    """A column's kind in a copy, from its public schema only (its declaration or dtype).
+
+    ``date`` for dates, ``boolean`` for booleans, ``category`` for a pandas
+    categorical and ``text`` for other text, ``integer`` for an integer dtype
+    (declared ``"integer"``, or an integer column of the analyst's frame),
+    else ``float``.
+    """
+    if info.kind == "datetime":
+        return "date"
+    if info.kind == "boolean":
+        return "boolean"
+    if info.kind in ("categorical", "text"):
+        return "category" if info.dtype == "category" else "text"
+    return "integer" if info.dtype in _INTEGERS else "float"
+
+
+def may_be_missing(info: ColumnInfo) -> bool:
+    """True unless the column's public dtype cannot hold a missing value (numpy bool or int)."""
+    return info.dtype not in _NEVER_MISSING
 
 
 def _finite(value: Any) -> bool:
@@ -67,7 +104,7 @@ def _given_edges(name: str, given: Any) -> tuple[float, ...]:
     return edges
 
 
-def bin_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
+def bin_edges(info: ColumnInfo, given: object, integer: bool) -> tuple[float, ...]:
     """A numeric column's bin edges: given, or cut from its declared bounds (never the data).
 
     An integer column with at most :data:`INTEGER_CELLS` values in its bounds
@@ -85,7 +122,7 @@ def bin_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
                 f"bins for {info.name!r} must be a number of bins or a list of edges."
             )
         return _given_edges(info.name, given)
-    if is_integer_kind(info):
+    if integer:
         first, last = math.ceil(low), math.floor(high)
         if last < first:
             raise SchemaError(f"The bounds of {info.name!r} hold no integer.")
@@ -102,6 +139,36 @@ def bin_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
     count = DEFAULT_BINS if given is None else _bin_count(info.name, given)
     step = (high - low) / count
     return (*(low + step * i for i in range(count)), float(high))
+
+
+def date_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
+    """A date column's bin edges (day codes − 0.5), cut from its declared date bounds.
+
+    One bin per day while the bounds span at most :data:`INTEGER_CELLS` days,
+    else about :data:`DEFAULT_BINS` bins of whole days (or ``given`` bins, or
+    the ``given`` dates as edges).
+    """
+    assert info.date_bounds is not None
+    if given is not None and not isinstance(given, numbers.Integral):
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(
+            given, (Sequence, np.ndarray, pd.Index)
+        ):
+            raise InvalidArgumentError(
+                f"bins for {info.name!r} must be a number of bins or a list of dates."
+            )
+        stamps = [as_date(v, f"A bin edge of {info.name!r}").normalize() for v in given]
+        if len(stamps) < 2 or any(b <= a for a, b in itertools.pairwise(stamps)):
+            raise InvalidArgumentError(f"The bin edges of {info.name!r} must be increasing dates.")
+        return tuple(date_code(s) - 0.5 for s in stamps)
+    first, last = (stamp.normalize() for stamp in info.date_bounds)
+    days = (last - first).days + 1
+    if given is None:
+        width = 1 if days <= INTEGER_CELLS else math.ceil(days / DEFAULT_BINS)
+    else:
+        width = math.ceil(days / _bin_count(info.name, given))
+    count = math.ceil(days / width)
+    inner = [first + pd.Timedelta(days=width * i) for i in range(count)]
+    return tuple(date_code(s) - 0.5 for s in [*inner, last + pd.Timedelta(days=1)])
 
 
 def _rows(rows: object) -> int:
@@ -156,24 +223,27 @@ def synthesis_node(
     lacking = []
     edges: list[tuple[float, ...]] = []
     categories: list[tuple[Any, ...]] = []
-    integer: list[bool] = []
+    kinds: list[str] = []
     for name in names:
         info = found.schema.get(name)
+        kind = column_kind(info)
+        given = per_column.get(name, None if isinstance(bins, Mapping) else bins)
         if info.categories is not None and name not in per_column:
             edges.append(())
             categories.append(tuple(info.categories))
-            integer.append(False)
-        elif info.summable and info.bounds is not None:
-            given = per_column.get(name, None if isinstance(bins, Mapping) else bins)
-            edges.append(bin_edges(info, given))
+        elif kind == "date" and info.date_bounds is not None:
+            edges.append(date_edges(info, given))
             categories.append(())
-            integer.append(is_integer_kind(info) and info.kind != "boolean")
+        elif info.summable and info.bounds is not None and kind != "boolean":
+            edges.append(bin_edges(info, given, kind == "integer"))
+            categories.append(())
         else:
             lacking.append(name)
+        kinds.append(kind)
     if lacking:
         raise SchemaError(
-            "synthesize() models every column of the frame from its public bounds (numeric) "
-            f"or categories; {', '.join(map(repr, lacking))} "
+            "synthesize() models every column of the frame from its public bounds (numeric "
+            f"or dates) or categories; {', '.join(map(repr, lacking))} "
             f"{'has' if len(lacking) == 1 else 'have'} neither: declare them "
             "(bounds=/categories=, with_bounds), or select the other columns first (pf[[...]])."
         )
@@ -183,7 +253,8 @@ def synthesis_node(
         columns=tuple(str(n) for n in names),
         edges=tuple(edges),
         categories=tuple(categories),
-        integer=tuple(integer),
+        kinds=tuple(kinds),
+        missing=tuple(may_be_missing(found.schema.get(n)) for n in names),
         method="aim" if chosen == "aim" else "mst",
         rows=length,
         progress=bool(progress),

@@ -1,4 +1,14 @@
-"""Synthetic data: a public table fitted to noisy marginals (MST or AIM)."""
+"""Synthetic data: a public table fitted to noisy marginals (MST or AIM).
+
+Each column of a copy has a *kind* (:data:`KINDS`), decided by the facade from
+the public schema (the declaration, or in embedded mode the dtype of the
+frame the analyst passed: only the kind, never a value): ``integer``,
+``float`` and ``date`` columns are binned on public edges (dates by day, in
+the code of :func:`date_code`), ``boolean``, ``text`` and ``category``
+columns (and numeric ones given ``categories=``) take their declared keys.
+A column that may hold missing values has one more cell, the last, for
+them: the copy's missing values are synthesized like any other value.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +18,18 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import pandas as pd
+
 from dpframe.errors import InvalidArgumentError, ResourceLimitError, SchemaError
-from dpframe.plan.expressions import Bucket, Col, Expr, IsIn, IsNull, Logical, Not
-from dpframe.plan.nodes import Filter, GroupKey, Plan
+from dpframe.plan.expressions import Arith, Bucket, Col, Expr, IsNull, Lit
+from dpframe.plan.recode import Recode
 from dpframe.plan.releases.base import ReleaseNode
 from dpframe.plan.schema import Schema, check_keys, infer_column
+from dpframe.plan.temporal import DtField
 
 __all__ = [
+    "BINNED_KINDS",
+    "KINDS",
     "MAX_AIM_MODEL_CELLS",
     "MAX_COLUMN_CELLS",
     "MAX_PAIR_CELLS",
@@ -23,6 +38,8 @@ __all__ = [
     "MAX_TOTAL_PAIR_CELLS",
     "MAX_TRIPLE_CELLS",
     "Synthesize",
+    "code_date",
+    "date_code",
 ]
 
 #: The most columns a synthetic copy models (every pair is a candidate edge).
@@ -43,16 +60,62 @@ MAX_TRIPLE_CELLS = 2**13
 MAX_SYNTH_ROWS = 10**7
 
 
+#: The kinds of a column of a copy (the dtype it comes back as: ``Int64``,
+#: ``float64``, ``bool`` (``boolean`` when it may be missing), ``datetime64[ns]``,
+#: pandas' text dtype, a Categorical of the declared categories).
+KINDS = ("integer", "float", "boolean", "date", "text", "category")
+#: The kinds that may be binned on edges (the others take declared keys).
+BINNED_KINDS = ("integer", "float", "date")
+#: Days of a month and months of a year in :func:`date_code` (every month 31 days).
+_MONTH_DAYS, _YEAR_CODES = 31, 372
+#: The offset of :func:`date_code` (January 1st of year 0 has code 0).
+_CODE_OFFSET = _MONTH_DAYS + 1
+_FIRST_DATE, _LAST_DATE = pd.Timestamp.min.ceil("D"), pd.Timestamp.max.floor("D")
+
+
+def date_code(stamp: pd.Timestamp) -> int:
+    """A date's day code ``372·year + 31·month + day − 32``: increasing with the date.
+
+    Every month has 31 codes (the codes of days a month lacks are never
+    taken); a row's code is computed from its ``.dt`` fields (:meth:`Synthesize.code`).
+    """
+    return _YEAR_CODES * stamp.year + _MONTH_DAYS * stamp.month + stamp.day - _CODE_OFFSET
+
+
+def code_date(code: int) -> pd.Timestamp:
+    """The date of a day code (:func:`date_code`); a day a month lacks is its last day."""
+    months, day = divmod(int(code), _MONTH_DAYS)
+    year, month = divmod(months, 12)
+    first = pd.Timestamp(year=year, month=month + 1, day=1)
+    found: pd.Timestamp = first + pd.Timedelta(days=min(day, first.days_in_month - 1))
+    return found
+
+
+def _date_edge(name: str, edge: float) -> None:
+    """A date column's edge: a half code (code − 0.5) of a date within pandas' range."""
+    code = edge + 0.5
+    low, high = date_code(_FIRST_DATE), date_code(_LAST_DATE) + 1
+    if not (code.is_integer() and low <= code <= high):
+        raise SchemaError(f"The bin edges of the date column {name!r} must be day codes.")
+
+
+def _plain_key(key: object) -> bool:
+    return isinstance(key, (bool, int, float, str))
+
+
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Synthesize(ReleaseNode):
     """A synthetic copy of whole rows (MST 2021 or AIM 2022, McKenna et al.): a public DataFrame.
 
     Attributes:
         columns: the columns modelled, in order.
-        edges: per column, the public bin edges of a numeric column (empty for a
-            categorical one); values are clamped into the end bins.
-        categories: per column, the declared categories (empty for a binned one).
-        integer: per column, True when its values are integers (drawn as integers).
+        edges: per column, the public bin edges of a binned column (empty for
+            one with keys); values are clamped into the end bins.  A date
+            column's edges are in the day code of :func:`date_code` (code − 0.5).
+        categories: per column, the declared keys (empty for a binned one).
+        kinds: per column, its kind (:data:`KINDS`): what the copy holds.
+        missing: per column, True when it has a cell for missing values (the
+            last); otherwise rows missing it are left out of every marginal.
         method: ``"mst"`` or ``"aim"``.
         rows: the copy's length; 0 draws a noisy row count from the marginals.
         progress: show progress while fitting (client-side only, never sent).
@@ -61,7 +124,8 @@ class Synthesize(ReleaseNode):
     columns: tuple[str, ...]
     edges: tuple[tuple[float, ...], ...]
     categories: tuple[tuple[Hashable, ...], ...]
-    integer: tuple[bool, ...]
+    kinds: tuple[str, ...]
+    missing: tuple[bool, ...]
     method: Literal["mst", "aim"] = "mst"
     rows: int = 0
     progress: bool = field(default=False, compare=False)  # client-side only: never sent
@@ -78,8 +142,10 @@ class Synthesize(ReleaseNode):
             )
         if len(set(self.columns)) != d:
             raise SchemaError("synthesize() lists a column twice.")
-        if not (len(self.edges) == len(self.categories) == len(self.integer) == d):
-            raise SchemaError("synthesize() needs edges, categories and integer per column.")
+        if not (
+            len(self.edges) == len(self.categories) == len(self.kinds) == len(self.missing) == d
+        ):
+            raise SchemaError("synthesize() needs edges, categories, kinds and missing per column.")
         if isinstance(self.rows, bool) or not isinstance(self.rows, int):
             raise InvalidArgumentError("rows must be an integer.")
         if not 0 <= self.rows <= MAX_SYNTH_ROWS:
@@ -87,18 +153,46 @@ class Synthesize(ReleaseNode):
                 f"rows must be a positive integer at most {MAX_SYNTH_ROWS:,} (or None for a "
                 "private, noisy row count)."
             )
-        for name, edges, keys in zip(self.columns, self.edges, self.categories, strict=True):
-            if edges and keys:
-                raise SchemaError(f"Column {name!r} is either binned or categorical, not both.")
-            if keys:
-                check_keys(name, keys)
-                continue
-            if len(edges) < 2 or not all(isinstance(e, float) and math.isfinite(e) for e in edges):
-                raise SchemaError(f"Column {name!r} needs at least two finite bin edges.")
-            if any(b <= a for a, b in itertools.pairwise(edges)):
-                raise SchemaError(f"The bin edges of {name!r} must increase.")
+        for name, edges, keys, kind, missing in zip(
+            self.columns, self.edges, self.categories, self.kinds, self.missing, strict=True
+        ):
+            self._check_column(name, edges, keys, kind, missing)
+        self._check_sizes()
+
+    @staticmethod
+    def _check_column(
+        name: str, edges: tuple[float, ...], keys: tuple[Hashable, ...], kind: str, missing: bool
+    ) -> None:
+        if kind not in KINDS:
+            raise SchemaError(f"The kind of {name!r} must be one of {', '.join(KINDS)}.")
+        if not isinstance(missing, bool):
+            raise SchemaError(f"missing for {name!r} must be true or false.")
+        if edges and keys:
+            raise SchemaError(f"Column {name!r} is either binned or categorical, not both.")
+        if keys:
+            check_keys(name, keys)
+            if not all(_plain_key(k) for k in keys):
+                raise SchemaError(
+                    f"The keys of {name!r} are not plain numbers, strings or booleans (intervals "
+                    "or periods of a derived column): synthesize the column it is derived from, "
+                    "with bins= for its bins."
+                )
+            if kind == "date":
+                raise SchemaError(f"The date column {name!r} is binned by day, not keyed.")
+            return
+        if kind not in BINNED_KINDS:
+            raise SchemaError(f"Column {name!r} ({kind}) needs its declared keys.")
+        if len(edges) < 2 or not all(isinstance(e, float) and math.isfinite(e) for e in edges):
+            raise SchemaError(f"Column {name!r} needs at least two finite bin edges.")
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise SchemaError(f"The bin edges of {name!r} must increase.")
+        if kind == "date":
+            for edge in edges:
+                _date_edge(name, edge)
+
+    def _check_sizes(self) -> None:
         sizes = self.sizes()
-        worst = max(sizes)
+        worst = max(size - int(missing) for size, missing in zip(sizes, self.missing, strict=True))
         if worst > MAX_COLUMN_CELLS:
             raise ResourceLimitError(
                 f"A column of a synthetic copy has at most {MAX_COLUMN_CELLS:,} bins or "
@@ -116,7 +210,6 @@ class Synthesize(ReleaseNode):
                 f"The 2-way marginals of this copy have {sum(pairs):,} cells together; the "
                 f"limit is {MAX_TOTAL_PAIR_CELLS:,} (= 2**21): use fewer columns or bins."
             )
-
         if self.method == "aim" and pairs and sum(sizes) + max(pairs) > MAX_AIM_MODEL_CELLS:
             raise ResourceLimitError(
                 f"AIM's model holds at most {MAX_AIM_MODEL_CELLS:,} (= 2**15) cells; the 1-way "
@@ -126,46 +219,52 @@ class Synthesize(ReleaseNode):
             )
 
     def sizes(self) -> tuple[int, ...]:
-        """How many values each column takes in the model (bins or categories)."""
+        """How many cells each column takes in the model (bins or keys, and a missing cell)."""
         return tuple(
-            len(keys) if keys else len(edges) - 1
-            for edges, keys in zip(self.edges, self.categories, strict=True)
+            (len(keys) if keys else len(edges) - 1) + int(missing)
+            for edges, keys, missing in zip(self.edges, self.categories, self.missing, strict=True)
         )
 
-    def keys(self) -> tuple[GroupKey, ...]:
-        """Each column as a group key over its cells ``0 .. k-1`` (bins) or its categories."""
-        found = []
-        for name, edges, keys in zip(self.columns, self.edges, self.categories, strict=True):
-            if keys:
-                found.append(GroupKey(name, Col(name), keys))
-            else:
-                bucket = Bucket(Col(name), edges, clamp=True)
-                found.append(GroupKey(name, bucket, tuple(range(len(edges) - 1))))
-        return tuple(found)
+    def code(self, i: int) -> Expr:
+        """Column ``i``'s cell per row as a number (missing: no cell, or not declared).
 
-    def complete(self) -> Plan:
-        """The plan's rows with a cell in every column (the rows the copy models).
-
-        A row with a missing value, or a category that is not declared, in any
-        modelled column is left out of every marginal, so every marginal counts
-        the same rows.
+        A binned column: the bin of its value (clamped into the end bins; a
+        date by its day code); a keyed one: the position of its value among
+        the keys (missing for a value not declared).
         """
-        predicate: Expr | None = None
-        for name, keys in zip(self.columns, self.categories, strict=True):
-            plain = [k for k in keys if isinstance(k, (bool, int, float, str))]
-            scalar = bool(keys) and len(plain) == len(keys)
-            term: Expr = IsIn(Col(name), tuple(plain)) if scalar else Not(IsNull(Col(name)))
-            predicate = term if predicate is None else Logical("&", predicate, term)
-        assert predicate is not None
-        return Filter(self.plan, predicate)
+        name, edges, keys = self.columns[i], self.edges[i], self.categories[i]
+        column = Col(name)
+        if keys:
+            return Recode(column, tuple(keys), tuple(range(len(keys))))  # type: ignore[arg-type]
+        value: Expr = column
+        if self.kinds[i] == "date":
+            year, month, day = (DtField(column, f) for f in ("year", "month", "day"))
+            value = Arith(
+                "+",
+                Arith("+", Arith("*", year, Lit(_YEAR_CODES)), Arith("*", month, Lit(_MONTH_DAYS))),
+                Arith("-", day, Lit(_CODE_OFFSET)),
+            )
+        return Bucket(value, edges, clamp=True)
+
+    def null(self, i: int) -> Expr | None:
+        """Where column ``i`` is missing, when its code cannot tell (a keyed column's missing cell).
+
+        A keyed column's code is missing both for a missing value and for a
+        value not declared; only the first has the missing cell.
+        """
+        if self.missing[i] and self.categories[i]:
+            return IsNull(Col(self.columns[i]))
+        return None
 
     def _what(self) -> str:
         return f"synthesize({', '.join(self.columns)}, {self.method})"
 
     def expressions(self) -> tuple[Expr | None, ...]:  # noqa: D102
-        complete = self.complete()
-        assert isinstance(complete, Filter)
-        return (*(key.expr for key in self.keys()), complete.predicate)
+        nulls = (self.null(i) for i in range(len(self.columns)))
+        return (
+            *(self.code(i) for i in range(len(self.columns))),
+            *(n for n in nulls if n is not None),
+        )
 
     def cells(self) -> int:
         """The cells computed: every 1-way and 2-way marginal (and AIM's 3-way workload)."""
@@ -177,9 +276,16 @@ class Synthesize(ReleaseNode):
         return found
 
     def check(self, schema: Schema) -> None:  # noqa: D102
-        for name, keys in zip(self.columns, self.categories, strict=True):
+        for name, keys, kind in zip(self.columns, self.categories, self.kinds, strict=True):
             info = infer_column(name, Col(name), schema)
-            if not keys and not info.summable:
+            if keys:
+                continue
+            if kind == "date" and info.kind != "datetime":
+                raise SchemaError(
+                    f"synthesize() bins {name!r} as dates; it is {info.kind}: declare date "
+                    "bounds or its categories."
+                )
+            if kind != "date" and not info.summable:
                 raise SchemaError(
                     f"synthesize() bins a numeric column; {name!r} is {info.kind}: declare its "
                     "categories instead."
