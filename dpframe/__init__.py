@@ -8,7 +8,9 @@ analyst's process, so dpframe guards an honest analyst against accidental
 disclosure; only curator mode protects against a hostile one.
 """
 
-from dpframe import audit
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.functions import crosstab, cut, qcut
 from dpframe.api.groupby import PrivateGroupBy
@@ -27,15 +29,18 @@ from dpframe.errors import (
     ResourceLimitError,
     SchemaError,
 )
-from dpframe.jupyter.plotting import plot
-from dpframe.jupyter.synth_plot import synth_heatmap
 from dpframe.mechanisms.consistency import consistent
 from dpframe.mechanisms.results import GroupedRelease, Release, ci
 from dpframe.mechanisms.synth_report import synth_report
 from dpframe.plan.expressions import col, lit
 from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
 from dpframe.plan.privacy import Budget
+from dpframe.plotting import plot
 from dpframe.remote.client import Connection, RemoteSession, connect
+from dpframe.synth_plot import synth_heatmap
+
+if TYPE_CHECKING:
+    from dpframe import audit
 
 __all__ = [
     "Accounting",
@@ -77,6 +82,15 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``dp.audit``, imported on first use (it is not needed to release anything)."""
+    if name == "audit":
+        import importlib
+
+        return importlib.import_module("dpframe.audit")
+    raise AttributeError(f"module 'dpframe' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: object) -> None:

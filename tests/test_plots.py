@@ -8,7 +8,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.jupyter.plotting import CHARACTERS_PER_INCH, axis_labels, crowded
+from dpframe.plotting import CHARACTERS_PER_INCH, axis_labels, crowded
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")

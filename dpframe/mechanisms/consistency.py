@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import optimize
 
 from dpframe.errors import DPError, InvalidArgumentError
 from dpframe.mechanisms.additive import NoiseSpec
@@ -128,6 +127,8 @@ def _chernoff(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> f
         return (total + math.log(2 / alpha)) / lam
 
     top = min(limit * (1 - 1e-9), 50 / spread)
+    from scipy import optimize  # imported where first needed (import time)
+
     best = optimize.minimize_scalar(bound, bounds=(top * 1e-6, top), method="bounded")
     return float(min(bound(float(best.x)), bound(top * 0.5))) + rounding
 

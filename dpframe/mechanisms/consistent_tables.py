@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import optimize
 
 from dpframe.errors import DPError
 from dpframe.mechanisms.additive import NoiseSpec
@@ -246,6 +245,8 @@ def consistent_table(
     design, estimator = table_estimator(shape, (variances[0], *variances[1:]))  # type: ignore[arg-type]
     center = estimator @ observed
     if nonnegative:
+        from scipy import optimize  # imported where first needed (import time)
+
         weights = 1 / np.sqrt(_variance_vector(shape, tuple(variances)))  # type: ignore[arg-type]
         fit = optimize.lsq_linear(
             design * weights[:, None], observed * weights, bounds=(0, np.inf), method="bvls"

@@ -26,7 +26,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import erf, erfinv, log_ndtr, ndtr, ndtri
 
 __all__ = [
     "discrete_gaussian_mu",
@@ -54,6 +53,8 @@ def gdp_delta(epsilon: float, mu: float) -> float:
         return 0.0
     if not math.isfinite(mu):
         return 1.0
+    from scipy.special import log_ndtr, ndtr  # imported where first needed (import time)
+
     first = float(ndtr(-epsilon / mu + mu / 2))
     second = math.exp(epsilon + float(log_ndtr(-epsilon / mu - mu / 2)))
     return max(first - second, 0.0)
@@ -129,6 +130,8 @@ def mu_of_epsilon(epsilon: Fraction) -> Fraction:
         return Fraction(0)
     if eps > 700:
         raise ValueError("epsilon is too large for a GDP cost.")
+    from scipy.special import erfinv, ndtri
+
     if eps < 2:  # −2Φ⁻¹(½ − tanh(ε/2)/2) = 2·sqrt(2)·erf⁻¹(tanh(ε/2)), no cancellation
         mu = 2.0 * math.sqrt(2.0) * float(erfinv(math.tanh(eps / 2)))
     else:
@@ -144,6 +147,8 @@ def epsilon_of_mu(mu: Fraction) -> Fraction:
     m = float(mu)
     if m <= 0:
         return Fraction(0)
+    from scipy.special import erf, log_ndtr, ndtr
+
     if m < 30:  # ln(1 + (Φ(m/2) − Φ(−m/2))/Φ(−m/2)), no cancellation at small μ
         eps = math.log1p(float(erf(m / (2 * math.sqrt(2.0)))) / float(ndtr(-m / 2)))
     else:
@@ -183,6 +188,8 @@ def discrete_gaussian_slack(r: float) -> float:
         return math.inf
     if y < 1e-4:  # Φ⁻¹(½ + y)/y → sqrt(2π)(1 + (π/3)y² + …): the series bounds it above
         return 1.0 + math.pi / 3 * y * y * 1.01 + _MARGIN
+    from scipy.special import ndtri
+
     return float(ndtri(0.5 + y)) / (_SQRT_2PI * y) * (1 + _MARGIN)
 
 

@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import solve_triangular
 
 from dpframe.errors import InvalidArgumentError
 from dpframe.mechanisms.gaussian_vector import VectorNoise, gaussian_vector, vector_noise
@@ -147,6 +146,8 @@ def release_kernel_sums(
     Returns:
         The noisy sums and the noise used.
     """
+    from scipy.linalg import solve_triangular  # imported where first needed (import time)
+
     factor = _cholesky(grid, bandwidth)
     whitened = solve_triangular(factor, sums, lower=True)
     noise = kde_noise(bandwidth, rows_per_unit, len(grid), rho)

@@ -13,7 +13,6 @@ import os
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -136,6 +135,8 @@ class _Http:
                 waited += pause
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
+        import urllib.request  # imported where first needed (import time: email, http, ssl)
+
         data = None if body is None else dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Authorization", f"Bearer {self._token}")
