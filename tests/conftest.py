@@ -1,8 +1,15 @@
-"""Shared fixtures: every test gets its own ledger file; data comes from the package."""
+"""Shared fixtures: every test gets its own ledger file; data comes from the package.
+
+The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject.toml's
+``addopts``; ``-n 0`` runs it in one process): each worker is its own process
+with its own temporary folders, every test and every process a test run
+starts gets a throwaway default ledger, servers listen on free ports.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +36,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="privacy auditor: run the heavy tier (more samples; see tests/AUDIT.md)",
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Processes started by session or module fixtures (a Dask cluster, servers) too."""
+    with pytest.MonkeyPatch.context() as patch:
+        folder = tmp_path_factory.mktemp("default-ledger")
+        patch.setenv("DPFRAME_LEDGER", str(folder / "default-ledger.sqlite"))
+        yield
 
 
 @pytest.fixture(autouse=True)

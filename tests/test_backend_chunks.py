@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends import PandasBackend
+from dpframe.backends import PandasBackend, chunks
 from dpframe.backends.chunks import chunk_bounds, code_dtype, combine_slots
 from dpframe.mechanisms.aggregates import measures_for
 from dpframe.plan.expressions import (
@@ -124,6 +124,47 @@ def test_chunked_equals_whole_frame(data: st.DataObject) -> None:
     chunked = PandasBackend(frame, chunk_rows=chunk_rows)
     _same(chunked.compute(plan, measures, by), expected)
     _same(chunked.compute(plan, measures, by), expected)  # again, from the key-code cache
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fused_sums_equal_the_general_path(data: st.DataObject) -> None:
+    """A sum's one-read pass (blocks of a few rows here) gives the general path's bits.
+
+    The general path builds the missing-value mask first and zeroes the
+    missing rows; the fused pass finds them through the NaN they leave in a
+    total and then falls back.  Counts of the same column (a mean's) follow.
+    """
+    frame = data.draw(frames())
+    plan = data.draw(plans())
+    measures = data.draw(measure_lists(plan))
+    by = tuple(data.draw(st.lists(st.sampled_from(KEYS), max_size=2, unique_by=lambda k: k.name)))
+    chunk_rows = data.draw(st.sampled_from([3, WHOLE]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "_fused_total", lambda *args: None)
+        expected = PandasBackend(frame, chunk_rows=chunk_rows).compute(plan, measures, by)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "_BLOCK_ROWS", data.draw(st.integers(1, 5)))
+        _same(PandasBackend(frame, chunk_rows=chunk_rows).compute(plan, measures, by), expected)
+
+
+def test_fused_sum_skips_missing_values_and_counts_them_out() -> None:
+    frame = pd.DataFrame({"x": [1.0, np.nan, 3.0, 100.0, np.nan], "k": list("aabbb")})
+    measures = (Measure("nonnull", Col("x")), Measure("sum", Col("x"), 0.0, 10.0, 0.0, 1, 1.0))
+    key = GroupKey("k", Col("k"), ("a", "b"))
+    for plan in (Source("d"), Filter(Source("d"), Compare("<", Col("x"), Lit(50.0)))):
+        for by in ((), (key,)):
+            for block in (1, 2, 1 << 15):
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(chunks, "_BLOCK_ROWS", block)
+                    count, total = PandasBackend(frame).compute(plan, measures, by)
+                kept_big = plan == Source("d")  # the filter drops 100.0 (clamped to 10)
+                if by:
+                    assert count.tolist() == [1.0, 2.0 if kept_big else 1.0]
+                    assert total.tolist() == [1.0, 13.0 if kept_big else 3.0]
+                else:
+                    assert count.tolist() == [3.0 if kept_big else 2.0]
+                    assert total.tolist() == [14.0 if kept_big else 4.0]
 
 
 def test_whole_frame_counts_are_the_exact_counts() -> None:

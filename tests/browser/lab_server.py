@@ -131,6 +131,18 @@ def isolated_env(base: Path) -> dict[str, str]:
 
 
 def start_lab(base: Path, startup_timeout: float = 60.0) -> LabServer:
+    """:func:`_start_lab` on a free port; a new port if another process took it first (5 tries)."""
+    for attempt in range(5):
+        try:
+            return _start_lab(base / f"try-{attempt}", startup_timeout)
+        except RuntimeError as exc:
+            message = str(exc).lower()
+            if attempt == 4 or not ("already in use" in message or "available port" in message):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_lab(base: Path, startup_timeout: float) -> LabServer:
     """Start JupyterLab on 127.0.0.1 serving copies of the notebooks; wait until it answers.
 
     Raises:

@@ -268,8 +268,23 @@ class Server:
 
 
 def start_server(catalog: Path, port: int | None = None) -> Server:
-    """Start `dpframe serve` on loopback and wait until it answers."""
-    port = port or free_port()
+    """Start `dpframe serve` on loopback and wait until it answers.
+
+    Without ``port``, a free one; if another process (a parallel test worker)
+    takes it before the curator binds it, a new one, up to five times.
+    """
+    if port is not None:
+        return _start_server(catalog, port)
+    for _ in range(4):
+        try:
+            return _start_server(catalog, free_port())
+        except RuntimeError as exc:
+            if "address already in use" not in str(exc).lower():
+                raise
+    return _start_server(catalog, free_port())
+
+
+def _start_server(catalog: Path, port: int) -> Server:
     env = {k: v for k, v in os.environ.items() if k != "DPFRAME_CLIENT_ONLY"}
     process = subprocess.Popen(
         [sys.executable, "-m", "dpframe", "serve", "--catalog", str(catalog), "--port", str(port)],
