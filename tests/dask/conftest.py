@@ -8,6 +8,7 @@ was converted (a test that silently ran on pandas would prove nothing).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,8 +24,28 @@ from tests.sessions import backends
 PARTITIONS = 3
 
 
+def _spawnable_main() -> None:
+    """Give ``__main__`` the ``__spec__`` that multiprocessing's spawn reads.
+
+    Dask's nannies start (and restart) worker processes with spawn, which reads
+    ``sys.modules["__main__"].__spec__``.  An IPython shell made by an earlier
+    test in the same process (the magics' tests) leaves a ``__main__`` without
+    one; in a single process the Dask tests happened to run first, in a
+    pytest-xdist worker they may not.  ``None`` is what ``python -c`` has.
+    """
+    main = sys.modules.get("__main__")
+    if main is not None and not hasattr(main, "__spec__"):
+        main.__spec__ = None
+
+
+@pytest.fixture(autouse=True)
+def _main_for_spawn() -> None:
+    _spawnable_main()  # a test that restarts workers spawns them again
+
+
 @pytest.fixture(scope="session")
 def dask_client() -> Iterator[Any]:
+    _spawnable_main()
     cluster: Any = LocalCluster(  # type: ignore[no-untyped-call]
         n_workers=2,
         threads_per_worker=1,
