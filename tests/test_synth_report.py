@@ -17,11 +17,11 @@ import pytest
 
 import dpframe as dp
 from dpframe.api.verbs.synthesis import synthesis_node
-from dpframe.synth_plot import pair_errors
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.synth_family import measure_marginal, synth_noise
 from dpframe.mechanisms.synth_report import pair_status
 from dpframe.noise import SecureRandom
+from dpframe.synth_plot import pair_errors
 from tests.test_synth import cps_frame
 
 matplotlib.use("Agg")
