@@ -182,15 +182,22 @@ def test_outputs_lie_on_a_power_of_two_grid(cps: pd.DataFrame) -> None:
         assert exponent < 60 and mantissa != 0
 
 
-def test_intervals_refuse_a_changed_series(rich: dp.Session, cps: pd.DataFrame) -> None:
+def test_intervals_follow_a_changed_series(rich: dp.Session, cps: pd.DataFrame) -> None:
+    """Issue 30: a transformed release keeps its intervals (before, dp.ci refused it)."""
     pf = rich.private_frame(
         cps, bounds={"wage": (0, 5000)}, categories={"region": ["south", "west"]}
     )
     result = pf.groupby("region")["wage"].mean(epsilon=BIG)
-    assert len(dp.ci(result)) == 2
-    for changed in (result * 1000 + 7, result.iloc[:1], result * 0):
-        with pytest.raises(dp.DPError, match="not the released one"):
-            dp.ci(changed)
+    own = dp.ci(result)
+    assert len(own) == 2
+    scaled = dp.ci(result * 1000 + 7)
+    np.testing.assert_allclose(scaled["low"], own["low"] * 1000 + 7)
+    np.testing.assert_allclose(scaled["high"], own["high"] * 1000 + 7)
+    first = dp.ci(result.iloc[:1])
+    assert first.index.tolist() == ["south"]
+    assert first.loc["south"].tolist() == own.loc["south"].tolist()
+    zero = dp.ci(result * 0)
+    assert (zero["low"] == 0).all() and (zero["high"] == 0).all()
 
 
 @pytest.mark.parametrize(

@@ -336,10 +336,8 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
         low, high = result.array.intervals(level)
         table: pd.DataFrame = pd.DataFrame({"low": low, "high": high}, index=result.index)
         return table
-    if (
-        isinstance(result, pd.DataFrame)
-        and len(result.columns)
-        and all(isinstance(result[c].array, DPArray) for c in result.columns)
+    if isinstance(result, pd.DataFrame) and any(
+        isinstance(result.iloc[:, j].array, DPArray) for j in range(len(result.columns))
     ):
         return _frame_ci(result, level)
     if isinstance(result, pd.DataFrame):
@@ -382,12 +380,14 @@ def undeclared_of(result: pd.Series) -> Release | None:
 
 
 def _frame_ci(frame: pd.DataFrame, level: float) -> pd.DataFrame:
-    """A frame of ``dp`` columns' intervals: columns ``(column, "low" | "high")``."""
+    """A frame's intervals: columns ``(column, "low" | "high")`` (NaN for a non-``dp`` column)."""
     parts: dict[tuple[Any, str], np.ndarray] = {}
     for position in range(len(frame.columns)):
         array = frame.iloc[:, position].array
-        assert isinstance(array, DPArray)
-        low, high = array.intervals(level)
+        if isinstance(array, DPArray):
+            low, high = array.intervals(level)
+        else:  # a column of public facts (describe's top): no interval
+            low = high = np.full(len(frame), np.nan)
         name = frame.columns[position]
         parts[(name, "low")] = low
         parts[(name, "high")] = high

@@ -122,6 +122,10 @@ class DPValue(numbers.Real):
     def __float__(self) -> float:
         return self.value
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The value as a 0-d array, so numpy functions (``np.isnan``, ``np.sqrt``) accept it."""
+        return np.asarray(self.value, dtype=dtype)
+
     def __int__(self) -> int:
         return int(self.value)
 
@@ -241,16 +245,22 @@ class DPArray(ExtensionArray):
         values: the released values (NaN: missing).
         forms: one affine form per value.
         integer: the values are counts, shown as whole numbers.
+        centers: where each form is centred, when the values shown differ from
+            it (after ``round``: the truth's interval is the unrounded value's);
+            default: the values.
     """
 
     __array_priority__ = 1000
 
-    def __init__(self, values: Any, forms: Forms, integer: bool = False) -> None:
+    def __init__(
+        self, values: Any, forms: Forms, integer: bool = False, centers: Any = None
+    ) -> None:
         self._values = np.asarray(values, dtype=float)
         if forms.cells != len(self._values):
             raise ValueError("one form per value")
         self._forms = forms
         self._integer = bool(integer)
+        self._centers = self._values if centers is None else np.asarray(centers, dtype=float)
 
     # -- what it holds --------------------------------------------------------------
 
@@ -277,7 +287,7 @@ class DPArray(ExtensionArray):
     def intervals(self, level: float = 0.95) -> tuple[FloatArray, FloatArray]:
         """Per cell, (low, high) containing the (clamped) truth with probability ≥ ``level``."""
         level = check_level(level)
-        low, high = self._forms.intervals(self._values, level)
+        low, high = self._forms.intervals(self._centers, level)
         missing = np.isnan(self._values)
         return np.where(missing, np.nan, low), np.where(missing, np.nan, high)
 
@@ -288,7 +298,7 @@ class DPArray(ExtensionArray):
             return "<NA>"
         one = self._take_rows(np.array([i]))
         try:
-            low, high = one._forms.intervals(one._values, LEVEL)
+            low, high = one._forms.intervals(one._centers, LEVEL)
         except DPError:  # no value interval (a quantile's rank error)
             return f"{value:,.0f}" if self._integer else f"{value:.6g}"
         return shown_interval(value, float(low[0]), float(high[0]), self._integer)[0]
@@ -328,8 +338,12 @@ class DPArray(ExtensionArray):
         return DPArray(values, Forms.exact(len(values)))
 
     def _take_rows(self, rows: npt.NDArray[np.int64]) -> DPArray:
-        values = np.where(rows < 0, np.nan, self._values[np.maximum(rows, 0)] if len(self) else 0)
-        return DPArray(values, self._forms.take(rows), self._integer)
+        def pick(array: FloatArray) -> FloatArray:
+            found = array[np.maximum(rows, 0)] if len(self) else np.zeros(len(rows))
+            return np.where(rows < 0, np.nan, found)
+
+        centers = None if self._centers is self._values else pick(self._centers)
+        return DPArray(pick(self._values), self._forms.take(rows), self._integer, centers)
 
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, (int, np.integer)):
@@ -338,6 +352,8 @@ class DPArray(ExtensionArray):
                 index += len(self)
             if not 0 <= index < len(self):
                 raise IndexError("index out of range")
+            if np.isnan(self._values[index]):
+                return np.nan  # a missing cell is the dtype's missing value, as pandas gives it
             return DPValue(self._take_rows(np.array([index])))
         if isinstance(item, tuple) and len(item) == 1:
             item = item[0]
@@ -360,7 +376,7 @@ class DPArray(ExtensionArray):
         order = np.arange(len(self))
         order[positions] = len(self) + np.arange(len(positions))
         taken = both._take_rows(order)
-        self._values, self._forms = taken._values, taken._forms
+        self._values, self._forms, self._centers = taken._values, taken._forms, taken._centers
         self._integer = self._integer and new._integer
 
     def isna(self) -> npt.NDArray[np.bool_]:
@@ -382,16 +398,23 @@ class DPArray(ExtensionArray):
             raise IndexError("index out of range")
         return self._take_rows(rows)
 
+    def tolist(self) -> list[float]:
+        """The plain released values (as ``to_numpy``; ``.dp.ci()`` gives their intervals)."""
+        values: list[float] = self._values.tolist()
+        return values
+
     def copy(self) -> DPArray:
         """A copy (the forms are immutable and shared)."""
-        return DPArray(self._values.copy(), self._forms, self._integer)
+        centers = None if self._centers is self._values else self._centers.copy()
+        return DPArray(self._values.copy(), self._forms, self._integer, centers)
 
     @classmethod
     def _concat_same_type(cls, to_concat: Sequence[DPArray]) -> DPArray:
         parts = list(to_concat)
         values = np.concatenate([p._values for p in parts]) if parts else np.array([])
+        centers = np.concatenate([p._centers for p in parts]) if parts else np.array([])
         forms = Forms.concat([p._forms for p in parts])
-        return DPArray(values, forms, all(p._integer for p in parts))
+        return DPArray(values, forms, all(p._integer for p in parts), centers)
 
     def _values_for_argsort(self) -> FloatArray:
         return self._values
@@ -411,8 +434,9 @@ class DPArray(ExtensionArray):
         return lambda cell: "<NA>" if not isinstance(cell, DPValue) else repr(cell)
 
     def round(self, decimals: int = 0, *args: Any, **kwargs: Any) -> DPArray:
-        """The values rounded (the intervals are the truth's, unchanged)."""
-        return DPArray(np.round(self._values, decimals), self._forms, self._integer)
+        """The values rounded for the eye (the intervals are the truth's, unchanged)."""
+        rounded = np.round(self._values, decimals)
+        return DPArray(rounded, self._forms, self._integer, self._centers)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         """As pandas: ``dp`` stays; numbers give the plain values (``.dp.raw``)."""
@@ -446,29 +470,27 @@ class DPArray(ExtensionArray):
             return NotImplemented
         first, second = (found, self) if reverse else (self, found)
         integer = first._integer and second._integer
+        apply = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
         with np.errstate(divide="ignore", invalid="ignore"):  # x / 0: inf or NaN, as pandas
-            values = {
-                "+": operator.add,
-                "-": operator.sub,
-                "*": operator.mul,
-                "/": operator.truediv,
-            }[op](first._values, second._values)
+            values = apply[op](first._values, second._values)
+            centers = apply[op](first._centers, second._centers)
         exact_first, exact_second = not first._forms.blocks, not second._forms.blocks
         if op in ("+", "-"):
             sign = 1.0 if op == "+" else -1.0
-            return DPArray(values, Forms.combine(first._forms, 1.0, second._forms, sign), integer)
+            forms = Forms.combine(first._forms, 1.0, second._forms, sign)
+            return DPArray(values, forms, integer, centers)
         if op == "*" and (exact_first or exact_second):
             constant, released = (first, second) if exact_first else (second, first)
             weights = _diagonal(constant._values)
             integer = integer and bool(np.all(constant._values == np.round(constant._values)))
-            return DPArray(values, released._forms.mixed(weights), integer)
+            return DPArray(values, released._forms.mixed(weights), integer, centers)
         if op == "/" and exact_second:
             with np.errstate(divide="ignore"):
                 weights = _diagonal(1.0 / second._values)
-            return DPArray(values, first._forms.mixed(weights), False)
+            return DPArray(values, first._forms.mixed(weights), False, centers)
         model = _QuotientModel(first, second, op)
-        block = Block(len(values), model=model, released=np.asarray(values, dtype=float))
-        return DPArray.of_block(values, block)
+        block = Block(len(values), model=model, released=np.asarray(centers, dtype=float))
+        return DPArray(values, Forms.of_block(block), False, centers)
 
     def __add__(self, other: Any) -> Any:
         return self._arith(other, "+")
@@ -495,7 +517,7 @@ class DPArray(ExtensionArray):
         return self._arith(other, "/", True)
 
     def __neg__(self) -> DPArray:
-        return DPArray(-self._values, self._forms.scaled(-1.0), self._integer)
+        return DPArray(-self._values, self._forms.scaled(-1.0), self._integer, -self._centers)
 
     def __pos__(self) -> DPArray:
         return self
@@ -576,7 +598,8 @@ class DPArray(ExtensionArray):
                 sparse = _sparse()
                 row = sparse.csr_array(weights.reshape(1, -1))
                 value = float(np.nansum(self._values) if skipna else self._values.sum())
-                one = DPArray([value], self._forms.mixed(row), self._integer)
+                center = float(np.nansum(self._centers) if skipna else self._centers.sum())
+                one = DPArray([value], self._forms.mixed(row), self._integer, [center])
                 if name == "mean":
                     count = float(present.sum())
                     one = one / count if count else DPArray([np.nan], Forms.exact(1))
@@ -595,10 +618,14 @@ class DPArray(ExtensionArray):
         if n * max(terms, 1) > _DENSE_LIMIT:
             _plain("cumsum of this many cells")
             return np.cumsum(self._values)
-        values = np.cumsum(np.nan_to_num(self._values)) if skipna else np.cumsum(self._values)
+
+        def running(array: FloatArray) -> FloatArray:
+            return np.cumsum(np.nan_to_num(array)) if skipna else np.cumsum(array)
+
         sparse = _sparse()
         lower = sparse.csr_array(np.tril(np.ones((n, n))))
-        return DPArray(values, self._forms.mixed(lower), self._integer)
+        forms = self._forms.mixed(lower)
+        return DPArray(running(self._values), forms, self._integer, running(self._centers))
 
     def rolling_sums(self, window: int) -> DPArray:
         """Sums over each window of ``window`` cells ending at each cell (NaN before it)."""
@@ -609,9 +636,13 @@ class DPArray(ExtensionArray):
         for i in range(window - 1, n):
             weights[i, i - window + 1 : i + 1] = 1.0
         sparse = _sparse()
-        sums = np.convolve(np.nan_to_num(self._values), np.ones(window))[:n]
-        values = np.where(np.arange(n) >= window - 1, sums, np.nan)
-        return DPArray(values, self._forms.mixed(sparse.csr_array(weights)), self._integer)
+
+        def windows(array: FloatArray) -> FloatArray:
+            sums = np.convolve(np.nan_to_num(array), np.ones(window))[:n]
+            return np.where(np.arange(n) >= window - 1, sums, np.nan)
+
+        forms = self._forms.mixed(sparse.csr_array(weights))
+        return DPArray(windows(self._values), forms, self._integer, windows(self._centers))
 
 
 def _diagonal(values: FloatArray) -> Any:
