@@ -193,7 +193,7 @@ class Session(engine_session.Session):
         found = self.__dict__.get("_sql_catalog")
         if found is None:
             found = self.__dict__["_sql_catalog"] = Catalog()
-        return found  # type: ignore[no-any-return]
+        return found
 
     def register(self, name: str, table: object) -> None:
         """Name a table for :meth:`sql`: a private frame of this session, or a public DataFrame.
@@ -204,7 +204,8 @@ class Session(engine_session.Session):
 
         Example:
             >>> session.register("cps", pf)  # doctest: +SKIP
-            >>> session.register("regions", pd.DataFrame({"region": [...], "pop_m": [...]}))  # doctest: +SKIP
+            >>> regions = pd.DataFrame({"region": ["south"], "pop_m": [126.0]})  # doctest: +SKIP
+            >>> session.register("regions", regions)  # doctest: +SKIP
         """
         self._sql_tables.register(name, table, self)
 

@@ -84,7 +84,8 @@ def run_sql(runner: Runner, catalog: Catalog, query: str, **options: Any) -> Any
         return explain(compiled)
     if compiled.shape == "nunique":
         argument = compiled.cells[0].argument
-        assert argument is not None and compiled.request is not None
+        assert argument is not None
+        assert compiled.request is not None
         released = tables.nunique(argument, compiled.request)
     else:
         released = runner.run(compiled.node)

@@ -174,7 +174,7 @@ def column_name(cell: Cell) -> str:
 
 
 def derived_columns(cells: list[Cell], frame: FrameHandle) -> dict[str, Any]:
-    """The columns to assign before grouping or combining: derived arguments, ``COUNT(*)``'s ones."""
+    """The columns assigned before grouping or combining: derived arguments, ``COUNT(*)``'s ones."""
     made: dict[str, Any] = {}
     for cell in cells:
         name = column_name(cell)
@@ -237,7 +237,9 @@ def node_of(
     for cell in cells:
         name = "median" if cell.statistic == "quantile" else _AGG_NAMES[cell.statistic]
         spec.setdefault(column_name(cell), []).append(name)
-    order = [(column_name(c), "median" if c.statistic == "quantile" else c.statistic) for c in cells]
+    order = [
+        (column_name(c), "median" if c.statistic == "quantile" else c.statistic) for c in cells
+    ]
     chosen = None
     if weights is not None:
         given = _weights(weights, len(cells))
@@ -251,7 +253,7 @@ def node_of(
 def _weights(weights: object, count: int) -> list[Any]:
     if isinstance(weights, (str, bytes)) or not hasattr(weights, "__iter__"):
         raise SQLRefusedError(f"weights= takes {count} positive integers, one per aggregate.")
-    given = list(weights)  # type: ignore[call-overload]
+    given = list(weights)  # type: ignore[call-overload,unused-ignore]
     if len(given) != count:
         raise SQLRefusedError(
             f"weights= takes {count} positive integers, one per aggregate in the order of "

@@ -34,7 +34,9 @@ def find_name(name: str, known: Iterable[str], what: str, quoted: bool = False) 
         return folded[0]
     if len(folded) > 1:
         shown = ", ".join(f'"{o}"' for o in folded)
-        raise SQLError(f"{what} {name!r} is ambiguous ({shown}): write it exactly, in double quotes.")
+        raise SQLError(
+            f"{what} {name!r} is ambiguous ({shown}): write it exactly, in double quotes."
+        )
     listed = ", ".join(options) if len(options) <= 12 else ", ".join(options[:12]) + ", ..."
     hint = suggestion(name, options)
     raise SQLError(f"Unknown {what} {name!r}.{hint} Known: {listed or 'none'}.")

@@ -69,7 +69,12 @@ class Compiled:
     @property
     def post_processed(self) -> bool:
         """True when HAVING, ORDER BY or LIMIT act on the answer."""
-        return self.having is not None or bool(self.order) or self.limit is not None or bool(self.offset)
+        return (
+            self.having is not None
+            or bool(self.order)
+            or self.limit is not None
+            or bool(self.offset)
+        )
 
 
 def _sql(node: exp.Expression) -> str:
@@ -139,7 +144,9 @@ def _group_keys(select: exp.Select, scope: Scope) -> _Keys:
         if isinstance(node, exp.Literal) and not node.is_string:
             position = int(str(node.this))
             if not 1 <= position <= len(items):
-                raise SQLRefusedError(f"GROUP BY {position}: the select list has {len(items)} items.")
+                raise SQLRefusedError(
+                    f"GROUP BY {position}: the select list has {len(items)} items."
+                )
             item = items[position - 1]
             target = item.this if isinstance(item, exp.Alias) else item
             name = item.alias if isinstance(item, exp.Alias) else None
@@ -177,12 +184,13 @@ class _Cells:
 
     def collect(self, node: exp.Expression) -> None:
         for found in node.find_all(exp.AggFunc, exp.WithinGroup, bfs=False):
-            if isinstance(found.parent, exp.WithinGroup):
+            if not isinstance(found, exp.Expression) or isinstance(found.parent, exp.WithinGroup):
                 continue
             text = _sql(found)
             if text in self.texts:
                 continue
-            if any(isinstance(a, (exp.AggFunc, exp.WithinGroup)) for a in found.iter_expressions()):
+            inner = [a for child in found.iter_expressions() for a in child.find_all(exp.AggFunc)]
+            if inner:
                 raise SQLRefusedError(f"{text}: an aggregate of an aggregate is not available.")
             cell = cell_of(found, self.scope)
             same = next((i for i, c in enumerate(self.cells) if c.identity == cell.identity), None)
@@ -307,4 +315,3 @@ def _check_single_answers(compiled: Compiled) -> None:
         compiled.post_processed or len(compiled.outputs) != 1
     ):
         raise SQLRefusedError("MODE(x) releases a key: ask it alone (SELECT MODE(x) FROM t).")
-

@@ -34,9 +34,7 @@ def _sqlglot() -> Any:
     try:
         import sqlglot
     except ImportError:
-        raise SQLError(
-            "SQL queries need the sqlglot parser: pip install 'dpframe[sql]'."
-        ) from None
+        raise SQLError("SQL queries need the sqlglot parser: pip install 'dpframe[sql]'.") from None
     return sqlglot
 
 

@@ -38,9 +38,7 @@ PRIVATE_JOINS = (
 
 def has_aggregate(node: exp.Expression) -> bool:
     """True when ``node`` holds an aggregate function (outside a subquery)."""
-    return any(
-        isinstance(found, exp.AggFunc) for found in node.find_all(exp.AggFunc, bfs=False)
-    )
+    return any(isinstance(found, exp.AggFunc) for found in node.find_all(exp.AggFunc, bfs=False))
 
 
 def _sql(node: exp.Expression) -> str:
@@ -96,7 +94,9 @@ def _key_pair(join: exp.Join, scope: Scope, public: pd.DataFrame, alias: str) ->
         )
     private_side = sides[1 - sides.index(on_public[0])]
     table = private_side.table or None
-    key = find_name(on_public[0].name, [str(c) for c in public.columns], "column of the public table")
+    key = find_name(
+        on_public[0].name, [str(c) for c in public.columns], "column of the public table"
+    )
     return scope.resolve(private_side.name, table), key
 
 
@@ -129,12 +129,18 @@ def _join(scope: Scope, join: exp.Join, catalog: Catalog, ctes: Mapping[str, Sco
     added = [str(c) for c in table.columns if c != key]
     clashes = {c for c in added if c in scope.frame.schema.names}
     names = [(t, n, f"{c}_x" if c in clashes else c) for t, n, c in scope.columns]
-    names += [(alias, str(c), f"{c}_y" if c in clashes else str(c)) for c in public.columns if c != public_key]
+    names += [
+        (alias, str(c), f"{c}_y" if c in clashes else str(c))
+        for c in public.columns
+        if c != public_key
+    ]
     names.append((alias, public_key, key))
     return Scope(frame, tuple(names))
 
 
-def common_tables(select: exp.Select, catalog: Catalog, ctes: Mapping[str, Scope]) -> dict[str, Scope]:
+def common_tables(
+    select: exp.Select, catalog: Catalog, ctes: Mapping[str, Scope]
+) -> dict[str, Scope]:
     """The CTEs of ``WITH`` (each a row-level transform), added to ``ctes``."""
     found = dict(ctes)
     with_ = select.args.get("with_") or select.args.get("with")
@@ -157,7 +163,7 @@ def relation(select: exp.Select, catalog: Catalog, ctes: Mapping[str, Scope]) ->
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         raise SQLRefusedError("SELECT without FROM: name a registered private table (FROM cps).")
-    private, public, alias = _source(from_.this, catalog, ctes)
+    private, _, alias = _source(from_.this, catalog, ctes)
     if private is None:
         raise SQLRefusedError(
             f"FROM {alias}: {alias!r} is a public table; query it with pandas or DuckDB, or JOIN "

@@ -81,7 +81,9 @@ def _is_count(intervals: object) -> bool:
 
 
 def _meta(released: Any) -> Any:
-    return released.attrs.get("dpframe") if isinstance(released, (pd.Series, pd.DataFrame)) else None
+    return (
+        released.attrs.get("dpframe") if isinstance(released, (pd.Series, pd.DataFrame)) else None
+    )
 
 
 def _parts(compiled: Compiled, released: Any) -> tuple[pd.Index, list[Part]]:
@@ -89,7 +91,9 @@ def _parts(compiled: Compiled, released: Any) -> tuple[pd.Index, list[Part]]:
     cells = compiled.cells
     if compiled.shape in ("single", "nunique"):
         if isinstance(released, Release):
-            part = Part(np.array([float(released)]), released.intervals, count=_is_count(released.intervals))
+            part = Part(
+                np.array([float(released)]), released.intervals, count=_is_count(released.intervals)
+            )
             return pd.RangeIndex(1), [part]
         meta = _meta(released)
         intervals = meta.intervals if isinstance(meta, GroupedRelease) else None
@@ -123,15 +127,25 @@ def _parts(compiled: Compiled, released: Any) -> tuple[pd.Index, list[Part]]:
             i = list(released.index).index(stat)
             j = list(released.columns).index(_label(cell))
             parts.append(
-                Part(released.to_numpy(dtype=float)[[i], j], intervals, column=j, rows=np.array([i]),
-                     count=cell.statistic == "count")
+                Part(
+                    released.to_numpy(dtype=float)[[i], j],
+                    intervals,
+                    column=j,
+                    rows=np.array([i]),
+                    count=cell.statistic == "count",
+                )
             )
         return pd.RangeIndex(1), parts
     columns = list(released.columns)
     for cell in cells:
         j = columns.index((_label(cell), names.get(cell.statistic, cell.statistic)))
         parts.append(
-            Part(released.to_numpy(dtype=float)[:, j], intervals, column=j, count=cell.statistic == "count")
+            Part(
+                released.to_numpy(dtype=float)[:, j],
+                intervals,
+                column=j,
+                count=cell.statistic == "count",
+            )
         )
     return released.index, parts
 
@@ -140,7 +154,13 @@ def _label(cell: Cell) -> str:
     return column_name(cell)
 
 
-def _evaluate(node: exp.Expression, columns: dict[str, np.ndarray], compiled: Compiled, cells: list[np.ndarray], size: int) -> np.ndarray:
+def _evaluate(
+    node: exp.Expression,
+    columns: dict[str, np.ndarray],
+    compiled: Compiled,
+    cells: list[np.ndarray],
+    size: int,
+) -> np.ndarray:
     """The value of a HAVING, ORDER BY or select-list formula on the released rows."""
     text = str(node.sql(dialect="duckdb"))
     if text in compiled.texts:
@@ -164,9 +184,17 @@ def _evaluate(node: exp.Expression, columns: dict[str, np.ndarray], compiled: Co
     if isinstance(node, exp.Neg):
         return -_evaluate(node.this, columns, compiled, cells, size)
     binary: dict[type[exp.Expression], Any] = {
-        exp.Add: np.add, exp.Sub: np.subtract, exp.Mul: np.multiply, exp.Div: np.divide,
-        exp.EQ: np.equal, exp.NEQ: np.not_equal, exp.LT: np.less, exp.LTE: np.less_equal,
-        exp.GT: np.greater, exp.GTE: np.greater_equal, exp.And: np.logical_and,
+        exp.Add: np.add,
+        exp.Sub: np.subtract,
+        exp.Mul: np.multiply,
+        exp.Div: np.divide,
+        exp.EQ: np.equal,
+        exp.NEQ: np.not_equal,
+        exp.LT: np.less,
+        exp.LTE: np.less_equal,
+        exp.GT: np.greater,
+        exp.GTE: np.greater_equal,
+        exp.And: np.logical_and,
         exp.Or: np.logical_or,
     }
     if type(node) in binary:
@@ -175,11 +203,14 @@ def _evaluate(node: exp.Expression, columns: dict[str, np.ndarray], compiled: Co
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(binary[type(node)](left, right))
     if isinstance(node, exp.Not):
-        return np.logical_not(_evaluate(node.this, columns, compiled, cells, size).astype(bool))
+        inner = _evaluate(node.this, columns, compiled, cells, size)
+        return np.asarray(np.logical_not(inner.astype(bool)))
     if isinstance(node, exp.In):
         subject = _evaluate(node.this, columns, compiled, cells, size)
         options = [_evaluate(v, columns, compiled, cells, size) for v in node.expressions]
-        return np.any([subject == o for o in options], axis=0) if options else np.zeros(size, bool)
+        if not options:
+            return np.zeros(size, bool)
+        return np.asarray(np.any([subject == o for o in options], axis=0))
     if isinstance(node, exp.Between):
         subject = _evaluate(node.this, columns, compiled, cells, size)
         low = _evaluate(node.args["low"], columns, compiled, cells, size)
@@ -210,11 +241,15 @@ def _columns(compiled: Compiled, index: pd.Index, cells: list[np.ndarray]) -> di
             found[output.name] = cells[output.cell]
     for output in compiled.outputs:
         if output.formula is not None:
-            found[output.name] = _evaluate(output.formula, {**keys, **found}, compiled, cells, len(index))
+            found[output.name] = _evaluate(
+                output.formula, {**keys, **found}, compiled, cells, len(index)
+            )
     return {**keys, **found}
 
 
-def _rows(compiled: Compiled, columns: dict[str, np.ndarray], cells: list[np.ndarray], size: int) -> np.ndarray:
+def _rows(
+    compiled: Compiled, columns: dict[str, np.ndarray], cells: list[np.ndarray], size: int
+) -> np.ndarray:
     """The rows HAVING keeps, in ORDER BY's order, after OFFSET and LIMIT."""
     rows = np.arange(size)
     if compiled.having is not None:
@@ -224,7 +259,9 @@ def _rows(compiled: Compiled, columns: dict[str, np.ndarray], cells: list[np.nda
         if isinstance(node, exp.Literal) and not node.is_string:
             position = int(str(node.this))
             if not 1 <= position <= len(compiled.outputs):
-                raise SQLRefusedError(f"ORDER BY {position}: the select list has {len(compiled.outputs)} items.")
+                raise SQLRefusedError(
+                    f"ORDER BY {position}: the select list has {len(compiled.outputs)} items."
+                )
             values = columns[compiled.outputs[position - 1].name]
         else:
             values = _evaluate(node, columns, compiled, cells, size)
@@ -238,14 +275,20 @@ def _rows(compiled: Compiled, columns: dict[str, np.ndarray], cells: list[np.nda
 def check_post_processing(compiled: Compiled) -> None:
     """Run HAVING, ORDER BY and the formulas on an empty answer: refuse what they cannot read."""
     empty = [np.zeros(0) for _ in compiled.cells]
-    index = pd.MultiIndex.from_arrays([[]] * len(compiled.keys)) if len(compiled.keys) > 1 else pd.Index([])
+    index = (
+        pd.MultiIndex.from_arrays([[]] * len(compiled.keys))
+        if len(compiled.keys) > 1
+        else pd.Index([])
+    )
     columns = _columns(compiled, index, empty)
     _rows(compiled, columns, empty, 0)
 
 
 def answer(compiled: Compiled, released: Any) -> Any:
     """The released object as the query's answer (see the module docstring)."""
-    single = len(compiled.outputs) == 1 and compiled.outputs[0].cell == 0 and len(compiled.cells) == 1
+    single = (
+        len(compiled.outputs) == 1 and compiled.outputs[0].cell == 0 and len(compiled.cells) == 1
+    )
     if single and compiled.group is None and not compiled.post_processed:
         return released
     index, parts = _parts(compiled, released)
@@ -264,10 +307,16 @@ def answer(compiled: Compiled, released: Any) -> Any:
     frame = pd.DataFrame(values, index=kept, columns=pd.Index(names))
     picked = Picked(tuple(parts[o.cell] if o.cell is not None else None for o in shown), rows)
     meta = _meta(released)
-    cost = getattr(released if isinstance(released, Release) else meta, "cost")
-    mechanism = getattr(released if isinstance(released, Release) else meta, "mechanism")
+    source = released if isinstance(released, Release) else meta
+    cost, mechanism = source.cost, source.mechanism
     query = " ".join(compiled.text.split())
     frame.attrs["dpframe"] = FrameRelease(
-        frame.index, frame.columns, cost, mechanism, query[:300], picked, frame.to_numpy(dtype=float)
+        frame.index,
+        frame.columns,
+        cost,
+        mechanism,
+        query[:300],
+        picked,
+        frame.to_numpy(dtype=float),
     )
     return frame

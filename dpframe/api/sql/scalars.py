@@ -220,7 +220,7 @@ def _cast(node: exp.Cast, scope: Scope) -> Value:
         value = inner.value
         converters: dict[str, Callable[[Any], Any]] = {
             "float": float,
-            "int": lambda v: int(round(float(v))),
+            "int": lambda v: round(float(v)),
             "str": str,
             "bool": bool,
         }
@@ -236,7 +236,10 @@ def _case(node: exp.Case, scope: Scope) -> Value:
     """
     if node.this is not None:  # CASE x WHEN 1 THEN ... : each WHEN compares x
         subject = node.this
-        branches = [(exp.EQ(this=subject.copy(), expression=i.this), i.args["true"]) for i in node.args["ifs"]]
+        branches = [
+            (exp.EQ(this=subject.copy(), expression=i.this), i.args["true"])
+            for i in node.args["ifs"]
+        ]
     else:
         branches = [(i.this, i.args["true"]) for i in node.args["ifs"]]
     values = [scalar(v, scope) for _, v in branches]
@@ -245,6 +248,7 @@ def _case(node: exp.Case, scope: Scope) -> Value:
     conds = [truth(c, scope) for c, _ in branches]
     columns_given = [v for v in (*values, other) if isinstance(v, SeriesHandle)]
     if not columns_given:
+        assert isinstance(other, Const)
         if other.value is None:  # no ELSE: start from the last branch, missing elsewhere
             *conds, last_cond = conds
             *values, last = values
@@ -321,7 +325,9 @@ def _function(node: exp.Expression, scope: Scope) -> Value:
         part = str(node.this.name).upper()
         return _date_part(part, _column(scalar(node.expression, scope), "EXTRACT"), node)
     if kind in _FUNCTION_PARTS:
-        return _date_part(_FUNCTION_PARTS[kind], _column(scalar(node.this, scope), _sql(node)), node)
+        return _date_part(
+            _FUNCTION_PARTS[kind], _column(scalar(node.this, scope), _sql(node)), node
+        )
     if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
         unit = str(node.args["unit"].name).upper().strip("'")
         freq = _PERIODS.get(unit)
@@ -341,7 +347,9 @@ def _date_part(part: str, series: SeriesHandle, node: exp.Expression) -> Value:
     field = _PARTS.get(part)
     if field is None:
         known = ", ".join([*_PARTS, *_WEEKDAYS])
-        raise SQLRefusedError(f"{_sql(node)}: the date part {part} is not available; one of {known}.")
+        raise SQLRefusedError(
+            f"{_sql(node)}: the date part {part} is not available; one of {known}."
+        )
     return cast(Value, getattr(_dates(series), field))
 
 
@@ -357,7 +365,7 @@ def _match(node: exp.Expression, scope: Scope) -> SeriesHandle:
 
 
 def _like(node: exp.Like | exp.ILike, scope: Scope) -> SeriesHandle:
-    """``LIKE`` (case-sensitive) and ``ILIKE`` as ``==``, ``.str.startswith``, ``endswith``, ``contains``."""
+    """``LIKE`` (case-sensitive) and ``ILIKE`` as ``==`` or ``.str`` matches (free)."""
     if node.args.get("escape") is not None:
         raise SQLRefusedError(f"{_sql(node)}: LIKE ... ESCAPE is not available.")
     series = _column(scalar(node.this, scope), "LIKE")
@@ -380,9 +388,7 @@ def _like(node: exp.Like | exp.ILike, scope: Scope) -> SeriesHandle:
         return cast(SeriesHandle, text.contains(inner, regex=False, na=False))
     if plain:  # '%' alone: every text value
         return columns.wrap(series, series.expr.notna())
-    regex = "".join(
-        ".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern
-    )
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
     return cast(SeriesHandle, text.contains(f"(?s)^{regex}$", regex=True, na=False))
 
 
@@ -407,7 +413,9 @@ def scalar(node: exp.Expression, scope: Scope) -> Value:
             return Const(None if inner.value is None else -inner.value)
         return columns.wrap(inner, -inner.expr)
     if type(node) in _ARITHMETIC:
-        return _binary(scalar(node.this, scope), scalar(node.expression, scope), _ARITHMETIC[type(node)])
+        return _binary(
+            scalar(node.this, scope), scalar(node.expression, scope), _ARITHMETIC[type(node)]
+        )
     if isinstance(node, exp.IntDiv):  # DuckDB's //: truncated toward zero, as (a / b).astype(int)
         left, right = scalar(node.this, scope), scalar(node.expression, scope)
         quotient = _binary(left, right, "/")
@@ -564,7 +572,7 @@ def _in(node: exp.In, scope: Scope, positive: bool) -> Value:
 
 
 def condition(node: exp.Expression, scope: Scope, clause: str) -> SeriesHandle | None:
-    """T(node) as a filter condition (None: always true); a condition that is never true is refused."""
+    """T(node) as a filter condition (None: always true); one that is never true is refused."""
     found = truth(node, scope)
     if isinstance(found, Const):
         if found.value:

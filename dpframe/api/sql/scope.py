@@ -48,9 +48,7 @@ class Scope:
         targets = list(dict.fromkeys(c for _, n, c in pairs if n == chosen))
         if len(targets) > 1:
             owners = ", ".join(t for t, n, _ in pairs if n == chosen)
-            raise SQLError(
-                f"Column {name!r} is in several tables ({owners}): write table.{name}."
-            )
+            raise SQLError(f"Column {name!r} is in several tables ({owners}): write table.{name}.")
         return targets[0]
 
     def column(self, name: str, table: str | None = None) -> SeriesHandle:
