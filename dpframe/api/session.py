@@ -10,7 +10,7 @@ import pandas as pd
 
 from dpframe.api.frame import PrivateFrame, frame_of
 from dpframe.api.handle import FrameHandle
-from dpframe.api.sql import Catalog, run_sql
+from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine import session as engine_session
 from dpframe.engine.loading import read_data
 from dpframe.plan.parameters import PrivacyUnit
@@ -218,6 +218,7 @@ class Session(engine_session.Session):
         rho: Any = None,
         privacy: Any = None,
         weights: Any = None,
+        tables: Mapping[str, object] | None = None,
     ) -> Any:
         """Answer a SQL query (DuckDB's dialect) with one release, built as its pandas spelling.
 
@@ -236,6 +237,10 @@ class Session(engine_session.Session):
         Accuracy: each aggregate as its facade method at its share of the
         request; ``dp.ci(answer)`` gives the intervals.
 
+        ``tables=`` names more private frames of this session for this query
+        only (``%%dpsql`` passes the notebook's variables); registered names
+        win, and anything but a private frame of this session is ignored.
+
         Returns:
             The facade's release for one aggregate without GROUP BY, else a
             DataFrame (one row per group, keys as the index) with intervals.
@@ -243,9 +248,13 @@ class Session(engine_session.Session):
         Raises:
             SQLSyntaxError, SQLRefusedError, SQLError: before anything is charged.
         """
+        require_parser()
+        from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
+
+        catalog = self._sql_tables if tables is None else self._sql_tables.with_frames(tables, self)
         return run_sql(
             self,
-            self._sql_tables,
+            catalog,
             query,
             epsilon=epsilon,
             delta=delta,

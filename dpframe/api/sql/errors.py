@@ -8,11 +8,12 @@ subclasses (a query is refused as any other invalid request).
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from collections.abc import Iterable
 
 from dpframe.errors import SchemaError
 
-__all__ = ["SQLError", "SQLRefusedError", "SQLSyntaxError", "suggestion"]
+__all__ = ["SQLError", "SQLRefusedError", "SQLSyntaxError", "require_parser", "suggestion"]
 
 
 class SQLError(SchemaError):
@@ -36,3 +37,9 @@ def suggestion(name: str, known: Iterable[str]) -> str:
         return ""
     shown = " or ".join(repr(lowered[c]) for c in close)
     return f" Did you mean {shown}?"
+
+
+def require_parser() -> None:
+    """Refuse, saying how to install it, when the SQL parser (sqlglot) is not installed."""
+    if importlib.util.find_spec("sqlglot") is None:
+        raise SQLError("SQL queries need the sqlglot parser: pip install 'dpframe[sql]'.")

@@ -20,6 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from dpframe.api.sql.errors import SQLError, SQLRefusedError, SQLSyntaxError
 
 __all__ = ["DIALECT", "Parsed", "parse"]
@@ -67,7 +70,6 @@ def parse(text: str) -> Parsed:
     """
     if not isinstance(text, str) or not text.strip():
         raise SQLError("session.sql() takes the text of one SELECT query.")
-    sqlglot = _sqlglot()
     explain = bool(_EXPLAIN.match(text))
     body = _EXPLAIN.sub("", text, count=1) if explain else text
     try:
@@ -87,8 +89,6 @@ def parse(text: str) -> Parsed:
             f"{len(statements)} statements: give one SELECT per query (run each separately)."
         )
     tree = statements[0]
-    from sqlglot import exp
-
     if isinstance(tree, exp.SetOperation):
         kind = type(tree).__name__.upper()
         raise SQLRefusedError(
