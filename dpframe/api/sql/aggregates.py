@@ -179,7 +179,8 @@ def derived_columns(cells: list[Cell], frame: FrameHandle) -> dict[str, Any]:
     for cell in cells:
         name = column_name(cell)
         if cell.argument is None:
-            made[name] = 1
+            if len(cells) > 1:  # alone, COUNT(*) is the frame's count or the groups' size
+                made[name] = 1
         elif not (isinstance(cell.argument.expr, Col) and name in frame.schema.names):
             made[name] = cell.argument
     return made

@@ -189,7 +189,12 @@ class _Cells:
             text = _sql(found)
             if text in self.texts:
                 continue
-            inner = [a for child in found.iter_expressions() for a in child.find_all(exp.AggFunc)]
+            inner = [
+                a
+                for child in found.iter_expressions()
+                for a in child.find_all(exp.AggFunc)
+                if not (isinstance(found, exp.WithinGroup) and a is found.this)
+            ]
             if inner:
                 raise SQLRefusedError(f"{text}: an aggregate of an aggregate is not available.")
             cell = cell_of(found, self.scope)
@@ -237,7 +242,7 @@ def compile_query(
     outputs: list[Output] = []
     for item in select.expressions:
         target = item.this if isinstance(item, exp.Alias) else item
-        name = item.alias if isinstance(item, exp.Alias) else _sql(item)
+        name = item.alias if isinstance(item, exp.Alias) else str(item.sql())
         if isinstance(target, exp.Column) and not isinstance(item, exp.Alias):
             name = target.name
         if not has_aggregate(target) and not isinstance(target, exp.WithinGroup):

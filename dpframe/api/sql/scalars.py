@@ -248,16 +248,8 @@ def _case(node: exp.Case, scope: Scope) -> Value:
     conds = [truth(c, scope) for c, _ in branches]
     columns_given = [v for v in (*values, other) if isinstance(v, SeriesHandle)]
     if not columns_given:
-        assert isinstance(other, Const)
-        if other.value is None:  # no ELSE: start from the last branch, missing elsewhere
-            *conds, last_cond = conds
-            *values, last = values
-            result = elementwise.where(
-                as_column(last, scope), _condition_of(last_cond, scope), float("nan")
-            )
-        else:
-            result = as_column(other, scope)
-    elif len(branches) == 1 and isinstance(values[0], SeriesHandle) and isinstance(other, Const):
+        return _case_of_constants(conds, [*values, other], scope)
+    if len(branches) == 1 and isinstance(values[0], SeriesHandle) and isinstance(other, Const):
         fill = float("nan") if other.value is None else other.value
         return elementwise.where(values[0], _condition_of(conds[0], scope), fill)
     elif isinstance(other, SeriesHandle) and len(columns_given) == 1:
@@ -270,6 +262,24 @@ def _case(node: exp.Case, scope: Scope) -> Value:
     for cond, value in zip(reversed(conds), reversed(values), strict=True):
         result = elementwise.mask(result, _condition_of(cond, scope), _constant(value, "THEN"))
     return result
+
+
+def _case_of_constants(conds: list[Value], results: list[Value], scope: Scope) -> SeriesHandle:
+    """A CASE whose results are constants: the number of the branch taken, mapped to its result.
+
+    ``0.mask(T(c_n), n)...mask(T(c_1), 1)`` numbers the first true branch
+    (0: the ELSE), and ``map({1: v_1, ..., 0: else})`` gives its value: the
+    results are the column's public keys (``map``'s labels), so it can be
+    grouped by; without ELSE (or ELSE NULL) a row no branch takes is missing.
+    """
+    branch = as_column(Const(0), scope)
+    for number, cond in reversed(list(enumerate(conds, start=1))):
+        branch = elementwise.mask(branch, _condition_of(cond, scope), number)
+    labels = {n: _constant(r, "THEN") for n, r in enumerate(results[:-1], start=1)}
+    default = _constant(results[-1], "ELSE")
+    if default is not None:
+        labels[0] = default
+    return recoding.map_values(branch, labels)
 
 
 def _condition_of(value: Value, scope: Scope) -> Any:
