@@ -41,7 +41,7 @@ class World:
 
 def clamped(data: pd.DataFrame) -> pd.DataFrame:
     """The raw rows with every bounded numeric column clamped to its declared bounds."""
-    out = data.copy()
+    out: pd.DataFrame = data.copy()
     for name, (low, high) in CPS1988_BOUNDS.items():
         out[name] = out[name].clip(low, high)
     return out
@@ -88,7 +88,8 @@ def _distance(values: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
     below = np.searchsorted(ordered, c, side="left")
     at_most = np.searchsorted(ordered, c, side="right")
     target = q * len(ordered)
-    return np.maximum.reduce([below - target, target - at_most, np.zeros(len(c))])
+    found: np.ndarray = np.maximum.reduce([below - target, target - at_most, np.zeros(len(c))])
+    return found
 
 
 def check_rank(released: float, values: np.ndarray, q: float, epsilon: float) -> None:
@@ -147,7 +148,7 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
         for i, key in enumerate(ours):
             if key not in rows:
                 continue  # a declared key no row has (DuckDB lists no such group)
-            expected = float(values.iloc[rows[key], j])
+            expected = float(values.to_numpy(dtype=float)[rows[key], j])
             low, high = intervals[(name, "low")].iloc[i], intervals[(name, "high")].iloc[i]
             released = float(answer.iloc[i, j])
             if np.isnan(low):

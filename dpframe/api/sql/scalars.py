@@ -252,7 +252,7 @@ def _case(node: exp.Case, scope: Scope) -> Value:
     if len(branches) == 1 and isinstance(values[0], SeriesHandle) and isinstance(other, Const):
         fill = float("nan") if other.value is None else other.value
         return elementwise.where(values[0], _condition_of(conds[0], scope), fill)
-    elif isinstance(other, SeriesHandle) and len(columns_given) == 1:
+    if isinstance(other, SeriesHandle) and len(columns_given) == 1:
         result = other
     else:
         raise SQLRefusedError(
