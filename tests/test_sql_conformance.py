@@ -150,7 +150,7 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
                 continue  # a declared key no row has (DuckDB lists no such group)
             expected = float(values.to_numpy(dtype=float)[rows[key], j])
             low, high = intervals[(name, "low")].iloc[i], intervals[(name, "high")].iloc[i]
-            released = float(answer.iloc[i, j])
+            released = float(answer.to_numpy(dtype=float)[i, j])
             if np.isnan(low):
                 if data is None:  # arithmetic of released values: no interval of its own
                     continue

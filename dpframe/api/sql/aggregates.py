@@ -120,12 +120,10 @@ def cell_of(node: exp.Expression, scope: Scope) -> Cell:
             "0 END), or move the condition to WHERE."
         )
     if isinstance(node, (exp.Min, exp.Max)):
-        which = "MIN" if isinstance(node, exp.Min) else "MAX"
-        q = "0" if which == "MIN" else "1"
+        which, q = ("MIN", "0.01") if isinstance(node, exp.Min) else ("MAX", "0.99")
         raise SQLRefusedError(
-            f"{text}: {which} is one private row's value; use PERCENTILE_CONT({q}.01) or "
-            f"({'0.99' if q == '1' else '0.01'}) WITHIN GROUP (ORDER BY x), or "
-            "pf['x'].approx_bounds(epsilon=...) for clamping bounds."
+            f"{text}: {which} is one private row's value; use PERCENTILE_CONT({q}) WITHIN GROUP "
+            "(ORDER BY x), or pf['x'].approx_bounds(epsilon=...) for clamping bounds."
         )
     if isinstance(node, exp.Count):
         inner = node.this

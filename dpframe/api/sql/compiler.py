@@ -140,6 +140,11 @@ def _group_keys(select: exp.Select, scope: Scope) -> _Keys:
     items = select.expressions
     aliases = {i.alias.lower(): i for i in items if isinstance(i, exp.Alias)}
     for node in group.expressions:
+        if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+            kind = type(node).__name__.upper()
+            raise SQLRefusedError(
+                f"GROUP BY {kind}: run one query per grouping (each is a release)."
+            )
         target, name = node, None
         if isinstance(node, exp.Literal) and not node.is_string:
             position = int(str(node.this))

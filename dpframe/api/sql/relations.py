@@ -178,6 +178,12 @@ def relation(select: exp.Select, catalog: Catalog, ctes: Mapping[str, Scope]) ->
         scope = _join(scope, join, catalog, ctes)
     where = select.args.get("where")
     if where is not None:
+        subquery = where.this.find(exp.Subquery)
+        if subquery is not None and not isinstance(subquery.parent, exp.In):
+            raise SQLRefusedError(
+                f"WHERE ... ({_sql(subquery.this)[:40]}...): a subquery as a value reads other "
+                "rows; subqueries per ID come with the issue 'Several tables, one person'."
+            )
         if has_aggregate(where.this):
             raise SQLRefusedError("An aggregate in WHERE: compare released values in HAVING.")
         found = condition(where.this, scope, "WHERE")
