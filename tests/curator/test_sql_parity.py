@@ -39,7 +39,9 @@ def catalog_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def remote(server: Server) -> Any:
     frame = dp.connect(server.url, token=ALICE).open("cps")
-    frame.session.register("regions", REGIONS)
+    session = frame.session
+    assert isinstance(session, dp.RemoteSession)
+    session.register("regions", REGIONS)
     return frame
 
 

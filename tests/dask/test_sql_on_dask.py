@@ -1,12 +1,14 @@
-"""The SQL conformance checks on the Dask backend (``on_dask``): the same nodes, the same answers."""
+"""The SQL conformance checks on the Dask backend (``on_dask``): same nodes, same answers."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 import dpframe as dp
-from tests.sql_cases import CASES
-from tests.test_sql_conformance import ask, build, check_scalar, check_table, options
+from tests.sql_cases import CASES, Case
+from tests.test_sql_conformance import World, ask, build, check_scalar, check_table, options
 
 pytestmark = [
     pytest.mark.usefixtures("on_dask"),
@@ -46,7 +48,15 @@ def test_sql_answers_and_nodes_on_dask() -> None:
         else:
             check_scalar(world, case, answer, reference.iloc[0, 0])
         if case.pandas is not None:
-            spelled = case.pandas
-            session = world.session
-            node = session.capture_node(lambda: session.sql(case.sql, **options(case)))
-            assert node == session.capture_node(lambda: spelled(world.tables, case.epsilon))
+            assert _node_of_sql(world, case) == _node_of_pandas(world, case)
+
+
+def _node_of_sql(world: World, case: Case) -> Any:
+    session = world.session
+    return session.capture_node(lambda: session.sql(case.sql, **options(case)))
+
+
+def _node_of_pandas(world: World, case: Case) -> Any:
+    spelled = case.pandas
+    assert spelled is not None
+    return world.session.capture_node(lambda: spelled(world.tables, case.epsilon))
