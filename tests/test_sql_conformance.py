@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from dpframe.api.sql.results import ColumnIntervals
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 from dpframe.mechanisms.quantiles import QUANTILE_BINS, rank_error
 from tests.dated_cps import BOUNDS, CATEGORIES, DTYPES, dated_cps, truth
@@ -140,7 +141,7 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
     ours = [_key(key) for key in answer.index]
     if "HAVING" in case.sql or "LIMIT" in case.sql or "ORDER BY" in case.sql:
         assert ours == keys, (case.name, ours, keys)
-    intervals = dp.ci(answer, LEVEL)
+    intervals = ColumnIntervals(answer, "mixed").interval(LEVEL)  # NaN: a quantile's column
     data = None
     if case.rows is not None:
         data = world.duck.execute(case.rows).df()
@@ -149,7 +150,7 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
             if key not in rows:
                 continue  # a declared key no row has (DuckDB lists no such group)
             expected = float(values.to_numpy(dtype=float)[rows[key], j])
-            low, high = intervals[(name, "low")].iloc[i], intervals[(name, "high")].iloc[i]
+            low, high = intervals[0][i, j], intervals[1][i, j]
             released = float(answer.to_numpy(dtype=float)[i, j])
             if np.isnan(low):
                 if data is None:  # arithmetic of released values: no interval of its own
