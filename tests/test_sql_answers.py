@@ -49,7 +49,8 @@ def test_order_limit_and_having_select_released_rows(session: dp.Session) -> Non
     values = ordered["n"].to_numpy(dtype=float)
     assert len(values) == 3 and np.all(np.diff(values) <= 0)
     kept = session.sql(
-        "SELECT region, AVG(wage) AS m FROM cps GROUP BY region HAVING m > 600 AND region <> 'west'",
+        "SELECT region, AVG(wage) AS m FROM cps GROUP BY region "
+        "HAVING m > 600 AND region <> 'west'",
         epsilon=1,
     )
     assert "west" not in kept.index

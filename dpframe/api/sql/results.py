@@ -101,10 +101,10 @@ def _cells(compiled: Compiled, released: Any) -> tuple[pd.Index, list[Any]]:
         return index, found
     names = {"quantile": "median"}
     if compiled.group is None:  # agg's table: aggregates x columns
-        rows, columns = list(released.index), list(released.columns)
+        statistics, columns = list(released.index), list(released.columns)
         picked = []
         for cell in cells:
-            i = rows.index(names.get(cell.statistic, cell.statistic))
+            i = statistics.index(names.get(cell.statistic, cell.statistic))
             picked.append(released.iloc[:, columns.index(column_name(cell))].array[[i]])
         return pd.RangeIndex(1), picked
     columns = list(released.columns)
