@@ -25,6 +25,12 @@ EXPECTED = {
     "budgets.ipynb": ["11th refused", "dpframe budget", "queries"],
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
     "synthetic.ipynb": ["pairs kept:", "95% CI", "synthetic copy", "tv_noise"],
+    "sql.ipynb": [
+        "%dpsql: SELECT * returns private rows",
+        "95% CI",
+        "HAVING/ORDER BY also release COUNT(*)",
+        "Difference:",
+    ],
 }
 
 #: Cells that end in a refusal on purpose (tagged raises-exception), per notebook.
@@ -34,6 +40,7 @@ REFUSALS = {"exploration.ipynb": 1}
 INTERVAL_TABLES = {
     "exploration.ipynb": ["dpframe-grouped", "dpframe-frame", "95% low"],
     "quickstart.ipynb": ["dpframe-grouped", "95% low"],
+    "sql.ipynb": ["dpframe-frame", "\\u00b1"],
 }
 
 #: PNG images each notebook must draw (the notebooks never force a backend, so in a
@@ -44,6 +51,7 @@ IMAGES = {
     "regression.ipynb": 2,
     "budgets.ipynb": 1,
     "synthetic.ipynb": 1,
+    "sql.ipynb": 1,
 }
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from dpframe.api.frame import PrivateFrame, frame_of
 from dpframe.api.handle import FrameHandle
+from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine import session as engine_session
 from dpframe.engine.loading import read_data
 from dpframe.plan.parameters import PrivacyUnit
@@ -182,4 +183,82 @@ class Session(engine_session.Session):
             privacy_unit=privacy_unit,
             max_rows_per_unit=max_rows_per_unit,
             max_groups_per_unit=max_groups_per_unit,
+        )
+
+    # -- SQL (docs/sql.md) ----------------------------------------------------
+
+    @property
+    def _sql_tables(self) -> Catalog:
+        """The tables this session's SQL queries name (created on first use)."""
+        found = self.__dict__.get("_sql_catalog")
+        if found is None:
+            found = self.__dict__["_sql_catalog"] = Catalog()
+        return found
+
+    def register(self, name: str, table: object) -> None:
+        """Name a table for :meth:`sql`: a private frame of this session, or a public DataFrame.
+
+        A public DataFrame is a lookup table: queries may JOIN it to a
+        private table (``DataFrame.merge`` of the facade, one row per key),
+        never select from it alone.  Registering a name again replaces it.
+
+        Example:
+            >>> session.register("cps", pf)  # doctest: +SKIP
+            >>> regions = pd.DataFrame({"region": ["south"], "pop_m": [126.0]})  # doctest: +SKIP
+            >>> session.register("regions", regions)  # doctest: +SKIP
+        """
+        self._sql_tables.register(name, table, self)
+
+    def sql(
+        self,
+        query: str,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+        weights: Any = None,
+        tables: Mapping[str, object] | None = None,
+    ) -> Any:
+        """Answer a SQL query (DuckDB's dialect) with one release, built as its pandas spelling.
+
+        ``SELECT region, AVG(wage) FROM cps WHERE education >= 12 GROUP BY region``
+        is ``pf[pf.education >= 12].groupby("region")["wage"].mean(...)``: the
+        same node, charged once.  ``EXPLAIN SELECT ...`` returns what
+        :meth:`explain` says of it, spending nothing.  See docs/sql.md.
+
+        Privacy: the request (``epsilon=``, or ``rho=``; ``delta=`` pays for
+        finding undeclared GROUP BY keys privately) is split equally over the
+        aggregates of the query (``weights=``: positive integers, one per
+        aggregate) in one charge; an aggregate used only by HAVING or ORDER BY
+        is released and charged too.  HAVING, ORDER BY and LIMIT act on the
+        released values (post-processing, free).
+
+        Accuracy: each aggregate as its facade method at its share of the
+        request; ``dp.ci(answer)`` gives the intervals.
+
+        ``tables=`` names more private frames of this session for this query
+        only (``%%dpsql`` passes the notebook's variables); registered names
+        win, and anything but a private frame of this session is ignored.
+
+        Returns:
+            The facade's release for one aggregate without GROUP BY, else a
+            DataFrame (one row per group, keys as the index) with intervals.
+
+        Raises:
+            SQLSyntaxError, SQLRefusedError, SQLError: before anything is charged.
+        """
+        require_parser()
+        from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
+
+        catalog = self._sql_tables if tables is None else self._sql_tables.with_frames(tables, self)
+        return run_sql(
+            self,
+            catalog,
+            query,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            privacy=privacy,
+            weights=weights,
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 from traitlets import Float, Unicode
@@ -84,7 +84,7 @@ def parse_categories(items: list[str]) -> dict[str, list[str]]:
 
 @magics_class
 class DPMagics(Magics):
-    """The dpframe magics: %dp_session, %dp_load, %dp_budget, %dp_ledger, %dp_explain.
+    """The dpframe magics: %dp_session, %dp_load, %dp_budget, %dp_ledger, %dp_explain, %%dpsql.
 
     Configure them with traitlets, e.g. ``c.DPMagics.ledger = "/path/ledger.sqlite"``.
     """
@@ -141,6 +141,8 @@ class DPMagics(Magics):
         self.panels.clear()
         self.session = None
         self.pending = None
+        if self.shell is not None:  # the cell magic goes with the extension
+            self.shell.magics_manager.magics["cell"].pop("dpsql", None)
 
     @magic_arguments()
     @argument("--epsilon", type=float, default=None, help="Total epsilon of the session.")
@@ -372,6 +374,69 @@ class DPMagics(Magics):
         except SyntaxError:
             self._fail("dp_explain", MagicInputError("give one Python expression."))
         return None
+
+    @magic_arguments()
+    @argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="epsilon of this query, split over its aggregates.",
+    )
+    @argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="delta to find GROUP BY keys that are not declared (Gaussian DP: from the reserve).",
+    )
+    @argument("--rho", type=float, default=None, help="rho of this query (zCDP sessions).")
+    @argument(
+        "--explain",
+        action="store_true",
+        help="What the query would cost and how accurate it would be; nothing is spent.",
+    )
+    @argument("--name", default=None, help="Variable to bind the answer to.")
+    @cell_magic
+    def dpsql(self, line: str, cell: str) -> Any:
+        """Answer the SQL query in the cell (DuckDB's dialect) with one release (docs/sql.md).
+
+        Tables: those registered with ``session.register(name, table)``
+        (public DataFrames only this way), and the session's private frames by
+        their variable names.  The query is the node its pandas spelling
+        builds, charged once; the meter updates as for any release.  Refusals
+        (before any charge) print one line.
+
+        Example::
+
+            %%dpsql --epsilon 0.3 --name by_region
+            SELECT region, AVG(wage) FROM pf WHERE education >= 12 GROUP BY region
+        """
+        try:
+            args = self.dpsql.parser.parse_args(split_words(line))
+        except MagicInputError as error:
+            self._fail("dpsql", error)
+            return None
+        session = self._require_session("dpsql")
+        if session is None:
+            return None
+        if args.name is not None and not args.name.isidentifier():
+            self._fail("dpsql", MagicInputError(f"{args.name!r} is not a valid variable name."))
+            return None
+        explained = cell.lstrip()[:7].upper() == "EXPLAIN"
+        query = f"EXPLAIN {cell}" if args.explain and not explained else cell
+        try:
+            found = session.sql(
+                query,
+                epsilon=args.epsilon,
+                delta=args.delta,
+                rho=args.rho,
+                tables=self._user_ns,
+            )
+        except dp.DPError as error:
+            self._fail("dpsql", error)
+            return None
+        if args.name is not None:
+            self._user_ns[args.name] = found
+        return found
 
 
 def split_line(line: str) -> list[str]:

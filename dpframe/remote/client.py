@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
@@ -202,6 +203,7 @@ class RemoteSession(Observable):
         self._listeners: list[Callable[[ReleaseEvent], None]] = []
         self._state = dict(state)
         self._limits = limits or ResourceLimits()
+        self._sql_catalog = Catalog()  # tables of sql(): private frames by name, public lookups
         #: The ledger id of the last release answered (None before any).
         self.last_release: int | None = None
 
@@ -336,6 +338,50 @@ class RemoteSession(Observable):
         answer["result"] = decode_response(answer["result"])
         return answer
 
+    def register(self, name: str, table: object) -> None:
+        """Name a table for :meth:`sql`: a frame opened from this session, or a public DataFrame.
+
+        The dataset a frame was opened from is registered under its catalog name already.
+        """
+        self._sql_catalog.register(name, table, self)
+
+    def sql(
+        self,
+        query: str,
+        *,
+        epsilon: Any = None,
+        delta: Any = None,
+        rho: Any = None,
+        privacy: Any = None,
+        weights: Any = None,
+        tables: Mapping[str, object] | None = None,
+    ) -> Any:
+        """Answer a SQL query as :meth:`dpframe.Session.sql` does (docs/sql.md).
+
+        The query is compiled here, in the analyst's process, to the release
+        node its pandas spelling builds; the curator receives that node only
+        (never the SQL text), charges and releases it.  HAVING, ORDER BY and
+        LIMIT act on the released values here.
+
+        Privacy and Accuracy: as :meth:`dpframe.Session.sql` (so is ``tables=``).
+        """
+        require_parser()
+        from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
+
+        catalog = (
+            self._sql_catalog if tables is None else self._sql_catalog.with_frames(tables, self)
+        )
+        return run_sql(
+            self,
+            catalog,
+            query,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            privacy=privacy,
+            weights=weights,
+        )
+
     def __repr__(self) -> str:
         return (
             f"RemoteSession({self._dataset!r} at {self._http.url}, {self.accounting} "
@@ -383,7 +429,9 @@ class Connection:
             {**info["budget"], "version": info.get("version")},
             _limits(info.get("limits")),
         )
-        return frame_of(FrameHandle(session, Source(dataset), schema))
+        frame = frame_of(FrameHandle(session, Source(dataset), schema))
+        session.register(dataset, frame)  # SELECT ... FROM <dataset>
+        return frame
 
     def __repr__(self) -> str:
         return f"Connection({self._http.url!r})"
