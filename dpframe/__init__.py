@@ -11,6 +11,7 @@ disclosure; only curator mode protects against a hostile one.
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+import dpframe.result_accessors  # noqa: F401  (registers the .dp accessors with pandas)
 from dpframe.api.frame import PrivateFrame
 from dpframe.api.functions import crosstab, cut, qcut
 from dpframe.api.groupby import PrivateGroupBy

@@ -105,7 +105,7 @@ def test_grouped_agg_has_pandas_shape(
     _close(got, want)
     assert got.index.name == "region"
     single = pf.groupby("region")["wage"].agg("mean", epsilon=BIG)
-    assert isinstance(single, pd.Series) and single.name == "mean"
+    assert isinstance(single, pd.Series) and single.name == "wage"  # as pandas (issue 30)
 
 
 def test_one_charge_split_over_the_cells_in_the_ledger_and_explain(cps: pd.DataFrame) -> None:

@@ -83,13 +83,15 @@ def test_groupby_returns_every_declared_key_in_order(rich: dp.Session) -> None:
     means = pf.groupby("k")["x"].mean(epsilon=BIG)
     assert means["b"] == pytest.approx(2.0, abs=1e-4)
     assert means["a"] == pytest.approx(5.0, abs=1e-4)
-    assert 0 <= means["c"] <= 10  # empty group: a valid value, no error
+    assert np.isnan(means["c"])  # empty group: <NA>, as pandas (issue 30), never a bound
+    assert "too thin" in means.attrs["dpframe"].notes[0]
     variances = pf.groupby("k")["x"].var(epsilon=BIG)
     assert variances["b"] == pytest.approx(1.0, abs=1e-3)
-    assert 0 <= variances["c"] <= 25
-    intervals = dp.ci(means)
+    assert np.isnan(variances["c"])
+    intervals = dp.ci(means).loc[["b", "a"]]
     assert list(intervals.columns) == ["low", "high"]
-    assert (intervals["low"] <= means).all() and (means <= intervals["high"]).all()
+    shown = means.loc[["b", "a"]]
+    assert (intervals["low"] <= shown).all() and (shown <= intervals["high"]).all()
 
 
 def test_groupby_several_keys(rich: dp.Session, cps: pd.DataFrame) -> None:

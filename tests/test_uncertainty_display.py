@@ -81,8 +81,12 @@ def test_grouped_results_display_with_their_intervals(pf: dp.PrivateFrame, html_
         assert f"<th>{key}</th><td>{text}</td><td>{low_text}</td><td>{high_text}</td>" in page
     sizes = pf.groupby(["ethnicity", "parttime"]).size(epsilon=1)
     assert "<th>cauc</th><th>yes</th><td>" in html_of(sizes)  # type: ignore[operator]
-    # a transformed copy is not the release: pandas' own display (text)
-    assert html_of(by_region * 2) is None  # type: ignore[operator]
+    # a transformed copy keeps its intervals (issue 30), its caption says it is derived
+    doubled = html_of(by_region * 2)  # type: ignore[operator]
+    assert "derived from mean(wage) by region" in doubled
+    low, high = intervals.loc["west"]
+    text, low_text, high_text = shown_interval(2 * float(by_region["west"]), 2 * low, 2 * high)
+    assert f"<th>west</th><td>{text}</td><td>{low_text}</td><td>{high_text}</td>" in doubled
     assert html_of(pd.Series([1.0])) is None  # type: ignore[operator]
     plain = pd.DataFrame({"a": [1]})
     assert html_of(plain) == plain._repr_html_()  # type: ignore[operator]

@@ -1,46 +1,74 @@
 """Results with their uncertainty on screen: IPython display formatters for released tables.
 
-Grouped results are plain pandas Series and ``describe()`` a plain DataFrame
-(so everything pandas does keeps working); what marks them as released is
-their ``attrs["dpframe"]`` metadata.  These formatters, registered by
-``%load_ext dpframe``, draw such a result as a table of ``value ± half-width``
-(two significant digits of the 95% half-width; counts as whole numbers) with
-the interval's ends, under a caption naming the query and its cost.  A Series
-or DataFrame that is not a release, or no longer equals the released one,
-keeps pandas' own display.  Post-processing of released values: free.
+Released Series and DataFrames hold ``dp`` columns, which show ``value ±
+half-width`` in any kernel on their own.  These formatters, registered by
+``%load_ext dpframe``, draw them as richer tables: ``value ± half-width``
+(two significant digits of the 95% half-width; counts as whole numbers)
+beside the interval's ends, under a caption naming the query, its cost and
+any note (groups too thin to show a value).  They work after pandas steps
+too (``sort_values``, ``head``, arithmetic): every cell carries its own
+interval.  A Series or DataFrame that is not a release keeps pandas' own
+display.  Post-processing of released values: free.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.answers import DPArray
 from dpframe.mechanisms.display import LEVEL, frame_table_html, grouped_table_html
 from dpframe.mechanisms.results import FrameRelease, GroupedRelease, is_count
 
 __all__ = ["frame_html", "install", "series_html", "uninstall"]
 
 
+def _caption(meta: object, fallback: str, derived: bool = False) -> str:
+    """The query, cost and mechanism of a release's metadata, and its notes.
+
+    ``derived``: the values shown are post-processed from the release (sorted,
+    scaled, edited): the caption says so.
+    """
+    source = "derived from " if derived else ""
+    if isinstance(meta, GroupedRelease):
+        text = f"{source}{meta.query} · cost {meta.cost} · {meta.mechanism}"
+        return " · ".join([text, *meta.notes])
+    if isinstance(meta, FrameRelease):
+        return f"{source}{meta.query} · cost {meta.cost} · ± is the {LEVEL:.0%} half-width"
+    return fallback
+
+
 def series_html(series: pd.Series) -> str | None:
-    """HTML of a released grouped Series with its intervals; None otherwise (pandas' text)."""
+    """HTML of a released Series with its intervals; None otherwise (pandas' text)."""
+    array = series.array
     meta = series.attrs.get("dpframe")
+    name = str(series.name) if series.name is not None else "value"
+    if isinstance(array, DPArray):
+        try:
+            low, high = array.intervals(LEVEL)
+        except DPError:  # a quantile's accuracy is a rank error, not a value interval
+            return None
+        derived = isinstance(meta, GroupedRelease) and not meta.matches(series)
+        caption = _caption(meta, f"released values · ± is the {LEVEL:.0%} half-width", derived)
+        return grouped_table_html(
+            array.values, low, high, series.index, name, caption, integer=array.integer
+        )
     if not isinstance(meta, GroupedRelease) or not meta.matches(series):
         return None
     try:
         low, high = meta.intervals.interval(LEVEL)
-    except DPError:  # quantiles: their accuracy is a rank error, not a value interval
+    except DPError:
         return None
-    caption = f"{meta.query} · cost {meta.cost} · {meta.mechanism}"
-    name = str(series.name) if series.name is not None else "value"
     return grouped_table_html(
         series.to_numpy(dtype=float),
         low,
         high,
         series.index,
         name,
-        caption,
+        _caption(meta, ""),
         integer=is_count(meta.intervals),
     )
 
@@ -48,12 +76,31 @@ def series_html(series: pd.Series) -> str | None:
 def frame_html(frame: pd.DataFrame) -> str | None:
     """HTML of a released DataFrame with its intervals; pandas' own HTML otherwise."""
     meta = frame.attrs.get("dpframe")
-    if not isinstance(meta, FrameRelease) or not meta.matches(frame):
+    columns = range(len(frame.columns))
+    released = [j for j in columns if isinstance(frame.iloc[:, j].array, DPArray)]
+    if not released and not (isinstance(meta, FrameRelease) and meta.matches(frame)):
         own: str | None = getattr(frame, "_repr_html_")()  # noqa: B009 (a column to mypy)
         return own
-    low, high = meta.intervals.interval(LEVEL)
-    caption = f"{meta.query} · cost {meta.cost} · ± is the {LEVEL:.0%} half-width"
-    return frame_table_html(frame, low, high, caption, integer_cells=is_count(meta.intervals))
+    if not released:  # an older release's metadata (plain values that still match)
+        assert isinstance(meta, FrameRelease)
+        lows, highs = meta.intervals.interval(LEVEL)
+    else:
+        lows = np.full(frame.shape, np.nan)
+        highs = np.full(frame.shape, np.nan)
+        for j in released:
+            array = frame.iloc[:, j].array
+            assert isinstance(array, DPArray)
+            try:
+                lows[:, j], highs[:, j] = array.intervals(LEVEL)
+            except DPError:  # a quantile's rank error: its cells show the value alone
+                continue
+    plain = frame.dp.raw
+    integer = len(released) == len(frame.columns) and all(
+        getattr(frame.iloc[:, j].array, "integer", False) for j in columns
+    )
+    derived = isinstance(meta, FrameRelease) and not meta.matches(frame)
+    caption = _caption(meta, f"released values · ± is the {LEVEL:.0%} half-width", derived)
+    return frame_table_html(plain, np.asarray(lows), np.asarray(highs), caption, integer)
 
 
 def install(shell: Any) -> None:

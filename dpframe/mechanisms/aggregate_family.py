@@ -28,7 +28,7 @@ from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.results import GroupedRelease, Release, UndeclaredRows, grouped_series
 from dpframe.mechanisms.undeclared import UndeclaredNoise, release_undeclared
 from dpframe.noise import SecureRandom
-from dpframe.plan.expressions import Bucket
+from dpframe.plan.expressions import Bucket, Col
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import Budget
 
@@ -114,6 +114,7 @@ class AggregateFamily(Family[Aggregate]):
             outside = undeclared_release(agg, extra, float(rows[0]), run.rng)
         result = release_aggregate(agg, exact, run.allocation, run.rng, planned)
         if agg.by:
+            shown, notes = thin_groups(agg.statistic, result.values, result.intervals)
             meta = GroupedRelease(
                 group_index(agg),
                 run.cost,
@@ -123,8 +124,9 @@ class AggregateFamily(Family[Aggregate]):
                 result.intervals,
                 run.rho,
                 undeclared=outside,
+                notes=notes,
             )
-            series = grouped_series(result.values, meta, agg.statistic)
+            series = grouped_series(shown, meta, pandas_name(agg))
             return series, f"{len(result.values)} groups"
         value = float(result.values[0])
         release = Release(
@@ -141,3 +143,44 @@ class AggregateFamily(Family[Aggregate]):
     def explain(self, node: Aggregate, asked: Asked) -> Explanation:
         """Each measure's noise and 95% half-width, and the accuracy floor."""
         return explain_aggregate(node, asked)
+
+
+def pandas_name(agg: Aggregate) -> str | None:
+    """The name pandas gives this grouped result: the column's (``grouped["wage"].mean()``).
+
+    A count of rows (``size()``) has none; a derived expression keeps its text.
+    """
+    if agg.expr is None:
+        return None
+    return agg.expr.name if isinstance(agg.expr, Col) else str(agg.expr)
+
+
+#: A group's mean is shown when its noisy count clears this one-sided quantile of the count noise.
+THIN_LEVEL = 0.95
+
+
+def thin_groups(
+    statistic: str, values: np.ndarray, intervals: IntervalModel
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Means, variances and deviations of groups too thin to tell from empty, as missing.
+
+    A group is too thin when its released (noisy) count is at most the count
+    noise's one-sided 95% quantile: the released value of such a group is
+    mostly the clamping bounds' midpoint, so it is shown as ``<NA>`` (as
+    pandas shows an empty group), with a note.  Decided from released values
+    only: post-processing, free.
+    """
+    if statistic not in ("mean", "var", "std") or not intervals.noise:
+        return values, ()
+    noise = intervals.noise[0]
+    threshold = noise.abs_quantile(1 - 2 * (1 - THIN_LEVEL)) + noise.rounding
+    thin = np.asarray(intervals.noisy[0], dtype=float) <= threshold
+    if not thin.any():
+        return values, ()
+    shown = np.where(thin, np.nan, values)
+    groups = "group" if thin.sum() == 1 else "groups"
+    note = (
+        f"{int(thin.sum())} {groups} too thin to show a {statistic} (noisy count at most "
+        f"{threshold:.3g}, the count noise's one-sided {THIN_LEVEL:.0%} quantile): <NA>."
+    )
+    return shown, (note,)

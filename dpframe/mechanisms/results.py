@@ -254,6 +254,8 @@ class GroupedRelease:
 
     ``undeclared`` holds the noisy count of the rows whose key is outside the
     declared ones (None when the group-by has no such cell: discovered keys).
+    ``notes`` are said once under the result (in its caption): e.g. which
+    groups were too thin to show a value.
     """
 
     index: pd.Index
@@ -265,6 +267,7 @@ class GroupedRelease:
     rho: Fraction | None = None
     values: np.ndarray | None = None
     undeclared: UndeclaredRows | None = None
+    notes: tuple[str, ...] = ()
 
     def matches(self, series: pd.Series) -> bool:
         """True when ``series`` still holds exactly the released values and keys."""
@@ -432,7 +435,7 @@ def answer_array(values: Any, intervals: Any, integer: bool | None = None) -> DP
     return DPArray.of_block(released, block, shown_integer)
 
 
-def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str) -> pd.Series:
+def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str | None) -> pd.Series:
     """Build the public Series of a grouped release (``dp`` dtype, metadata in ``attrs``)."""
     released = np.asarray(values, dtype=float)
     series: pd.Series = pd.Series(

@@ -111,7 +111,11 @@ def value_counts_node(series: SeriesHandle, request: PrivacyRequest) -> Aggregat
 
 
 def value_counts_result(counts: pd.Series, sort: bool, normalize: bool) -> pd.Series:
-    """Sorted by count (``sort``) and as shares (``normalize``): post-processing, free."""
+    """Sorted by count (``sort``) and as shares (``normalize``): post-processing, free.
+
+    Named ``count`` (``proportion`` for shares), as pandas names it.
+    """
+    counts = counts.rename("count")
     if sort:
         order = np.argsort(-counts.to_numpy(), kind="stable")
         sorted_counts: pd.Series = counts.iloc[order]
