@@ -49,8 +49,9 @@ def _no_real_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test ever writes the user's real ledger."""
+    """No test ever writes the user's real ledger or key."""
     monkeypatch.setenv("DPFRAME_LEDGER", str(tmp_path / "default-ledger.sqlite"))
+    monkeypatch.setenv("DPFRAME_KEY", str(tmp_path / "config" / "dpframe" / "key"))
 
 
 @pytest.fixture(scope="session")
