@@ -36,21 +36,22 @@ import pandas as pd
 
 from dpframe.errors import SchemaError
 
-__all__ = ["KINDS", "KIND_SALTS", "ColumnHasher", "number_hashes", "value_kind"]
+__all__ = ["KINDS", "KIND_OFFSETS", "ColumnHasher", "number_hashes", "value_kind"]
 
 U64 = npt.NDArray[np.uint64]
 
 #: The kinds of values a cell hash tells apart.
 KINDS = ("number", "date", "duration", "text")
 
-#: Xored into a row's cell hashes of each kind before they are added: dates and
-#: durations are int64 nanoseconds, hashed like integers (numbers and text are hashed
-#: by different functions already).
-KIND_SALTS = {
-    "number": np.uint64(0),
-    "date": np.uint64(0xBB67AE8584CAA73B),
-    "duration": np.uint64(0x3C6EF372FE94F82B),
-    "text": np.uint64(0),
+#: Added to every cell hash of each kind (never 0: pandas hashes 0, 0.0 and False to 0,
+#: which would add nothing; and dates and durations are hashed like their integers).
+#: They are added where it costs nothing: ``n`` times to a column's sum, and once per
+#: column to the salt of a row's hash (see :mod:`dpframe.backends.data_sketch`).
+KIND_OFFSETS = {
+    "number": 0x9E3779B97F4A7C15,
+    "date": 0xBB67AE8584CAA73B,
+    "duration": 0x3C6EF372FE94F82B,
+    "text": 0xA54FF53A5F1D36F1,
 }
 
 #: Xored into the hash of a number that is not an integer (kept apart from the integers').
@@ -162,7 +163,7 @@ class ColumnHasher:
             self._mode = "shared"  # pandas hashes the UTC nanoseconds
 
     def block(self, start: int, stop: int, fold: Callable[[U64], None] | None = None) -> U64:
-        """The cell hashes of rows ``start:stop``, unsalted (see :meth:`SketchKey.salts`).
+        """The cell hashes of rows ``start:stop`` (before :data:`KIND_OFFSETS`).
 
         Args:
             start: the first row.

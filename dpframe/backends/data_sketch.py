@@ -56,7 +56,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.backends.cell_hashes import KIND_SALTS, ColumnHasher
+from dpframe.backends.cell_hashes import KIND_OFFSETS, ColumnHasher
+from dpframe.errors import InvalidArgumentError
 
 __all__ = [
     "BLOCK_ROWS",
@@ -120,7 +121,9 @@ class SketchKey:
 
     def __post_init__(self) -> None:
         if len(self.secret) != 32:
-            raise ValueError("A sketch key is 32 bytes.")
+            raise InvalidArgumentError(
+                f"A sketch key is 32 bytes, not {len(self.secret)}: pass the key file's secret."
+            )
         for name in ("identity", "tags", "digests"):
             object.__setattr__(self, f"_{name}", _subkey(self.secret, name))
         object.__setattr__(self, "row_salt", _word(self.secret, "row"))
@@ -306,16 +309,18 @@ def partial_sketch(
     """
     columns = [ColumnHasher(str(name), frame[name]) for name in frame.columns]
     out = PartialSketch(columns={c.name: _ColumnPartial(c.kind) for c in columns})
+    # Each cell hash plus its kind's offset, added up: the row sum takes the offsets
+    # once per column (folded into its salt), a column's sum once per row.
+    shape = sum(KIND_OFFSETS[c.kind] for c in columns) % (1 << 64)
+    salt = np.uint64(int(row_salt) ^ shape)
     for start, stop in _blocks(len(frame), block_rows):
         rows: _U64 | None = None
         fold = None if fingerprint is None else _Combine(stop - start, len(columns))
         for column in columns:
             cells = column.block(start, stop, fold)
-            salt = KIND_SALTS[column.kind]
-            if salt:
-                np.bitwise_xor(cells, salt, out=cells)
             part = out.columns[column.name]
-            part.total = (part.total + int(cells.sum(dtype=np.uint64))) % (1 << 64)
+            offsets = (stop - start) * KIND_OFFSETS[column.kind]
+            part.total = (part.total + int(cells.sum(dtype=np.uint64)) + offsets) % (1 << 64)
             if part.open:
                 part.bottom.add(cells)
                 part.open = _still_distinct(part.bottom)
@@ -326,7 +331,7 @@ def partial_sketch(
         if fold is not None:
             fingerprint.update(fold.finish().tobytes())
         if rows is not None:
-            np.bitwise_xor(rows, row_salt, out=rows)
+            np.bitwise_xor(rows, salt, out=rows)
             np.multiply(rows, _ROW_MULTIPLIER, out=rows)
             out.rows.add(rows)
     return out

@@ -266,10 +266,10 @@ def _warn(ledger: Ledger, session: str, alike: dict[str, _Alike]) -> None:
 
 
 def _resemblance(alike: _Alike) -> str:
-    parts = []
     if alike.same:
-        parts.append("the same data")
-    elif alike.rows > 0:
+        return "the same data"
+    parts = []
+    if alike.rows > 0:
         parts.append(f"rows in common: about {alike.rows:.0%}")
     if alike.columns:
         parts.append(f"matching columns: {', '.join(sorted(alike.columns))}")
