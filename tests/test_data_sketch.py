@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import tracemalloc
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,8 +46,9 @@ def _cells(values: pd.Series) -> list[int]:
 
 
 def _every_dtype() -> pd.DataFrame:
-    dates = pd.to_datetime(["2020-01-01 00:00", None, "2021-05-05 10:00", "2022-01-01 00:00"] * 3)
-    return pd.DataFrame(
+    stamps: list[Any] = ["2020-01-01 00:00", None, "2021-05-05 10:00", "2022-01-01 00:00"]
+    dates = pd.to_datetime(stamps * 3)
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "float": [1.0, 2.5, None, -0.0] * 3,
             "int": [1, -2, 3, 4] * 3,
@@ -68,6 +70,7 @@ def _every_dtype() -> pd.DataFrame:
             "complex": [1 + 2j, 3, 4, 5] * 3,
         }
     )
+    return frame
 
 
 # -- the fingerprint, in the same pass --------------------------------------------------------
@@ -106,7 +109,7 @@ def test_unhashable_cells_are_refused_with_the_column_name() -> None:
 
 def test_numbers_agree_whatever_their_storage() -> None:
     ints = pd.Series([1, 2, 3, -4])
-    same = [
+    same: list[pd.Series] = [
         ints.astype(float),
         ints.astype("Int64"),
         ints.astype("int8"),
@@ -123,17 +126,22 @@ def test_numbers_agree_whatever_their_storage() -> None:
 
 
 def test_dates_texts_and_kinds() -> None:
-    stamps = pd.Series(pd.to_datetime(["2020-01-01 10:00", None]))
-    for other in (
+    when: list[Any] = ["2020-01-01 10:00", None]
+    stamps = pd.Series(pd.to_datetime(when))
+    others: list[pd.Series] = [
         stamps.dt.tz_localize("UTC"),
         stamps.dt.tz_localize("UTC").dt.tz_convert("Europe/Paris"),
         stamps.astype("datetime64[s]"),
         stamps.astype("category"),
-    ):
-        assert _cells(other) == _cells(stamps)
+    ]
+    assert all(_cells(other) == _cells(stamps) for other in others)
     text = pd.Series(["a", None, "b"])
-    for other in (text.astype(object), text.astype("category"), text.astype("string[python]")):
-        assert _cells(other) == _cells(text)
+    texts: list[pd.Series] = [
+        text.astype(object),
+        text.astype("category"),
+        text.astype("string[python]"),
+    ]
+    assert all(_cells(other) == _cells(text) for other in texts)
     ones = sketch_frame(pd.DataFrame({"x": [1, 2]}), KEY)
     assert (
         ones.columns["x"].digest
@@ -257,7 +265,7 @@ def test_the_pass_keeps_well_under_64_mib_per_million_row_columns() -> None:
         {
             "key": pd.Series(rng.choice([f"k{i}" for i in range(1000)], n), dtype="str"),
             "group": pd.Categorical.from_codes(
-                rng.integers(0, 50, n), [f"g{i}" for i in range(50)]
+                rng.integers(0, 50, n), pd.Index([f"g{i}" for i in range(50)])
             ),
         }
     )
@@ -277,12 +285,13 @@ def test_legacy_digests_are_the_same_chunked(cps: pd.DataFrame) -> None:
     commit d40338c (which normalized whole columns): an older ledger's digests
     must still be recognized.
     """
+    days: list[Any] = ["2020-01-01", None, "2021-01-01", "2020-01-01"]
     frame = pd.DataFrame(
         {
             "n": [1, 2, None, 4],
             "t": pd.Series(["a", None, "b", "a"], dtype="category"),
             "b": [True, False, True, True],
-            "d": pd.to_datetime(["2020-01-01", None, "2021-01-01", "2020-01-01"]),
+            "d": pd.to_datetime(days),
         }
     )
     assert column_digests(frame) == {

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -135,7 +136,7 @@ def _reloaded_after_dropna(frame: pd.DataFrame, folder: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-COPIES = {
+COPIES: dict[str, Callable[[pd.DataFrame, Path], pd.DataFrame]] = {
     "one row dropped": lambda df, _: df.drop(index=df.index[17]),
     "a 99% sample": lambda df, _: df.sample(frac=0.99, random_state=4),
     "one row appended": lambda df, _: pd.concat([df, df.iloc[[3]].assign(wage=1234.5)]),
@@ -195,7 +196,7 @@ def _unrelated(cps: pd.DataFrame) -> pd.DataFrame:
     """A table of the same shape and columns whose rows are other people's."""
     rng = np.random.default_rng(11)
     n = len(cps)
-    return pd.DataFrame(
+    data: pd.DataFrame = pd.DataFrame(
         {
             "wage": np.round(rng.lognormal(6.0, 0.7, n), 2),
             "education": rng.integers(0, 19, n),
@@ -206,6 +207,7 @@ def _unrelated(cps: pd.DataFrame) -> pd.DataFrame:
             "parttime": rng.choice(["yes", "no"], n),
         }
     )
+    return data
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,8 @@ def clinic() -> pd.DataFrame:
     rng = np.random.default_rng(27)
     hiv = np.zeros(N, dtype=bool)
     hiv[rng.choice(N, POSITIVES, replace=False)] = True
-    return pd.DataFrame({"age": rng.integers(18, 90, N), "hiv": hiv})
+    data: pd.DataFrame = pd.DataFrame({"age": rng.integers(18, 90, N), "hiv": hiv})
+    return data
 
 
 # -- the attacker's tools: dpframe's digest functions, and every value in a folder ------------

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpframe.accounting.ledger import Ledger
+from dpframe.backends.data_sketch import SketchKey
 from dpframe.errors import LedgerError
 
 __all__ = ["ScrubReport", "holds_unkeyed", "rekey", "scrub", "scrub_file", "unkeyed_matches"]
@@ -130,9 +132,6 @@ def scrub_file(path: str | Path) -> ScrubReport:
         LedgerError: there is no ledger at ``path``, or it cannot be opened
             (not a ledger, damaged, newer schema: left unchanged).
     """
-    from dpframe.accounting.ledger import Ledger  # the ledger imports this module's neighbours
-    from dpframe.backends.data_sketch import SketchKey
-
     file = Path(path)
     if not file.is_file():
         raise LedgerError(f"There is no ledger file at {file}; pass the path of a ledger.")

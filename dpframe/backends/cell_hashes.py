@@ -81,8 +81,7 @@ def _hash(values: Any) -> U64:
 
     ``values`` is an ndarray or an extension array (what a column holds).
     """
-    hashed: U64 = pd.util.hash_array(values)
-    return hashed
+    return np.asarray(pd.util.hash_array(values), dtype=np.uint64)
 
 
 def number_hashes(floats: npt.NDArray[np.float64], hashed: U64 | None = None) -> U64:
@@ -178,7 +177,7 @@ class ColumnHasher:
         if self._tables is not None:
             codes = raw
             exact_table, cell_table = self._tables
-            cells = cell_table[codes]
+            cells: U64 = cell_table[codes]
             if fold is not None:
                 fold(cells if exact_table is cell_table else exact_table[codes])
             return cells

@@ -97,7 +97,8 @@ def _subkey(secret: bytes, name: str, size: int = 32) -> bytes:
 
 
 def _word(secret: bytes, name: str) -> np.uint64:
-    return np.uint64(int.from_bytes(_subkey(secret, name, 8), "little"))
+    word: np.uint64 = np.uint64(int.from_bytes(_subkey(secret, name, 8), "little"))
+    return word
 
 
 @dataclass(frozen=True)

@@ -373,8 +373,8 @@ class Session(Observable):
         )
         unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = check_groups(unit, max_groups_per_unit)
-        data = identify(self._ledger, backend, df) if identity is None else None
-        dataset = identity if data is None else data.identity
+        data = None if identity is not None else identify(self._ledger, backend, df)
+        dataset = data.identity if data is not None else str(identity)  # named, or keyed
         fix_unit_setting(self._ledger, self._name, unit)  # refused here: nothing charged
         if data is not None:
             check_other_sessions(self._ledger, self._name, data, df)

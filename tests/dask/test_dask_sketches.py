@@ -29,7 +29,7 @@ KEY = SketchKey(bytes(range(32)))
 def frame() -> pd.DataFrame:
     rng = np.random.default_rng(9)
     n = 4000
-    return pd.DataFrame(
+    data: pd.DataFrame = pd.DataFrame(
         {
             "id": np.arange(n),
             "score": rng.random(n),
@@ -37,6 +37,7 @@ def frame() -> pd.DataFrame:
             "flag": rng.random(n) < 0.3,
         }
     )
+    return data
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 7])
