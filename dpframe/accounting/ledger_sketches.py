@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,7 +110,10 @@ class SketchStore:
         if not self.path.exists():
             _create(self.path)
         self.messages = tighten_files(self.path)
-        self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+        self._lock = threading.Lock()  # one connection, used from any thread, one at a time
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False
+        )
         try:
             app = self._conn.execute("PRAGMA application_id").fetchone()[0]
             if app != SKETCH_APPLICATION_ID:
@@ -129,62 +133,68 @@ class SketchStore:
         Args:
             tags: this data's sketches by name (``""``: rows, else a column name).
         """
-        owners: dict[int, list[str]] = {}
-        for mine, values in tags.items():
-            for tag in set(values):
-                owners.setdefault(tag, []).append(mine)
-        counts: dict[tuple[int, str], int] = {}
-        hits = list(owners)
-        for start in range(0, len(hits), _BATCH):
-            batch = hits[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            for tag, sketch in self._conn.execute(
-                f"SELECT tag, sketch FROM tags WHERE tag IN ({marks})", batch
-            ):
-                for mine in owners[tag]:
-                    counts[(sketch, mine)] = counts.get((sketch, mine), 0) + 1
-        if not counts:
-            return []
-        ids = sorted({sketch for sketch, _ in counts})
-        marks = ",".join("?" * len(ids))
-        named = {
-            row[0]: (str(row[1]), str(row[2]), str(row[3]))
-            for row in self._conn.execute(
-                f"SELECT id, dataset, part, column_name FROM sketches WHERE id IN ({marks})", ids
+        with self._lock:
+            owners: dict[int, list[str]] = {}
+            for mine, values in tags.items():
+                for tag in set(values):
+                    owners.setdefault(tag, []).append(mine)
+            counts: dict[tuple[int, str], int] = {}
+            hits = list(owners)
+            for start in range(0, len(hits), _BATCH):
+                batch = hits[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                for tag, sketch in self._conn.execute(
+                    f"SELECT tag, sketch FROM tags WHERE tag IN ({marks})", batch
+                ):
+                    for mine in owners[tag]:
+                        counts[(sketch, mine)] = counts.get((sketch, mine), 0) + 1
+            if not counts:
+                return []
+            ids = sorted({sketch for sketch, _ in counts})
+            marks = ",".join("?" * len(ids))
+            named = {
+                row[0]: (str(row[1]), str(row[2]), str(row[3]))
+                for row in self._conn.execute(
+                    f"SELECT id, dataset, part, column_name FROM sketches WHERE id IN ({marks})",
+                    ids,
+                )
+            }
+            return sorted(
+                Match(*named[sketch], mine, common)
+                for (sketch, mine), common in counts.items()
+                if sketch in named
             )
-        }
-        return sorted(
-            Match(*named[sketch], mine, common)
-            for (sketch, mine), common in counts.items()
-            if sketch in named
-        )
 
     def same_digests(self, digests: Mapping[str, str]) -> list[tuple[str, str, str]]:
         """Recorded columns with one of these exact digests: (dataset, column, this column)."""
-        by_digest: dict[str, list[str]] = {}
-        for column, digest in digests.items():
-            by_digest.setdefault(digest, []).append(column)
-        found: list[tuple[str, str, str]] = []
-        values = list(by_digest)
-        for start in range(0, len(values), _BATCH):
-            batch = values[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            for dataset, column, digest in self._conn.execute(
-                f"SELECT dataset, column_name, digest FROM digests WHERE digest IN ({marks})", batch
-            ):
-                found.extend((str(dataset), str(column), mine) for mine in by_digest[digest])
-        return sorted(found)
+        with self._lock:
+            by_digest: dict[str, list[str]] = {}
+            for column, digest in digests.items():
+                by_digest.setdefault(digest, []).append(column)
+            found: list[tuple[str, str, str]] = []
+            values = list(by_digest)
+            for start in range(0, len(values), _BATCH):
+                batch = values[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                for dataset, column, digest in self._conn.execute(
+                    f"SELECT dataset, column_name, digest FROM digests WHERE digest IN ({marks})",
+                    batch,
+                ):
+                    found.extend((str(dataset), str(column), mine) for mine in by_digest[digest])
+            return sorted(found)
 
     def recorded(self, dataset: str) -> tuple[frozenset[int], dict[str, str]]:
         """The tags and column digests recorded for ``dataset`` (empty if none)."""
-        tags = self._conn.execute(
-            "SELECT t.tag FROM tags AS t JOIN sketches AS s ON s.id = t.sketch WHERE s.dataset=?",
-            (dataset,),
-        ).fetchall()
-        digests = self._conn.execute(
-            "SELECT column_name, digest FROM digests WHERE dataset=?", (dataset,)
-        ).fetchall()
-        return frozenset(int(t) for (t,) in tags), {str(c): str(d) for c, d in digests}
+        with self._lock:
+            tags = self._conn.execute(
+                "SELECT t.tag FROM tags AS t JOIN sketches AS s ON s.id = t.sketch"
+                " WHERE s.dataset=?",
+                (dataset,),
+            ).fetchall()
+            digests = self._conn.execute(
+                "SELECT column_name, digest FROM digests WHERE dataset=?", (dataset,)
+            ).fetchall()
+            return frozenset(int(t) for (t,) in tags), {str(c): str(d) for c, d in digests}
 
     def record(
         self,
@@ -200,38 +210,42 @@ class SketchStore:
                 tags)``, ``("column", name, tags)``.
             digests: column name to its exact digest.
         """
-        now = time.time()
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            old = [
-                row[0]
-                for row in conn.execute("SELECT id FROM sketches WHERE dataset=?", (dataset,))
-            ]
-            for sketch in old:
-                conn.execute("DELETE FROM tags WHERE sketch=?", (sketch,))
-            conn.execute("DELETE FROM sketches WHERE dataset=?", (dataset,))
-            conn.execute("DELETE FROM digests WHERE dataset=?", (dataset,))
-            for part, column, tags in sketches:
-                sketch_id = conn.execute(
-                    "INSERT INTO sketches (dataset, part, column_name, time) VALUES (?, ?, ?, ?)",
-                    (dataset, part, column, now),
-                ).lastrowid
+        with self._lock:
+            now = time.time()
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                old = [
+                    row[0]
+                    for row in conn.execute("SELECT id FROM sketches WHERE dataset=?", (dataset,))
+                ]
+                for sketch in old:
+                    conn.execute("DELETE FROM tags WHERE sketch=?", (sketch,))
+                conn.execute("DELETE FROM sketches WHERE dataset=?", (dataset,))
+                conn.execute("DELETE FROM digests WHERE dataset=?", (dataset,))
+                for part, column, tags in sketches:
+                    sketch_id = conn.execute(
+                        "INSERT INTO sketches (dataset, part, column_name, time)"
+                        " VALUES (?, ?, ?, ?)",
+                        (dataset, part, column, now),
+                    ).lastrowid
+                    conn.executemany(
+                        "INSERT INTO tags (tag, sketch) VALUES (?, ?)",
+                        [(t, sketch_id) for t in tags],
+                    )
                 conn.executemany(
-                    "INSERT INTO tags (tag, sketch) VALUES (?, ?)", [(t, sketch_id) for t in tags]
+                    "INSERT INTO digests (dataset, column_name, digest, time) VALUES (?, ?, ?, ?)",
+                    [(dataset, c, d, now) for c, d in digests.items()],
                 )
-            conn.executemany(
-                "INSERT INTO digests (dataset, column_name, digest, time) VALUES (?, ?, ?, ?)",
-                [(dataset, c, d, now) for c, d in digests.items()],
-            )
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close the file."""
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
 
 def _create(path: Path) -> None:
