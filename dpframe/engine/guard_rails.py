@@ -15,18 +15,30 @@ that every process sharing it sees the same answer:
   round the check, as it could when the check was keyed by the data's
   fingerprint.
 * **A fresh budget by accident.**  A session's budget is keyed by its name, so
-  the same people loaded under a new name start from zero.  Each frame's
-  per-column digests (:mod:`dpframe.backends.column_digests`: row order,
-  dtype and column name do not change them) are recorded in the ledger; when a
-  column matches one of data that another session has already spent on, a
-  :class:`~dpframe.errors.BudgetResetWarning` names those sessions.  A warning, not a refusal:
-  two sessions on the same data can be deliberate (a separate budget approved
-  for a separate purpose).
+  the same people loaded under a new name start from zero.  Each load of a
+  pandas or Dask frame with a file ledger is sketched
+  (:mod:`dpframe.backends.data_sketch`: its keyed identity, a bottom-k sketch
+  of its rows as a multiset, and each column's keyed digest, in one chunked
+  pass) and the sketch is recorded in the ledger's sketch file
+  (:mod:`dpframe.accounting.ledger_sketches`).  When the data shares at least
+  :data:`SIMILAR` of its rows (of the larger data set) with data that another
+  session has spent on, or a column with one of its columns, a
+  :class:`~dpframe.errors.BudgetResetWarning` names those sessions, their
+  releases and the share of rows in common: the same data in another order,
+  with other column names or dtypes, one row dropped or appended, a 99%
+  sample, a ``dropna()``, a column subset.  A warning, not a refusal: two
+  sessions on the same data can be deliberate (a separate budget approved for
+  a separate purpose), and tables whose rows take few distinct values look
+  alike whatever their origin.
 
-Frames in memory only: a Dask frame would need a pass over the cluster's data
-to be digested, and a curator names its data (catalog name and version) and
-computes nothing from the rows outside a release.  An in-memory ledger keeps
-no other session's spend, so it records no digests.
+What is recorded is keyed with the user's key
+(:mod:`dpframe.accounting.ledger_key`), kept outside the ledger's folder: a
+copy of the folder cannot be searched for the row count or any count in the
+data.  An in-memory ledger keeps no other session's spend, so it sketches
+nothing (the identity only, under a key of its own).  A curator names its
+data (catalog name and version), computes nothing from the rows outside a
+release, and reads no key.  An older ledger's unkeyed entries for the data
+are brought up to date at its load (:mod:`dpframe.accounting.ledger_legacy`).
 """
 
 from __future__ import annotations
