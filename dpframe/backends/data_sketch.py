@@ -21,28 +21,31 @@ rails (:mod:`dpframe.engine.guard_rails`), computed here from the rows:
   categories) recognize a copy made of some of the columns.
 
 What a row hash normalizes (so a copy is recognized): the column names and
-order (the row's cells are added, so renamed or reordered columns give the same
-row), the row order and the index, and the storage of each value: numbers and
-booleans as float64 (``3``, ``3.0``, ``True`` = 1 and ``np.int8(3)`` agree;
-``-0.0`` is ``0.0``; every missing number is one NaN), dates as UTC
-nanoseconds (time zone and unit dropped), durations as nanoseconds, and
-everything else as text (``object``, ``str``, ``string`` and categorical
-storage agree, and every missing text is one marker).  A categorical column is
-hashed once per category and gathered by its codes.  Values are *not* rounded:
-a value changed in any digit is another row.  Two columns of the same kind that
-swap values in every row give the same row hashes.
+order (a row's cell hashes are added, so renamed or reordered columns give the
+same row), the row order and the index, and the storage of each value
+(:mod:`dpframe.backends.cell_hashes`): numbers and booleans by value (``3``,
+``3.0``, ``True`` = 1 and ``np.int8(3)`` agree; ``-0.0`` is ``0.0``; every
+missing number is one NaN), dates as UTC nanoseconds (time zone and unit
+dropped), durations as nanoseconds, and everything else as text (``object``,
+``str``, ``string`` and categorical storage agree, and every missing text is
+one marker).  A categorical column is hashed once per category and gathered by
+its codes.  Values are *not* rounded: a value changed in any digit is another
+row.  Two columns of the same kind that swap values in every row give the same
+row hashes.
 
 Nothing recorded depends on the row count without the key: every tag, digest
-and identity is a keyed BLAKE2b output (:class:`SketchKey`), a sketch of fewer
-than ``k`` rows is padded to ``k`` tags with keyed dummies, and the count is
-hashed into nothing.  Unkeyed, a digest of a yes/no column is a function of n
-and of the count of yes only, and both can be found by trying every pair
-(``tests/test_ledger_privacy.py``).
+and identity is a keyed BLAKE2b output (:class:`SketchKey`), and a sketch of
+fewer than ``k`` rows is padded to ``k`` tags with keyed dummies.  Unkeyed, a
+digest of a yes/no column is a function of n and of the count of yes only,
+and both can be found by trying every pair (``tests/test_ledger_privacy.py``,
+``benchmarks/ledger_file_attack.py``); with the key they still can, so the key
+is kept outside the ledger's folder.
 
 Cost, one pass in blocks of :data:`BLOCK_ROWS` rows (no whole column is ever
 normalized at once): the per-column hashes of pandas' row hash (shared with
-the fingerprint), one xor per cell, two sums per column and a minimum per
-sketch; see ``benchmarks/load_probe.py``.
+the fingerprint), one sum per column, one addition per cell for the row hash,
+and a minimum per block and sketch; about the cost of the fingerprint alone
+(``benchmarks/load_probe.py``).
 """
 
 from __future__ import annotations
