@@ -142,7 +142,8 @@ class ColumnHasher:
         # What is sliced per block: the codes, the numpy array, or the extension array.
         self._raw: Any = values.to_numpy() if isinstance(dtype, np.dtype) else values.array
         if isinstance(dtype, pd.CategoricalDtype):
-            self._raw = values.cat.codes.to_numpy()
+            categorical: pd.Categorical = values.array
+            self._raw = categorical.codes  # a view of the codes, not a copy
             categories = values.cat.categories
             exact = np.append(_hash(np.asarray(categories.array)), _U8MAX)
             cells = exact
