@@ -394,6 +394,6 @@ def test_a_file_that_is_no_sketch_file_is_refused_unchanged(ledger_path: Path) -
     other = sketch_path(ledger_path)
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
     before = _digest(other)
-    with pytest.raises(sqlite3.DatabaseError, match="not a dpframe sketch file"):
+    with pytest.raises(dp.LedgerError, match=r"is not a dpframe sketch file \(application id 0\)"):
         SketchStore(ledger_path)
     assert _digest(other) == before

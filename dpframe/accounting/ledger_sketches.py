@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpframe.accounting.ledger_modes import tighten_files
+from dpframe.errors import LedgerError
 
 __all__ = ["SKETCH_APPLICATION_ID", "Match", "SketchStore", "sketch_path"]
 
@@ -101,8 +102,9 @@ class SketchStore:
             rollback journal, with ``synchronous=NORMAL``.
 
     Raises:
-        OSError, sqlite3.Error: the file cannot be created or is not a sketch
-            file (the caller reports it; the file is left as it was).
+        LedgerError: the file is another application's, or of a newer version
+            (left as it was; the caller reports it).
+        OSError, sqlite3.Error: the file cannot be created or read (damaged).
     """
 
     def __init__(self, ledger: Path, *, wal: bool = False) -> None:
@@ -117,9 +119,15 @@ class SketchStore:
         try:
             app = self._conn.execute("PRAGMA application_id").fetchone()[0]
             if app != SKETCH_APPLICATION_ID:
-                raise sqlite3.DatabaseError("not a dpframe sketch file")
+                raise LedgerError(
+                    f"{self.path} is not a dpframe sketch file (application id {app}): "
+                    "move it away, and dpframe makes a new one."
+                )
             if self._conn.execute("PRAGMA user_version").fetchone()[0] > _VERSION:
-                raise sqlite3.DatabaseError("written by a newer dpframe")
+                raise LedgerError(
+                    f"The sketch file {self.path} was written by a newer dpframe: upgrade "
+                    "dpframe (pip install -U dpframe) to use it."
+                )
             if wal:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dpframe.accounting.ledger_key import KEY_BYTES, KeyFile
 from dpframe.accounting.ledger_sketches import SketchStore, sketch_path
+from dpframe.errors import LedgerError
 
 __all__ = ["DataTraces"]
 
@@ -83,7 +84,7 @@ class DataTraces:
             if self._store is None and self.path != ":memory:" and not self._failed:
                 try:
                     self._store = SketchStore(Path(self.path), wal=self._wal)
-                except (OSError, sqlite3.Error) as exc:
+                except (OSError, sqlite3.Error, LedgerError) as exc:
                     self._failed = True
                     path = sketch_path(Path(self.path))
                     warnings.warn(
