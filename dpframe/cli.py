@@ -1,9 +1,11 @@
-r"""The ``dpframe`` command: ``dpframe serve`` runs a curator, ``dpframe new-token`` makes a token.
+r"""The ``dpframe`` command: a curator (``serve``), its tokens (``new-token``), ledger upkeep.
 
 Examples::
 
     dpframe new-token                      # prints a token (give it to the analyst)
                                            # and its hash (put it in the catalog)
+    dpframe ledger scrub ledger.sqlite     # removes the unkeyed digests and fingerprints
+                                           # an older dpframe (schema <= 5) left in a ledger
     dpframe serve --catalog catalog.toml   # binds 127.0.0.1:8765 by default
     dpframe serve --catalog catalog.toml --host 0.0.0.0 --ssl-certfile cert.pem \
         --ssl-keyfile key.pem              # beyond loopback: TLS
@@ -52,12 +54,30 @@ def _parser() -> argparse.ArgumentParser:
         help="worker threads computing releases (default 40); health checks use none",
     )
     commands.add_parser("new-token", help="print a new analyst token and its hash for the catalog")
+    ledger = commands.add_parser("ledger", help="maintain a ledger file")
+    ledger_commands = ledger.add_subparsers(dest="ledger_command", required=True)
+    scrub = ledger_commands.add_parser(
+        "scrub",
+        help="remove the unkeyed digests and fingerprints an older dpframe left in a ledger",
+        description=(
+            "A ledger written by dpframe up to schema 5 names data by unkeyed fingerprints and "
+            "keeps unkeyed per-column digests, from which the row count and the count of "
+            "positives of a yes/no column can be recovered. scrub replaces the fingerprints by "
+            "keyed identities (your key: $DPFRAME_KEY, else ~/.config/dpframe/key), deletes the "
+            "digests and rewrites the file so that no deleted page keeps them. Budgets and "
+            "releases are kept; loading the data again still finds its releases. Without "
+            "scrub, each data set's entries are rekeyed when it is next loaded."
+        ),
+    )
+    scrub.add_argument("path", help="the ledger file (e.g. ~/.local/share/dpframe/ledger.sqlite)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dpframe`` command line; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "ledger":
+        return _ledger(args)
     if args.command == "new-token":
         from dpframe.curator.catalog import new_token
 
@@ -101,6 +121,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
     )
+    return 0
+
+
+def _ledger(args: argparse.Namespace) -> int:
+    """``dpframe ledger scrub PATH``: print what was removed; exit 2 if the file is refused."""
+    from dpframe.accounting.ledger_legacy import scrub_file
+    from dpframe.errors import LedgerError
+
+    try:
+        report = scrub_file(args.path)
+    except LedgerError as exc:
+        print(f"dpframe ledger scrub: {exc}", file=sys.stderr)
+        return 2
+    if not report.datasets and not report.digests:
+        print(f"{report.path}: no unkeyed digests or fingerprints (file rewritten).")
+    else:
+        print(
+            f"{report.path}: {report.digests} unkeyed digest(s) deleted, {report.datasets} "
+            "unkeyed fingerprint(s) replaced by keyed identities; the file was rewritten."
+        )
     return 0
 
 

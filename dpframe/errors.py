@@ -79,8 +79,10 @@ WIRE_CODES: tuple[tuple[type[DPError], int, str], ...] = (
 
 
 class BudgetResetWarning(UserWarning):
-    """Data a session loads was already spent on in the ledger under another session name.
+    """Data a session loads resembles data spent on in the ledger under another session name.
 
-    A budget belongs to a session name, so a new name starts a separate budget
-    for the same people (see :mod:`dpframe.engine.guard_rails`).
+    The same rows in any order, most of them (one row dropped or appended, a
+    99% sample), or a matching column.  A budget belongs to a session name, so
+    a new name starts a separate budget for the same people (see
+    :mod:`dpframe.engine.guard_rails`).
     """

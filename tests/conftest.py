@@ -40,17 +40,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_real_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Processes started by session or module fixtures (a Dask cluster, servers) too."""
+    """Processes started by session or module fixtures (a Dask cluster, servers) too (and key)."""
     with pytest.MonkeyPatch.context() as patch:
         folder = tmp_path_factory.mktemp("default-ledger")
         patch.setenv("DPFRAME_LEDGER", str(folder / "default-ledger.sqlite"))
+        patch.setenv("DPFRAME_KEY", str(folder / "config" / "key"))
         yield
 
 
 @pytest.fixture(autouse=True)
 def _isolated_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test ever writes the user's real ledger."""
+    """No test ever writes the user's real ledger or key."""
     monkeypatch.setenv("DPFRAME_LEDGER", str(tmp_path / "default-ledger.sqlite"))
+    monkeypatch.setenv("DPFRAME_KEY", str(tmp_path / "config" / "dpframe" / "key"))
 
 
 @pytest.fixture(scope="session")

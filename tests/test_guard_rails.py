@@ -9,22 +9,22 @@ session name silently started a fresh budget for the same people.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.accounting.ledger import Ledger
-from dpframe.backends.column_digests import column_digest, column_digests
+from dpframe.accounting.ledger_sketches import sketch_path
 
 UNIT = dp.PrivacyUnit("person", 2)
 
@@ -120,10 +120,55 @@ def test_the_first_frame_fixes_the_setting_once(ledger_path: Path) -> None:
     assert Ledger(ledger_path).fix_privacy_unit("s", "unit 'p', at most 2 rows") == "rows"
 
 
-# -- a warning when the same data was spent on under another name ------------------------------
+# -- a warning when data like this was spent on under another name ---------------------------
 
 
-def test_a_new_session_name_on_spent_data_warns_with_the_old_name(
+def _with_gaps(cps: pd.DataFrame) -> pd.DataFrame:
+    """CPS with 1% of its wages missing (what a dropna() removes)."""
+    frame: pd.DataFrame = cps.assign(wage=cps["wage"].mask(cps.index % 97 == 5))
+    return frame
+
+
+def _reloaded_after_dropna(frame: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """frame.dropna() written to CSV and read back (int64 and str columns, as pandas reads them)."""
+    path = folder / "clean.csv"
+    frame.dropna().to_csv(path, index=False)
+    return pd.read_csv(path)
+
+
+COPIES: dict[str, Callable[[pd.DataFrame, Path], pd.DataFrame]] = {
+    "one row dropped": lambda df, _: df.drop(index=df.index[17]),
+    "a 99% sample": lambda df, _: df.sample(frac=0.99, random_state=4),
+    "one row appended": lambda df, _: pd.concat([df, df.iloc[[3]].assign(wage=1234.5)]),
+    "dropna() before reloading": _reloaded_after_dropna,
+    "shuffled, renamed, retyped": lambda df, _: (
+        df.sample(frac=1.0, random_state=2)
+        .rename(columns=str.upper)
+        .astype({"EDUCATION": float, "REGION": "category"})
+    ),
+}
+
+
+@pytest.mark.parametrize("copy", list(COPIES))
+def test_a_near_copy_under_a_new_name_warns_with_the_session_and_similarity(
+    ledger_path: Path, cps: pd.DataFrame, tmp_path: Path, copy: str
+) -> None:
+    data = _with_gaps(cps)
+    first = dp.Session(epsilon=1, ledger=ledger_path, name="wages-2026")
+    pf = first.private_frame(data)
+    pf.count(epsilon=0.1)
+    pf.count(epsilon=0.1)
+    copied = COPIES[copy](data, tmp_path)
+    with pytest.warns(dp.BudgetResetWarning) as caught:
+        dp.Session(epsilon=1, ledger=ledger_path, name="fresh").private_frame(copied)
+    (message,) = [str(w.message) for w in caught if w.category is dp.BudgetResetWarning]
+    found = re.search(r"'wages-2026': 2 releases \(rows in common: about (\d+)%[;)]", message)
+    assert found is not None, message
+    assert 95 <= int(found.group(1)) <= 100
+    assert "session 'fresh' starts a separate budget" in message
+
+
+def test_a_column_subset_warns_with_the_matching_columns(
     ledger_path: Path, cps: pd.DataFrame
 ) -> None:
     first = dp.Session(epsilon=1, ledger=ledger_path, name="wages-2026")
@@ -139,9 +184,41 @@ def test_a_new_session_name_on_spent_data_warns_with_the_old_name(
         dp.Session(epsilon=1, ledger=ledger_path, name="fresh").private_frame(copy)
 
 
+def test_the_same_data_under_a_new_name_is_named_as_such(
+    ledger_path: Path, cps: pd.DataFrame
+) -> None:
+    dp.Session(epsilon=1, ledger=ledger_path, name="a").private_frame(cps).count(epsilon=0.1)
+    with pytest.warns(dp.BudgetResetWarning, match=r"'a': 1 release \(the same data\)"):
+        dp.Session(epsilon=1, ledger=ledger_path, name="b").private_frame(cps)
+
+
+def _unrelated(cps: pd.DataFrame) -> pd.DataFrame:
+    """A table of the same shape and columns whose rows are other people's."""
+    rng = np.random.default_rng(11)
+    n = len(cps)
+    data: pd.DataFrame = pd.DataFrame(
+        {
+            "wage": np.round(rng.lognormal(6.0, 0.7, n), 2),
+            "education": rng.integers(0, 19, n),
+            "experience": rng.integers(-4, 64, n),
+            "ethnicity": rng.choice(["cauc", "afam"], n),
+            "smsa": rng.choice(["yes", "no"], n),
+            "region": rng.choice(["northeast", "midwest", "south", "west"], n),
+            "parttime": rng.choice(["yes", "no"], n),
+        }
+    )
+    return data
+
+
 @pytest.mark.parametrize(
     "case",
-    ["same name resumes", "other session has no releases", "other data", "in-memory ledger"],
+    [
+        "same name resumes",
+        "other session has no releases",
+        "other data",
+        "another table like it",
+        "in-memory ledger",
+    ],
 )
 def test_no_warning_when_no_other_budget_was_spent_on_the_data(
     ledger_path: Path, cps: pd.DataFrame, case: str
@@ -154,6 +231,8 @@ def test_no_warning_when_no_other_budget_was_spent_on_the_data(
     data = cps
     if case == "other data":
         data = pd.DataFrame({"wage": cps["wage"] + 1.0, "region": cps["region"].str.upper()})
+    if case == "another table like it":
+        data = _unrelated(cps)
     name = "a" if case == "same name resumes" else "b"
     shared = first._ledger if case == "in-memory ledger" else ledger
     with warnings.catch_warnings():
@@ -161,7 +240,7 @@ def test_no_warning_when_no_other_budget_was_spent_on_the_data(
         dp.Session(epsilon=1, ledger=shared, name=name).private_frame(data)
 
 
-def test_a_curator_records_no_digests(tmp_path: Path) -> None:
+def test_a_curator_records_no_digests_and_reads_no_key(tmp_path: Path) -> None:
     from dpframe.curator.catalog import Catalog
     from dpframe.curator.service import Curator
     from tests.curator.support import ALICE, write_catalog
@@ -169,49 +248,14 @@ def test_a_curator_records_no_digests(tmp_path: Path) -> None:
     curator = Curator(Catalog.load(write_catalog(tmp_path)))
     try:
         curator.describe(curator.authenticate(f"Bearer {ALICE}"), "cps")  # a seat loads the data
-        with Ledger(curator.catalog.ledger)._transaction() as conn:
+        ledger = Path(curator.catalog.ledger)
+        with Ledger(ledger)._transaction() as conn:
             assert conn.execute("SELECT COUNT(*) FROM budgets").fetchone()[0] == 1
-            assert conn.execute("SELECT COUNT(*) FROM digests").fetchone()[0] == 0
+            assert conn.execute("SELECT COUNT(*) FROM unkeyed_digests").fetchone()[0] == 0
+        assert not sketch_path(ledger).exists()
+        assert not Path(os.environ["DPFRAME_KEY"]).exists()
     finally:
         curator.close()
-
-
-# -- the digests ------------------------------------------------------------------------------
-
-
-def test_digests_ignore_order_dtype_and_name(cps: pd.DataFrame) -> None:
-    base = column_digests(cps)
-    shuffled = cps.sample(frac=1.0, random_state=5).reset_index(drop=True)
-    other = shuffled.astype({"education": float, "region": "category", "parttime": "object"})
-    assert column_digests(other.rename(columns=str.upper)) == {
-        k.upper(): v for k, v in base.items()
-    }
-
-
-def test_one_changed_value_changes_the_digest(cps: pd.DataFrame) -> None:
-    wage = cps["wage"].copy()
-    before = column_digest(wage)
-    wage.iloc[17] += 0.01
-    assert column_digest(wage) != before
-    assert column_digest(cps["wage"].iloc[1:]) != before  # one person fewer
-
-
-def test_kinds_do_not_collide() -> None:
-    assert column_digest(pd.Series([1, 2])) != column_digest(pd.Series(["1", "2"]))
-    dates = pd.to_datetime(pd.Series(["2020-01-01", None]))
-    assert column_digest(dates) != column_digest(pd.Series([dates.iloc[0].value, None]))
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.one_of(st.integers(-(2**40), 2**40), st.none()), min_size=1, max_size=40),
-    st.randoms(use_true_random=False),
-)
-def test_digest_of_a_permutation_is_the_same(values: list[int | None], rng: object) -> None:
-    series = pd.Series(values, dtype="float64")
-    permuted = list(values)
-    rng.shuffle(permuted)  # type: ignore[attr-defined]
-    assert column_digest(pd.Series(permuted, dtype="Int64")) == column_digest(series)
 
 
 # -- an embedded ledger's files are its owner's only ------------------------------------------

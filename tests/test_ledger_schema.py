@@ -25,6 +25,7 @@ import dpframe as dp
 from dpframe.accounting import Charge, Ledger, ledger_schema
 from dpframe.accounting.ledger import PendingCharge, decode_parts
 from dpframe.accounting.ledger_schema import APPLICATION_ID, SCHEMA_VERSION, Migration
+from dpframe.accounting.ledger_sketches import SketchStore, sketch_path
 
 # Verbatim from dpframe/accounting/ledger.py at schema version 1.
 _V1_SCHEMA = """
@@ -143,7 +144,7 @@ def test_version_1_file_is_migrated_in_place(ledger_path: Path, stamped: bool) -
 
     ledger = Ledger(ledger_path)
     assert _pragmas(ledger_path) == (APPLICATION_ID, SCHEMA_VERSION, "wal")
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     # same layout as a ledger created new
     fresh = Ledger(ledger_path.with_name("fresh.sqlite"))
     assert _schema(ledger._conn) == _schema(fresh._conn)
@@ -364,17 +365,35 @@ def test_charge_many_with_a_failed_commit_leaves_the_cached_total_exact() -> Non
     assert len(ledger.releases("s")) == 4
 
 
-# -- per-column digests ----------------------------------------------------------
+# -- the sketch file beside the ledger ---------------------------------------------------
 
 
-def test_per_column_digests_are_recorded_and_found(ledger_path: Path) -> None:
-    ledger = Ledger(ledger_path)
-    assert ledger.digests("d1") == {}
-    ledger.record_digests("d1", {"wage": "aa", "age": "bb"})
-    ledger.record_digests("d2", {"wage": "aa"})
-    ledger.record_digests("d1", {"age": "cc"})  # replaced
-    ledger.close()
-    reopened = Ledger(ledger_path)
-    assert reopened.digests("d1") == {"age": "cc", "wage": "aa"}
-    assert reopened.columns_with_digest("aa") == [("d1", "wage"), ("d2", "wage")]
-    assert reopened.columns_with_digest("bb") == []
+def test_sketches_are_recorded_replaced_and_found_by_tag(ledger_path: Path) -> None:
+    store = SketchStore(ledger_path)
+    assert store.path == sketch_path(ledger_path) == ledger_path.with_name("ledger.sqlite.sketches")
+    assert store.recorded("d1") == (frozenset(), {})
+    store.record("d1", [("rows", "", (1, 2, 3)), ("column", "wage", (7, 8))], {"wage": "aa"})
+    store.record("d2", [("rows", "", (3, 4, 5))], {"wage": "aa", "age": "bb"})
+    store.record("d1", [("rows", "", (1, 2, 9))], {"age": "cc"})  # replaced
+    store.close()
+    reopened = SketchStore(ledger_path)
+    assert reopened.recorded("d1") == (frozenset({1, 2, 9}), {"age": "cc"})
+    found = reopened.matches({"": (2, 3, 9), "x": (7, 8)})
+    assert [(m.dataset, m.part, m.column, m.mine, m.common) for m in found] == [
+        ("d1", "rows", "", "", 2),
+        ("d2", "rows", "", "", 1),
+    ]
+    assert reopened.same_digests({"w": "aa", "a": "cc"}) == [
+        ("d1", "age", "a"),
+        ("d2", "wage", "w"),
+    ]
+    reopened.close()
+
+
+def test_a_file_that_is_no_sketch_file_is_refused_unchanged(ledger_path: Path) -> None:
+    other = sketch_path(ledger_path)
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    before = _digest(other)
+    with pytest.raises(dp.LedgerError, match=r"is not a dpframe sketch file \(application id 0\)"):
+        SketchStore(ledger_path)
+    assert _digest(other) == before

@@ -29,10 +29,11 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -55,8 +56,11 @@ from dpframe.accounting.ledger_schema import (
     open_file,
     open_memory,
 )
+from dpframe.accounting.ledger_traces import DataTraces
 from dpframe.errors import LedgerError
 from dpframe.plan.privacy import Budget
+
+T = TypeVar("T")
 
 __all__ = [
     "APPLICATION_ID",
@@ -68,7 +72,6 @@ __all__ = [
     "decode_parts",
     "default_ledger_path",
 ]
-
 
 #: The columns of a release row that :meth:`Ledger.releases` reads (all but ``session``).
 _SHOWN = (
@@ -143,6 +146,8 @@ class Ledger:
         self._totals: dict[str, tuple[int, Charge]] = {}
         # The accounting of each session registered through this object (fixed at first use).
         self._accounting: dict[str, str] = {}
+        #: What the ledger keeps about data: its key and its sketch file (opened at first use).
+        self.traces = DataTraces(self.path, wal=self._journal == "wal")
 
     @property
     def journal_mode(self) -> str:
@@ -517,41 +522,6 @@ class Ledger:
             ).fetchone()
         return int(row[0])
 
-    def record_digests(self, dataset: str, digests: Mapping[str, str]) -> None:
-        """Record (or replace) per-column digests of ``dataset``, durably.
-
-        Args:
-            dataset: the dataset's fingerprint.
-            digests: column name to its digest.
-        """
-        now = time.time()
-        with self._transaction() as conn:
-            conn.executemany(
-                "INSERT INTO digests (dataset, column_name, digest, time) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (dataset, column_name) DO UPDATE SET digest=excluded.digest,"
-                " time=excluded.time",
-                [(dataset, column, digest, now) for column, digest in digests.items()],
-            )
-
-    def digests(self, dataset: str) -> dict[str, str]:
-        """The recorded per-column digests of ``dataset`` (column name to digest)."""
-        with self._lock, ledger_errors(self.path):
-            rows = self._conn.execute(
-                "SELECT column_name, digest FROM digests WHERE dataset=? ORDER BY column_name",
-                (dataset,),
-            ).fetchall()
-        return dict(rows)
-
-    def columns_with_digest(self, digest: str) -> list[tuple[str, str]]:
-        """Every (dataset, column name) recorded with ``digest``, in a stable order."""
-        with self._lock, ledger_errors(self.path):
-            rows = self._conn.execute(
-                "SELECT dataset, column_name FROM digests WHERE digest=?"
-                " ORDER BY dataset, column_name",
-                (digest,),
-            ).fetchall()
-        return [(str(d), str(c)) for d, c in rows]
-
     def fix_privacy_unit(self, session: str, setting: str) -> str:
         """Record ``session``'s privacy-unit setting if it has none; return the recorded one.
 
@@ -584,10 +554,34 @@ class Ledger:
             ).fetchall()
         return {str(s): int(n) for s, n in rows}
 
+    def run(self, work: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        """Run ``work`` on the ledger's connection: read under the lock, or in a write transaction.
+
+        A write runs with ``secure_delete`` on, so that deleted rows (the unkeyed
+        digests of :mod:`~dpframe.accounting.ledger_legacy`) are overwritten.
+        """
+        if not write:
+            with self._lock, ledger_errors(self.path):
+                return work(self._conn)
+        with self._transaction() as conn:
+            conn.execute("PRAGMA secure_delete=ON")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("PRAGMA secure_delete=OFF")
+
+    def vacuum(self) -> None:
+        """Rewrite the file (``VACUUM``) and empty its write-ahead log: no deleted page remains."""
+        with self._lock, ledger_errors(self.path):
+            self._conn.execute("VACUUM")
+            if self._journal == "wal":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (and the sketch file's)."""
         with self._lock:
             self._conn.close()
+        self.traces.close()
 
 
 def _reserve_of(accounting: str, recorded: str | None) -> Fraction | None:

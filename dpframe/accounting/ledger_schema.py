@@ -153,6 +153,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         "frame is loaded), so that a frame with another setting is refused in any process.",
         ("ALTER TABLE budgets ADD COLUMN privacy_unit TEXT",),
     ),
+    Migration(
+        6,
+        "What a ledger says about data is keyed (issue 27): new digests and sketches go to "
+        "a separate, keyed sketch file beside the ledger, and the dataset key of new releases "
+        "is the data's keyed identity. The unkeyed per-column digests of older versions are "
+        "kept, renamed unkeyed_digests, until the data is loaded again (then they are "
+        "rekeyed) or `dpframe ledger scrub` removes them; unkeyed_datasets lists the unkeyed "
+        "fingerprints that name data in existing releases (40 hexadecimal digits).",
+        (
+            "ALTER TABLE digests RENAME TO unkeyed_digests",
+            "CREATE TABLE unkeyed_datasets (dataset TEXT PRIMARY KEY)",
+            "INSERT OR IGNORE INTO unkeyed_datasets (dataset) SELECT dataset FROM releases"
+            " WHERE length(dataset) = 40 AND dataset NOT GLOB '*[^0-9a-f]*'"
+            " UNION SELECT dataset FROM unkeyed_digests",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

@@ -45,6 +45,14 @@ from dpframe.backends.cluster import (
     run_bounded,
     worker_memory_limits,
 )
+from dpframe.backends.data_sketch import (
+    FrameSketch,
+    PartialSketch,
+    SketchKey,
+    finish_sketch,
+    merge_partials,
+    partial_sketch,
+)
 from dpframe.backends.exact_totals import Exact, add_exact, exact_partial, final_totals
 from dpframe.backends.pandas_backend import (
     PandasBackend,
@@ -185,6 +193,21 @@ class DaskBackend:
         parts = [delayed(_partition_digest, pure=False)(p) for p in _to_delayed(self._frame)]
         digests: list[bytes] = _compute(delayed(list, pure=False)(parts), charged=False)
         return hashlib.blake2b(b"".join(digests), digest_size=20).digest()
+
+    def data_sketch(self, key: SketchKey) -> FrameSketch:
+        """The keyed sketch of the rows (:mod:`~dpframe.backends.data_sketch`), on the workers.
+
+        One pass: each partition is sketched where it is (its row hashes and
+        one sum per column, in blocks), the partial sketches (at most
+        :data:`~dpframe.backends.data_sketch.SKETCH_SIZE` hashes each) are merged
+        in a tree of tasks, and only the merged one comes back; the key itself
+        stays here (the workers get one derived 64-bit salt).  The identity is
+        the keyed :meth:`fingerprint`.
+        """
+        salt = key.row_salt
+        parts = [delayed(partial_sketch, pure=False)(p, salt) for p in _to_delayed(self._frame)]
+        merged: PartialSketch = _compute(_tree_reduce(parts, merge_partials), charged=False)
+        return finish_sketch(merged, key, self.fingerprint())
 
     # -- evaluation ----------------------------------------------------------
 

@@ -36,7 +36,7 @@ from dpframe.backends.declared import (
 )
 from dpframe.backends.factory import make_backend
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
-from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting
+from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
 from dpframe.engine.loading import check_groups, check_unit
 from dpframe.engine.release_path import ReleasePath, families
 from dpframe.errors import (
@@ -339,9 +339,10 @@ class Session(Observable):
 
         The facade's ``private_frame`` wraps the result; the arguments are
         documented there (:meth:`dpframe.Session.private_frame`).  ``identity``
-        names the data in the ledger instead of its fingerprint (a hash of
-        every row): a curator names its datasets by catalog name and version,
-        so nothing computed from the rows is ever recorded or shown.
+        names the data in the ledger instead of its keyed identity (a keyed
+        hash of every row, :func:`dpframe.engine.guard_rails.identify`): a
+        curator names its datasets by catalog name and version, so nothing
+        computed from the rows is ever recorded or shown, and no key is read.
 
         Raises:
             SchemaError: for an empty frame, unknown columns, invalid bounds or
@@ -349,9 +350,9 @@ class Session(Observable):
                 session's first frame fixed (:mod:`dpframe.engine.guard_rails`).
 
         Warns:
-            BudgetResetWarning: a column of ``df`` matches data that another
-                session of the ledger has spent on (a new session name starts a
-                separate budget).
+            BudgetResetWarning: ``df`` resembles data that another session of
+                the ledger has spent on (rows in common, or a matching column:
+                a new session name starts a separate budget).
         """
         if isinstance(privacy_unit, PrivacyUnit):
             if max_rows_per_unit is not None or max_groups_per_unit is not None:
@@ -372,10 +373,11 @@ class Session(Observable):
         )
         unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = check_groups(unit, max_groups_per_unit)
-        dataset = backend.fingerprint() if identity is None else identity
+        data = None if identity is not None else identify(self._ledger, backend, df)
+        dataset = data.identity if data is not None else str(identity)  # named, or keyed
         fix_unit_setting(self._ledger, self._name, unit)  # refused here: nothing charged
-        if identity is None and isinstance(df, pd.DataFrame):
-            check_other_sessions(self._ledger, self._name, dataset, df)
+        if data is not None:
+            check_other_sessions(self._ledger, self._name, data, df)
         path = self._path
         if unit is None:
             path.backends.setdefault((dataset, ""), backend)
