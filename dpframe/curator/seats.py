@@ -30,6 +30,7 @@ import pandas as pd
 
 import dpframe as dp
 from dpframe.accounting.ledger import Ledger, PendingCharge
+from dpframe.accounting.ledger_schema import ledger_errors
 from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
@@ -58,6 +59,12 @@ class SeatLedger(Ledger):
     A row the engine marks ``failed`` (the release failed on the data, after
     the charge) is recorded ``abandoned`` too: an analyst cannot tell the two
     causes apart.
+
+    The ledger's ids count the releases of *every* analyst (one file), so an
+    analyst shown them would learn how much, and when, the others query.  An
+    analyst sees their own numbers instead: a seat's releases numbered 1, 2,
+    3, ... in the order they were charged (:meth:`number_of`,
+    :meth:`ledger_id`); rows are never deleted, so a number never changes.
     """
 
     def __init__(self, path: Any) -> None:
@@ -113,6 +120,42 @@ class SeatLedger(Ledger):
         """Accept charges again (the abandoned computation has ended)."""
         with self._guard:
             self._refusing = False
+
+    def number_of(self, session: str, release_id: int) -> int:
+        """The analyst's number of ``session``'s ledger row ``release_id`` (1: its first)."""
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM releases WHERE session=? AND id <= ?",
+                (session, int(release_id)),
+            ).fetchone()
+        return int(row[0])
+
+    def ledger_id(self, session: str, number: int) -> int | None:
+        """The ledger id of ``session``'s release numbered ``number`` (None: no such release)."""
+        if number < 1:
+            return None
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT id FROM releases WHERE session=? ORDER BY id LIMIT 1 OFFSET ?",
+                (session, int(number) - 1),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def numbered_page(self, session: str, *, after: int = 0, limit: int) -> pd.DataFrame:
+        """:meth:`page` of ``session`` by the analyst's numbers: rows numbered above ``after``.
+
+        The frame's index holds the numbers (``after + 1``, ``after + 2``, ...),
+        not the ledger's ids.
+        """
+        start = 0 if after <= 0 else self.ledger_id(session, after)
+        if start is None:  # fewer releases than ``after``
+            table = self.page(session, after=0, limit=0)
+        else:
+            table = self.page(session, after=start, limit=limit)
+        numbered: pd.DataFrame = table.set_axis(
+            pd.RangeIndex(after + 1, after + 1 + len(table), name="id")
+        )
+        return numbered
 
 
 @dataclass

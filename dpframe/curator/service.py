@@ -239,14 +239,16 @@ class Curator:
     ) -> dict[str, Any]:
         """One page of the analyst's own releases on ``dataset``, oldest first.
 
-        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) with an id above
+        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) numbered above
         ``after``; ``next`` is the ``after`` of the next page, or None after the
-        last one.  The data is named by its catalog name and version, never by
-        anything computed from the rows.
+        last one.  Rows are numbered per analyst and dataset (1 for the first;
+        :class:`~dpframe.curator.seats.SeatLedger`), never by the ledger's own
+        ids, which count every analyst's releases.  The data is named by its
+        catalog name and version, never by anything computed from the rows.
         """
         seat = self._seats.get(analyst, dataset)
         limit = LEDGER_PAGE if limit is None else max(1, min(int(limit), LEDGER_PAGE))
-        table = seat.ledger.page(seat.session.name, after=after, limit=limit + 1)
+        table = seat.ledger.numbered_page(seat.session.name, after=after, limit=limit + 1)
         more = len(table) > limit
         table = shown_ledger(table.iloc[:limit], seat.entry)
         following = int(table.index[-1]) if more else None
@@ -380,9 +382,11 @@ class Curator:
         label = "; ".join(e.query for e in events) if events else default_label
         kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
         release = charged[-1] if charged else None  # its ledger id (None: explained)
+        number = None
         if release is not None:
             self._keep(seat, release, kept)
-        return {**kept, "budget": self._budget_state(seat), "release": release}
+            number = seat.ledger.number_of(seat.session.name, release)  # the analyst's own
+        return {**kept, "budget": self._budget_state(seat), "release": number}
 
     def _keep(self, seat: Seat, release: int, kept: Mapping[str, Any]) -> None:
         """Store a release's answer in the ledger for :meth:`recover` (best effort).
@@ -405,14 +409,18 @@ class Curator:
     def recover(self, analyst: Analyst, dataset: str, release_id: int) -> dict[str, Any]:
         """The answer of one of the analyst's charged releases, again, free.
 
+        ``release_id`` is the analyst's number of the release on ``dataset``
+        (the index of their ledger page and the ``release`` of an answer).
+
         Raises :class:`ServiceError`: 404 ``unknown_release`` when the
-        analyst's ledger on ``dataset`` has no release of this id with a
-        stored answer (an explanation, a failed release, another analyst's
-        id, or one released before answers were stored); 409 ``pending``
-        (with ``Retry-After``) while it is still being computed.
+        analyst's ledger on ``dataset`` has no release of this number with a
+        stored answer (an explanation, a failed release, a number past their
+        last release, or one released before answers were stored); 409
+        ``pending`` (with ``Retry-After``) while it is still being computed.
         """
         seat = self._seats.get(analyst, dataset)
-        found = seat.ledger.answer(seat.session.name, release_id)
+        ledger_id = seat.ledger.ledger_id(seat.session.name, release_id)
+        found = None if ledger_id is None else seat.ledger.answer(seat.session.name, ledger_id)
         if found is not None and found[1] is not None:
             kept = loads(zlib.decompress(found[1]))
             return {**kept, "budget": self._budget_state(seat), "release": release_id}
