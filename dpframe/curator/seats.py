@@ -193,6 +193,13 @@ class Seat:
         return sum(backend.kill() for backend in self.backends)
 
     @property
+    def text_lengths(self) -> dict[str, int]:
+        """The declared maximum length of each column that has one (public: the catalog's)."""
+        return {
+            c.name: c.max_length for c in self.frame._schema.columns if c.max_length is not None
+        }
+
+    @property
     def source(self) -> Source:
         """The dataset's source as loaded by the curator (with its privacy-unit setting)."""
         plan = self.frame.plan
@@ -381,12 +388,42 @@ class Seats:
             CatalogError: naming the dataset and its ceiling (not the row count).
         """
         ceiling = self.max_rows(entry)
-        if len(self._frame_data(entry)) > ceiling:
+        data = self._frame_data(entry)
+        if len(data) > ceiling:
             raise CatalogError(
                 f"[datasets.{entry.name}] has more rows than its declared max_rows "
                 f"({ceiling:,}); raise max_rows (a public ceiling: worst-case times are "
                 "estimated from it)."
             )
+        self._check_text(entry, data, ceiling)
+
+    def _check_text(self, entry: DatasetEntry, data: Any, ceiling: int) -> None:
+        """Refuse a text column without a declared length holding more than its public ceiling.
+
+        Text nodes are priced by the characters they read: a declared maximum
+        length (``text(40)``) bounds them, else ``text_chars`` per row of the
+        row ceiling, checked here (pandas data; a Dask dataset's text is not
+        read here, and declares its lengths).
+
+        Raises:
+            CatalogError: naming the dataset, the column and the fixes (no count).
+        """
+        if not isinstance(data, pd.DataFrame):
+            return
+        per_row = self.catalog.settings.text_chars
+        declared = {c: parse_kind(c, k).max_length for c, k in entry.kinds.items()}
+        for name in data.columns:
+            column = data[name]
+            if declared.get(name) is not None or not _holds_text(column):
+                continue
+            lengths = column.map(lambda v: len(v) if isinstance(v, str) else 0, na_action="ignore")
+            if float(lengths.sum()) > per_row * ceiling:
+                raise CatalogError(
+                    f"[datasets.{entry.name}] column {str(name)!r} holds more text than "
+                    f"text_chars ({per_row:,} characters per row of max_rows, on average) "
+                    "allows; declare its maximum length (dtypes = { column = 'text(40)' }) "
+                    "or raise [server].text_chars (text nodes are priced by it)."
+                )
 
     def _frame_data(self, entry: DatasetEntry) -> Any:
         """The dataset as declared, read once and shared by every seat."""
@@ -403,6 +440,16 @@ class Seats:
                 data = apply_declared_kinds(frame, kinds)
                 self._data[entry.name] = data
         return data
+
+
+def _holds_text(column: pd.Series) -> bool:
+    """True for a column whose values may be text (object, string or categorical)."""
+    dtype = column.dtype
+    return bool(
+        pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+    )
 
 
 def shown_ledger(table: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:

@@ -317,7 +317,13 @@ class Curator:
         check_resources(size_of(node, settings.limits), settings.limits)
         rows = self._seats.max_rows(seat.entry)
         return check_worst_case(
-            node, rows, settings.cost, settings.release_estimate_seconds, settings.limits
+            node,
+            rows,
+            settings.cost,
+            settings.release_estimate_seconds,
+            settings.limits,
+            seat.text_lengths,
+            settings.text_chars,
         )
 
     def _release(self, seat: Seat, node: Any, heavy: bool = False) -> dict[str, Any]:
