@@ -51,6 +51,8 @@ __all__ = ["CASE_GROWTH", "LIST_TAGS", "TEXT_TAGS", "UnitCosts", "row_seconds"]
 CASE_GROWTH = 3
 #: Expression nodes whose work per row grows with a public list (its first parameter).
 LIST_TAGS = frozenset({"isin", "bucket", "bin", "recode"})
+#: The characters that make a pattern a regular expression (else it is matched as text).
+_META = frozenset(".^$*+?{}[]\\|()")
 #: Expression nodes that call Python once per distinct text value.
 TEXT_TAGS = frozenset({"str_map", "str_replace", "str_match", "str_len"})
 
@@ -133,12 +135,13 @@ def _chars(tag: str, params: tuple[Any, ...], operand: float, text_chars: int) -
 def _compiled(tag: str, params: tuple[Any, ...]) -> bool:
     """True for a node that runs a compiled pattern (:func:`dpframe.plan.text.text_function`).
 
-    A match with ``regex=True``, and a replace with ``regex=True`` or
-    ``case=False`` (which also calls Python once per match); plain text
-    otherwise uses ``str`` methods.
+    A match with ``regex=True`` and a pattern that is not plain text, and a
+    replace with ``regex=True`` or ``case=False`` (which also calls Python
+    once per match); plain text otherwise uses ``str`` methods or one search.
     """
     if tag == "str_match":
-        return bool(params[3])
+        _, patterns, _, regex, _ = params
+        return bool(regex) and any(_META & set(p) for p in patterns)  # plain text: str methods
     if tag == "str_replace":
         _, _, _, case, regex, _ = params
         return bool(regex or not case)

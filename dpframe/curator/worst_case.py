@@ -136,7 +136,7 @@ class CostModel:
         regex_value_seconds: the same for a node running a compiled pattern
             (``regex=True``, or a ``replace`` with ``case=False``; default 2e-5).
         text_char_seconds: one character of one value read by a text node
-            (default 1.5e-8).
+            (default 3e-8).
         text_match_seconds: one match of a ``replace`` that calls Python per
             match (default 4e-5).
         cell_seconds: one released cell's noise draw or utility (default 4e-5).
@@ -164,7 +164,7 @@ class CostModel:
     list_item_seconds: float = 6e-10
     text_value_seconds: float = 3e-6
     regex_value_seconds: float = 2e-5
-    text_char_seconds: float = 1.5e-8
+    text_char_seconds: float = 3e-8
     text_match_seconds: float = 4e-5
     cell_seconds: float = 4e-5
     key_seconds: float = 1e-5
