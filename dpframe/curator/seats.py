@@ -35,7 +35,7 @@ from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
 from dpframe.backends.pandas_backend import PandasBackend
-from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry
+from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
@@ -175,6 +175,7 @@ class Seat:
         suspended: True once ``abandoned`` reached the catalog's limit.
         backends: the seat's backends whose row work runs in worker processes
             (empty when the catalog has ``workers = 0``).
+        grant: the analyst's grant on the dataset (budget and accounting).
     """
 
     session: dp.Session
@@ -187,6 +188,7 @@ class Seat:
     abandoned: int = 0
     suspended: bool = False
     backends: list[WorkerBackend] = field(default_factory=list)
+    grant: Grant | None = None
 
     def kill_workers(self) -> int:
         """Kill the worker processes computing for this seat now; how many were."""
@@ -339,27 +341,10 @@ class Seats:
         entry = self.catalog.datasets[dataset]
         grant = analyst.budgets[dataset]
         ledger = SeatLedger(self.catalog.ledger)
-        session = dp.Session(
-            grant.budget.epsilon,
-            grant.budget.delta,
-            name=f"{analyst.name}/{dataset}",
-            ledger=ledger,
-            accounting=grant.accounting,
-            delta_reserve=grant.delta_reserve,
-            limits=self.catalog.settings.limits,  # stricter than embedded
-        )
-        session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
-        source, schema = session.load(
-            self._frame_data(entry),
-            dict(entry.bounds),
-            {k: list(v) for k, v in entry.categories.items()},
-            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
-            privacy_unit=entry.privacy_unit,
-            max_rows_per_unit=entry.max_rows_per_unit,
-            max_groups_per_unit=entry.max_groups_per_unit,
-            identity=entry.identity,  # named, not fingerprinted
-        )
+        session = self._session(grant, f"{analyst.name}/{dataset}", ledger)
+        source, schema = self._load(session, entry, self._frame_data(entry))
         seat = Seat(session, FrameHandle(session, source, schema), entry, ledger)
+        seat.grant = grant
         pool = self.pool
         if pool is not None:  # the row work in killable worker processes
 
@@ -373,6 +358,49 @@ class Seats:
 
             session.replace_backends(in_workers)
         return seat
+
+    def _session(self, grant: Grant, name: str, ledger: Any) -> dp.Session:
+        """A session with ``grant``'s budget and accounting and the curator's limits."""
+        session = dp.Session(
+            grant.budget.epsilon,
+            grant.budget.delta,
+            name=name,
+            ledger=ledger,
+            accounting=grant.accounting,
+            delta_reserve=grant.delta_reserve,
+            limits=self.catalog.settings.limits,  # stricter than embedded
+        )
+        session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
+        return session
+
+    @staticmethod
+    def _load(session: dp.Session, entry: DatasetEntry, data: Any) -> tuple[Source, Any]:
+        return session.load(
+            data,
+            dict(entry.bounds),
+            {k: list(v) for k, v in entry.categories.items()},
+            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
+            privacy_unit=entry.privacy_unit,
+            max_rows_per_unit=entry.max_rows_per_unit,
+            max_groups_per_unit=entry.max_groups_per_unit,
+            identity=entry.identity,  # named, not fingerprinted
+        )
+
+    def empty_twin(self, seat: Seat) -> tuple[dp.Session, Source] | None:
+        """A throwaway session like ``seat``'s over the same schema and *no* rows (or None).
+
+        It has the seat's grant (so a request gets the same allocation and
+        noise), an in-memory ledger, and a backend holding an empty table of
+        the dataset's columns: what it releases never depends on the data.
+        None for data that is not a pandas DataFrame (a Dask dataset).
+        """
+        data = self._frame_data(seat.entry)
+        if seat.grant is None or not isinstance(data, pd.DataFrame):
+            return None
+        session = self._session(seat.grant, seat.session.name, ":memory:")
+        source, _ = self._load(session, seat.entry, data.iloc[:1])  # its schema (row unused)
+        session.replace_backends(lambda key, backend: PandasBackend(data.iloc[:0]))
+        return session, source
 
     def max_rows(self, entry: DatasetEntry) -> int:
         """The dataset's public row ceiling: its own ``max_rows``, else the ``[server]`` default."""

@@ -15,6 +15,7 @@ import math
 import os
 import threading
 import time
+import traceback
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,17 +23,18 @@ from typing import Any
 
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
+from dpframe.backends.cluster import ClusterFailedError
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
-from dpframe.curator.workers import heavy_lane
+from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.mechanisms.stopping import stoppable
-from dpframe.plan.codec import column_extras, decode_node
+from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
@@ -155,6 +157,7 @@ class Curator:
         private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
         self._seats = Seats(catalog)
         self.unexpected_errors = 0
+        self.default_releases = 0  # computations that failed after their charge (last resort)
         for entry in catalog.datasets.values():
             check_columns(entry)  # every column's kind declared (reads the header only)
             self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
@@ -336,9 +339,12 @@ class Curator:
         the charge stands, the row says ``abandoned``, the answer is
         ``limit_exceeded``, and the seat is free again once the release's
         thread has seen its worker stop (at once) or reached a stop point in
-        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A release that fails
-        after its charge (on the data) gets the same answer and row: the
-        analyst never learns which of the two happened.
+        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A computation
+        that fails after its charge is answered with the default release
+        (:meth:`_default`: the request over no rows), not with an error whose
+        presence would depend on the data; a Dask cluster that fails
+        (:class:`~dpframe.backends.cluster.ClusterFailedError`) is answered
+        ``limit_exceeded``, like the wall-clock limit.
         """
         settings = self.catalog.settings
         seat.take(settings.busy_retry_seconds)
@@ -356,21 +362,88 @@ class Curator:
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error
                     raise work.error
+                if not isinstance(work.error, (ClusterFailedError, WorkerStoppedError)):
+                    return self._default(seat, node, charged, work.error)
                 self._abandon(seat, "failed after its charge", work.error)
             return self._answered(seat, work.result, work.events, charged, node.label)
         finally:
             if not handed_over:
                 seat.give()
 
+    def _default(
+        self, seat: Seat, node: Any, charged: list[int], error: BaseException
+    ) -> dict[str, Any]:
+        """The last resort for a computation that failed after its charge: the default release.
+
+        The computations are total (fuzzed with NaN, ±inf, empty groups and
+        frames, 1e308 and 5e-324 in every node kind:
+        ``tests/curator/test_total_computations.py``; no failure is known),
+        but should one fail, answering an error would tell the analyst a bit
+        about the data.  The answer is instead the **default release**: the
+        same request, with the noise its charge bought, over an empty table
+        of the dataset's columns (:meth:`~dpframe.curator.seats.Seats.empty_twin`),
+        recorded in the ledger as released.  The data owner's log names the
+        seat, the ledger row, the exception's type and where it was raised
+        (never its message, which could hold a value); the seat counts it
+        like an abandoned release.  A Dask dataset (no empty twin) answers
+        ``limit_exceeded``.
+        """
+        twin = self._seats.empty_twin(seat)
+        cause = error.__context__ if error.__suppress_context__ else error  # the engine's cause
+        where = "unknown"
+        if cause is not None and cause.__traceback__ is not None:
+            frame = traceback.extract_tb(cause.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+        kind = type(cause).__name__ if cause is not None else type(error).__name__
+        name = seat.session.name
+        self.default_releases += 1
+        self._count_abandoned(seat)
+        if twin is None:
+            _log.error(
+                "Release on %s failed after its charge (%s at %s); no default release for "
+                "this data (not pandas); ledger rows %s",
+                *(name, kind, where, charged),
+            )
+            raise LIMIT_EXCEEDED
+        session, source = twin
+        events: list[ReleaseEvent] = []
+        unsubscribe = session.subscribe(events.append)
+        try:
+            result = session.run(decode_node(encode_node(node), source))
+        except Exception as failed:  # on no rows too: the abandoned answer
+            _log.error(
+                "Release on %s failed after its charge (%s at %s), and on no rows (%s); "
+                "ledger rows %s",
+                *(name, kind, where, type(failed).__name__, charged),
+            )
+            raise LIMIT_EXCEEDED from None
+        finally:
+            unsubscribe()
+        shown = str(session.ledger["value"].iloc[-1]) if len(session.ledger) else ""
+        for release_id in charged:
+            Ledger.complete(seat.ledger, release_id, shown, "released")
+        _log.error(
+            "Release on %s failed after its charge (%s at %s); answered with the default "
+            "release (the same request over no rows); ledger rows %s",
+            *(name, kind, where, charged),
+        )
+        return self._answered(seat, result, events, charged, node.label)
+
+    def _count_abandoned(self, seat: Seat) -> None:
+        """Count an abandoned release on ``seat``; suspend it at the catalog's limit (logged)."""
+        seat.abandoned += 1
+        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
+            seat.suspended = True
+            _log.error(
+                "Seat %s suspended after %d abandoned releases", seat.session.name, seat.abandoned
+            )
+
     def _abandon(self, seat: Seat, why: str, error: BaseException | None) -> None:
         """Count an abandoned release, log it for the operator, and answer ``limit_exceeded``."""
         ids = seat.ledger.abandon() if error is None else []
-        seat.abandoned += 1
         name = seat.session.name
         _log.error("Release abandoned on %s (%s); ledger rows %s", name, why, ids, exc_info=error)
-        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
-            seat.suspended = True
-            _log.error("Seat %s suspended after %d abandoned releases", name, seat.abandoned)
+        self._count_abandoned(seat)
         raise LIMIT_EXCEEDED
 
     def _answered(
