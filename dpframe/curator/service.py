@@ -75,6 +75,12 @@ def private_ledger(path: Path) -> None:
         Ledger(path).close()
 
 
+def _infrastructure(error: BaseException) -> bool:
+    """True for a failure of the machinery (a worker stopped, a Dask cluster lost), not the data."""
+    causes = (error, error.__context__)
+    return any(isinstance(c, (ClusterFailedError, WorkerStoppedError)) for c in causes)
+
+
 class _Work:
     """One release computing in a thread of its own (so the curator can stop waiting for it).
 
@@ -362,7 +368,7 @@ class Curator:
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error
                     raise work.error
-                if not isinstance(work.error, (ClusterFailedError, WorkerStoppedError)):
+                if not _infrastructure(work.error):
                     return self._default(seat, node, charged, work.error)
                 self._abandon(seat, "failed after its charge", work.error)
             return self._answered(seat, work.result, work.events, charged, node.label)
