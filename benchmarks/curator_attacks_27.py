@@ -250,8 +250,8 @@ def attack_ids(url: str, ledger: Path) -> list[Row]:
             "10a. bob's release after four of alice's (ledger ids)",
             "bob's first release was id 5: he learns how much, and when, others query",
             mine == bob_before + 1,
-            f"bob sees number {mine} (his {bob_before + 1}th on cps); the ledger's own id of "
-            f"that row is {underlying}, never shown",
+            f"bob sees number {mine} (his release number {bob_before + 1} on cps); the "
+            f"ledger's own id of that row is {underlying}, never shown",
         )
     ]
 
