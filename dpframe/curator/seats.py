@@ -197,9 +197,7 @@ class Seat:
     @property
     def text_lengths(self) -> dict[str, int]:
         """The declared maximum length of each column that has one (public: the catalog's)."""
-        return {
-            c.name: c.max_length for c in self.frame._schema.columns if c.max_length is not None
-        }
+        return {c.name: c.max_length for c in self.frame.schema.columns if c.max_length is not None}
 
     @property
     def source(self) -> Source:

@@ -233,8 +233,11 @@ def test_a_failure_after_the_charge_is_answered_with_the_default_release(
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise ValueError(secret)  # a failure on the data, naming a private value
 
-    for backend in seat.session._backends.values():
+    def failing(key: tuple[str, str], backend: Any) -> Any:
         monkeypatch.setattr(backend, "compute", fails)
+        return backend
+
+    seat.session.replace_backends(failing)
     caplog.set_level(logging.ERROR, logger="dpframe.curator")
     answer = client.post("/v1/datasets/cps/query", json=count, headers=headers)
     assert answer.status_code == 200  # not an error: the default release
@@ -257,8 +260,7 @@ def test_a_failure_after_the_charge_is_answered_with_the_default_release(
 def test_the_default_release_is_the_request_over_no_rows() -> None:
     session = dp.Session(epsilon=1e12, delta=1e-2, ledger=":memory:")
     pf = _load(session, _base(), unit=False)
-    for key in list(session._backends):
-        session._backends[key] = PandasBackend(_base().iloc[:0])
+    session.replace_backends(lambda key, backend: PandasBackend(_base().iloc[:0]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for kind, release in KINDS.items():
