@@ -195,11 +195,12 @@ def _rows(node: Node, model: CostModel) -> int:
     """Rows whose part of the estimate is about :data:`TARGET_SECONDS` (0: too slow at any size).
 
     The estimate is linear in the rows: its fixed part (cells, overhead) must
-    be at most 3 seconds, and the rows' part is about :data:`TARGET_SECONDS`.
+    be at most 10 seconds (a describe's quantile cells are 3 s under load, and
+    take a tenth of that), and the rows' part is about :data:`TARGET_SECONDS`.
     """
     fixed = worst_case_seconds(node, 0, model, lengths={"t": LENGTH})
     slope = (worst_case_seconds(node, 10_000, model, lengths={"t": LENGTH}) - fixed) / 10_000
-    if fixed > 3.0:
+    if fixed > 10.0:
         return 0
     return int(min(MOST_ROWS, max(200, TARGET_SECONDS / max(slope, 1e-12))))
 
