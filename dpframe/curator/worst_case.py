@@ -141,7 +141,8 @@ class CostModel:
             match (default 4e-5).
         cell_seconds: one released cell's noise draw or utility (default 4e-5).
         key_seconds: one distinct key of a key discovery: counted, noised and
-            thresholded (4.5 µs measured for 40,000 keys; default 1e-5).
+            thresholded (a noise draw like a cell: 4.5 µs a key for 40,000 keys
+            at load 9, 24 µs at load 15; default 4e-5).
         row_noise_seconds: one row of a sanitized copy (default 2e-6).
         row_step_seconds: one row's noisy step of a regression with
             ``analysis="iteration"`` (default 2e-5).
@@ -167,7 +168,7 @@ class CostModel:
     text_char_seconds: float = 3e-8
     text_match_seconds: float = 4e-5
     cell_seconds: float = 4e-5
-    key_seconds: float = 1e-5
+    key_seconds: float = 4e-5
     row_noise_seconds: float = 2e-6
     row_step_seconds: float = 2e-5
     tree_fit_seconds: float = 2e-4

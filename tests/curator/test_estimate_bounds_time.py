@@ -146,7 +146,9 @@ RELEASES: dict[str, Builder] = {
     ),
     "discover keys": lambda pf, v: pf.discover_keys("t", epsilon=EPS, delta=1e-6),
     "discover then aggregate": lambda pf, v: pf.groupby("t")[v].mean(epsilon=EPS, delta=1e-6),
-    "kde": lambda pf, v: pf[v].kde(5.0, epsilon=EPS),
+    # a small grid: the grid's Cholesky factor (priced by flop_seconds) takes 1 ms on one
+    # thread and up to 0.7 s when OpenBLAS's threads fight other jobs for the cores
+    "kde": lambda pf, v: pf[v].kde(5.0, epsilon=EPS, grid=32),
     "linear regression": lambda pf, v: pf.linear_regression(["x", "n"], v, epsilon=EPS, steps=5),
     "iterative regression": lambda pf, v: pf.linear_regression(
         ["x"], v, epsilon=EPS, delta=1e-6, analysis="iteration", passes=1
