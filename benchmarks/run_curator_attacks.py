@@ -1,4 +1,4 @@
-"""Every attack of issue 16 re-run against today's curator: before (the issue), after (measured).
+"""Every attack of issues 16 and 27 re-run against today's curator: before (the issue), after.
 
 Starts its own curators (`python -m dpframe serve`) on loopback over the
 bundled CPS data, attacks them with raw HTTP and with the client, and prints
@@ -8,7 +8,9 @@ code, seconds, ledger rows and ε spent before -> after, resident memory).
 A refusal that should happen and did not, a leaked bit or a crash is marked
 **FAILED**; so is a timing row with the quantum on whose correlation is
 significant (permutation p < 0.01, so about one run in 100 per row flags one
-by chance).  Takes about a minute.
+by chance).  Issue 27's attacks (rows 9-10, :mod:`benchmarks.curator_attacks_27`)
+add a 200,000-row dataset, the fuzz of every node kind and a Dask cluster
+whose workers are killed.  Takes a few minutes.
 
     python -m benchmarks.run_curator_attacks
 """
@@ -50,6 +52,7 @@ from benchmarks.curator_attacks import (
     attack_schema,
     attack_stall,
 )
+from benchmarks.curator_attacks_27 import holes_27
 from benchmarks.report import markdown_table, save_results
 from benchmarks.run_curator import _serve, _toml
 from dpframe.curator.catalog import hash_token
@@ -334,6 +337,7 @@ def main() -> None:
         rows += attack_ledger(url)
         rows += attack_defaults(url, folder / "state" / "ledger.sqlite", catalog)
         rows += attack_auth_paths(url)
+        rows += holes_27(url, folder, folder / "state" / "ledger.sqlite")
         alive = process.poll() is None and _http(url, "GET", "/v1/health", None)[0] == 200
     finally:
         process.terminate()
@@ -341,11 +345,12 @@ def main() -> None:
     rows += attack_schema(folder)
     timing_rows, timing = attack_timing(folder, runs=60)
     rows += timing_rows
-    rows.sort(key=lambda row: int(row[0].split(".")[0].rstrip("'abcde")))  # stable: by attack
+    rows.sort(key=lambda row: int(row[0].split(".")[0].rstrip("'abcdefgh")))  # stable: by attack
     wall = time.perf_counter() - started
     failed = [r[0] for r in rows if r[2].startswith("**FAILED**")]
     lines = [
-        "# Issue 16's attacks against today's curator (before: the issue; after: measured now)",
+        "# Issues 16 and 27's attacks against today's curator (before: the issue; after: "
+        "measured now)",
         "",
         "Loopback, `python -m dpframe serve` with 2 worker processes, bundled CPS data (28,155"
         " rows, declared max_rows 30,000), ε = 1e-3 per release; latency quantum off (explicit"
@@ -354,9 +359,9 @@ def main() -> None:
         " of her composed Gaussian releases, not a sum of 1e-3s;"
         f" bob's is pure. Run: `python -m benchmarks.run_curator_attacks`, {wall:.0f} s.",
         "",
-        *markdown_table(["attack", "before (issue 16)", "after (measured)"], rows),
+        *markdown_table(["attack", "before (the issue)", "after (measured)"], rows),
         "",
-        f"Main curator still answering /v1/health after attacks 1–3 and 5–7: "
+        f"Main curator still answering /v1/health after attacks 1–3, 5–7, 9d-e and 10a: "
         f"{'yes' if alive else '**NO**'}. FAILED rows: {len(failed)}"
         f"{' (' + '; '.join(failed) + ')' if failed else ''}.",
     ]

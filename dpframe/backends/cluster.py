@@ -15,10 +15,14 @@ stream through the analyst's process.  That works, but it is not a cluster,
 so the backend says so once (:data:`NO_CLIENT_WARNING`).
 
 After the charge, a release on a cluster can still fail: a worker dies again
-and again (out of memory: ``KilledWorker``), the scheduler goes away, or the
-computation does not finish.  :func:`run_bounded` waits at most
-:data:`RELEASE_TIMEOUT_OPTION` seconds (default 3600), cancels the
-computation past it, and turns every such failure into one
+and again (out of memory: ``KilledWorker``), the scheduler goes away, every
+worker is lost, or the computation does not finish.  :func:`run_bounded`
+waits at most :data:`RELEASE_TIMEOUT_OPTION` seconds (default 3600) and
+meanwhile watches the scheduler's count of workers: with none for
+:data:`NO_WORKERS_OPTION` seconds (default 5; a nanny restarts a killed
+worker within that) the release ends then, not an hour later (the
+scheduler keeps a task waiting for workers forever).  It cancels the
+computation and turns every such failure into one
 :class:`ClusterFailedError` with a fixed message (no detail from the
 cluster, which could depend on the data): the release ends, its charge
 stands, and the ledger row says ``failed``.  When the data is opened,
@@ -33,6 +37,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import importlib.metadata
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +51,7 @@ __all__ = [
     "CLUSTER_FAILED",
     "MEMORY_FRACTION_OPTION",
     "NO_CLIENT_WARNING",
+    "NO_WORKERS_OPTION",
     "RELEASE_TIMEOUT_OPTION",
     "VERSIONED",
     "ClusterFailedError",
@@ -53,6 +60,7 @@ __all__ = [
     "check_workers",
     "run_bounded",
     "software_versions",
+    "worker_count",
     "worker_memory_limits",
 ]
 
@@ -64,6 +72,12 @@ _DEFAULT_TIMEOUT = 30.0
 #: The dask option holding a release's bounded wait on the cluster, in seconds (default 3600).
 RELEASE_TIMEOUT_OPTION = "dpframe.release-timeout"
 _DEFAULT_RELEASE_TIMEOUT = 3600.0
+#: The dask option holding how long a release waits with no worker in the cluster, in
+#: seconds (default 5), before it ends with :class:`ClusterFailedError`.
+NO_WORKERS_OPTION = "dpframe.no-workers-seconds"
+_DEFAULT_NO_WORKERS = 5.0
+#: How often a release on a cluster reads the scheduler's count of workers, in seconds.
+_WATCH_SECONDS = 0.5
 #: The dask option holding the largest share of a worker's memory one partition may need.
 MEMORY_FRACTION_OPTION = "dpframe.partition-memory-fraction"
 _DEFAULT_FRACTION = 0.5
@@ -121,7 +135,50 @@ def _cluster_failure(error: BaseException) -> bool:
     # Before Python 3.11 asyncio's and concurrent.futures' TimeoutError (distributed
     # raises the former) are not the built-in one; from 3.11 on all three are one class.
     timeouts = TimeoutError | asyncio.TimeoutError | concurrent.futures.TimeoutError
-    return isinstance(error, KilledWorker | concurrent.futures.CancelledError | timeouts | OSError)
+    failures = KilledWorker | concurrent.futures.CancelledError | timeouts | OSError
+    return isinstance(error, failures | _NoWorkersError)
+
+
+class _NoWorkersError(Exception):
+    """The cluster had no worker for :data:`NO_WORKERS_OPTION` seconds (internal)."""
+
+
+def worker_count(client: Any) -> int:
+    """The scheduler's count of workers now (0 when it cannot be asked)."""
+    try:
+        try:
+            info: Any = client.scheduler_info(n_workers=0)  # totals only (distributed >= 2025)
+        except TypeError:  # an older distributed: every worker's entry
+            info = client.scheduler_info()
+        count = info.get("n_workers")
+        return int(count) if count is not None else len(info.get("workers") or {})
+    except Exception:  # the scheduler is gone, the client closed, ...: no worker seen
+        return 0
+
+
+def _watched(client: Any, future: Any, wait: float) -> Any:
+    """``future.result()``, within ``wait`` seconds, ending early when the cluster has no worker.
+
+    Raises:
+        TimeoutError: ``wait`` seconds passed.
+        _NoWorkersError: the scheduler counted no worker for :data:`NO_WORKERS_OPTION` seconds.
+    """
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    grace = float(dask.config.get(NO_WORKERS_OPTION, _DEFAULT_NO_WORKERS))
+    deadline = time.monotonic() + wait
+    empty_since: float | None = None
+    while not done.wait(max(0.0, min(_WATCH_SECONDS, deadline - time.monotonic()))):
+        now = time.monotonic()
+        if now >= deadline:
+            raise TimeoutError
+        if worker_count(client) > 0:
+            empty_since = None
+        elif empty_since is None:
+            empty_since = now
+        elif now - empty_since >= grace:
+            raise _NoWorkersError
+    return future.result()
 
 
 def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -> Any:
@@ -132,7 +189,8 @@ def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -
 
     Raises:
         ClusterFailedError: the time ran out (the computation is cancelled) or
-            the cluster failed (a killed worker, a lost scheduler or connection).
+            the cluster failed (a killed worker, a lost scheduler or
+            connection, no worker left for :data:`NO_WORKERS_OPTION` seconds).
             An error raised by a task itself (a :class:`DPError`, or an
             exception the engine reports as a failed query) propagates as is.
     """
@@ -142,7 +200,7 @@ def run_bounded(client: Any, obj: Any, show: Any = None, charged: bool = True) -
         future = client.compute(obj)
         if show is not None:
             show(future)
-        return future.result(timeout=wait)
+        return _watched(client, future, wait)
     except DPError:
         raise
     except Exception as error:

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.service import LEDGER_PAGE, Curator, ServiceError, error_payload
 from dpframe.plan.codec import node_type_names
+from dpframe.remote.wire import ProtocolError, duplicate_key
 
 __all__ = ["MAX_BODY", "create_app"]
 
@@ -99,14 +100,17 @@ def _error(exc: ServiceError) -> JSONResponse:
 
 
 class BodyLimit:
-    """ASGI middleware: refuse bodies larger than ``limit`` bytes with 413, whatever their framing.
+    """ASGI middleware: refuse bodies over ``limit`` bytes (413) or with a JSON key twice (400).
 
     A declared ``Content-Length`` over the limit is refused before any byte is
     read.  Otherwise the body is read here, up to the limit (a chunked body
     has no declared length), and handed to the app whole; one byte more and
     the request is answered 413 without reaching the app (before issue 16 a
-    chunked body over the limit got 400 from the app's body parser).  Without
-    a valid token the answer is 401 either way.
+    chunked body over the limit got 400 from the app's body parser).  A JSON
+    body with a key twice in one object is answered 400 ``invalid_json``
+    (the app's parser would keep the last value, another parser the first;
+    before issue 27 the last one was used).  Without a valid token the answer
+    is 401 either way.
     """
 
     def __init__(self, app: ASGIApp, curator: Curator, limit: int = MAX_BODY) -> None:
@@ -138,6 +142,10 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        problem = duplicate_key(body)
+        if problem is not None:
+            await self._refuse(headers, send, problem)
+            return
         delivered = False
 
         async def replay() -> Message:
@@ -149,12 +157,17 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, headers: dict[bytes, bytes], send: Send) -> None:
+    async def _refuse(
+        self, headers: dict[bytes, bytes], send: Send, problem: ProtocolError | None = None
+    ) -> None:
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
             self.curator.authenticate(authorization)
         except ServiceError as exc:  # no token: 401 whatever the body
             await _send(send, exc.status, error_payload(exc.code, exc.message))
+            return
+        if problem is not None:
+            await _send(send, 400, error_payload(problem.code, str(problem)))
             return
         await _too_large(send)
 

@@ -30,11 +30,12 @@ import pandas as pd
 
 import dpframe as dp
 from dpframe.accounting.ledger import Ledger, PendingCharge
+from dpframe.accounting.ledger_schema import ledger_errors
 from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
 from dpframe.backends.pandas_backend import PandasBackend
-from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry
+from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
@@ -58,6 +59,12 @@ class SeatLedger(Ledger):
     A row the engine marks ``failed`` (the release failed on the data, after
     the charge) is recorded ``abandoned`` too: an analyst cannot tell the two
     causes apart.
+
+    The ledger's ids count the releases of *every* analyst (one file), so an
+    analyst shown them would learn how much, and when, the others query.  An
+    analyst sees their own numbers instead: a seat's releases numbered 1, 2,
+    3, ... in the order they were charged (:meth:`number_of`,
+    :meth:`ledger_id`); rows are never deleted, so a number never changes.
     """
 
     def __init__(self, path: Any) -> None:
@@ -114,6 +121,42 @@ class SeatLedger(Ledger):
         with self._guard:
             self._refusing = False
 
+    def number_of(self, session: str, release_id: int) -> int:
+        """The analyst's number of ``session``'s ledger row ``release_id`` (1: its first)."""
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM releases WHERE session=? AND id <= ?",
+                (session, int(release_id)),
+            ).fetchone()
+        return int(row[0])
+
+    def ledger_id(self, session: str, number: int) -> int | None:
+        """The ledger id of ``session``'s release numbered ``number`` (None: no such release)."""
+        if number < 1:
+            return None
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT id FROM releases WHERE session=? ORDER BY id LIMIT 1 OFFSET ?",
+                (session, int(number) - 1),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def numbered_page(self, session: str, *, after: int = 0, limit: int) -> pd.DataFrame:
+        """:meth:`page` of ``session`` by the analyst's numbers: rows numbered above ``after``.
+
+        The frame's index holds the numbers (``after + 1``, ``after + 2``, ...),
+        not the ledger's ids.
+        """
+        start = 0 if after <= 0 else self.ledger_id(session, after)
+        if start is None:  # fewer releases than ``after``
+            table = self.page(session, after=0, limit=0)
+        else:
+            table = self.page(session, after=start, limit=limit)
+        numbered: pd.DataFrame = table.set_axis(
+            pd.RangeIndex(after + 1, after + 1 + len(table), name="id")
+        )
+        return numbered
+
 
 @dataclass
 class Seat:
@@ -132,6 +175,7 @@ class Seat:
         suspended: True once ``abandoned`` reached the catalog's limit.
         backends: the seat's backends whose row work runs in worker processes
             (empty when the catalog has ``workers = 0``).
+        grant: the analyst's grant on the dataset (budget and accounting).
     """
 
     session: dp.Session
@@ -144,10 +188,16 @@ class Seat:
     abandoned: int = 0
     suspended: bool = False
     backends: list[WorkerBackend] = field(default_factory=list)
+    grant: Grant | None = None
 
     def kill_workers(self) -> int:
         """Kill the worker processes computing for this seat now; how many were."""
         return sum(backend.kill() for backend in self.backends)
+
+    @property
+    def text_lengths(self) -> dict[str, int]:
+        """The declared maximum length of each column that has one (public: the catalog's)."""
+        return {c.name: c.max_length for c in self.frame.schema.columns if c.max_length is not None}
 
     @property
     def source(self) -> Source:
@@ -289,27 +339,10 @@ class Seats:
         entry = self.catalog.datasets[dataset]
         grant = analyst.budgets[dataset]
         ledger = SeatLedger(self.catalog.ledger)
-        session = dp.Session(
-            grant.budget.epsilon,
-            grant.budget.delta,
-            name=f"{analyst.name}/{dataset}",
-            ledger=ledger,
-            accounting=grant.accounting,
-            delta_reserve=grant.delta_reserve,
-            limits=self.catalog.settings.limits,  # stricter than embedded
-        )
-        session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
-        source, schema = session.load(
-            self._frame_data(entry),
-            dict(entry.bounds),
-            {k: list(v) for k, v in entry.categories.items()},
-            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
-            privacy_unit=entry.privacy_unit,
-            max_rows_per_unit=entry.max_rows_per_unit,
-            max_groups_per_unit=entry.max_groups_per_unit,
-            identity=entry.identity,  # named, not fingerprinted
-        )
+        session = self._session(grant, f"{analyst.name}/{dataset}", ledger)
+        source, schema = self._load(session, entry, self._frame_data(entry))
         seat = Seat(session, FrameHandle(session, source, schema), entry, ledger)
+        seat.grant = grant
         pool = self.pool
         if pool is not None:  # the row work in killable worker processes
 
@@ -323,6 +356,49 @@ class Seats:
 
             session.replace_backends(in_workers)
         return seat
+
+    def _session(self, grant: Grant, name: str, ledger: Any) -> dp.Session:
+        """A session with ``grant``'s budget and accounting and the curator's limits."""
+        session = dp.Session(
+            grant.budget.epsilon,
+            grant.budget.delta,
+            name=name,
+            ledger=ledger,
+            accounting=grant.accounting,
+            delta_reserve=grant.delta_reserve,
+            limits=self.catalog.settings.limits,  # stricter than embedded
+        )
+        session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
+        return session
+
+    @staticmethod
+    def _load(session: dp.Session, entry: DatasetEntry, data: Any) -> tuple[Source, Any]:
+        return session.load(
+            data,
+            dict(entry.bounds),
+            {k: list(v) for k, v in entry.categories.items()},
+            dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
+            privacy_unit=entry.privacy_unit,
+            max_rows_per_unit=entry.max_rows_per_unit,
+            max_groups_per_unit=entry.max_groups_per_unit,
+            identity=entry.identity,  # named, not fingerprinted
+        )
+
+    def empty_twin(self, seat: Seat) -> tuple[dp.Session, Source] | None:
+        """A throwaway session like ``seat``'s over the same schema and *no* rows (or None).
+
+        It has the seat's grant (so a request gets the same allocation and
+        noise), an in-memory ledger, and a backend holding an empty table of
+        the dataset's columns: what it releases never depends on the data.
+        None for data that is not a pandas DataFrame (a Dask dataset).
+        """
+        data = self._frame_data(seat.entry)
+        if seat.grant is None or not isinstance(data, pd.DataFrame):
+            return None
+        session = self._session(seat.grant, seat.session.name, ":memory:")
+        source, _ = self._load(session, seat.entry, data.iloc[:1])  # its schema (row unused)
+        session.replace_backends(lambda key, backend: PandasBackend(data.iloc[:0]))
+        return session, source
 
     def max_rows(self, entry: DatasetEntry) -> int:
         """The dataset's public row ceiling: its own ``max_rows``, else the ``[server]`` default."""
@@ -338,12 +414,42 @@ class Seats:
             CatalogError: naming the dataset and its ceiling (not the row count).
         """
         ceiling = self.max_rows(entry)
-        if len(self._frame_data(entry)) > ceiling:
+        data = self._frame_data(entry)
+        if len(data) > ceiling:
             raise CatalogError(
                 f"[datasets.{entry.name}] has more rows than its declared max_rows "
                 f"({ceiling:,}); raise max_rows (a public ceiling: worst-case times are "
                 "estimated from it)."
             )
+        self._check_text(entry, data, ceiling)
+
+    def _check_text(self, entry: DatasetEntry, data: Any, ceiling: int) -> None:
+        """Refuse a text column without a declared length holding more than its public ceiling.
+
+        Text nodes are priced by the characters they read: a declared maximum
+        length (``text(40)``) bounds them, else ``text_chars`` per row of the
+        row ceiling, checked here (pandas data; a Dask dataset's text is not
+        read here, and declares its lengths).
+
+        Raises:
+            CatalogError: naming the dataset, the column and the fixes (no count).
+        """
+        if not isinstance(data, pd.DataFrame):
+            return
+        per_row = self.catalog.settings.text_chars
+        declared = {c: parse_kind(c, k).max_length for c, k in entry.kinds.items()}
+        for name in data.columns:
+            column = data[name]
+            if declared.get(name) is not None or not _holds_text(column):
+                continue
+            lengths = column.map(lambda v: len(v) if isinstance(v, str) else 0, na_action="ignore")
+            if float(lengths.sum()) > per_row * ceiling:
+                raise CatalogError(
+                    f"[datasets.{entry.name}] column {str(name)!r} holds more text than "
+                    f"text_chars ({per_row:,} characters per row of max_rows, on average) "
+                    "allows; declare its maximum length (dtypes = { column = 'text(40)' }) "
+                    "or raise [server].text_chars (text nodes are priced by it)."
+                )
 
     def _frame_data(self, entry: DatasetEntry) -> Any:
         """The dataset as declared, read once and shared by every seat."""
@@ -360,6 +466,16 @@ class Seats:
                 data = apply_declared_kinds(frame, kinds)
                 self._data[entry.name] = data
         return data
+
+
+def _holds_text(column: pd.Series) -> bool:
+    """True for a column whose values may be text (object, string or categorical)."""
+    dtype = column.dtype
+    return bool(
+        pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+    )
 
 
 def shown_ledger(table: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:

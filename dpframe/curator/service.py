@@ -15,6 +15,7 @@ import math
 import os
 import threading
 import time
+import traceback
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,17 +23,18 @@ from typing import Any
 
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
+from dpframe.backends.cluster import ClusterFailedError
 from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
-from dpframe.curator.workers import heavy_lane
+from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.mechanisms.stopping import stoppable
-from dpframe.plan.codec import column_extras, decode_node
+from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
@@ -71,6 +73,12 @@ def private_ledger(path: Path) -> None:
         log("%s", message)
     if not path.exists():
         Ledger(path).close()
+
+
+def _infrastructure(error: BaseException) -> bool:
+    """True for a failure of the machinery (a worker stopped, a Dask cluster lost), not the data."""
+    causes = (error, error.__context__)
+    return any(isinstance(c, (ClusterFailedError, WorkerStoppedError)) for c in causes)
 
 
 class _Work:
@@ -155,6 +163,7 @@ class Curator:
         private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
         self._seats = Seats(catalog)
         self.unexpected_errors = 0
+        self.default_releases = 0  # computations that failed after their charge (last resort)
         for entry in catalog.datasets.values():
             check_columns(entry)  # every column's kind declared (reads the header only)
             self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
@@ -239,14 +248,16 @@ class Curator:
     ) -> dict[str, Any]:
         """One page of the analyst's own releases on ``dataset``, oldest first.
 
-        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) with an id above
+        At most ``limit`` rows (at most :data:`LEDGER_PAGE`) numbered above
         ``after``; ``next`` is the ``after`` of the next page, or None after the
-        last one.  The data is named by its catalog name and version, never by
-        anything computed from the rows.
+        last one.  Rows are numbered per analyst and dataset (1 for the first;
+        :class:`~dpframe.curator.seats.SeatLedger`), never by the ledger's own
+        ids, which count every analyst's releases.  The data is named by its
+        catalog name and version, never by anything computed from the rows.
         """
         seat = self._seats.get(analyst, dataset)
         limit = LEDGER_PAGE if limit is None else max(1, min(int(limit), LEDGER_PAGE))
-        table = seat.ledger.page(seat.session.name, after=after, limit=limit + 1)
+        table = seat.ledger.numbered_page(seat.session.name, after=after, limit=limit + 1)
         more = len(table) > limit
         table = shown_ledger(table.iloc[:limit], seat.entry)
         following = int(table.index[-1]) if more else None
@@ -315,7 +326,13 @@ class Curator:
         check_resources(size_of(node, settings.limits), settings.limits)
         rows = self._seats.max_rows(seat.entry)
         return check_worst_case(
-            node, rows, settings.cost, settings.release_estimate_seconds, settings.limits
+            node,
+            rows,
+            settings.cost,
+            settings.release_estimate_seconds,
+            settings.limits,
+            seat.text_lengths,
+            settings.text_chars,
         )
 
     def _release(self, seat: Seat, node: Any, heavy: bool = False) -> dict[str, Any]:
@@ -328,9 +345,12 @@ class Curator:
         the charge stands, the row says ``abandoned``, the answer is
         ``limit_exceeded``, and the seat is free again once the release's
         thread has seen its worker stop (at once) or reached a stop point in
-        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A release that fails
-        after its charge (on the data) gets the same answer and row: the
-        analyst never learns which of the two happened.
+        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A computation
+        that fails after its charge is answered with the default release
+        (:meth:`_default`: the request over no rows), not with an error whose
+        presence would depend on the data; a Dask cluster that fails
+        (:class:`~dpframe.backends.cluster.ClusterFailedError`) is answered
+        ``limit_exceeded``, like the wall-clock limit.
         """
         settings = self.catalog.settings
         seat.take(settings.busy_retry_seconds)
@@ -348,21 +368,88 @@ class Curator:
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error
                     raise work.error
+                if not _infrastructure(work.error):
+                    return self._default(seat, node, charged, work.error)
                 self._abandon(seat, "failed after its charge", work.error)
             return self._answered(seat, work.result, work.events, charged, node.label)
         finally:
             if not handed_over:
                 seat.give()
 
+    def _default(
+        self, seat: Seat, node: Any, charged: list[int], error: BaseException
+    ) -> dict[str, Any]:
+        """The last resort for a computation that failed after its charge: the default release.
+
+        The computations are total (fuzzed with NaN, ±inf, empty groups and
+        frames, 1e308 and 5e-324 in every node kind:
+        ``tests/curator/test_total_computations.py``; no failure is known),
+        but should one fail, answering an error would tell the analyst a bit
+        about the data.  The answer is instead the **default release**: the
+        same request, with the noise its charge bought, over an empty table
+        of the dataset's columns (:meth:`~dpframe.curator.seats.Seats.empty_twin`),
+        recorded in the ledger as released.  The data owner's log names the
+        seat, the ledger row, the exception's type and where it was raised
+        (never its message, which could hold a value); the seat counts it
+        like an abandoned release.  A Dask dataset (no empty twin) answers
+        ``limit_exceeded``.
+        """
+        twin = self._seats.empty_twin(seat)
+        cause = error.__context__ if error.__suppress_context__ else error  # the engine's cause
+        where = "unknown"
+        if cause is not None and cause.__traceback__ is not None:
+            frame = traceback.extract_tb(cause.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+        kind = type(cause).__name__ if cause is not None else type(error).__name__
+        name = seat.session.name
+        self.default_releases += 1
+        self._count_abandoned(seat)
+        if twin is None:
+            _log.error(
+                "Release on %s failed after its charge (%s at %s); no default release for "
+                "this data (not pandas); ledger rows %s",
+                *(name, kind, where, charged),
+            )
+            raise LIMIT_EXCEEDED
+        session, source = twin
+        events: list[ReleaseEvent] = []
+        unsubscribe = session.subscribe(events.append)
+        try:
+            result = session.run(decode_node(encode_node(node), source))
+        except Exception as failed:  # on no rows too: the abandoned answer
+            _log.error(
+                "Release on %s failed after its charge (%s at %s), and on no rows (%s); "
+                "ledger rows %s",
+                *(name, kind, where, type(failed).__name__, charged),
+            )
+            raise LIMIT_EXCEEDED from None
+        finally:
+            unsubscribe()
+        shown = str(session.ledger["value"].iloc[-1]) if len(session.ledger) else ""
+        for release_id in charged:
+            Ledger.complete(seat.ledger, release_id, shown, "released")
+        _log.error(
+            "Release on %s failed after its charge (%s at %s); answered with the default "
+            "release (the same request over no rows); ledger rows %s",
+            *(name, kind, where, charged),
+        )
+        return self._answered(seat, result, events, charged, node.label)
+
+    def _count_abandoned(self, seat: Seat) -> None:
+        """Count an abandoned release on ``seat``; suspend it at the catalog's limit (logged)."""
+        seat.abandoned += 1
+        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
+            seat.suspended = True
+            _log.error(
+                "Seat %s suspended after %d abandoned releases", seat.session.name, seat.abandoned
+            )
+
     def _abandon(self, seat: Seat, why: str, error: BaseException | None) -> None:
         """Count an abandoned release, log it for the operator, and answer ``limit_exceeded``."""
         ids = seat.ledger.abandon() if error is None else []
-        seat.abandoned += 1
         name = seat.session.name
         _log.error("Release abandoned on %s (%s); ledger rows %s", name, why, ids, exc_info=error)
-        if seat.abandoned >= self.catalog.settings.abandoned_to_suspend and not seat.suspended:
-            seat.suspended = True
-            _log.error("Seat %s suspended after %d abandoned releases", name, seat.abandoned)
+        self._count_abandoned(seat)
         raise LIMIT_EXCEEDED
 
     def _answered(
@@ -380,9 +467,11 @@ class Curator:
         label = "; ".join(e.query for e in events) if events else default_label
         kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
         release = charged[-1] if charged else None  # its ledger id (None: explained)
+        number = None
         if release is not None:
             self._keep(seat, release, kept)
-        return {**kept, "budget": self._budget_state(seat), "release": release}
+            number = seat.ledger.number_of(seat.session.name, release)  # the analyst's own
+        return {**kept, "budget": self._budget_state(seat), "release": number}
 
     def _keep(self, seat: Seat, release: int, kept: Mapping[str, Any]) -> None:
         """Store a release's answer in the ledger for :meth:`recover` (best effort).
@@ -405,14 +494,18 @@ class Curator:
     def recover(self, analyst: Analyst, dataset: str, release_id: int) -> dict[str, Any]:
         """The answer of one of the analyst's charged releases, again, free.
 
+        ``release_id`` is the analyst's number of the release on ``dataset``
+        (the index of their ledger page and the ``release`` of an answer).
+
         Raises :class:`ServiceError`: 404 ``unknown_release`` when the
-        analyst's ledger on ``dataset`` has no release of this id with a
-        stored answer (an explanation, a failed release, another analyst's
-        id, or one released before answers were stored); 409 ``pending``
-        (with ``Retry-After``) while it is still being computed.
+        analyst's ledger on ``dataset`` has no release of this number with a
+        stored answer (an explanation, a failed release, a number past their
+        last release, or one released before answers were stored); 409
+        ``pending`` (with ``Retry-After``) while it is still being computed.
         """
         seat = self._seats.get(analyst, dataset)
-        found = seat.ledger.answer(seat.session.name, release_id)
+        ledger_id = seat.ledger.ledger_id(seat.session.name, release_id)
+        found = None if ledger_id is None else seat.ledger.answer(seat.session.name, ledger_id)
         if found is not None and found[1] is not None:
             kept = loads(zlib.decompress(found[1]))
             return {**kept, "budget": self._budget_state(seat), "release": release_id}

@@ -12,6 +12,7 @@ Example::
     release_seconds = 300              # wall-clock limit of one release (a server fault)
     release_estimate_seconds = 30      # refuse (uncharged) a worst-case estimate over this
     max_rows = 1000000                 # default public row ceiling of a dataset
+    text_chars = 256                   # most characters per row of text without text(N)
     workers = 2                        # worker processes reading the rows (killable; 0: none)
     heavy_workers = 1                  # niced worker processes for heavy releases (0: none)
     heavy_seconds = 1.0                # the worst-case estimate from which a release is heavy
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
-from dpframe.curator.worst_case import CostModel
+from dpframe.curator.worst_case import TEXT_CHARS, CostModel
 from dpframe.errors import DPError
 from dpframe.plan.estimate import ResourceLimits
 
@@ -76,6 +77,11 @@ class ServerSettings:
             uncharged.  At most ``release_seconds``.
         max_rows: the public row ceiling of a dataset without its own
             ``max_rows``; the curator refuses to start on a file with more rows.
+        text_chars: the most characters per row, on average over the rows
+            ceiling, of a text column without a declared maximum length
+            (``text(40)``): the worst-case estimate prices text nodes by it,
+            and the curator refuses to start on a column with more
+            characters in all than ``text_chars`` x the row ceiling.
         workers: worker processes that read the rows for releases (shared
             by all seats; a release past the wall-clock limit has its worker
             killed, :mod:`dpframe.curator.workers`); 0 computes in the
@@ -99,6 +105,7 @@ class ServerSettings:
     abandoned_to_suspend: int = 3
     release_estimate_seconds: float = 30.0
     max_rows: int = 1_000_000
+    text_chars: int = TEXT_CHARS
     workers: int = 2
     heavy_workers: int = 1
     heavy_seconds: float = 1.0
@@ -135,6 +142,7 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
             "stored_answers_mb",
             "abandoned_to_suspend",
             "max_rows",
+            "text_chars",
         )
     }
     workers = server.get("workers", defaults.workers)

@@ -16,14 +16,27 @@ The model is an upper bound, linear in each term:
 * rows x (evaluation nodes + 2) x ``row_op_seconds``: every expression node
   is one vectorized pass over the rows; the 2 cover the filter mask and the
   group index;
+* rows x what a node costs per row beyond that (:mod:`dpframe.curator.row_costs`):
+  the items of its public list (``isin``, ``cut``, ``map``), and a text
+  node's Python call per distinct value (as many as rows), characters and
+  matches, bounded by declared maximum lengths or the curator's
+  ``text_chars``;
 * cells x ``cell_seconds``: each released cell (a histogram bin, a key
   combination, a quantile's candidate and level) costs a secure noise draw
   or a utility;
 * rows x ``row_noise_seconds`` more for a sanitized copy (one noisy value
-  per row), rows x points x ``row_op_seconds`` for a kernel density estimate,
+  per row), rows x points x ``row_op_seconds`` for a kernel density estimate
+  (and (points³/3 + points²) x ``flop_seconds`` for its grid's Cholesky factor),
   rows x steps x (features + 1) x ``row_op_seconds`` for a regression by
   full-batch steps, and rows x passes x ``row_step_seconds`` for one with
   ``analysis="iteration"`` (one noisy step per row, a Python loop);
+* the plan's terms above once per evaluation of the plan: a regression by
+  full-batch steps evaluates it steps + 1 times, a sparse vector once per
+  query (before issue 27 each was counted once);
+* rows x ``key_seconds`` for a key discovery (and the aggregate over the
+  keys it finds): every row may hold a key of its own, each counted, noised
+  and thresholded (before issue 27, 40,000 distinct keys were estimated at
+  0.006 s and took 0.5 to 2.9 s; 0.18 s since the keys are read in one call);
 * a synthetic copy (:func:`synthesis_seconds`): its one pass over the rows
   (every marginal counted from the same cell codes), its model's fitting
   steps (every fit runs its full count of steps in practice) x the
@@ -38,9 +51,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dpframe.curator.row_costs import row_seconds
 from dpframe.engine.release_path import size_of
 from dpframe.errors import ResourceLimitError
 from dpframe.mechanisms.synth_aim import (
@@ -53,14 +68,27 @@ from dpframe.mechanisms.synth_counts import MarginalTables
 from dpframe.mechanisms.synth_rows import FIT_ITERATIONS
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.releases import (
+    DiscoverKeys,
+    DiscoverThenAggregate,
     KernelDensity,
     Regression,
     ReleaseNode,
     SanitizedCopy,
+    SparseVector,
     Synthesize,
 )
 
-__all__ = ["CostModel", "check_worst_case", "synthesis_seconds", "worst_case_seconds"]
+__all__ = [
+    "TEXT_CHARS",
+    "CostModel",
+    "check_worst_case",
+    "synthesis_seconds",
+    "worst_case_seconds",
+]
+
+#: The default most characters per row of a text column without a declared maximum length
+#: (on average over the column; the curator checks it when it starts).
+TEXT_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -88,9 +116,33 @@ class CostModel:
     defaults bound the slowest kind of each with some margin; a data owner on
     another machine sets their own (``[server.cost]``).
 
+    Text and list nodes (issue 27), measured by
+    :func:`dpframe.curator.calibration.calibrate` under the same load: a text
+    node's Python call per distinct value 1 to 9 µs (``upper`` 1.3 µs, a
+    case-insensitive ``replace`` 9 µs on 13 characters), 10 ns per character
+    more, and a ``replace`` calling Python per match 5 to 21 µs per match; an
+    ``isin``, ``cut`` or ``map`` 6e-11 s per row and item of its list on top
+    of the vectorized pass.
+
     Attributes:
         row_op_seconds: one expression node over one row (default 5e-8).
+        hash_row_seconds: one row looked up in a node's public list (an
+            ``isin``, ``map`` or ``cut``: hashing or searching, more than a
+            vectorized pass; default 2e-7).
+        list_item_seconds: one row against one item of a node's public list
+            (default 6e-10).
+        text_value_seconds: one text node's Python call on one value (one per
+            row: distinct values can be as many as rows; default 3e-6).
+        regex_value_seconds: the same for a node running a compiled pattern
+            (``regex=True``, or a ``replace`` with ``case=False``; default 2e-5).
+        text_char_seconds: one character of one value read by a text node
+            (default 3e-8).
+        text_match_seconds: one match of a ``replace`` that calls Python per
+            match (default 4e-5).
         cell_seconds: one released cell's noise draw or utility (default 4e-5).
+        key_seconds: one distinct key of a key discovery: counted, noised and
+            thresholded (a noise draw like a cell: 4.5 µs a key for 40,000 keys
+            at load 9, 24 µs at load 15; default 4e-5).
         row_noise_seconds: one row of a sanitized copy (default 2e-6).
         row_step_seconds: one row's noisy step of a regression with
             ``analysis="iteration"`` (default 2e-5).
@@ -100,17 +152,30 @@ class CostModel:
             marginal (default 1e-3).
         candidate_seconds: one AIM candidate scored in one round (default 3e-3).
         draw_seconds: one drawn row and column of a synthetic copy (default 5e-7).
+        flop_seconds: one floating-point operation of dense linear algebra
+            (a kernel density estimate's Cholesky factor of its grid's kernel
+            matrix, n³/3 of them for n points: 2,048 points took 0.73 s on one
+            thread and 4.5 s with OpenBLAS's threads on the loaded machine,
+            3.5 s estimated before issue 27 as 0.14 s; default 2e-9).
         overhead_seconds: fixed cost of one part (compile, ledger, answer).
     """
 
     row_op_seconds: float = 5e-8
+    hash_row_seconds: float = 2e-7
+    list_item_seconds: float = 6e-10
+    text_value_seconds: float = 3e-6
+    regex_value_seconds: float = 2e-5
+    text_char_seconds: float = 3e-8
+    text_match_seconds: float = 4e-5
     cell_seconds: float = 4e-5
+    key_seconds: float = 4e-5
     row_noise_seconds: float = 2e-6
     row_step_seconds: float = 2e-5
     tree_fit_seconds: float = 2e-4
     junction_fit_seconds: float = 1e-3
     candidate_seconds: float = 3e-3
     draw_seconds: float = 5e-7
+    flop_seconds: float = 2e-9
     overhead_seconds: float = 0.05
 
 
@@ -126,7 +191,12 @@ def _parts(node: Any) -> list[Any]:
 
 
 def worst_case_seconds(
-    node: Any, rows: int, model: CostModel, limits: ResourceLimits | None = None
+    node: Any,
+    rows: int,
+    model: CostModel,
+    limits: ResourceLimits | None = None,
+    lengths: Mapping[str, int] | None = None,
+    text_chars: int = TEXT_CHARS,
 ) -> float:
     """The most seconds ``node`` may take over at most ``rows`` rows (see the module docstring).
 
@@ -135,21 +205,33 @@ def worst_case_seconds(
         rows: the dataset's declared row ceiling (public), never its row count.
         model: the curator's cost model.
         limits: passed to the sizing (a request over them is sized quickly).
+        lengths: the declared maximum length of each text column that has one.
+        text_chars: the most characters per row of a text column without one.
     """
     seconds = 0.0
     for part in _parts(node):
         sizes = size_of(part, limits)
-        passes = sizes.evaluation_nodes + 2
+        plan_row = (sizes.evaluation_nodes + 2) * model.row_op_seconds  # one pass of its plan
+        if limits is None or sizes.evaluation_nodes <= limits.max_evaluation_nodes:
+            plan_row += row_seconds(part, model, lengths or {}, text_chars)
+        evaluations, passes = 1, 0  # the plan's evaluations, and further vectorized passes
         if isinstance(part, KernelDensity):
             passes += len(part.points)
+            size = len(part.points)  # the kernel matrix of the grid, and its Cholesky factor
+            seconds += (size**3 / 3 + size * size) * model.flop_seconds
         elif isinstance(part, Regression) and part.analysis == "iteration":
             passes += len(part.features) + 1  # the rows read once
             seconds += rows * part.passes * model.row_step_seconds
         elif isinstance(part, Regression):
+            evaluations = part.steps + 1  # the plan is evaluated again for every step
             passes += part.steps * (len(part.features) + 1)
+        elif isinstance(part, SparseVector):
+            evaluations = len(part.conditions)  # the plan is evaluated again for each query
+        elif isinstance(part, (DiscoverKeys, DiscoverThenAggregate)):
+            seconds += rows * model.key_seconds  # a key per row, at most: counted, noised
         elif isinstance(part, Synthesize):
             seconds += synthesis_seconds(part, rows, model)
-        seconds += rows * passes * model.row_op_seconds
+        seconds += rows * (evaluations * plan_row + passes * model.row_op_seconds)
         seconds += sizes.output_cells * model.cell_seconds
         if isinstance(part, SanitizedCopy):
             seconds += rows * model.row_noise_seconds
@@ -198,7 +280,13 @@ def synthesis_seconds(node: Synthesize, rows: int, model: CostModel) -> float:
 
 
 def check_worst_case(
-    node: Any, rows: int, model: CostModel, ceiling: float, limits: ResourceLimits | None = None
+    node: Any,
+    rows: int,
+    model: CostModel,
+    ceiling: float,
+    limits: ResourceLimits | None = None,
+    lengths: Mapping[str, int] | None = None,
+    text_chars: int = TEXT_CHARS,
 ) -> float:
     """The worst case of a request; refused, before the charge, over ``ceiling`` seconds.
 
@@ -206,11 +294,12 @@ def check_worst_case(
         ResourceLimitError: naming the estimate, the ceiling and the declared
             row ceiling (all public).
     """
-    seconds = worst_case_seconds(node, rows, model, limits)
+    seconds = worst_case_seconds(node, rows, model, limits, lengths, text_chars)
     if seconds > ceiling:
         raise ResourceLimitError(
             f"This request could take up to {seconds:,.1f} s on this dataset's declared "
             f"{rows:,} rows (the curator's limit is {ceiling:g} s); nothing was charged. "
-            "Simplify it: fewer derived columns, keys, bins or quantile levels."
+            "Simplify it: fewer derived columns, text methods (each calls Python once per "
+            "value), keys, bins or quantile levels."
         )
     return seconds

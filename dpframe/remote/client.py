@@ -8,7 +8,6 @@ library (``urllib``), so an analyst needs no extra packages.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import urllib.error
@@ -157,10 +156,10 @@ class _Http:
 
 def _error_from(exc: urllib.error.HTTPError) -> DPError:
     try:
-        payload = json.loads(exc.read())
+        payload = loads(exc.read())
         error = payload["error"]
         code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
+    except (ProtocolError, KeyError, TypeError):
         return CuratorUnavailableError(
             f"The curator answered HTTP {exc.code} outside the protocol."
         )

@@ -37,15 +37,21 @@ from dpframe.plan.temporal import period_from_json
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_ECHO",
     "ProtocolError",
     "decode_response",
     "dumps",
+    "duplicate_key",
     "encode_response",
     "loads",
+    "short_name",
+    "unique_keys",
 ]
 
 #: Deepest nesting of JSON containers accepted in either direction.
 MAX_DEPTH = 64
+#: The most characters of a name sent by the other side that an error message repeats.
+MAX_ECHO = 64
 _INT_LIMIT = 2**53
 
 
@@ -65,10 +71,52 @@ def _reject_constant(name: str) -> Any:
     raise ProtocolError("invalid_json", f"Non-standard JSON constant {name}.")
 
 
-def loads(text: str | bytes) -> Any:
-    """Parse strict JSON (no NaN/Infinity literals) no deeper than :data:`MAX_DEPTH`."""
+def short_name(name: str) -> str:
+    """``name`` cut to :data:`MAX_ECHO` characters (``…`` marks a cut), for an error message."""
+    return name if len(name) <= MAX_ECHO else name[:MAX_ECHO] + "…"
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused (``object_pairs_hook``).
+
+    Python's ``json`` keeps the last value of a repeated key, and other
+    parsers keep the first: a body meaning one thing to a proxy or a log and
+    another to the curator is refused instead.
+
+    Raises:
+        ProtocolError: ``invalid_json``, naming the key (cut to :data:`MAX_ECHO` characters).
+    """
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ProtocolError(
+                "invalid_json",
+                f"The JSON has the key {short_name(key)!r} twice in one object; send each key "
+                "once.",
+            )
+        found[key] = value
+    return found
+
+
+def duplicate_key(text: str | bytes) -> ProtocolError | None:
+    """The refusal of a JSON text with a key twice in one object (None: none, or not JSON).
+
+    Only the repeated key is looked for; whether the text is valid JSON is
+    left to the parser that reads it next.
+    """
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        json.loads(text, object_pairs_hook=unique_keys)
+    except ProtocolError as error:
+        return error
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse strict JSON, at most :data:`MAX_DEPTH` deep: no NaN/Infinity, no key twice."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
     except ProtocolError:
         raise
     except RecursionError:

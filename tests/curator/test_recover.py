@@ -89,6 +89,7 @@ def test_other_ids_are_unknown_alike(client: TestClient, curator: Curator) -> No
         "bob/cps", "cps", Charge(epsilon=Fraction(1, 100)), lambda s: None, "q", "m"
     )
     seat.ledger.complete(failed, "", status="failed")
+    failed = seat.ledger.number_of("bob/cps", failed)  # the analyst's number of it
     answers = [
         client.get(f"/v1/datasets/cps/releases/{release}", headers=auth(token))
         for release, token in ((mine, ALICE), (failed, BOB), (10**9, BOB))
@@ -105,6 +106,7 @@ def test_a_release_still_computing_is_pending(client: TestClient, curator: Curat
     running = seat.ledger.charge(
         "bob/cps", "cps", Charge(epsilon=Fraction(1, 100)), lambda s: None, "q", "m"
     )
+    running = seat.ledger.number_of("bob/cps", running)  # the analyst's number of it
     answer = client.get(f"/v1/datasets/cps/releases/{running}", headers=auth(BOB))
     assert (answer.status_code, answer.json()["error"]["code"]) == (409, "pending")
     assert answer.headers["retry-after"] == "1"

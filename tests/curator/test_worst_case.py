@@ -151,4 +151,9 @@ def test_every_release_kind_fits_the_default_limit_at_a_million_rows() -> None:
     defaults = ServerSettings()
     for name, release in RELEASES.items():
         seconds = worst_case_seconds(build_node(release), defaults.max_rows, defaults.cost)
+        if name.startswith("discover"):  # a key and a noise draw per row, at most (issue 27)
+            assert seconds > defaults.release_estimate_seconds, name
+            fewer = worst_case_seconds(build_node(release), 300_000, defaults.cost)
+            assert fewer < defaults.release_estimate_seconds, name
+            continue
         assert seconds < defaults.release_estimate_seconds, name
