@@ -35,7 +35,9 @@ def test_corr_and_cov_match_pandas_at_a_large_epsilon(
     assert list(got.index) == list(got.columns) == names
     np.testing.assert_allclose(got.to_numpy(dtype=float), truth.corr().to_numpy(), atol=1e-4)
     cov = pf[names].cov(epsilon=BIG)
-    np.testing.assert_allclose(cov.to_numpy(dtype=float), truth.cov().to_numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        cov.to_numpy(dtype=float), truth.cov().to_numpy(), rtol=1e-4, atol=1e-3
+    )
     one = pf["wage"].corr(pf["education"], epsilon=BIG)
     assert one == pytest.approx(truth["wage"].corr(truth["education"]), abs=1e-4)
     ledger = pf.session.ledger

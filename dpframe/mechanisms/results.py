@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
-from collections.abc import Hashable
 from typing import Any, Protocol
 
 import numpy as np
