@@ -90,6 +90,9 @@ def series_near(
         assert isinstance(result, pd.Series)
         assert list(result.index) == list(expected)
         for key, truth in expected.items():
+            if math.isnan(truth):  # an empty group: missing, as pandas shows it
+                assert math.isnan(float(result[key])), (key, result)
+                continue
             allowed = wide.get(key, 1e-3 * max(1.0, abs(truth)))
             assert abs(float(result[key]) - truth) <= allowed, (key, result)
 
@@ -321,7 +324,7 @@ DATA_CASES: list[Case] = [
             .mean(epsilon=EXACT)
         ),
         RELEASE,
-        series_near({"é": 1, "ü": 2.5, "日本": 3}, tolerance={"ü": 2.5}),
+        series_near({"é": 1, "ü": math.nan, "日本": 3}),
     ),
     Case(
         "duplicated column names",

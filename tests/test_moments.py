@@ -33,9 +33,11 @@ def test_corr_and_cov_match_pandas_at_a_large_epsilon(
     truth = _clipped(cps, names)
     got = pf[names].corr(epsilon=BIG)
     assert list(got.index) == list(got.columns) == names
-    np.testing.assert_allclose(got.to_numpy(), truth.corr().to_numpy(), atol=1e-4)
+    np.testing.assert_allclose(got.to_numpy(dtype=float), truth.corr().to_numpy(), atol=1e-4)
     cov = pf[names].cov(epsilon=BIG)
-    np.testing.assert_allclose(cov.to_numpy(), truth.cov().to_numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        cov.to_numpy(dtype=float), truth.cov().to_numpy(), rtol=1e-4, atol=1e-3
+    )
     one = pf["wage"].corr(pf["education"], epsilon=BIG)
     assert one == pytest.approx(truth["wage"].corr(truth["education"]), abs=1e-4)
     ledger = pf.session.ledger
@@ -44,7 +46,7 @@ def test_corr_and_cov_match_pandas_at_a_large_epsilon(
 
 
 def test_a_moderate_epsilon_gives_a_valid_correlation_matrix(pf: dp.PrivateFrame) -> None:
-    got = pf[["wage", "education", "experience"]].corr(epsilon=0.01).to_numpy()
+    got = pf[["wage", "education", "experience"]].corr(epsilon=0.01).to_numpy(dtype=float)
     assert np.allclose(np.diag(got), 1.0) and np.allclose(got, got.T)
     assert (np.abs(got) <= 1).all() and np.linalg.eigvalsh(got).min() > -1e-9
 

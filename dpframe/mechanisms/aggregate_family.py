@@ -125,6 +125,7 @@ class AggregateFamily(Family[Aggregate]):
                 run.rho,
                 undeclared=outside,
                 notes=notes,
+                released=np.asarray(result.values, dtype=float) if notes else None,
             )
             series = grouped_series(shown, meta, pandas_name(agg))
             return series, f"{len(result.values)} groups"

@@ -320,4 +320,4 @@ def consistent(
         ConsistentIntervals(center[:keep], coef[:keep], tuple(noises), clip, statistic),
         meta.rho,
     )
-    return grouped_series(shown[:keep], result_meta, str(cells.name))
+    return grouped_series(shown[:keep], result_meta, cells.name)

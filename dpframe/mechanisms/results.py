@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Hashable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
@@ -255,7 +256,9 @@ class GroupedRelease:
     ``undeclared`` holds the noisy count of the rows whose key is outside the
     declared ones (None when the group-by has no such cell: discovered keys).
     ``notes`` are said once under the result (in its caption): e.g. which
-    groups were too thin to show a value.
+    groups were too thin to show a value.  ``released`` holds every group's
+    released value, the thin ones included (``values`` and the Series show
+    those as missing); None when no group was hidden.
     """
 
     index: pd.Index
@@ -268,6 +271,7 @@ class GroupedRelease:
     values: np.ndarray | None = None
     undeclared: UndeclaredRows | None = None
     notes: tuple[str, ...] = ()
+    released: np.ndarray | None = None
 
     def matches(self, series: pd.Series) -> bool:
         """True when ``series`` still holds exactly the released values and keys."""
@@ -435,7 +439,7 @@ def answer_array(values: Any, intervals: Any, integer: bool | None = None) -> DP
     return DPArray.of_block(released, block, shown_integer)
 
 
-def grouped_series(values: np.ndarray, meta: GroupedRelease, name: str | None) -> pd.Series:
+def grouped_series(values: np.ndarray, meta: GroupedRelease, name: Hashable) -> pd.Series:
     """Build the public Series of a grouped release (``dp`` dtype, metadata in ``attrs``)."""
     released = np.asarray(values, dtype=float)
     series: pd.Series = pd.Series(
@@ -478,7 +482,7 @@ def as_answer(result: Any) -> Any:
     if isinstance(result, pd.Series) and isinstance(meta, GroupedRelease):
         if isinstance(result.array, DPArray) or not meta.matches(result):
             return result
-        return grouped_series(result.to_numpy(dtype=float), meta, str(result.name))
+        return grouped_series(result.to_numpy(dtype=float), meta, result.name)
     if isinstance(result, pd.DataFrame) and isinstance(meta, FrameRelease):
         dp_columns = [isinstance(result[c].array, DPArray) for c in result.columns]
         if all(dp_columns) or not meta.matches(result):

@@ -49,7 +49,8 @@ def _model(release: Any) -> IntervalModel:
 
 def _values(release: Any) -> np.ndarray:
     if isinstance(release, pd.Series):
-        return release.to_numpy(dtype=float)
+        meta = release.attrs["dpframe"]  # every group's value, thin groups too (shown missing)
+        return release.to_numpy(dtype=float) if meta.released is None else meta.released
     return np.array([float(release)])
 
 
