@@ -30,6 +30,9 @@ SENTINEL_TEXT = "Zq7-SENTINEL-" + "4f1c9e2b7a"
 SENTINEL_FLOAT = 4321.123456789
 SENTINEL_INT = 918273645
 
+#: The sentinel and secret datasets' declared row ceiling (their file is far smaller).
+SENTINEL_MAX_ROWS = 300_000
+
 
 def sentinel_frame() -> pd.DataFrame:
     """The CPS data with planted sentinel values in a few rows."""
@@ -199,7 +202,8 @@ def write_catalog(
     ``quantum_ms`` is the latency quantum (0, the tests' default: off, opted
     out explicitly; the curator's own default is on).  ``cps_max_rows`` is
     the cps dataset's declared row ceiling (the file has 28,155 rows; None:
-    the curator's default, 10**6).
+    the curator's default, 10**6); sentinel and secret declare
+    :data:`SENTINEL_MAX_ROWS`.
     """
     sentinel_path = folder / "sentinel.csv"
     sentinel_frame().to_csv(sentinel_path, index=False)
@@ -221,12 +225,16 @@ def write_catalog(
         "[datasets.sentinel]",
         'path = "sentinel.csv"',
         'version = "2024-06"',
+        # Declared ceilings the tests' requests fit: key discovery over text is
+        # priced per row (4e-5 s), so at the default 10**6 rows it would not fit.
+        f"max_rows = {SENTINEL_MAX_ROWS}",
         f"bounds = {_toml_value(bounds)}",
         f"categories = {_toml_value(cats)}",
         f"dtypes = {_toml_value(SENTINEL_DTYPES)}",
         "",
         "[datasets.secret]",
         'path = "sentinel.csv"',
+        f"max_rows = {SENTINEL_MAX_ROWS}",
         f"dtypes = {_toml_value(ALL_SENTINEL_DTYPES)}",
         "",
         "[analysts.alice]",

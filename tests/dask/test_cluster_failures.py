@@ -154,7 +154,10 @@ class _LateFuture:
         self.error = error
         self.cancelled = False
 
-    def result(self, timeout: float) -> Any:
+    def add_done_callback(self, callback: Any) -> None:
+        callback(self)  # "done": its result raises (a wait that timed out inside distributed)
+
+    def result(self, timeout: float | None = None) -> Any:
         raise self.error(f"no answer within {timeout} s")
 
     def cancel(self) -> None:
