@@ -20,7 +20,8 @@ RUNS = 120
 
 def _truth(cps: pd.DataFrame, statistic: str, names: list[str] = NAMES) -> pd.DataFrame:
     clipped = pd.DataFrame({n: cps[n].clip(*BOUNDS[n]) for n in names})
-    return clipped.corr() if statistic == "corr" else clipped.cov()
+    matrix: pd.DataFrame = clipped.corr() if statistic == "corr" else clipped.cov()
+    return matrix
 
 
 @pytest.mark.parametrize(("statistic", "epsilon"), [("corr", 1.0), ("cov", 1.0), ("corr", 10.0)])
