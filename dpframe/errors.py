@@ -6,6 +6,8 @@ how to fix it; they never contain a value read from the private data.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "BudgetExceededError",
     "BudgetResetWarning",
@@ -86,3 +88,16 @@ class BudgetResetWarning(UserWarning):
     a new name starts a separate budget for the same people (see
     :mod:`dpframe.engine.guard_rails`).
     """
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside dpframe.
+
+    Call it in the ``warnings.warn(...)`` call itself: level 1 is the function
+    that warns.  The analyst's own line is then shown, not dpframe's.
+    """
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import sys
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,7 +61,7 @@ from dpframe.backends.pandas_backend import (
 from dpframe.backends.parquet_sizes import largest_partition_bytes
 from dpframe.backends.program import Program, Query, compile_query
 from dpframe.backends.reduce import RowReducer, add_partials
-from dpframe.errors import DPError, SchemaError
+from dpframe.errors import DPError, SchemaError, caller_stacklevel
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
 from dpframe.plan.measures import Measure
@@ -138,7 +137,7 @@ class DaskBackend:
         if client is None:
             if not self._warned:
                 self._warned = True
-                warnings.warn(NO_CLIENT_WARNING, UserWarning, stacklevel=_caller_level())
+                warnings.warn(NO_CLIENT_WARNING, UserWarning, stacklevel=caller_stacklevel())
             return
         info: Any = client.scheduler_info()
         workers = frozenset(info.get("workers", {}))
@@ -479,15 +478,6 @@ def _to_delayed(frame: dd.DataFrame) -> list[Delayed]:
     """One delayed pandas DataFrame per partition (after dask's graph optimization)."""
     to_delayed: Callable[[], list[Delayed]] = frame.to_delayed
     return to_delayed()
-
-
-def _caller_level() -> int:
-    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
-        level += 1
-        frame = frame.f_back  # type: ignore[assignment]
-    return level
 
 
 def _client() -> Any:

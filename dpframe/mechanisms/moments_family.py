@@ -25,18 +25,29 @@ Accuracy:
     count), and a correlation by about sqrt(2)·m·h_i·h_j/(ε·n·σ_i·σ_j):
     tight bounds (h close to the spread of the data) and many rows matter.
     For two columns m = 6.  ``result.attrs["dpframe"].intervals`` holds the
-    noisy moments and their noise; ``ci()`` has no interval for this release.
+    noisy moments and their noise.  Each entry's interval (``dp.ci``, the
+    ``±`` shown) is a box: every part's noise within its two-sided
+    1 − (1 − level)/m quantile (Bonferroni over the m parts), then interval
+    arithmetic through the formulas above.  It covers the clamped data's
+    covariance or correlation with probability at least ``level`` for every
+    data set (conservative: often much wider than the error itself); it
+    uses released values and public noise only.  When a correlation's
+    interval spans more than half of [−1, 1], a warning says so, with the
+    ε at which it would not (about: widths scale as 1/ε for large counts).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpframe.errors import DPError
+from dpframe.errors import DPError, caller_stacklevel
+from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Released
 from dpframe.mechanisms.results import FrameRelease, as_answer
@@ -53,17 +64,141 @@ class MomentIntervals:
         noisy: the released count, centred sums and product sums, in the
             order of :meth:`dpframe.plan.releases.Moments.parts`.
         scales: the noise scale (Laplace b or Gaussian σ) of each, in value units.
+        noise: each part's noise (empty: an older release without them).
+        halves: the half-widths of the columns' bounds.
+        statistic: ``"corr"`` or ``"cov"``.
     """
 
     noisy: tuple[float, ...]
     scales: tuple[float, ...]
+    noise: tuple[NoiseSpec, ...] = ()
+    halves: tuple[float, ...] = ()
+    statistic: str = "cov"
 
     def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
-        """No interval: raise, saying where the accuracy is stated."""
-        raise DPError(
-            "corr()/cov() have no interval: the Accuracy section of their docstring (and "
-            "explain) gives each entry's error; the noisy moments are in .intervals.noisy."
+        """Per-entry (low, high) covering the clamped data's matrix with probability ≥ ``level``.
+
+        A box (module docstring): every part within its Bonferroni quantile,
+        then interval arithmetic.  A noisy count whose low end is at most 1
+        bounds nothing: (−inf, inf) for a covariance, [−1, 1] for a correlation.
+        """
+        return self.boxes(level, 1.0)
+
+    def boxes(self, level: float, factor: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`interval` with every noise's quantile divided by ``factor`` (ε × factor)."""
+        if not self.noise:
+            raise DPError(
+                "This corr()/cov() release has no interval (made before intervals were kept): "
+                "release it again for one."
+            )
+        k = len(self.halves)
+        per = 1.0 - (1.0 - level) / len(self.noise)
+        half = np.array([spec.abs_quantile(per) + spec.rounding for spec in self.noise]) / factor
+        noisy = np.asarray(self.noisy, dtype=float)
+        low_all, high_all = noisy - half, noisy + half
+        n_low, n_high = max(low_all[0], 0.0), high_all[0]
+        sums = list(zip(low_all[1 : 1 + k], high_all[1 : 1 + k], strict=True))
+        low = np.full((k, k), -np.inf)
+        high = np.full((k, k), np.inf)
+        if n_low > 1:
+            pairs = [(i, j) for i in range(k) for j in range(i, k)]
+            for (i, j), p_low, p_high in zip(
+                pairs, low_all[1 + k :], high_all[1 + k :], strict=True
+            ):
+                box = _cov_box(sums[i], sums[j], (p_low, p_high), (n_low, n_high), i == j)
+                if i == j:
+                    top = self.halves[i] ** 2 * n_high / (n_high - 1) if n_high > 1 else math.inf
+                    top = max(top, self.halves[i] ** 2 * n_low / (n_low - 1))
+                    box = (max(box[0], 0.0), min(box[1], top))
+                low[i, j] = low[j, i] = box[0]
+                high[i, j] = high[j, i] = box[1]
+        if self.statistic == "corr":
+            return _corr_box(low, high)
+        return low, high
+
+
+def _product_box(a: tuple[float, float], b: tuple[float, float], same: bool) -> tuple[float, float]:
+    """The range of x·y for x in ``a``, y in ``b`` (x² when ``same``)."""
+    if same:
+        squares = (a[0] ** 2, a[1] ** 2)
+        least = 0.0 if a[0] <= 0 <= a[1] else min(squares)
+        return least, max(squares)
+    ends = [x * y for x in a for y in b]
+    return min(ends), max(ends)
+
+
+def _cov_box(
+    s_i: tuple[float, float],
+    s_j: tuple[float, float],
+    product: tuple[float, float],
+    n: tuple[float, float],
+    same: bool,
+) -> tuple[float, float]:
+    """The range of (P − S_i·S_j/n)/(n − 1) over the boxes (n > 1 throughout)."""
+    t_low, t_high = _product_box(s_i, s_j, same)
+    ratio = [t / m for t in (t_low, t_high) for m in n]
+    num = (product[0] - max(ratio), product[1] - min(ratio))
+    ends = [x / (m - 1) for x in num for m in n]
+    return min(ends), max(ends)
+
+
+def _corr_box(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Correlation boxes from covariance boxes: cov/sqrt(var_i·var_j), within [−1, 1]."""
+    k = low.shape[0]
+    c_low, c_high = np.full((k, k), -1.0), np.full((k, k), 1.0)
+    for i in range(k):
+        c_low[i, i] = c_high[i, i] = 1.0
+        for j in range(i + 1, k):
+            v_low = low[i, i] * low[j, j]
+            v_high = high[i, i] * high[j, j]
+            if not (v_low > 0 and math.isfinite(v_high) and math.isfinite(low[i, j])):
+                continue
+            ends = [c / math.sqrt(v) for c in (low[i, j], high[i, j]) for v in (v_low, v_high)]
+            c_low[i, j] = c_low[j, i] = max(-1.0, min(ends))
+            c_high[i, j] = c_high[j, i] = min(1.0, max(ends))
+    return c_low, c_high
+
+
+def thin_correlation_warning(intervals: MomentIntervals, epsilon: float | None) -> str | None:
+    """A one-line warning when some correlation's 95% interval spans over half of [−1, 1].
+
+    The advice is the ε at which the same noisy moments would give intervals
+    no wider than 1 (noise scales as 1/ε): about, since new draws move them.
+    """
+    width = _widest(intervals, 1.0)
+    if width <= 1.0:
+        return None
+    advice = ""
+    if epsilon is not None:
+        factor = _factor_for_width(intervals)
+        advice = (
+            f"; about ε={epsilon * factor:.2g} would bring it under half"
+            if factor is not None
+            else "; fewer columns, tighter bounds or more rows would narrow it"
         )
+    return (
+        f"Too thin to read: a correlation's 95% interval spans {width:.2f} of [−1, 1] at this "
+        f"ε{advice} (dp.ci gives every entry's interval)."
+    )
+
+
+def _widest(intervals: MomentIntervals, factor: float) -> float:
+    """The widest 95% correlation interval with every noise divided by ``factor``."""
+    low, high = intervals.boxes(0.95, factor)
+    return float(np.max(high - low))
+
+
+def _factor_for_width(intervals: MomentIntervals, most: float = 1e4) -> float | None:
+    """The least ε multiplier (within ``most``) at which the widest interval is at most 1."""
+    low, high = 1.0, 2.0
+    while _widest(intervals, high) > 1.0:
+        low, high = high, high * 2
+        if high > most:
+            return None
+    for _ in range(12):
+        middle = (low + high) / 2
+        low, high = (low, middle) if _widest(intervals, middle) <= 1.0 else (middle, high)
+    return high
 
 
 def covariance(
@@ -114,12 +249,16 @@ class MomentsFamily(Family[Moments]):
         released = [run.part(p) for p in run.parts]
         noisy = tuple(float(r) for r in released)
         scales = tuple(float(r.scale) for r in released)
+        noise = tuple(r.intervals.noise[0] for r in released)
         k = len(node.columns)
         sums = np.array(noisy[1 : 1 + k])
         products = np.zeros((k, k))
         for (i, j), value in zip(node.pairs(), noisy[1 + k :], strict=True):
             products[i, j] = products[j, i] = value
         halves = np.array([(high - low) / 2 for _, _, (low, high) in node.columns])
+        intervals = MomentIntervals(
+            noisy, scales, noise, tuple(float(h) for h in halves), node.statistic
+        )
         matrix = covariance(noisy[0], sums, products, halves)
         if node.statistic == "corr":
             matrix = correlation(matrix)
@@ -135,10 +274,15 @@ class MomentsFamily(Family[Moments]):
             run.cost,
             self.mechanism_of(node, run.allocation),
             node.label,
-            MomentIntervals(noisy, scales),
+            intervals,
             result.to_numpy(dtype=object),
         )
         result = as_answer(result)
+        if node.statistic == "corr":
+            epsilon = run.cost.epsilon if run.cost.delta == 0 else None
+            message = thin_correlation_warning(intervals, float(epsilon) if epsilon else None)
+            if message is not None:
+                warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
         return result, f"{k}x{k} {node.statistic}"
 
     def explain(self, node: Moments, asked: Asked) -> Explanation:

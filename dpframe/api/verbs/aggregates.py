@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle
+from dpframe.api.verbs.quantiles import quantile_candidates
 from dpframe.api.verbs.requests import require_bounds
 from dpframe.errors import ResourceLimitError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS, reordered
@@ -210,4 +211,13 @@ def describe_node(frame: FrameHandle, request: PrivacyRequest, include: object =
             "describe() needs numeric columns with declared bounds"
             + (" or columns with declared categories." if include == "all" else ".")
         )
-    return Describe(plan=frame.plan, privacy=request, columns=columns, categorical=categorical)
+    candidates = tuple(
+        quantile_candidates(frame.schema.get(name), bounds, None) for name, _, bounds in columns
+    )
+    return Describe(
+        plan=frame.plan,
+        privacy=request,
+        columns=columns,
+        categorical=categorical,
+        candidates=candidates if any(candidates) else (),
+    )

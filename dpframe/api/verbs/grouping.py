@@ -11,7 +11,6 @@ its noise (see :func:`warn_undeclared`).
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import Any
 
@@ -22,7 +21,7 @@ from dpframe.api.verbs.columns import to_expr
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.keysets import combination_key, relabel
 from dpframe.api.verbs.requests import require_bounds
-from dpframe.errors import SchemaError
+from dpframe.errors import SchemaError, caller_stacklevel
 from dpframe.mechanisms.results import GroupedRelease
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
@@ -202,13 +201,4 @@ def warn_undeclared(result: Any) -> None:
     if not isinstance(meta, GroupedRelease) or meta.undeclared is None:
         return
     if meta.undeclared.clearly_present:
-        warnings.warn(meta.undeclared.message(), UserWarning, stacklevel=_outside_dpframe())
-
-
-def _outside_dpframe() -> int:
-    """The stacklevel of the first caller outside dpframe (the analyst's line)."""
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpframe."):
-        level += 1
-        frame = frame.f_back  # type: ignore[assignment]
-    return level
+        warnings.warn(meta.undeclared.message(), UserWarning, stacklevel=caller_stacklevel())

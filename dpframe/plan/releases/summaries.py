@@ -32,9 +32,14 @@ class Describe(ReleaseNode):
 
     columns: tuple[tuple[str, Expr, Bounds], ...]
     categorical: tuple[GroupKey, ...] = ()
+    #: per numeric column, its quartiles' public candidates (``()``: the default grid;
+    #: an integer column's integers, so that its quartiles are whole numbers).
+    candidates: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.candidates and len(self.candidates) != len(self.columns):
+            raise SchemaError("describe(): one candidate list per numeric column.")
         if not self.columns and not self.categorical:
             raise SchemaError(
                 "describe() needs numeric columns with declared bounds (or, with "
@@ -74,7 +79,8 @@ class Describe(ReleaseNode):
         """
         privacy = scaled(self.privacy, self.share, self.privacy.delta * self.share)
         found: list[Aggregate | ReleaseNode] = []
-        for _, expr, bounds in self.columns:
+        candidates = self.candidates or tuple(() for _ in self.columns)
+        for (_, expr, bounds), chosen in zip(self.columns, candidates, strict=True):
             label = f"var({expr}){describe_plan(self.plan)}"
             found.append(
                 Aggregate(
@@ -97,6 +103,7 @@ class Describe(ReleaseNode):
                     bounds=bounds,
                     levels=quartiles,
                     scalar=False,
+                    candidates=chosen,
                 )
             )
         for key in self.categorical:
