@@ -61,8 +61,16 @@ def rr_probabilities(epsilon: float, delta: float, m: int) -> tuple[float, float
     eps, dlt = _check(epsilon, delta)
     if m < 1:
         raise SchemaError("Randomized response needs at least two declared categories.")
-    other = (1 - dlt) / (m + math.exp(eps))
+    if eps > _EXP_LIMIT:  # e^ε overflows a float: (1 − δ)·e^−ε / (1 + m·e^−ε), maybe 0.0
+        tail = math.exp(-eps)
+        other = (1 - dlt) * tail / (1 + m * tail)
+    else:
+        other = (1 - dlt) / (m + math.exp(eps))
     return 1 - m * other, other
+
+
+#: Above this ε, e^ε is computed as 1/e^−ε (math.exp overflows past about 709.78).
+_EXP_LIMIT = 700.0
 
 
 @dataclass(frozen=True)
@@ -103,7 +111,8 @@ def rr_spec(epsilon: float, delta: float, categories: int) -> RandomizedResponse
     m = int(categories) - 1
     _, other = rr_probabilities(epsilon, delta, m)
     denominator = 1 << RR_DENOMINATOR_BITS
-    units = math.ceil(other * denominator * (1 + 1e-12))
+    # At least one unit: the true p is never 0 (a p that underflowed rounds up to 2**-48).
+    units = max(1, math.ceil(other * denominator * (1 + 1e-12)))
     units = min(units, denominator // (m + 1))  # never beyond uniform
     return RandomizedResponseSpec(m + 1, units, denominator, float(epsilon), float(delta))
 

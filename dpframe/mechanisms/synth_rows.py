@@ -68,7 +68,14 @@ def sampling_generator(rng: SecureRandom) -> np.random.Generator:  # not privacy
 
 
 def inverse_variance_total(totals: list[tuple[float, float]]) -> float:
-    """The inverse-variance weighted mean of noisy totals given as (total, variance)."""
+    """The inverse-variance weighted mean of noisy totals given as (total, variance).
+
+    Totals of variance 0 (noise too small to represent at a huge ε) are exact:
+    their mean.
+    """
+    exact = [t for t, v in totals if v <= 0]
+    if exact:
+        return sum(exact) / len(exact)
     weights = sum(1.0 / v for _, v in totals)
     return sum(t / v for t, v in totals) / weights
 
