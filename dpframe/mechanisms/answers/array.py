@@ -646,7 +646,10 @@ class DPArray(ExtensionArray):
 
 
 def _diagonal(values: FloatArray) -> Any:
-    return _sparse().diags_array(np.asarray(values, dtype=float), format="csr")
+    """A sparse diagonal matrix (csr_array; ``diags_array`` is scipy ≥ 1.11 only)."""
+    diagonal = np.asarray(values, dtype=float)
+    n = len(diagonal)
+    return _sparse().csr_array((diagonal, (np.arange(n), np.arange(n))), shape=(n, n))
 
 
 def _sparse() -> Any:
