@@ -14,8 +14,9 @@ from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_c
 
 def _show(label: str, release: dp.Release) -> None:
     low, high = release.ci(0.95)
-    interval = f"95% CI [{low:,.1f}, {high:,.1f}]"
-    print(f"{label:<44} {release.value:>12,.1f}   {interval}  cost {release.cost}")
+    digits = 0 if getattr(release.intervals, "statistic", None) == "count" else 1  # whole people
+    interval = f"95% CI [{low:,.{digits}f}, {high:,.{digits}f}]"
+    print(f"{label:<44} {release.value:>12,.{digits}f}   {interval}  cost {release.cost}")
 
 
 def main(argv: list[str] | None = None) -> None:
