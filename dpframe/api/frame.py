@@ -20,13 +20,14 @@ import pandas as pd
 from dpframe.api.frame_releases import FrameReleases
 from dpframe.api.groupby import PrivateGroupBy, groupby_of
 from dpframe.api.guard import RowGuard
-from dpframe.api.handle import FrameHandle, Runner
+from dpframe.api.handle import FrameHandle, Runner, handle_of
 from dpframe.api.series import PrivateSeries, series_of
 from dpframe.api.teaching import REVEALING
 from dpframe.api.verbs import (
     elementwise,
     frames,
     grouping,
+    joins,
     lookup,
     relations,
     transforms,
@@ -238,30 +239,79 @@ class PrivateFrame(FrameReleases, RowGuard):
     def merge(
         self,
         right: object,
-        how: str = "left",
+        how: str | None = None,
         on: str | Sequence[str] | None = None,
         suffixes: tuple[str, str] = ("_x", "_y"),
         validate: str | None = None,
+        *,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+        max_rows: int | None = None,
     ) -> PrivateFrame:
-        """Add a public lookup table's columns, matched on a key, as ``DataFrame.merge`` (free).
+        """Join a public lookup table, or another private frame of the same ID space (free).
 
-        Privacy: many-to-one on a public table, so every private row stays one
-        row: the sensitivity of every later release is unchanged; nothing is
-        charged.  Two private frames are refused (see :mod:`dpframe.api.verbs.lookup`).
+        With a public table (a pandas DataFrame): its columns are added,
+        matched on a key, as ``DataFrame.merge``; many-to-one, so every
+        private row stays one row and the sensitivity of every later release
+        is unchanged.
+
+        With a private frame of the same session and ID space
+        (``visits.merge(people, on="person_id")``): a private join on keys that
+        include the ID columns; the result is a private frame of that ID space
+        where each person keeps at most ``max_rows`` rows (a random subset,
+        chosen once); every release on it counts that many rows per person.
+        Missing keys never match.  See :mod:`dpframe.api.verbs.joins`.
+
+        Privacy: nothing is charged.  A public table: sensitivity unchanged.
+        A private join: each later release's sensitivity is multiplied by
+        ``max_rows`` (docs/proofs/private_joins.md).
 
         Args:
-            right: a pandas DataFrame of public attributes, one row per key.
-            how: ``"left"`` (rows whose key is not in the table get missing values)
-                or ``"inner"`` (those rows are dropped).
-            on: the key column, in both tables (default: the one column they share).
+            right: a pandas DataFrame of public attributes, one row per key, or
+                a private frame of the same session and ID space.
+            how: a public table: ``"left"`` (default; rows whose key is not in
+                the table get missing values) or ``"inner"``.  A private frame:
+                ``"inner"`` (default), ``"left"``, ``"right"``, ``"outer"``,
+                ``"semi"`` or ``"anti"`` (the left rows whose key is, or is
+                not, in the right frame; left columns only).
+            on: the key column(s), in both tables (default: the one column they
+                share; for private frames, their ID columns).
             suffixes: for other columns present in both, as pandas.
-            validate: None, ``"many_to_one"`` or ``"m:1"`` (always checked).
+            validate: public table only: None, ``"many_to_one"`` or ``"m:1"``.
+            left_on: private frames: the left keys (with ``right_on``); the
+                right keys take the left names (one key column each).
+            right_on: private frames: the right keys, paired with ``left_on``.
+            max_rows: private frames: the most rows one person keeps after the
+                join (default: the product of the two frames' limits; semi and
+                anti: the left frame's limit).
 
         Example:
             >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
             >>> pf.merge(regions, on="region")["pop_m"].mean(epsilon=0.1)  # doctest: +SKIP
+            >>> visits.merge(people, on="person_id").count(epsilon=0.1)  # doctest: +SKIP
         """
-        return frame_of(lookup.merge(self._handle, right, how, on, suffixes, validate))
+        other = handle_of(right)
+        if isinstance(other, FrameHandle):
+            if validate is not None:
+                raise SchemaError("merge() of two private frames takes no validate=.")
+            return frame_of(
+                joins.private_merge(
+                    self._handle,
+                    other,
+                    how or "inner",
+                    on,
+                    left_on,
+                    right_on,
+                    suffixes,
+                    max_rows,
+                )
+            )
+        if left_on is not None or right_on is not None or max_rows is not None:
+            raise SchemaError(
+                "left_on=, right_on= and max_rows= are for merging two private frames; with "
+                "a public table give on=."
+            )
+        return frame_of(lookup.merge(self._handle, right, how or "left", on, suffixes, validate))
 
     def join(
         self,

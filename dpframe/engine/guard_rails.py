@@ -5,9 +5,12 @@ frame is loaded (before anything can be charged), against the ledger file so
 that every process sharing it sees the same answer:
 
 * **Another privacy-unit setting.**  A session's budget is a guarantee for one
-  kind of neighbour: one row, or all the rows of one unit (at most k of them).
-  Mixing frames of both settings in one session would let row-level releases
-  (sensitivity 1) spend a budget meant per person.  The session's first frame
+  kind of neighbour: one row, or all the rows of one unit (at most k of them
+  per frame; frames of one ID space share their units, issue 32).
+  Mixing row-level frames with unit frames in one session would let row-level
+  releases (sensitivity 1) spend a budget meant per person; unit frames may
+  differ in their ID column, row limit and ID space, since each release's
+  sensitivity counts its own frame's limit.  The session's first frame
   fixes the setting in the ledger (:meth:`Ledger.fix_privacy_unit
   <dpframe.accounting.ledger.Ledger.fix_privacy_unit>`); a frame with another
   setting is refused (:class:`~dpframe.errors.SchemaError`) in this process or
@@ -105,13 +108,14 @@ def fix_unit_setting(ledger: Ledger, session: str, unit: tuple[str, int] | None)
     """
     asked = unit_setting(unit)
     recorded = ledger.fix_privacy_unit(session, asked)
-    if recorded != asked:
+    if (recorded == "rows") != (asked == "rows"):
         raise SchemaError(
             f"Session {session!r} protects {_describe(recorded)} (fixed by its first frame, "
             f"recorded in the ledger {ledger.path}); this frame asks for {_describe(asked)}. "
             "Mixing settings in one budget would let releases of one setting spend a budget "
-            "that guarantees the other. Load the frame with the recorded setting, or use "
-            "another session (name=) for data with another privacy unit."
+            "that guarantees the other (frames with a privacy unit may differ in their ID "
+            "column, row limit and ID space). Load the frame with a privacy unit of its own, "
+            "or use another session (name=) for row-level data."
         )
 
 

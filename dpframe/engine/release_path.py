@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from dpframe.accounting.accountants import Charge
+from dpframe.engine.joins import joined_backend, joined_schema
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
 from dpframe.mechanisms.allocation import NoiseAllocation
 from dpframe.mechanisms.explanations import Explanation
@@ -43,7 +44,7 @@ from dpframe.plan.estimate import (
     estimate,
     public_lists,
 )
-from dpframe.plan.nodes import Source, lineage
+from dpframe.plan.nodes import Join, Source, lineage
 from dpframe.plan.privacy import Budget, PrivacyRequest
 from dpframe.plan.releases import (
     ReleaseNode,
@@ -140,7 +141,10 @@ def _unit_text(source: Source) -> str | None:
     """The privacy-unit setting of a source, for the ledger (None: one row per person)."""
     if source.unit_rows == 1 and not source.unit_column:
         return None
-    return f"{source.unit_column}: at most {source.unit_rows} rows, {source.unit_groups} keys"
+    text = f"{source.unit_column}: at most {source.unit_rows} rows, {source.unit_groups} keys"
+    if source.join is not None:
+        text += f" (a join in ID space {source.id_space!r})"
+    return text
 
 
 @dataclass
@@ -161,6 +165,7 @@ class ReleasePath:
         notify: called after every release with its label and cost.
         schemas: the public schema of each loaded source.
         backends: the backend of each loaded source.
+        joins: the rows of each private join released on so far (computed once).
     """
 
     name: str
@@ -172,23 +177,35 @@ class ReleasePath:
     notify: Callable[[str, Budget], None]
     schemas: dict[tuple[str, str], Schema] = field(default_factory=dict)
     backends: dict[tuple[str, str], Backend] = field(default_factory=dict)
+    joins: dict[Join, Backend] = field(default_factory=dict)
 
     # -- the public data of a source -------------------------------------------
 
-    def schema_of(self, node: Node) -> Schema:
-        """The public schema of the data ``node`` reads (refused for another session's)."""
-        source = _source(node)
+    def source_schema(self, source: Source) -> Schema:
+        """The public schema of a source (a join's from its sides'; another session's refused)."""
+        if source.join is not None:
+            return joined_schema(self, source)
         schema = self.schemas.get((source.dataset, source.view))
         if schema is None:
             raise DPError("This frame belongs to another session.")
         return schema
 
-    def backend_of(self, node: Node, family: Family[Any] | None = None) -> Backend:
-        """The backend of the data ``node`` reads (checked against ``family``'s needs)."""
-        source = _source(node)
+    def source_backend(self, source: Source) -> Backend:
+        """The backend of a source (a join's rows are computed once, then kept)."""
+        if source.join is not None:
+            return joined_backend(self, source)
         backend = self.backends.get((source.dataset, source.view))
         if backend is None:
             raise DPError("This frame belongs to another session.")
+        return backend
+
+    def schema_of(self, node: Node) -> Schema:
+        """The public schema of the data ``node`` reads (refused for another session's)."""
+        return self.source_schema(_source(node))
+
+    def backend_of(self, node: Node, family: Family[Any] | None = None) -> Backend:
+        """The backend of the data ``node`` reads (checked against ``family``'s needs)."""
+        backend = self.source_backend(_source(node))
         reason = None if family is None else family.rows_needed(node)
         if reason is not None and not backend.holds_rows:
             raise SchemaError(

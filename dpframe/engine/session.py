@@ -361,8 +361,11 @@ class Session(Observable):
                     "privacy_unit='column' with max_rows_per_unit=, not both."
                 )
             unit_spec = privacy_unit
+            space = unit_spec.space
             privacy_unit = unit_spec.column
             max_rows_per_unit, max_groups_per_unit = unit_spec.max_rows, unit_spec.max_groups
+        else:
+            space = privacy_unit or ""
         kinds: dict[str, DeclaredKind] = {}
         if isinstance(df, pd.DataFrame) or is_dask_frame(df):
             kinds = declared_kinds({str(k): v for k, v in df.dtypes.items()}, dtypes, bounds)
@@ -387,7 +390,9 @@ class Session(Observable):
         view = f"unit:{column}:{k}:{self._rng.randbits(64):016x}"
         path.backends[(dataset, view)] = backend.bound_contributions(column, k, self._rng)
         path.schemas[(dataset, view)] = schema
-        source = Source(dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups)
+        source = Source(
+            dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups, id_space=space
+        )
         return source, schema
 
     # -- releasing -----------------------------------------------------------

@@ -28,10 +28,12 @@ from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.schema import Schema, check_keys, check_node_bounds, keys_fit, value_fits
 
 __all__ = [
+    "JOIN_HOWS",
     "Aggregate",
     "Assign",
     "Filter",
     "GroupKey",
+    "Join",
     "Plan",
     "Source",
     "Statistic",
@@ -41,6 +43,9 @@ __all__ = [
 ]
 
 Statistic = Literal["count", "sum", "mean", "var", "std"]
+
+#: The joins of two private frames: pandas' four, and semi/anti joins (filters of the left side).
+JOIN_HOWS = ("inner", "left", "right", "outer", "semi", "anti")
 
 
 def _cached_key(node: object, build: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -79,7 +84,10 @@ def _plan_key(plan: Plan) -> tuple[Any, ...]:
         else:
             written.append(("assign", step.name, intern(step.expr, table, memo)))
     fields = (source.dataset, source.unit_rows, source.view, source.unit_column, source.unit_groups)
-    return ("plan", scalar_key(fields), tuple(table.entries), tuple(written))
+    head: Any = scalar_key(fields)
+    if source.id_space or source.join is not None:
+        head = (head, source.id_space, None if source.join is None else source.join.key())
+    return ("plan", head, tuple(table.entries), tuple(written))
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,7 +99,11 @@ class Source:
     names a contribution-bounded copy of the dataset (empty: the data as
     loaded); the budget is always charged to ``dataset``.  ``unit_column``
     and ``unit_groups`` (0: no limit beyond ``unit_rows``) bound how many
-    keys one unit may add when keys are discovered privately.
+    keys one unit may add when keys are discovered privately.  ``id_space``
+    names the kind of identifier ``unit_column`` holds (frames of one ID
+    space may be joined on it; empty: row-level data).  ``join``, when set,
+    makes this source the rows of a private join (:class:`Join`), truncated
+    to ``unit_rows`` rows per ID (the engine computes them).
     """
 
     dataset: str
@@ -99,6 +111,8 @@ class Source:
     view: str = ""
     unit_column: str = ""
     unit_groups: int = 0
+    id_space: str = ""
+    join: Join | None = None
 
     __eq__ = _node_eq
     __hash__ = _node_hash
@@ -109,7 +123,7 @@ class Source:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
+        out: dict[str, Any] = {
             "node": "source",
             "dataset": self.dataset,
             "unit_rows": self.unit_rows,
@@ -117,6 +131,11 @@ class Source:
             "unit_column": self.unit_column,
             "unit_groups": self.unit_groups,
         }
+        if self.id_space:
+            out["id_space"] = self.id_space
+        if self.join is not None:
+            out["join"] = self.join.to_dict()
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +187,100 @@ class Assign:
 
 
 Plan: TypeAlias = Source | Filter | Assign
+
+
+@dataclass(frozen=True, eq=False)
+class Join:
+    """The rows of two private frames of one ID space, matched on keys that include the ID.
+
+    The engine evaluates ``left`` and ``right`` (each already bounded per ID
+    when loaded), matches their rows as ``pandas.merge`` does (missing keys
+    never match), then keeps at most ``max_rows`` rows per ID, a uniformly
+    random subset, once per session: every release on the result counts
+    ``max_rows`` rows per person (docs/proofs/private_joins.md).
+
+    Attributes:
+        left: the left frame's plan.
+        right: the right frame's plan.
+        left_on: the left key columns (one of them the left frame's ID column).
+        right_on: the right key columns, paired in order (the right ID column at
+            the same position as the left one).
+        how: inner, left, right, outer, semi or anti (semi/anti: left rows whose
+            key is / is not in the right frame; the left columns only).
+        max_rows: the most rows one ID keeps after the join.
+        left_columns: the left frame's columns kept (its public schema's names).
+        right_columns: the right frame's columns kept (its keys are not repeated).
+        suffixes: added to other columns present in both, as pandas.
+    """
+
+    left: Plan
+    right: Plan
+    left_on: tuple[str, ...]
+    right_on: tuple[str, ...]
+    how: str
+    max_rows: int
+    left_columns: tuple[str, ...]
+    right_columns: tuple[str, ...]
+    suffixes: tuple[str, str] = ("_x", "_y")
+
+    __eq__ = _node_eq
+    __hash__ = _node_hash
+
+    def __post_init__(self) -> None:
+        if self.how not in JOIN_HOWS:
+            raise SchemaError(f"merge(how=...) takes one of {', '.join(JOIN_HOWS)}.")
+        if (
+            isinstance(self.max_rows, bool)
+            or not isinstance(self.max_rows, int)
+            or self.max_rows < 1
+        ):
+            raise SchemaError(
+                "merge(max_rows=...) must be an integer >= 1: the most rows one ID keeps "
+                "after the join."
+            )
+        if not self.left_on or len(self.left_on) != len(self.right_on):
+            raise SchemaError("A join needs as many left keys as right keys (at least one).")
+        names = (*self.left_on, *self.right_on, *self.left_columns, *self.right_columns)
+        if not all(isinstance(n, str) and n for n in names):
+            raise SchemaError("Join keys and columns are column names.")
+        if len(set(self.left_on)) != len(self.left_on):
+            raise SchemaError("A join key is named twice.")
+        if len(self.suffixes) != 2 or not all(isinstance(x, str) for x in self.suffixes):
+            raise SchemaError("suffixes= is a pair of strings, as pandas.")
+        if self.suffixes[0] == self.suffixes[1]:
+            raise SchemaError("suffixes= needs two different strings, as pandas.")
+
+    def key(self) -> tuple[Any, ...]:
+        """``("join", left plan, right plan, fields...)``."""
+
+        def build() -> tuple[Any, ...]:
+            fields = (
+                self.left_on,
+                self.right_on,
+                self.how,
+                self.max_rows,
+                self.left_columns,
+                self.right_columns,
+                self.suffixes,
+            )
+            return ("join", self.left.key(), self.right.key(), scalar_key(fields))
+
+        return _cached_key(self, build)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "node": "join",
+            "left": self.left.to_dict(),
+            "right": self.right.to_dict(),
+            "left_on": list(self.left_on),
+            "right_on": list(self.right_on),
+            "how": self.how,
+            "max_rows": self.max_rows,
+            "left_columns": list(self.left_columns),
+            "right_columns": list(self.right_columns),
+            "suffixes": list(self.suffixes),
+        }
 
 
 def unit_rows(plan: Plan) -> int:
@@ -328,8 +441,12 @@ _PLAN_TEXT = 500
 
 def describe_plan(plan: Plan) -> str:
     """A readable summary of a plan's filters and derived columns, for labels in the ledger."""
-    _, steps = lineage(plan)
+    source, steps = lineage(plan)
     parts: list[str] = []
+    if source.join is not None:
+        join = source.join
+        keys = ", ".join(join.left_on)
+        parts.append(f"of a {join.how} join on {keys} (at most {join.max_rows} rows per ID)")
     size = 0
     for step in steps:
         if isinstance(step, Filter):

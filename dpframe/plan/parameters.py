@@ -9,7 +9,7 @@ Example:
     >>> dp.Privacy(epsilon=0.1)
     PrivacyRequest(epsilon=Fraction(1, 10), delta=Fraction(0, 1), rho=None)
     >>> dp.PrivacyUnit("person_id", max_rows=5)
-    PrivacyUnit(column='person_id', max_rows=5, max_groups=None)
+    PrivacyUnit(column='person_id', max_rows=5, max_groups=None, id_space=None)
 """
 
 from __future__ import annotations
@@ -56,15 +56,20 @@ class PrivacyUnit:
             every sensitivity is multiplied by it.
         max_groups: when keys are discovered privately, each unit adds at most this
             many keys (default: ``max_rows``).
+        id_space: the kind of identifier the column holds, named apart from the
+            column (``people.id`` and ``visits.person_id`` are one space,
+            ``"persons"``); frames of one ID space may be joined on it
+            (``visits.merge(people, ...)``).  Default: the column's name.
 
     Raises:
-        SchemaError: for a column that is not a non-empty string, or limits that
-            are not integers >= 1.
+        SchemaError: for a column that is not a non-empty string, limits that
+            are not integers >= 1, or an ID space that is not a non-empty string.
     """
 
     column: str
     max_rows: int
     max_groups: int | None = None
+    id_space: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.column, str) or not self.column:
@@ -75,3 +80,10 @@ class PrivacyUnit:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SchemaError(f"PrivacyUnit({name}=...) must be an integer >= 1.")
+        if self.id_space is not None and (not isinstance(self.id_space, str) or not self.id_space):
+            raise SchemaError("PrivacyUnit(id_space=...) takes a non-empty name, e.g. 'persons'.")
+
+    @property
+    def space(self) -> str:
+        """The ID space: ``id_space``, or the column's name."""
+        return self.id_space or self.column

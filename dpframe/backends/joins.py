@@ -1,0 +1,147 @@
+"""The rows of a private join: both sides' plans evaluated, matched, then bounded per ID.
+
+:func:`join_backends` is what the engine calls for a
+:class:`~dpframe.plan.nodes.Join` (the public checks are in
+:mod:`dpframe.plan.joins`).  Its steps, all exact and non-private:
+
+1. each side's plan is evaluated on its backend (filters and derived
+   columns), keeping the columns the join names;
+2. the right side's keys take the left keys' names, and other names present
+   in both take the suffixes, as pandas;
+3. rows whose key has a missing value never match (pandas would match a
+   missing key with a missing key): they are set aside and, for the sides
+   that keep unmatched rows, added back with missing values on the other
+   side's columns;
+4. the rows are matched (``pandas.merge``), or, for a semi/anti join, the
+   left rows whose key is (not) among the right keys are kept;
+5. at most ``max_rows`` rows per ID are kept, a uniformly random subset from
+   the secure source (:func:`~dpframe.backends.pandas_backend.bound_contributions`;
+   rows with a missing ID are units of their own).
+
+The result is a new in-memory backend over the joined rows; the engine keeps
+it for the session, so every release on the same join reads the same subset.
+The two sides stay as they were.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.backends.base import Backend
+from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.errors import SchemaError
+from dpframe.noise import SecureRandom
+from dpframe.plan.expressions import Col, Expr
+from dpframe.plan.joins import join_columns
+from dpframe.plan.nodes import Join, Plan
+
+__all__ = ["join_backends", "join_frames", "side_frame"]
+
+
+def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The rows ``plan`` keeps, with ``columns`` (evaluated on ``backend``; in memory)."""
+    if not isinstance(backend, PandasBackend):
+        raise SchemaError(
+            "A private join runs on in-memory pandas frames in this version; load both "
+            "frames as pandas DataFrames."
+        )
+    exprs: list[Expr] = [Col(c) for c in columns]
+    values, mask = backend.row_values(plan, exprs)
+    n = len(backend.rows)
+    data: dict[str, Any] = {}
+    for name, value in zip(columns, values, strict=True):
+        if isinstance(value, pd.Series):
+            data[name] = value.reset_index(drop=True)
+        else:  # a constant column
+            data[name] = pd.Series([value] * n)
+    frame = pd.DataFrame(data, index=pd.RangeIndex(n))
+    if mask is not None:
+        frame = frame.loc[np.asarray(mask, dtype=bool)].reset_index(drop=True)
+    kept: pd.DataFrame = frame
+    return kept
+
+
+def _missing_key(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
+    missing: pd.Series = frame[keys].isna().any(axis=1)
+    return missing
+
+
+def _fillable(frame: pd.DataFrame, keep: list[str]) -> pd.DataFrame:
+    """Columns unmatched rows fill with missing values, in the dtype the schema says.
+
+    As pandas would make them, but decided from the dtypes, never from the
+    values: numpy integers become float64, booleans pandas' nullable boolean
+    (see :func:`dpframe.plan.joins.join_schema`).
+    """
+    casts: dict[str, Any] = {}
+    for name in frame.columns:
+        if name in keep:
+            continue
+        dtype = frame[name].dtype
+        if pd.api.types.is_bool_dtype(dtype) and not isinstance(
+            dtype, pd.api.extensions.ExtensionDtype
+        ):
+            casts[name] = "boolean"
+        elif pd.api.types.is_integer_dtype(dtype) and not isinstance(
+            dtype, pd.api.extensions.ExtensionDtype
+        ):
+            casts[name] = "float64"
+    return frame.astype(casts) if casts else frame
+
+
+def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataFrame:
+    """The matched rows of two side frames (steps 2 to 4 of the module docstring)."""
+    layout = join_columns(join)
+    left_names = {c: n for n, side, c in layout if side == "left"}
+    right_names = {c: n for n, side, c in layout if side == "right"}
+    lkeys = list(join.left_on)
+    right = right.rename(
+        columns={**right_names, **dict(zip(join.right_on, join.left_on, strict=True))}
+    )
+    left = left.rename(columns=left_names)
+    lkeys = [left_names.get(k, k) for k in lkeys]
+    names = [n for n, _, _ in layout]
+    if join.how in ("left", "outer"):
+        right = _fillable(right, lkeys)
+    if join.how in ("right", "outer"):
+        left = _fillable(left, lkeys)
+    left_missing = _missing_key(left, lkeys)
+    right_missing = _missing_key(right, lkeys)
+    left_ok, right_ok = left.loc[~left_missing], right.loc[~right_missing]
+    if join.how in ("semi", "anti"):
+        found = pd.MultiIndex.from_frame(left_ok[lkeys]).isin(
+            pd.MultiIndex.from_frame(right_ok[lkeys])
+        )
+        if join.how == "semi":
+            semi: pd.DataFrame = left_ok.loc[found].reset_index(drop=True)[names]
+            return semi
+        anti: pd.DataFrame = pd.concat(
+            [left_ok.loc[~found], left.loc[left_missing]], ignore_index=True
+        )[names]
+        return anti
+    matched = left_ok.merge(right_ok, how=join.how, on=lkeys, sort=False)
+    parts = [matched]
+    if join.how in ("left", "outer"):
+        parts.append(left.loc[left_missing])
+    if join.how in ("right", "outer"):
+        parts.append(right.loc[right_missing])
+    joined = pd.concat(parts, ignore_index=True) if len(parts) > 1 else matched
+    out: pd.DataFrame = joined.reindex(columns=names).reset_index(drop=True)
+    return out
+
+
+def join_backends(
+    left: Backend,
+    right: Backend,
+    join: Join,
+    unit_column: str,
+    rng: SecureRandom,
+) -> Backend:
+    """A backend over the join's rows, at most ``join.max_rows`` per ID (see the module)."""
+    left_rows = side_frame(left, join.left, join.left_columns)
+    right_rows = side_frame(right, join.right, join.right_columns)
+    joined = join_frames(left_rows, right_rows, join)
+    return PandasBackend(bound_contributions(joined, unit_column, join.max_rows, rng))

@@ -1,0 +1,191 @@
+"""A private join's public schema and rows, as the release path resolves a join source.
+
+A :class:`~dpframe.plan.nodes.Source` with a ``join`` is not loaded: its
+schema follows from its two sides' schemas and its rows from their rows.
+Before anything is read (and before any charge), the join is checked again
+here as the facade checked it (:func:`dpframe.plan.joins.check_join`), and
+the source's own facts (ID column, row limit, ID space) must be exactly the
+ones that follow from the join, so a source built by hand cannot claim
+fewer rows per person than the join keeps.
+
+The rows are computed once per session and join, by the first release that
+reads them, after its charge (:class:`JoinedRows` is a backend that computes
+them on first use: an explanation or a refused release reads nothing), then
+kept: every release on one join reads the same random subset of at most
+``max_rows`` rows per ID (:mod:`dpframe.backends.joins`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from dpframe.backends.base import Backend
+from dpframe.backends.joins import join_backends
+from dpframe.backends.reduce import RowReducer
+from dpframe.errors import DPError, SchemaError
+from dpframe.noise import SecureRandom
+from dpframe.plan.expressions import Expr
+from dpframe.plan.joins import join_schema, join_source, unit_of
+from dpframe.plan.measures import Measure
+from dpframe.plan.nodes import GroupKey, Join, Plan, Source
+from dpframe.plan.schema import Schema
+from dpframe.plan.validate import plan_schema
+
+__all__ = ["JoinedRows", "Sources", "joined_backend", "joined_schema"]
+
+
+class Sources(Protocol):
+    """What a join needs of the release path: its sides' schemas, backends and the rng."""
+
+    rng: SecureRandom
+    joins: dict[Join, Backend]
+
+    def source_schema(self, source: Source) -> Schema:
+        """The public schema of a source."""
+        ...
+
+    def source_backend(self, source: Source) -> Backend:
+        """The backend of a source."""
+        ...
+
+
+def _checked(source: Source) -> tuple[Join, Source, Source]:
+    join = source.join
+    if join is None:
+        raise DPError("This source is not a join.")
+    left, right = unit_of(join.left), unit_of(join.right)
+    if join_source(join, left, right) != source:
+        raise DPError(
+            "This join's source does not match its join (ID column, row limit or ID space): "
+            "build joins with PrivateFrame.merge."
+        )
+    return join, left, right
+
+
+def joined_schema(path: Sources, source: Source) -> Schema:
+    """The public schema of a join source (its sides' checked first)."""
+    join, left, right = _checked(source)
+    left_schema = plan_schema(join.left, path.source_schema(left)).select(join.left_columns)
+    right_schema = plan_schema(join.right, path.source_schema(right)).select(join.right_columns)
+    return join_schema(join, left_schema, right_schema)
+
+
+class JoinedRows:
+    """A backend over a join's rows, computed on first use (after the charge), then kept.
+
+    Args:
+        path: the release path (the sides' backends and the random source).
+        source: the join source (checked).
+    """
+
+    def __init__(self, path: Sources, source: Source) -> None:
+        self._path = path
+        self._source = source
+        self._rows: Backend | None = None
+
+    def __repr__(self) -> str:
+        return "JoinedRows(<private data>)"
+
+    def __reduce__(self) -> Any:
+        raise DPError("A backend holding private data cannot be pickled.")
+
+    def materialized(self) -> Backend:
+        """The joined rows' own backend (computed now if not yet; after the charge only)."""
+        return self._get()
+
+    def _get(self) -> Backend:
+        if self._rows is None:
+            join, left, right = _checked(self._source)
+            self._rows = join_backends(
+                _rows_of(self._path.source_backend(left)),
+                _rows_of(self._path.source_backend(right)),
+                join,
+                self._source.unit_column,
+                self._path.rng,
+            )
+        return self._rows
+
+    @property
+    def holds_rows(self) -> bool:
+        """The joined rows are computed in this process."""
+        return True
+
+    def preflight(self) -> None:
+        """Nothing to check before the charge (both sides hold their rows here)."""
+
+    def compute(
+        self,
+        plan: Plan,
+        measures: tuple[Measure, ...],
+        by: tuple[GroupKey, ...],
+        undeclared: bool = False,
+    ) -> list[npt.NDArray[np.float64]]:
+        """As the joined rows' backend."""
+        return self._get().compute(plan, measures, by, undeclared)
+
+    def key_counts(
+        self,
+        plan: Plan,
+        expr: Expr,
+        unit: str = "",
+        max_keys: int = 0,
+        rng: SecureRandom | None = None,
+    ) -> tuple[list[Hashable], npt.NDArray[np.int64]]:
+        """As the joined rows' backend."""
+        return self._get().key_counts(plan, expr, unit, max_keys, rng)
+
+    def fingerprint(self) -> str:
+        """As the joined rows' backend."""
+        return self._get().fingerprint()
+
+    def schema_frame(self) -> pd.DataFrame:
+        """As the joined rows' backend."""
+        return self._get().schema_frame()
+
+    def row_reduce(self, plan: Plan, exprs: Sequence[Expr], reducer: RowReducer) -> tuple[Any, ...]:
+        """As the joined rows' backend."""
+        return self._get().row_reduce(plan, exprs, reducer)
+
+    def numeric_rows(self, plan: Plan, exprs: Sequence[Expr]) -> list[npt.NDArray[np.float64]]:
+        """As the joined rows' backend."""
+        return self._get().numeric_rows(plan, exprs)
+
+    def category_codes(
+        self, plan: Plan, expr: Expr, categories: Sequence[Hashable]
+    ) -> npt.NDArray[np.int64]:
+        """As the joined rows' backend."""
+        return self._get().category_codes(plan, expr, categories)
+
+    def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:
+        """As the joined rows' backend."""
+        return self._get().bound_contributions(unit, max_rows, rng)
+
+
+def _rows_of(backend: Backend) -> Backend:
+    """A side's backend, with the rows of a join side computed."""
+    return backend.materialized() if isinstance(backend, JoinedRows) else backend
+
+
+def joined_backend(path: Sources, source: Source) -> Backend:
+    """The rows of a join source, at most ``max_rows`` per ID (computed on first use, then kept).
+
+    Raises:
+        SchemaError: a side whose rows are not in this process (before any charge).
+    """
+    join, left, right = _checked(source)
+    kept = path.joins.get(join)
+    if kept is None:
+        joined_schema(path, source)  # every check again, before any row is read
+        for side in (left, right):
+            if not path.source_backend(side).holds_rows:
+                raise SchemaError(
+                    "A private join runs on in-memory pandas frames in this version; load "
+                    "both frames as pandas DataFrames."
+                )
+        kept = path.joins[join] = JoinedRows(path, source)
+    return kept

@@ -1,0 +1,259 @@
+"""Private joins of two frames of one ID space: their public facts and their checks.
+
+``visits.merge(people, on="person_id")`` builds a :class:`~dpframe.plan.nodes.Join`
+and a :class:`~dpframe.plan.nodes.Source` over it (:func:`id_join`); the
+joined frame's public schema follows from the two sides' schemas alone
+(:func:`join_schema`).  The engine checks the same facts again before it
+reads anything (:func:`check_join`), so a join built by hand or received by a
+curator gets the same refusals.
+
+Privacy (docs/proofs/private_joins.md): the two frames belong to one ID
+space, so a person's rows in either frame carry the same ID; the keys include
+that ID, so a joined row pairs two rows of one person and removing a person
+removes exactly the joined rows with their ID.  The engine keeps at most
+``max_rows`` of them (a random subset), so every release on the join counts
+``max_rows`` rows per person, whatever the two sides' limits were.
+
+Refused, before any charge and with the reason: frames of two sessions, a
+row-level frame (no ID space), frames of two ID spaces, keys that do not pair
+the two ID columns (a join on another key: its stability would need both
+sides bounded per key, not offered yet), keys of different kinds, unknown
+columns, ``max_rows`` that is not an integer >= 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from dpframe.errors import SchemaError
+from dpframe.plan.columns import ColumnInfo
+from dpframe.plan.nodes import Join, Plan, Source, lineage
+from dpframe.plan.schema import Schema
+
+__all__ = ["check_join", "id_join", "join_columns", "join_schema", "join_source", "unit_of"]
+
+
+def unit_of(plan: Plan) -> Source:
+    """The source of a side (its ID space, ID column and row limit)."""
+    return lineage(plan)[0]
+
+
+def _keys(
+    on: str | Sequence[str] | None,
+    left_on: str | Sequence[str] | None,
+    right_on: str | Sequence[str] | None,
+    left: Source,
+    right: Source,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+        items = (value,) if isinstance(value, str) else tuple(value)
+        if not items or not all(isinstance(i, str) and i for i in items):
+            raise SchemaError(f"merge({what}=...) takes a column name or a list of them.")
+        return items
+
+    if on is not None:
+        if left_on is not None or right_on is not None:
+            raise SchemaError("Give merge() on=, or left_on= and right_on=, not both.")
+        keys = names(on, "on")
+        return keys, keys
+    if left_on is not None and right_on is not None:
+        return names(left_on, "left_on"), names(right_on, "right_on")
+    if left_on is not None or right_on is not None:
+        raise SchemaError("Give merge() left_on= and right_on= together.")
+    if left.unit_column and right.unit_column:  # default: the two ID columns
+        return (left.unit_column,), (right.unit_column,)
+    raise SchemaError("merge() of two private frames needs on= (the ID column).")
+
+
+def _side(source: Source, what: str) -> None:
+    if source.join is None and (not source.id_space or not source.unit_column):
+        raise SchemaError(
+            f"The {what} frame has no ID space (one row per person): a private join needs "
+            "both frames loaded with privacy_unit=dp.PrivacyUnit(id_column, max_rows=..., "
+            "id_space=...), so that a person's rows in both carry one ID. A row-level frame "
+            "and an ID frame cannot be joined privately; merge a public lookup table instead."
+        )
+
+
+def check_join(join: Join, left: Source, right: Source) -> int:
+    """Refuse a join that is not on the ID of one ID space; the key position of the ID.
+
+    Args:
+        join: the join.
+        left: the left side's source.
+        right: the right side's source.
+
+    Raises:
+        SchemaError: saying why (never naming a private value).
+    """
+    _side(left, "left")
+    _side(right, "right")
+    if left.id_space != right.id_space:
+        raise SchemaError(
+            f"The frames belong to two ID spaces ({left.id_space!r} and {right.id_space!r}): "
+            "their IDs name different kinds of units, so a joined row would have no single "
+            "owner. Join frames of one ID space (dp.PrivacyUnit(..., id_space=...))."
+        )
+    pairs = list(zip(join.left_on, join.right_on, strict=True))
+    if (left.unit_column, right.unit_column) not in pairs:
+        raise SchemaError(
+            f"A private join must match the ID columns ({left.unit_column!r} with "
+            f"{right.unit_column!r}) among its keys: on another key (household, store) a "
+            "person's rows could match many people's rows and the join's stability has no "
+            "bound here. Add the ID to the keys, or join before loading."
+        )
+    return pairs.index((left.unit_column, right.unit_column))
+
+
+def join_columns(join: Join) -> list[tuple[str, str, str]]:
+    """The joined frame's columns in order: (name, side "left"/"right", the side's column).
+
+    The left columns come first (the keys keep their left names), then the
+    right columns other than the right keys; a non-key name in both gets the
+    suffixes, as pandas.
+
+    Raises:
+        SchemaError: a key column missing from the kept columns, or a name
+            that would clash with a key.
+    """
+    for key in join.left_on:
+        if key not in join.left_columns:
+            raise SchemaError(f"The join key {key!r} is not a column of the left frame.")
+    for key in join.right_on:
+        if key not in join.right_columns:
+            raise SchemaError(f"The join key {key!r} is not a column of the right frame.")
+    if join.how in ("semi", "anti"):
+        return [(c, "left", c) for c in join.left_columns]
+    right_rest = [c for c in join.right_columns if c not in join.right_on]
+    left_rest = [c for c in join.left_columns if c not in join.left_on]
+    clash = set(left_rest) & set(right_rest)
+    keys = set(join.left_on)
+    named_like_keys = sorted(keys & set(right_rest))
+    if named_like_keys:
+        raise SchemaError(
+            f"The right frame has non-key columns named like a left key ({named_like_keys!r}); "
+            "rename them before the merge."
+        )
+    out: list[tuple[str, str, str]] = []
+    for c in join.left_columns:
+        out.append((c + join.suffixes[0] if c in clash else c, "left", c))
+    for c in right_rest:
+        out.append((c + join.suffixes[1] if c in clash else c, "right", c))
+    names = [n for n, _, _ in out]
+    if len(set(names)) != len(names):
+        raise SchemaError("The merge's suffixes make two columns of one name; give other suffixes.")
+    return out
+
+
+def _may_be_missing(info: ColumnInfo, name: str) -> ColumnInfo:
+    """A column that unmatched rows fill with missing values: the dtype pandas gives it."""
+    dtype = info.dtype
+    if info.kind == "numeric" and dtype.startswith(("int", "uint")):
+        dtype = "float64"  # as pandas: a missing integer makes the column float
+    elif info.kind == "boolean" and dtype == "bool":
+        dtype = "boolean"  # pandas' nullable boolean (the engine converts the same way)
+    return replace(info, name=name, dtype=dtype)
+
+
+def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
+    """The joined frame's public schema, from the two sides' schemas only.
+
+    Raises:
+        SchemaError: unknown columns, or key columns of different kinds.
+    """
+    for key_l, key_r in zip(join.left_on, join.right_on, strict=True):
+        a, b = left.get(key_l), right.get(key_r)
+        if a.kind != b.kind:
+            raise SchemaError(
+                f"The join keys {key_l!r} ({a.kind}) and {key_r!r} ({b.kind}) are of "
+                "different kinds: convert one so both are of the same kind."
+            )
+    left_fill = join.how in ("right", "outer")
+    right_fill = join.how in ("left", "outer")
+    infos: list[ColumnInfo] = []
+    for name, side, column in join_columns(join):
+        schema, fill = (left, left_fill) if side == "left" else (right, right_fill)
+        info = schema.get(column)
+        if fill and not (side == "left" and column in join.left_on):
+            infos.append(_may_be_missing(info, name))
+        else:
+            infos.append(replace(info, name=name))
+    return Schema(tuple(infos))
+
+
+def join_source(join: Join, left: Source, right: Source) -> Source:
+    """The source of the joined rows: ``join.max_rows`` rows per ID of the sides' ID space."""
+    position = check_join(join, left, right)
+    return Source(
+        f"join({left.dataset},{right.dataset})",
+        unit_rows=join.max_rows,
+        unit_column=join.left_on[position],
+        unit_groups=join.max_rows,
+        id_space=left.id_space,
+        join=join,
+    )
+
+
+def default_max_rows(how: str, left: Source, right: Source) -> int:
+    """The most rows one ID can have after the join, from the sides' limits (no truncation)."""
+    if how in ("semi", "anti"):
+        return left.unit_rows
+    return left.unit_rows * right.unit_rows
+
+
+def id_join(
+    left_plan: Plan,
+    left_schema: Schema,
+    right_plan: Plan,
+    right_schema: Schema,
+    *,
+    how: str,
+    on: str | Sequence[str] | None = None,
+    left_on: str | Sequence[str] | None = None,
+    right_on: str | Sequence[str] | None = None,
+    max_rows: int | None = None,
+    suffixes: tuple[str, str] = ("_x", "_y"),
+) -> tuple[Source, Schema]:
+    """The source and public schema of a private join on the ID (all checks before any charge).
+
+    Args:
+        left_plan: the left frame's plan.
+        left_schema: the left frame's public schema (its kept columns).
+        right_plan: the right frame's plan.
+        right_schema: the right frame's public schema.
+        how: inner, left, right, outer, semi or anti.
+        on: the key columns of both (the ID among them; default: the two ID columns).
+        left_on: the left keys, with ``right_on``.
+        right_on: the right keys, paired with ``left_on``.
+        max_rows: the most rows one ID keeps after the join (default: the
+            product of the sides' limits, the most a join can give, so
+            nothing is dropped; semi/anti: the left limit).
+        suffixes: for other columns present in both, as pandas.
+
+    Raises:
+        SchemaError: for every refusal listed in the module docstring.
+    """
+    left, right = unit_of(left_plan), unit_of(right_plan)
+    _side(left, "left")
+    _side(right, "right")
+    lkeys, rkeys = _keys(on, left_on, right_on, left, right)
+    for key in lkeys:
+        left_schema.get(key)
+    for key in rkeys:
+        right_schema.get(key)
+    if max_rows is None:
+        max_rows = default_max_rows(str(how), left, right)
+    join = Join(
+        left_plan,
+        right_plan,
+        lkeys,
+        rkeys,
+        how,
+        max_rows,
+        left_schema.names,
+        right_schema.names,
+        tuple(suffixes),  # type: ignore[arg-type]
+    )
+    source = join_source(join, left, right)
+    return source, join_schema(join, left_schema, right_schema)
