@@ -14,7 +14,6 @@ which does not change a count here: every person's kept rows are min(rows, 5)).
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 import pandas as pd
@@ -49,11 +48,8 @@ def _tables(with_person: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _sampler(truncate: bool) -> Callable[[tuple[pd.DataFrame, pd.DataFrame], int], list[float]]:
     def draw(data: tuple[pd.DataFrame, pd.DataFrame], n: int) -> list[float]:
         visits, claims = data
-        patch: AbstractContextManager[object] = nullcontext()
-        if not truncate:
-            patch = pytest.MonkeyPatch.context()
-        with patch as mp:
-            if mp is not None:
+        with pytest.MonkeyPatch.context() as mp:
+            if not truncate:  # the wrong variant: every joined row kept
                 mp.setattr(backend_joins, "bound_contributions", lambda frame, *_: frame)
             session = dp.Session(epsilon=EPSILON * n + 1, ledger=":memory:")
             unit = dp.PrivacyUnit("pid", max_rows=LIMIT, id_space="persons")

@@ -17,6 +17,7 @@ import numpy as np
 from tests.privacy_maps import (
     test_additive_maps,
     test_grouped_quantile_maps,
+    test_join_maps,
     test_local_maps,
     test_mean_maps,
     test_partition_maps,
@@ -31,6 +32,7 @@ from tests.privacy_maps.pins import CASES
 _MODULES = (
     test_additive_maps,
     test_grouped_quantile_maps,
+    test_join_maps,
     test_local_maps,
     test_mean_maps,
     test_partition_maps,
