@@ -38,6 +38,7 @@ from typing import TypeVar
 import pandas as pd
 
 from dpframe.accounting.accountants import Charge
+from dpframe.accounting.ledger_frames import FrameRecord, read_frames, record_frame
 from dpframe.accounting.ledger_location import default_ledger_path
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.accounting.ledger_rows import (
@@ -522,7 +523,7 @@ class Ledger:
             ).fetchone()
         return int(row[0])
 
-    def fix_privacy_unit(self, session: str, setting: str) -> str:
+    def fix_privacy_unit(self, session: str, setting: str, frame: FrameRecord | None = None) -> str:
         """Record ``session``'s privacy-unit setting if it has none; return the recorded one.
 
         The first frame of a session fixes the setting, in one transaction, so
@@ -532,6 +533,8 @@ class Ledger:
             session: the session's name (registered).
             setting: the setting's public text (see
                 :func:`dpframe.engine.guard_rails.unit_setting`).
+            frame: the frame being loaded, recorded in the same transaction
+                when the setting admits it (:mod:`dpframe.accounting.ledger_frames`).
         """
         with self._transaction() as conn:
             conn.execute(
@@ -542,7 +545,15 @@ class Ledger:
             row = conn.execute(
                 "SELECT privacy_unit FROM budgets WHERE session=? AND dataset='*'", (session,)
             ).fetchone()
-        return setting if row is None or row[0] is None else str(row[0])
+            recorded = setting if row is None or row[0] is None else str(row[0])
+            if frame is not None and (recorded == "rows") == (setting == "rows"):
+                record_frame(conn, session, frame)
+        return recorded
+
+    def frames(self, session: str) -> pd.DataFrame:
+        """The frames ``session`` loaded, with their ID spaces and limits, oldest first."""
+        with self._lock, ledger_errors(self.path):
+            return read_frames(self._conn, session)
 
     def spend_by_session(self, dataset: str) -> dict[str, int]:
         """The sessions with releases on ``dataset``, and how many each (in name order)."""

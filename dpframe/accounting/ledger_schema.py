@@ -169,6 +169,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             " UNION SELECT dataset FROM unkeyed_digests",
         ),
     ),
+    Migration(
+        7,
+        "The frames a session loaded, with their ID spaces (issue 32): one row per session, "
+        "dataset and privacy-unit setting (ID space, ID column, row limit; empty and 1 for "
+        "row-level data) and the time it was first loaded; frames of one ID space may be "
+        "joined privately.",
+        (
+            """CREATE TABLE frames (
+    session TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    id_space TEXT NOT NULL,
+    unit_column TEXT NOT NULL,
+    max_rows INTEGER NOT NULL,
+    time REAL NOT NULL,
+    PRIMARY KEY (session, dataset, id_space, unit_column, max_rows)
+)""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.ledger_frames import FrameRecord
 from dpframe.accounting.ledger_legacy import holds_unkeyed, rekey, unkeyed_matches
 from dpframe.accounting.ledger_sketches import SketchStore
 from dpframe.accounting.ledger_traces import STORE_FAILED
@@ -94,20 +95,27 @@ def _describe(setting: str) -> str:
     return "one row per person" if setting == "rows" else f"privacy unit {setting[5:]}"
 
 
-def fix_unit_setting(ledger: Ledger, session: str, unit: tuple[str, int] | None) -> None:
+def fix_unit_setting(
+    ledger: Ledger,
+    session: str,
+    unit: tuple[str, int] | None,
+    frame: FrameRecord | None = None,
+) -> None:
     """Fix ``session``'s privacy-unit setting at its first frame; refuse another one.
 
     Args:
         ledger: the session's ledger (the setting is recorded there).
         session: the session's name.
         unit: this frame's unit column and row limit, or None for row level.
+        frame: the frame's record (dataset, ID space, limits), written to the
+            ledger with the setting when it is admitted.
 
     Raises:
         SchemaError: the session's ledger records another setting (nothing
             was loaded or charged).
     """
     asked = unit_setting(unit)
-    recorded = ledger.fix_privacy_unit(session, asked)
+    recorded = ledger.fix_privacy_unit(session, asked, frame)
     if (recorded == "rows") != (asked == "rows"):
         raise SchemaError(
             f"Session {session!r} protects {_describe(recorded)} (fixed by its first frame, "

@@ -27,6 +27,7 @@ import pandas as pd
 from dpframe.accounting.accountants import Accountant, Charge
 from dpframe.accounting.choice import make_accountant
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.ledger_frames import FrameRecord
 from dpframe.backends.base import Backend, is_dask_frame
 from dpframe.backends.declared import (
     DeclaredKind,
@@ -286,6 +287,17 @@ class Session(Observable):
         """One row per release of this session (on any dataset), oldest first."""
         return self._ledger.releases(self._name)
 
+    @property
+    def frames(self) -> pd.DataFrame:
+        """The frames this session loaded, with their ID spaces and row limits (from the ledger).
+
+        One row per dataset and privacy-unit setting: ``dataset`` (its key in
+        the ledger), ``id_space`` and ``unit_column`` (empty for row-level
+        data), ``max_rows`` and the time it was first loaded.  Frames of one
+        ID space may be joined privately (``visits.merge(people, ...)``).
+        """
+        return self._ledger.frames(self._name)
+
     def renyi(self, orders: Sequence[float] | None = None) -> RenyiCurve:
         """The Rényi-DP curve ε(α) of everything released so far (a view; free).
 
@@ -378,7 +390,8 @@ class Session(Observable):
         groups = check_groups(unit, max_groups_per_unit)
         data = None if identity is not None else identify(self._ledger, backend, df)
         dataset = data.identity if data is not None else str(identity)  # named, or keyed
-        fix_unit_setting(self._ledger, self._name, unit)  # refused here: nothing charged
+        record = FrameRecord(dataset) if unit is None else FrameRecord(dataset, space, *unit)
+        fix_unit_setting(self._ledger, self._name, unit, record)  # refused here: nothing charged
         if data is not None:
             check_other_sessions(self._ledger, self._name, data, df)
         path = self._path
