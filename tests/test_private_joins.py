@@ -411,3 +411,47 @@ def test_unmatched_rows_fill_columns_in_dtypes_chosen_from_dtypes(
         if filled and name != "person_id":
             dtype = _FILLED.get(dtype, dtype)
         assert str(rows[name].dtype) == dtype, name
+
+
+def test_public_lookups_work_on_a_join_and_the_id_columns_are_the_default_keys(
+    session: dp.Session,
+) -> None:
+    visits = session.private_frame(
+        _visits(), bounds={"cost": (0, 100)}, privacy_unit=dp.PrivacyUnit("person_id", 5)
+    )
+    people = session.private_frame(
+        _people().rename(columns={"id": "person_id"}),
+        categories={"region": ["north", "south"]},
+        privacy_unit=dp.PrivacyUnit("person_id", 1),  # the ID space is the column's name
+    )
+    joined = visits.merge(people)  # on the two ID columns, inner
+    sizes = pd.DataFrame({"region": ["north", "south"], "area": [3.0, 4.0]})
+    with_area = joined.merge(sizes, on="region")
+    assert with_area["area"].mean(epsilon=1).scale > 0
+    assert with_area.count(epsilon=1).scale == pytest.approx(5)
+
+
+def test_the_dropped_rows_are_a_charged_count_from_the_same_draw(session: dp.Session) -> None:
+    visits, _ = _frames(session, visits_rows=6)
+    claims = session.private_frame(
+        pd.DataFrame({"pid": np.repeat(np.arange(50), 3), "paid": 1.0}),
+        privacy_unit=dp.PrivacyUnit("pid", max_rows=3, id_space=PERSONS),
+    )
+    kept = visits.merge(claims, left_on="person_id", right_on="pid", max_rows=4)
+    dropped = visits.merge(claims, left_on="person_id", right_on="pid", max_rows=4, rows="dropped")
+    assert dropped.count(epsilon=1).scale == pytest.approx(6 * 3 - 4)  # per person: 18 - 4
+    kept.count(epsilon=1)
+    both = {
+        rows: session._path.source_backend(lineage(frame._handle.plan)[0]).materialized().rows  # type: ignore[attr-defined]
+        for rows, frame in (("kept", kept), ("dropped", dropped))
+    }
+    truth = _visits().groupby("person_id").size().clip(upper=6).mul(3).reindex(range(50)).dropna()
+    kept_rows, dropped_rows = both["kept"], both["dropped"]
+    per_id = kept_rows.groupby("person_id").size()
+    cut = dropped_rows.groupby("person_id").size().reindex(per_id.index, fill_value=0)
+    assert (per_id + cut).to_dict() == truth.astype(int).to_dict()  # one draw, split in two
+    assert per_id.to_dict() == truth.clip(upper=4).astype(int).to_dict()
+    with pytest.raises(dp.SchemaError, match="drops nothing"):
+        visits.merge(claims, left_on="person_id", right_on="pid", rows="dropped").count(epsilon=1)
+    with pytest.raises(dp.SchemaError, match="takes 'kept'"):
+        visits.merge(claims, left_on="person_id", right_on="pid", rows="all")

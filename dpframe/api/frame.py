@@ -247,6 +247,7 @@ class PrivateFrame(FrameReleases, RowGuard):
         left_on: str | Sequence[str] | None = None,
         right_on: str | Sequence[str] | None = None,
         max_rows: int | None = None,
+        rows: str = "kept",
     ) -> PrivateFrame:
         """Join a public lookup table, or another private frame of the same ID space (free).
 
@@ -284,6 +285,11 @@ class PrivateFrame(FrameReleases, RowGuard):
             max_rows: private frames: the most rows one person keeps after the
                 join (default: the product of the two frames' limits; semi and
                 anti: the left frame's limit).
+            rows: private frames: ``"kept"`` (default), or ``"dropped"``: the
+                rows the ``max_rows`` bound cut (same random draw), so that
+                ``.count(epsilon=...)`` on it answers "how many did the bound
+                drop?" (charged: each person has at most the product of the
+                limits minus ``max_rows`` such rows).
 
         Example:
             >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
@@ -304,12 +310,13 @@ class PrivateFrame(FrameReleases, RowGuard):
                     right_on,
                     suffixes,
                     max_rows,
+                    rows,
                 )
             )
-        if left_on is not None or right_on is not None or max_rows is not None:
+        if (left_on, right_on, max_rows) != (None, None, None) or rows != "kept":
             raise SchemaError(
-                "left_on=, right_on= and max_rows= are for merging two private frames; with "
-                "a public table give on=."
+                "left_on=, right_on=, max_rows= and rows= are for merging two private frames; "
+                "with a public table give on=."
             )
         return frame_of(lookup.merge(self._handle, right, how or "left", on, suffixes, validate))
 

@@ -15,8 +15,9 @@
 4. the rows are matched (``pandas.merge``), or, for a semi/anti join, the
    left rows whose key is (not) among the right keys are kept;
 5. at most ``max_rows`` rows per ID are kept, a uniformly random subset from
-   the secure source (:func:`~dpframe.backends.pandas_backend.bound_contributions`;
-   rows with a missing ID are units of their own).
+   the secure source (:func:`~dpframe.backends.pandas_backend.kept_positions`;
+   rows with a missing ID are units of their own); the rows dropped are kept
+   apart (a join with ``rows="dropped"`` reads them: same draw).
 
 The result is a new in-memory backend over the joined rows; the engine keeps
 it for the session, so every release on the same join reads the same subset.
@@ -31,14 +32,14 @@ import numpy as np
 import pandas as pd
 
 from dpframe.backends.base import Backend
-from dpframe.backends.pandas_backend import PandasBackend, bound_contributions
+from dpframe.backends.pandas_backend import PandasBackend, kept_positions
 from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.joins import join_columns
 from dpframe.plan.nodes import Join, Plan
 
-__all__ = ["join_backends", "join_frames", "side_frame"]
+__all__ = ["join_backends", "join_frames", "side_frame", "truncate"]
 
 
 def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -133,15 +134,27 @@ def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataF
     return out
 
 
+def truncate(
+    joined: pd.DataFrame, unit_column: str, max_rows: int, rng: SecureRandom
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows kept (at most ``max_rows`` per ID, a random subset) and the rows dropped."""
+    keep = np.zeros(len(joined), dtype=bool)
+    keep[kept_positions(joined[unit_column], max_rows, rng)] = True
+    kept: pd.DataFrame = joined.loc[keep].reset_index(drop=True)
+    dropped: pd.DataFrame = joined.loc[~keep].reset_index(drop=True)
+    return kept, dropped
+
+
 def join_backends(
     left: Backend,
     right: Backend,
     join: Join,
     unit_column: str,
     rng: SecureRandom,
-) -> Backend:
-    """A backend over the join's rows, at most ``join.max_rows`` per ID (see the module)."""
+) -> tuple[Backend, Backend]:
+    """Backends over the join's kept rows (at most ``join.max_rows`` per ID) and dropped rows."""
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
     joined = join_frames(left_rows, right_rows, join)
-    return PandasBackend(bound_contributions(joined, unit_column, join.max_rows, rng))
+    kept, dropped = truncate(joined, unit_column, join.max_rows, rng)
+    return PandasBackend(kept), PandasBackend(dropped)

@@ -444,7 +444,16 @@ def bound_contributions(
     unit the rows with the smallest keys are kept.  Rows with a missing unit
     id are units of their own.  Returns a new (smaller) DataFrame.
     """
-    codes, _ = pd.factorize(frame[unit], use_na_sentinel=True)
+    bounded: pd.DataFrame = frame.iloc[kept_positions(frame[unit], max_rows, rng)]
+    return bounded
+
+
+def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.NDArray[np.intp]:
+    """The positions (ascending) of at most ``max_rows`` rows per unit, a uniform random subset.
+
+    See :func:`bound_contributions`; rows with a missing unit are units of their own.
+    """
+    codes, _ = pd.factorize(units, use_na_sentinel=True)
     codes = np.asarray(codes, dtype=np.int64)
     missing = codes < 0
     codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
@@ -455,9 +464,7 @@ def bound_contributions(
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
     group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
     rank = np.arange(n) - group_start
-    keep = np.sort(order[rank < max_rows])
-    bounded: pd.DataFrame = frame.iloc[keep]
-    return bounded
+    return np.sort(order[rank < max_rows]).astype(np.intp, copy=False)
 
 
 def _measure_key(measure: Measure) -> tuple[Any, ...]:

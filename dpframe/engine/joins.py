@@ -18,6 +18,7 @@ kept: every release on one join reads the same random subset of at most
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,6 +45,7 @@ class Sources(Protocol):
 
     rng: SecureRandom
     joins: dict[Join, Backend]
+    join_rows: dict[Join, tuple[Backend, Backend]]
 
     def source_schema(self, source: Source) -> Schema:
         """The public schema of a source."""
@@ -101,13 +103,18 @@ class JoinedRows:
     def _get(self) -> Backend:
         if self._rows is None:
             join, left, right = _checked(self._source)
-            self._rows = join_backends(
-                _rows_of(self._path.source_backend(left)),
-                _rows_of(self._path.source_backend(right)),
-                join,
-                self._source.unit_column,
-                self._path.rng,
-            )
+            drawn = replace(join, rows="kept")  # one draw for the kept and the dropped rows
+            both = self._path.join_rows.get(drawn)
+            if both is None:
+                both = join_backends(
+                    _rows_of(self._path.source_backend(left)),
+                    _rows_of(self._path.source_backend(right)),
+                    drawn,
+                    self._source.unit_column,
+                    self._path.rng,
+                )
+                self._path.join_rows[drawn] = both
+            self._rows = both[0] if join.rows == "kept" else both[1]
         return self._rows
 
     @property

@@ -165,7 +165,8 @@ class ReleasePath:
         notify: called after every release with its label and cost.
         schemas: the public schema of each loaded source.
         backends: the backend of each loaded source.
-        joins: the rows of each private join released on so far (computed once).
+        joins: the backend of each private join released on so far.
+        join_rows: each join's kept and dropped rows, computed once (after a charge).
     """
 
     name: str
@@ -178,6 +179,7 @@ class ReleasePath:
     schemas: dict[tuple[str, str], Schema] = field(default_factory=dict)
     backends: dict[tuple[str, str], Backend] = field(default_factory=dict)
     joins: dict[Join, Backend] = field(default_factory=dict)
+    join_rows: dict[Join, tuple[Backend, Backend]] = field(default_factory=dict)
 
     # -- the public data of a source -------------------------------------------
 

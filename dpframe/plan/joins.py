@@ -183,13 +183,30 @@ def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
 
 
 def join_source(join: Join, left: Source, right: Source) -> Source:
-    """The source of the joined rows: ``join.max_rows`` rows per ID of the sides' ID space."""
+    """The source of the joined rows: ``join.max_rows`` rows per ID of the sides' ID space.
+
+    For ``rows="dropped"`` (the rows the truncation dropped), one person has
+    at most (the most rows the join can give them) − ``max_rows`` such rows.
+
+    Raises:
+        SchemaError: as :func:`check_join`, or dropped rows of a join that can
+            drop none.
+    """
     position = check_join(join, left, right)
+    rows = join.max_rows
+    if join.rows == "dropped":
+        most = default_max_rows(join.how, left, right)
+        if most <= join.max_rows:
+            raise SchemaError(
+                f"This join gives each person at most {most} rows, within max_rows="
+                f"{join.max_rows}: its truncation drops nothing, so there is nothing to count."
+            )
+        rows = most - join.max_rows
     return Source(
         f"join({left.dataset},{right.dataset})",
-        unit_rows=join.max_rows,
+        unit_rows=rows,
         unit_column=join.left_on[position],
-        unit_groups=join.max_rows,
+        unit_groups=rows,
         id_space=left.id_space,
         join=join,
     )
@@ -214,6 +231,7 @@ def id_join(
     right_on: str | Sequence[str] | None = None,
     max_rows: int | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
+    rows: str = "kept",
 ) -> tuple[Source, Schema]:
     """The source and public schema of a private join on the ID (all checks before any charge).
 
@@ -230,6 +248,8 @@ def id_join(
             product of the sides' limits, the most a join can give, so
             nothing is dropped; semi/anti: the left limit).
         suffixes: for other columns present in both, as pandas.
+        rows: ``"kept"``, or ``"dropped"``: the rows the truncation dropped
+            (each person has at most the sides' product minus ``max_rows``).
 
     Raises:
         SchemaError: for every refusal listed in the module docstring.
@@ -254,6 +274,7 @@ def id_join(
         left_schema.names,
         right_schema.names,
         tuple(suffixes),  # type: ignore[arg-type]
+        rows,
     )
     source = join_source(join, left, right)
     return source, join_schema(join, left_schema, right_schema)

@@ -211,6 +211,10 @@ class Join:
         left_columns: the left frame's columns kept (its public schema's names).
         right_columns: the right frame's columns kept (its keys are not repeated).
         suffixes: added to other columns present in both, as pandas.
+        rows: ``"kept"`` (the join's rows, at most ``max_rows`` per ID) or
+            ``"dropped"`` (the rows the truncation dropped from the same
+            draw: a count of them is the charged answer to "how many rows did
+            the bound cut?").
     """
 
     left: Plan
@@ -222,11 +226,14 @@ class Join:
     left_columns: tuple[str, ...]
     right_columns: tuple[str, ...]
     suffixes: tuple[str, str] = ("_x", "_y")
+    rows: str = "kept"
 
     __eq__ = _node_eq
     __hash__ = _node_hash
 
     def __post_init__(self) -> None:
+        if self.rows not in ("kept", "dropped"):
+            raise SchemaError("merge(rows=...) takes 'kept' (default) or 'dropped'.")
         if self.how not in JOIN_HOWS:
             raise SchemaError(f"merge(how=...) takes one of {', '.join(JOIN_HOWS)}.")
         if (
@@ -262,6 +269,7 @@ class Join:
                 self.left_columns,
                 self.right_columns,
                 self.suffixes,
+                self.rows,
             )
             return ("join", self.left.key(), self.right.key(), scalar_key(fields))
 
@@ -280,6 +288,7 @@ class Join:
             "left_columns": list(self.left_columns),
             "right_columns": list(self.right_columns),
             "suffixes": list(self.suffixes),
+            "rows": self.rows,
         }
 
 

@@ -50,7 +50,7 @@ def _sampler(truncate: bool) -> Callable[[tuple[pd.DataFrame, pd.DataFrame], int
         visits, claims = data
         with pytest.MonkeyPatch.context() as mp:
             if not truncate:  # the wrong variant: every joined row kept
-                mp.setattr(backend_joins, "bound_contributions", lambda frame, *_: frame)
+                mp.setattr(backend_joins, "kept_positions", lambda units, *_: np.arange(len(units)))
             session = dp.Session(epsilon=EPSILON * n + 1, ledger=":memory:")
             unit = dp.PrivacyUnit("pid", max_rows=LIMIT, id_space="persons")
             v = session.private_frame(visits, privacy_unit=unit)

@@ -37,11 +37,21 @@ LEFT = Schema((ColumnInfo("pid", "numeric", "int64"), ColumnInfo("x", "numeric",
 RIGHT = Schema((ColumnInfo("id", "numeric", "int64"), ColumnInfo("y", "numeric", "float64")))
 
 
-def _joined(left_rows: int, right_rows: int, max_rows: int | None, how: str = "inner") -> Source:
+def _joined(
+    left_rows: int, right_rows: int, max_rows: int | None, how: str = "inner", rows: str = "kept"
+) -> Source:
     left = Source("a", unit_rows=left_rows, view="u", unit_column="pid", id_space="persons")
     right = Source("b", unit_rows=right_rows, view="u", unit_column="id", id_space="persons")
     source, _ = id_join(
-        left, LEFT, right, RIGHT, how=how, left_on="pid", right_on="id", max_rows=max_rows
+        left,
+        LEFT,
+        right,
+        RIGHT,
+        how=how,
+        left_on="pid",
+        right_on="id",
+        max_rows=max_rows,
+        rows=rows,
     )
     return source
 
@@ -108,3 +118,13 @@ def test_semi_and_anti_joins_count_the_left_limit() -> None:
     for how in ("semi", "anti"):
         assert _joined(3, 7, None, how).unit_rows == 3
     assert _joined(3, 7, None, "outer").unit_rows == 21
+
+
+def test_the_dropped_rows_count_the_product_minus_the_bound() -> None:
+    """One person has at most m_L·m_R joined rows, k kept: at most m_L·m_R − k dropped."""
+    allocation = NoiseAllocation("laplace", Fraction(1))
+    dropped = _count(_joined(5, 3, 4, rows="dropped"))
+    assert dropped.plan.unit_rows == 11  # type: ignore[union-attr]
+    assert noise_plan(dropped, allocation) == noise_plan(
+        _count(Source("c", unit_rows=11)), allocation
+    )

@@ -31,6 +31,7 @@ def private_merge(
     right_on: str | Sequence[str] | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
     max_rows: int | None = None,
+    rows: str = "kept",
 ) -> FrameHandle:
     """The private join of two frames of one session and ID space (free; see the module).
 
@@ -59,5 +60,6 @@ def private_merge(
         right_on=right_on,
         max_rows=max_rows,
         suffixes=suffixes,
+        rows=rows,
     )
     return left.derive(plan=source, schema=schema)
