@@ -111,7 +111,8 @@ def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataF
         left = _fillable(left, lkeys)
     left_missing = _missing_key(left, lkeys)
     right_missing = _missing_key(right, lkeys)
-    left_ok, right_ok = left.loc[~left_missing], right.loc[~right_missing]
+    left_ok = left.loc[~left_missing] if left_missing.any() else left
+    right_ok = right.loc[~right_missing] if right_missing.any() else right
     if join.how in ("semi", "anti"):
         found = pd.MultiIndex.from_frame(left_ok[lkeys]).isin(
             pd.MultiIndex.from_frame(right_ok[lkeys])
@@ -123,7 +124,8 @@ def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataF
             [left_ok.loc[~found], left.loc[left_missing]], ignore_index=True
         )[names]
         return anti
-    matched = left_ok.merge(right_ok, how=join.how, on=lkeys, sort=False)
+    how: Any = join.how  # inner, left, right or outer here
+    matched = left_ok.merge(right_ok, how=how, on=lkeys, sort=False)
     parts = [matched]
     if join.how in ("left", "outer"):
         parts.append(left.loc[left_missing])
@@ -138,8 +140,11 @@ def truncate(
     joined: pd.DataFrame, unit_column: str, max_rows: int, rng: SecureRandom
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows kept (at most ``max_rows`` per ID, a random subset) and the rows dropped."""
+    positions = kept_positions(joined[unit_column], max_rows, rng)
+    if len(positions) == len(joined):
+        return joined, joined.iloc[:0]
     keep = np.zeros(len(joined), dtype=bool)
-    keep[kept_positions(joined[unit_column], max_rows, rng)] = True
+    keep[positions] = True
     kept: pd.DataFrame = joined.loc[keep].reset_index(drop=True)
     dropped: pd.DataFrame = joined.loc[~keep].reset_index(drop=True)
     return kept, dropped
@@ -151,10 +156,19 @@ def join_backends(
     join: Join,
     unit_column: str,
     rng: SecureRandom,
+    most: int,
 ) -> tuple[Backend, Backend]:
-    """Backends over the join's kept rows (at most ``join.max_rows`` per ID) and dropped rows."""
+    """Backends over the join's kept rows (at most ``join.max_rows`` per ID) and dropped rows.
+
+    ``most`` is the most rows the join can give one ID (the product of the
+    sides' limits, or the left limit for semi/anti joins): when
+    ``join.max_rows`` is at least that, no ID can be over it and the
+    truncation is skipped (it would keep every row).
+    """
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
     joined = join_frames(left_rows, right_rows, join)
+    if join.max_rows >= most:
+        return PandasBackend(joined), PandasBackend(joined.iloc[:0])
     kept, dropped = truncate(joined, unit_column, join.max_rows, rng)
     return PandasBackend(kept), PandasBackend(dropped)

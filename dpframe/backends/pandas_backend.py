@@ -442,29 +442,44 @@ def bound_contributions(
 
     Each row gets an independent 62-bit key from the secure source; within a
     unit the rows with the smallest keys are kept.  Rows with a missing unit
-    id are units of their own.  Returns a new (smaller) DataFrame.
+    id are units of their own.  Returns a new (smaller) DataFrame, or
+    ``frame`` itself when no unit is over the limit.
     """
-    bounded: pd.DataFrame = frame.iloc[kept_positions(frame[unit], max_rows, rng)]
+    positions = kept_positions(frame[unit], max_rows, rng)
+    if len(positions) == len(frame):
+        return frame  # every unit within the limit: nothing to copy
+    bounded: pd.DataFrame = frame.iloc[positions]
     return bounded
 
 
 def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.NDArray[np.intp]:
     """The positions (ascending) of at most ``max_rows`` rows per unit, a uniform random subset.
 
-    See :func:`bound_contributions`; rows with a missing unit are units of their own.
+    See :func:`bound_contributions`; rows with a missing unit are units of
+    their own.  A unit with at most ``max_rows`` rows keeps them all (its only
+    subset of that size), so random keys are drawn and sorted only for the
+    rows of units over the limit.
     """
     codes, _ = pd.factorize(units, use_na_sentinel=True)
     codes = np.asarray(codes, dtype=np.int64)
-    missing = codes < 0
-    codes[missing] = codes.max(initial=-1) + 1 + np.arange(int(missing.sum()))
-    n = len(codes)
+    over = np.zeros(len(codes), dtype=bool)
+    present = codes >= 0  # a missing unit is one row: never over a limit >= 1
+    sizes = np.bincount(codes[present])
+    over[present] = sizes[codes[present]] > max_rows
+    if not over.any():
+        return np.arange(len(codes), dtype=np.intp)
+    rows = np.flatnonzero(over)
+    crowded = codes[rows]
+    n = len(rows)
     keys = rng.uniform_below(2**62, n)
-    order = np.lexsort((keys, codes))
-    sorted_codes = codes[order]
+    order = np.lexsort((keys, crowded))
+    sorted_codes = crowded[order]
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
     group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
     rank = np.arange(n) - group_start
-    return np.sort(order[rank < max_rows]).astype(np.intp, copy=False)
+    keep = ~over
+    keep[rows[order[rank < max_rows]]] = True
+    return np.flatnonzero(keep).astype(np.intp, copy=False)
 
 
 def _measure_key(measure: Measure) -> tuple[Any, ...]:

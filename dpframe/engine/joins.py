@@ -31,7 +31,7 @@ from dpframe.backends.reduce import RowReducer
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
-from dpframe.plan.joins import join_schema, join_source, unit_of
+from dpframe.plan.joins import default_max_rows, join_schema, join_source, unit_of
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Join, Plan, Source
 from dpframe.plan.schema import Schema
@@ -112,6 +112,7 @@ class JoinedRows:
                     drawn,
                     self._source.unit_column,
                     self._path.rng,
+                    default_max_rows(join.how, left, right),
                 )
                 self._path.join_rows[drawn] = both
             self._rows = both[0] if join.rows == "kept" else both[1]

@@ -31,7 +31,15 @@ from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.nodes import Join, Plan, Source, lineage
 from dpframe.plan.schema import Schema
 
-__all__ = ["check_join", "id_join", "join_columns", "join_schema", "join_source", "unit_of"]
+__all__ = [
+    "check_join",
+    "default_max_rows",
+    "id_join",
+    "join_columns",
+    "join_schema",
+    "join_source",
+    "unit_of",
+]
 
 
 def unit_of(plan: Plan) -> Source:

@@ -1,0 +1,166 @@
+"""A private join against pandas' merge + groupby: time and peak memory (issue 32).
+
+A visits table (``--visits`` rows: person_id, cost) joined to a people table
+(``--people`` rows: person_id, region, age), then the mean cost per region.
+
+* pandas: ``visits.merge(people, on="person_id").groupby("region")["cost"].mean()``;
+* dpframe (embedded pandas backend): both tables loaded with a privacy unit of
+  one ID space (visits at most 40 rows per person, people 1: with about 10
+  visits per person nothing is cut), ``visits.merge(people, on="person_id")``,
+  then ``groupby("region")["cost"].mean(epsilon=1)``.  Timed apart: loading
+  (``private_frame``, which makes the per-person bounded copies), the first
+  release (the join is computed, truncated per ID, kept, then aggregated),
+  and a second release (the kept join is only aggregated).
+
+Each measurement runs in a fresh process (dpframe is imported and one tiny
+release made first, so module imports are not timed; the data is generated
+from a fixed seed, then the peak-RSS mark is reset), pandas and dpframe
+alternate, and each is repeated.  Dask: private joins run on in-memory pandas frames in
+this version (a join of Dask frames is refused before any charge), so there
+is no Dask column yet.  Usage::
+
+    python -m benchmarks.run_joins --visits 10000000 --people 1000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["main"]
+
+
+def _tables(visits: int, people: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(20261129)
+    folks = pd.DataFrame(
+        {
+            "person_id": np.arange(people, dtype=np.int64),
+            "region": pd.Categorical(rng.choice(["northeast", "midwest", "south", "west"], people)),
+            "age": rng.integers(18, 90, people),
+        }
+    )
+    trips = pd.DataFrame(
+        {
+            "person_id": rng.integers(0, people, visits, dtype=np.int64),
+            "cost": rng.uniform(0, 500, visits),
+        }
+    )
+    return trips, folks
+
+
+def _child(side: str, visits: int, people: int) -> dict[str, Any]:
+    import dpframe as dp  # imported (and its first-use modules warmed) before the clock
+    from benchmarks.field_worker import peak_since, reset_peak
+
+    tiny = pd.DataFrame({"g": ["a"], "x": [1.0]})
+    warm = dp.Session(epsilon=10, ledger=":memory:").private_frame(
+        tiny, bounds={"x": (0, 1)}, categories={"g": ["a"]}
+    )
+    warm.groupby("g")["x"].mean(epsilon=1)
+    trips, folks = _tables(visits, people)
+    key_bytes = int(trips["person_id"].memory_usage(index=False))
+    out: dict[str, Any] = {"side": side, "key_bytes": key_bytes}
+    before = reset_peak()
+    start = time.perf_counter()
+    if side == "pandas":
+        answer = trips.merge(folks, on="person_id").groupby("region", observed=True)["cost"].mean()
+        out["release_s"] = time.perf_counter() - start
+        out["answer"] = {str(k): float(v) for k, v in answer.items()}
+    else:
+        session = dp.Session(epsilon=10, ledger=":memory:")
+        v = session.private_frame(
+            trips,
+            bounds={"cost": (0, 500)},
+            privacy_unit=dp.PrivacyUnit("person_id", max_rows=40, id_space="persons"),
+        )
+        p = session.private_frame(
+            folks,
+            categories={"region": ["northeast", "midwest", "south", "west"]},
+            privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
+        )
+        out["load_s"] = time.perf_counter() - start
+        joined = v.merge(p, on="person_id")
+        start = time.perf_counter()
+        answer = joined.groupby("region")["cost"].mean(epsilon=1)
+        out["release_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        joined.groupby("region")["cost"].mean(epsilon=1)
+        out["again_s"] = time.perf_counter() - start
+        out["answer"] = {str(k): float(v) for k, v in answer.items()}
+    out["peak_bytes"] = peak_since(before)
+    return out
+
+
+def _run(side: str, visits: int, people: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run_joins",
+            "--child",
+            side,
+            "--visits",
+            str(visits),
+            "--people",
+            str(people),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(r[key]) for r in rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the comparison and print a table (and the raw runs as JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--visits", type=int, default=10_000_000)
+    parser.add_argument("--people", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", choices=["pandas", "dpframe"])
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(args.child, args.visits, args.people)))
+        return
+    runs: dict[str, list[dict[str, Any]]] = {"pandas": [], "dpframe": []}
+    for _ in range(args.repeat):  # interleaved
+        for side in ("pandas", "dpframe"):
+            runs[side].append(_run(side, args.visits, args.people))
+    pandas_s = _median(runs["pandas"], "release_s")
+    pandas_mb = _median(runs["pandas"], "peak_bytes") / 2**20
+    dp_rows = runs["dpframe"]
+    key_mb = _median(dp_rows, "key_bytes") / 2**20
+    print(f"{args.visits:,} visits x {args.people:,} people, medians of {args.repeat} runs")
+    print("| side | step | time (s) | x pandas | peak RSS increase (MiB) |")
+    print("|---|---|---|---|---|")
+    print(f"| pandas | merge + groupby mean | {pandas_s:.2f} | 1.00 | {pandas_mb:.0f} |")
+    for step, key in (
+        ("load both (bounded copies)", "load_s"),
+        ("first release (join, truncate, mean)", "release_s"),
+        ("second release (kept join)", "again_s"),
+    ):
+        t = _median(dp_rows, key)
+        print(f"| dpframe | {step} | {t:.2f} | {t / pandas_s:.2f} | |")
+    dp_mb = _median(dp_rows, "peak_bytes") / 2**20
+    total = _median(dp_rows, "load_s") + _median(dp_rows, "release_s")
+    ratio = total / pandas_s
+    print(f"| dpframe | load + first release | {total:.2f} | {ratio:.2f} | {dp_mb:.0f} |")
+    print(f"join keys (visits.person_id): {key_mb:.0f} MiB")
+    print(json.dumps(runs))
+
+
+if __name__ == "__main__":
+    main()
