@@ -231,7 +231,7 @@ def test_the_ledger_names_the_join(session: dp.Session) -> None:
     visits, people = _frames(session)
     visits.merge(people, left_on="person_id", right_on="id", max_rows=4).count(epsilon=1)
     row = session.ledger.iloc[-1]
-    assert "inner join on person_id (at most 4 rows per ID)" in row["query"]
+    assert "an inner join on person_id (at most 4 rows per ID)" in row["query"]
     assert row["privacy_unit"] == (
         "person_id: at most 4 rows, 4 keys (a join in ID space 'persons')"
     )
@@ -310,8 +310,8 @@ def _kinds(s: dp.Session) -> Any:
             r"max_rows=...\) must be an integer >= 1",
         ),
         (
-            lambda v, p: v.merge(p, left_on="person_id", right_on="id", max_rows="auto"),
-            "'auto', is not available",
+            lambda v, p: v.merge(p, left_on="person_id", right_on="id", max_rows="most"),
+            "takes an integer >= 1, or 'auto'",
         ),
         (lambda v, p: v.merge(p, left_on="person_id", right_on="id", how="cross"), "how="),
         (lambda v, p: v.merge(p, on="person_id", left_on="person_id"), "not both"),
@@ -455,3 +455,31 @@ def test_the_dropped_rows_are_a_charged_count_from_the_same_draw(session: dp.Ses
         visits.merge(claims, left_on="person_id", right_on="pid", rows="dropped").count(epsilon=1)
     with pytest.raises(dp.SchemaError, match="takes 'kept'"):
         visits.merge(claims, left_on="person_id", right_on="pid", rows="all")
+
+
+def test_max_rows_auto_is_a_charged_quantile_of_rows_per_person(session: dp.Session) -> None:
+    visits, people = _frames(session)
+    joined = visits.merge(
+        people, left_on="person_id", right_on="id", max_rows="auto", bound_epsilon=0.5
+    )
+    first = session.ledger.iloc[0]
+    assert first["query"].startswith("quantile(rows, q=[0.99], 10 candidates) of the rows per ID")
+    assert first["epsilon"] == 0.5 and session.spent == dp.Budget(0.5)
+    k = lineage(joined._handle.plan)[0].unit_rows
+    assert 1 <= k <= 10
+    assert joined.count(epsilon=1).scale == pytest.approx(k)
+    per_id = visits.merge(people, left_on="person_id", right_on="id", rows="per_id")
+    assert list(per_id.columns) == ["rows"] and per_id.count(epsilon=1).scale == 1
+
+
+def test_max_rows_auto_without_its_cost_is_refused_before_any_charge(session: dp.Session) -> None:
+    visits, people = _frames(session)
+    with pytest.raises(dp.SchemaError, match=r"give its cost, e\.g\. bound_epsilon=0\.05"):
+        visits.merge(people, left_on="person_id", right_on="id", max_rows="auto")
+    with pytest.raises(dp.SchemaError, match="bound_epsilon= is the cost of max_rows='auto'"):
+        visits.merge(people, left_on="person_id", right_on="id", bound_epsilon=0.1)
+    with pytest.raises(dp.BudgetExceededError, match="exceed"):
+        visits.merge(
+            people, left_on="person_id", right_on="id", max_rows="auto", bound_epsilon=1000
+        )
+    assert len(session.ledger) == 0 and session.spent == dp.Budget(0)

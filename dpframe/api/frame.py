@@ -246,8 +246,9 @@ class PrivateFrame(FrameReleases, RowGuard):
         *,
         left_on: str | Sequence[str] | None = None,
         right_on: str | Sequence[str] | None = None,
-        max_rows: int | None = None,
+        max_rows: int | str | None = None,
         rows: str = "kept",
+        bound_epsilon: float | None = None,
     ) -> PrivateFrame:
         """Join a public lookup table, or another private frame of the same ID space (free).
 
@@ -284,12 +285,16 @@ class PrivateFrame(FrameReleases, RowGuard):
             right_on: private frames: the right keys, paired with ``left_on``.
             max_rows: private frames: the most rows one person keeps after the
                 join (default: the product of the two frames' limits; semi and
-                anti: the left frame's limit).
+                anti: the left frame's limit), or ``"auto"``: the 0.99 quantile
+                of the join's rows per person, released privately at
+                ``bound_epsilon`` (charged now, recorded in the ledger).
             rows: private frames: ``"kept"`` (default), or ``"dropped"``: the
                 rows the ``max_rows`` bound cut (same random draw), so that
                 ``.count(epsilon=...)`` on it answers "how many did the bound
                 drop?" (charged: each person has at most the product of the
-                limits minus ``max_rows`` such rows).
+                limits minus ``max_rows`` such rows); or ``"per_id"``: one row
+                per person, ``rows`` their number of joined rows.
+            bound_epsilon: the cost of ``max_rows="auto"``.
 
         Example:
             >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
@@ -311,11 +316,13 @@ class PrivateFrame(FrameReleases, RowGuard):
                     suffixes,
                     max_rows,
                     rows,
+                    bound_epsilon,
                 )
             )
-        if (left_on, right_on, max_rows) != (None, None, None) or rows != "kept":
+        if (left_on, right_on, max_rows, bound_epsilon) != (None,) * 4 or rows != "kept":
             raise SchemaError(
-                "left_on=, right_on=, max_rows= and rows= are for merging two private frames; "
+                "left_on=, right_on=, max_rows=, rows= and bound_epsilon= are for merging two "
+                "private frames; "
                 "with a public table give on=."
             )
         return frame_of(lookup.merge(self._handle, right, how or "left", on, suffixes, validate))

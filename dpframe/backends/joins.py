@@ -36,10 +36,10 @@ from dpframe.backends.pandas_backend import PandasBackend, kept_positions
 from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col, Expr
-from dpframe.plan.joins import join_columns
+from dpframe.plan.joins import PER_ID_ROWS, join_columns
 from dpframe.plan.nodes import Join, Plan
 
-__all__ = ["join_backends", "join_frames", "side_frame", "truncate"]
+__all__ = ["join_backends", "join_frames", "per_id_rows", "side_frame", "truncate"]
 
 
 def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -150,6 +150,16 @@ def truncate(
     return kept, dropped
 
 
+def per_id_rows(joined: pd.DataFrame, unit_column: str) -> pd.DataFrame:
+    """One row per ID: its number of joined rows (a row with a missing ID is an ID of its own)."""
+    units = joined[unit_column]
+    missing = units.isna()
+    sizes = units[~missing].value_counts(sort=False).to_numpy(dtype=np.int64)
+    counts = np.concatenate([sizes, np.ones(int(missing.sum()), dtype=np.int64)])
+    table: pd.DataFrame = pd.DataFrame({PER_ID_ROWS: counts})
+    return table
+
+
 def join_backends(
     left: Backend,
     right: Backend,
@@ -157,18 +167,20 @@ def join_backends(
     unit_column: str,
     rng: SecureRandom,
     most: int,
-) -> tuple[Backend, Backend]:
-    """Backends over the join's kept rows (at most ``join.max_rows`` per ID) and dropped rows.
+) -> tuple[Backend, Backend, Backend]:
+    """Backends over the join's kept rows, its dropped rows and its rows per ID.
 
-    ``most`` is the most rows the join can give one ID (the product of the
-    sides' limits, or the left limit for semi/anti joins): when
-    ``join.max_rows`` is at least that, no ID can be over it and the
-    truncation is skipped (it would keep every row).
+    Kept: at most ``join.max_rows`` rows per ID.  ``most`` is the most rows
+    the join can give one ID (the product of the sides' limits, or the left
+    limit for semi/anti joins): when ``join.max_rows`` is at least that, no
+    ID can be over it and the truncation is skipped (it would keep every
+    row).  Rows per ID: counted before the truncation (:func:`per_id_rows`).
     """
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
     joined = join_frames(left_rows, right_rows, join)
+    per_id = PandasBackend(per_id_rows(joined, unit_column))
     if join.max_rows >= most:
-        return PandasBackend(joined), PandasBackend(joined.iloc[:0])
+        return PandasBackend(joined), PandasBackend(joined.iloc[:0]), per_id
     kept, dropped = truncate(joined, unit_column, join.max_rows, rng)
-    return PandasBackend(kept), PandasBackend(dropped)
+    return PandasBackend(kept), PandasBackend(dropped), per_id

@@ -31,7 +31,13 @@ from dpframe.backends.reduce import RowReducer
 from dpframe.errors import DPError, SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
-from dpframe.plan.joins import default_max_rows, join_schema, join_source, unit_of
+from dpframe.plan.joins import (
+    check_join,
+    default_max_rows,
+    join_schema,
+    join_source,
+    unit_of,
+)
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import GroupKey, Join, Plan, Source
 from dpframe.plan.schema import Schema
@@ -45,7 +51,7 @@ class Sources(Protocol):
 
     rng: SecureRandom
     joins: dict[Join, Backend]
-    join_rows: dict[Join, tuple[Backend, Backend]]
+    join_rows: dict[Join, tuple[Backend, Backend, Backend]]
 
     def source_schema(self, source: Source) -> Schema:
         """The public schema of a source."""
@@ -103,19 +109,23 @@ class JoinedRows:
     def _get(self) -> Backend:
         if self._rows is None:
             join, left, right = _checked(self._source)
-            drawn = replace(join, rows="kept")  # one draw for the kept and the dropped rows
+            most = default_max_rows(join.how, left, right)
+            # one draw for the kept and the dropped rows; rows per ID do not depend on the bound
+            drawn = replace(
+                join, rows="kept", max_rows=most if join.rows == "per_id" else join.max_rows
+            )
             both = self._path.join_rows.get(drawn)
             if both is None:
                 both = join_backends(
                     _rows_of(self._path.source_backend(left)),
                     _rows_of(self._path.source_backend(right)),
                     drawn,
-                    self._source.unit_column,
+                    unit_column_of(drawn, left, right),
                     self._path.rng,
-                    default_max_rows(join.how, left, right),
+                    most,
                 )
                 self._path.join_rows[drawn] = both
-            self._rows = both[0] if join.rows == "kept" else both[1]
+            self._rows = both[("kept", "dropped", "per_id").index(join.rows)]
         return self._rows
 
     @property
@@ -172,6 +182,11 @@ class JoinedRows:
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:
         """As the joined rows' backend."""
         return self._get().bound_contributions(unit, max_rows, rng)
+
+
+def unit_column_of(join: Join, left: Source, right: Source) -> str:
+    """The joined rows' ID column (the left key paired with the right ID column)."""
+    return join.left_on[check_join(join, left, right)]
 
 
 def _rows_of(backend: Backend) -> Backend:

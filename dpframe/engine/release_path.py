@@ -166,7 +166,8 @@ class ReleasePath:
         schemas: the public schema of each loaded source.
         backends: the backend of each loaded source.
         joins: the backend of each private join released on so far.
-        join_rows: each join's kept and dropped rows, computed once (after a charge).
+        join_rows: each join's kept rows, dropped rows and rows per ID, computed once
+            (after a charge).
     """
 
     name: str
@@ -179,7 +180,7 @@ class ReleasePath:
     schemas: dict[tuple[str, str], Schema] = field(default_factory=dict)
     backends: dict[tuple[str, str], Backend] = field(default_factory=dict)
     joins: dict[Join, Backend] = field(default_factory=dict)
-    join_rows: dict[Join, tuple[Backend, Backend]] = field(default_factory=dict)
+    join_rows: dict[Join, tuple[Backend, Backend, Backend]] = field(default_factory=dict)
 
     # -- the public data of a source -------------------------------------------
 

@@ -32,12 +32,14 @@ from dpframe.plan.nodes import Join, Plan, Source, lineage
 from dpframe.plan.schema import Schema
 
 __all__ = [
+    "PER_ID_ROWS",
     "check_join",
     "default_max_rows",
     "id_join",
     "join_columns",
     "join_schema",
     "join_source",
+    "per_id_schema",
     "unit_of",
 ]
 
@@ -177,6 +179,8 @@ def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
                 f"The join keys {key_l!r} ({a.kind}) and {key_r!r} ({b.kind}) are of "
                 "different kinds: convert one so both are of the same kind."
             )
+    if join.rows == "per_id":
+        return per_id_schema(join)
     left_fill = join.how in ("right", "outer")
     right_fill = join.how in ("left", "outer")
     infos: list[ColumnInfo] = []
@@ -188,6 +192,20 @@ def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
         else:
             infos.append(replace(info, name=name))
     return Schema(tuple(infos))
+
+
+#: The column of a join's rows per ID (``rows="per_id"``).
+PER_ID_ROWS = "rows"
+
+
+def per_id_schema(join: Join) -> Schema:
+    """One row per ID: ``rows``, its number of joined rows, in [1, ``join.max_rows``].
+
+    The facade builds a per-ID join with ``max_rows`` the most rows the join
+    can give one ID, so the bounds are public and never cut a count.
+    """
+    count = ColumnInfo(PER_ID_ROWS, "numeric", "int64", bounds=(1.0, float(join.max_rows)))
+    return Schema((count,))
 
 
 def join_source(join: Join, left: Source, right: Source) -> Source:
@@ -202,7 +220,9 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     """
     position = check_join(join, left, right)
     rows = join.max_rows
-    if join.rows == "dropped":
+    if join.rows == "per_id":
+        rows = 1  # one row per person
+    elif join.rows == "dropped":
         most = default_max_rows(join.how, left, right)
         if most <= join.max_rows:
             raise SchemaError(
@@ -213,7 +233,7 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     return Source(
         f"join({left.dataset},{right.dataset})",
         unit_rows=rows,
-        unit_column=join.left_on[position],
+        unit_column="" if join.rows == "per_id" else join.left_on[position],
         unit_groups=rows,
         id_space=left.id_space,
         join=join,

@@ -214,7 +214,9 @@ class Join:
         rows: ``"kept"`` (the join's rows, at most ``max_rows`` per ID) or
             ``"dropped"`` (the rows the truncation dropped from the same
             draw: a count of them is the charged answer to "how many rows did
-            the bound cut?").
+            the bound cut?"), or ``"per_id"`` (one row per ID: the ID and
+            ``rows``, its number of joined rows before the truncation; one
+            row per person, for choosing ``max_rows`` privately).
     """
 
     left: Plan
@@ -232,7 +234,7 @@ class Join:
     __hash__ = _node_hash
 
     def __post_init__(self) -> None:
-        if self.rows not in ("kept", "dropped"):
+        if self.rows not in ("kept", "dropped", "per_id"):
             raise SchemaError("merge(rows=...) takes 'kept' (default) or 'dropped'.")
         if self.how not in JOIN_HOWS:
             raise SchemaError(f"merge(how=...) takes one of {', '.join(JOIN_HOWS)}.")
@@ -455,7 +457,14 @@ def describe_plan(plan: Plan) -> str:
     if source.join is not None:
         join = source.join
         keys = ", ".join(join.left_on)
-        parts.append(f"of a {join.how} join on {keys} (at most {join.max_rows} rows per ID)")
+        article = "an" if join.how in ("inner", "outer", "anti") else "a"
+        joined = f"{article} {join.how} join on {keys}"
+        if join.rows == "per_id":
+            parts.append(f"of the rows per ID of {joined}")
+        elif join.rows == "dropped":
+            parts.append(f"of the rows dropped from {joined} (over {join.max_rows} per ID)")
+        else:
+            parts.append(f"of {joined} (at most {join.max_rows} rows per ID)")
     size = 0
     for step in steps:
         if isinstance(step, Filter):

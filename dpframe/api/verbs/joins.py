@@ -13,13 +13,21 @@ docs/proofs/private_joins.md; nothing is charged here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dpframe.api.handle import FrameHandle
+from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.errors import SchemaError
-from dpframe.plan.joins import id_join
+from dpframe.plan.joins import PER_ID_ROWS, default_max_rows, id_join, unit_of
+from dpframe.plan.privacy import Number, PrivacyRequest
 
-__all__ = ["private_merge"]
+__all__ = ["AUTO_LEVEL", "private_merge"]
+
+#: The quantile of rows per person that ``max_rows="auto"`` keeps.
+AUTO_LEVEL = 0.99
+#: The most candidates of the bound's quantile listed one by one (beyond: the integer grid).
+_LISTED = 10_000
 
 
 def private_merge(
@@ -30,10 +38,18 @@ def private_merge(
     left_on: str | Sequence[str] | None = None,
     right_on: str | Sequence[str] | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
-    max_rows: int | None = None,
+    max_rows: int | str | None = None,
     rows: str = "kept",
+    bound_epsilon: Number | None = None,
 ) -> FrameHandle:
-    """The private join of two frames of one session and ID space (free; see the module).
+    """The private join of two frames of one session and ID space (see the module).
+
+    Free, except ``max_rows="auto"``: the bound is then the
+    :data:`AUTO_LEVEL` quantile of the join's rows per person (before any
+    truncation), released privately at ``bound_epsilon`` (one row per person:
+    sensitivity 1 in rank; Amin, Kulesza, Muñoz Medina & Vassilvitskii 2019,
+    "Bounding user contributions"), rounded up; the release is charged and
+    recorded like any other, and the join is built with the released bound.
 
     Raises:
         SchemaError: frames of two sessions, or any refusal of
@@ -44,10 +60,14 @@ def private_merge(
             "merge() of private frames of two sessions is refused: one budget must cover "
             "both. Load both frames in one session."
         )
+    if max_rows == "auto":
+        max_rows = _auto_bound(left, right, how, on, left_on, right_on, suffixes, bound_epsilon)
+    elif bound_epsilon is not None:
+        raise SchemaError("bound_epsilon= is the cost of max_rows='auto'; give both or neither.")
     if isinstance(max_rows, str):
         raise SchemaError(
-            "merge(max_rows=...) takes an integer >= 1 (a bound chosen privately, 'auto', "
-            "is not available yet)."
+            "merge(max_rows=...) takes an integer >= 1, or 'auto' (chosen privately, with "
+            "bound_epsilon=)."
         )
     source, schema = id_join(
         left.plan,
@@ -63,3 +83,45 @@ def private_merge(
         rows=rows,
     )
     return left.derive(plan=source, schema=schema)
+
+
+def _auto_bound(
+    left: FrameHandle,
+    right: FrameHandle,
+    how: str,
+    on: str | Sequence[str] | None,
+    left_on: str | Sequence[str] | None,
+    right_on: str | Sequence[str] | None,
+    suffixes: tuple[str, str],
+    bound_epsilon: Number | None,
+) -> int:
+    """``max_rows="auto"``: the released quantile of rows per person (charged), rounded up."""
+    if bound_epsilon is None:
+        raise SchemaError(
+            "max_rows='auto' chooses the bound with a private quantile of rows per person: "
+            "give its cost, e.g. bound_epsilon=0.05 (a small share of the budget)."
+        )
+    most = default_max_rows(how, unit_of(left.plan), unit_of(right.plan))
+    source, schema = id_join(
+        left.plan,
+        left.schema,
+        right.plan,
+        right.schema,
+        how=how,
+        on=on,
+        left_on=left_on,
+        right_on=right_on,
+        max_rows=most,
+        suffixes=suffixes,
+        rows="per_id",
+    )
+    per_id = left.derive(plan=source, schema=schema)
+    candidates = list(range(1, most + 1)) if most <= _LISTED else None
+    node = quantile_node(
+        per_id.column(PER_ID_ROWS),
+        AUTO_LEVEL,
+        PrivacyRequest(epsilon=bound_epsilon),
+        candidates,
+    )
+    released = left.runner.run(node)
+    return max(1, min(most, math.ceil(float(released))))
