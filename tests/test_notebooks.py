@@ -25,6 +25,7 @@ EXPECTED = {
     "budgets.ipynb": ["11th refused", "dpframe budget", "queries"],
     "quickstart.ipynb": ["Privacy budget", "dpframe budget [quickstart]", "Difference:"],
     "synthetic.ipynb": ["pairs kept:", "95% CI", "synthetic copy", "tv_noise"],
+    "joins.ipynb": ["an inner join on person_id", "95% CI", "sensitivity 8", "persons"],
     "sql.ipynb": [
         "%dpsql: SELECT * returns private rows",
         "95% CI",
@@ -52,6 +53,7 @@ IMAGES = {
     "budgets.ipynb": 1,
     "synthetic.ipynb": 1,
     "sql.ipynb": 1,
+    "joins.ipynb": 1,
 }
 
 
