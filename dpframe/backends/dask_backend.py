@@ -122,6 +122,11 @@ class DaskBackend:
         # Persisted slot codes per (key column, categories): see _key_codes.
         self._codes: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
 
+    @property
+    def lazy_rows(self) -> dd.DataFrame:
+        """The dask DataFrame itself (lazy, on the cluster): for a private join's plan only."""
+        return self._frame
+
     def preflight(self) -> None:
         """Before the charge: the cluster can run dpframe's tasks (see :mod:`.cluster`).
 

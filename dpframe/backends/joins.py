@@ -39,7 +39,7 @@ from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.joins import PER_ID_ROWS, join_columns
 from dpframe.plan.nodes import Join, Plan
 
-__all__ = ["join_backends", "join_frames", "per_id_rows", "side_frame", "truncate"]
+__all__ = ["fillable", "join_backends", "join_frames", "per_id_rows", "side_frame", "truncate"]
 
 
 def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -70,7 +70,7 @@ def _missing_key(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
     return missing
 
 
-def _fillable(frame: pd.DataFrame, keep: list[str]) -> pd.DataFrame:
+def fillable(frame: pd.DataFrame, keep: list[str]) -> pd.DataFrame:
     """Columns unmatched rows fill with missing values, in the dtype the schema says.
 
     As pandas would make them, but decided from the dtypes, never from the
@@ -106,9 +106,9 @@ def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataF
     lkeys = [left_names.get(k, k) for k in lkeys]
     names = [n for n, _, _ in layout]
     if join.how in ("left", "outer"):
-        right = _fillable(right, lkeys)
+        right = fillable(right, lkeys)
     if join.how in ("right", "outer"):
-        left = _fillable(left, lkeys)
+        left = fillable(left, lkeys)
     left_missing = _missing_key(left, lkeys)
     right_missing = _missing_key(right, lkeys)
     left_ok = left.loc[~left_missing] if left_missing.any() else left

@@ -91,9 +91,11 @@ class JoinedRows:
         source: the join source (checked).
     """
 
-    def __init__(self, path: Sources, source: Source) -> None:
+    def __init__(self, path: Sources, source: Source, sides: tuple[Backend, Backend]) -> None:
         self._path = path
         self._source = source
+        self._sides = sides
+        self._holds = all(side.holds_rows for side in sides)
         self._rows: Backend | None = None
 
     def __repr__(self) -> str:
@@ -111,14 +113,25 @@ class JoinedRows:
             join, left, right = _checked(self._source)
             most = default_max_rows(join.how, left, right)
             # one draw for the kept and the dropped rows; rows per ID do not depend on the bound
-            drawn = replace(
-                join, rows="kept", max_rows=most if join.rows == "per_id" else join.max_rows
-            )
+            bound = most if join.rows == "per_id" else join.max_rows
+            drawn = replace(join, rows="kept", max_rows=bound)
             both = self._path.join_rows.get(drawn)
+            if both is None and not self._holds:  # a Dask side: the kept rows only, on the cluster
+                from dpframe.backends.dask_joins import dask_join
+
+                rows = dask_join(
+                    _rows_of(self._sides[0]),
+                    _rows_of(self._sides[1]),
+                    drawn,
+                    unit_column_of(drawn, left, right),
+                    self._path.rng,
+                    most,
+                )
+                both = self._path.join_rows[drawn] = (rows, rows, rows)
             if both is None:
                 both = join_backends(
-                    _rows_of(self._path.source_backend(left)),
-                    _rows_of(self._path.source_backend(right)),
+                    _rows_of(self._sides[0]),
+                    _rows_of(self._sides[1]),
                     drawn,
                     unit_column_of(drawn, left, right),
                     self._path.rng,
@@ -130,11 +143,13 @@ class JoinedRows:
 
     @property
     def holds_rows(self) -> bool:
-        """The joined rows are computed in this process."""
-        return True
+        """The joined rows are computed in this process (both sides hold their rows here)."""
+        return self._holds
 
     def preflight(self) -> None:
-        """Nothing to check before the charge (both sides hold their rows here)."""
+        """Before the charge: each side's backend can run (e.g. Dask workers)."""
+        for side in self._sides:
+            side.preflight()
 
     def compute(
         self,
@@ -198,17 +213,18 @@ def joined_backend(path: Sources, source: Source) -> Backend:
     """The rows of a join source, at most ``max_rows`` per ID (computed on first use, then kept).
 
     Raises:
-        SchemaError: a side whose rows are not in this process (before any charge).
+        SchemaError: dropped rows or rows per ID of a join with a Dask side
+            (before any charge).
     """
     join, left, right = _checked(source)
     kept = path.joins.get(join)
     if kept is None:
         joined_schema(path, source)  # every check again, before any row is read
-        for side in (left, right):
-            if not path.source_backend(side).holds_rows:
-                raise SchemaError(
-                    "A private join runs on in-memory pandas frames in this version; load "
-                    "both frames as pandas DataFrames."
-                )
-        kept = path.joins[join] = JoinedRows(path, source)
+        sides = (path.source_backend(left), path.source_backend(right))
+        if join.rows != "kept" and not all(side.holds_rows for side in sides):
+            raise SchemaError(
+                f"merge(rows={join.rows!r}) runs on in-memory pandas frames only; a join of "
+                "Dask frames offers its kept rows (rows='kept')."
+            )
+        kept = path.joins[join] = JoinedRows(path, source, sides)
     return kept

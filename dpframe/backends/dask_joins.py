@@ -1,0 +1,103 @@
+"""A private join on Dask: both sides stay partitioned on the cluster, never collected.
+
+The same steps as :mod:`dpframe.backends.joins` (its docstring), as dask
+operations: each side's plan is evaluated partition by partition, the right
+columns take the join's names, rows with a missing key are set aside (they
+never match) and added back where the join keeps unmatched rows, the rows are
+matched with ``dask.dataframe.merge`` (a shuffle on the keys), and at most
+``max_rows`` rows per ID are kept by the Dask backend's own bounding (a
+shuffle on the ID, then a uniformly random subset per ID drawn on the
+worker; the view is persisted, so every release reads one subset).  A pandas
+side is partitioned first.  Only the kept rows are offered (no ``rows=
+"dropped"`` or ``"per_id"`` on Dask: refused before any charge by the engine).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.dataframe as dd
+import pandas as pd
+
+from dpframe.backends.base import Backend
+from dpframe.backends.dask_backend import DaskBackend
+from dpframe.backends.joins import fillable, side_frame
+from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.noise import SecureRandom
+from dpframe.plan.joins import join_columns
+from dpframe.plan.nodes import Join, Plan
+
+__all__ = ["dask_join"]
+
+
+def _side_partition(part: pd.DataFrame, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
+    return side_frame(PandasBackend(part), plan, columns)
+
+
+def _lazy(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> dd.DataFrame:
+    """A side's kept rows and columns, as a dask DataFrame (evaluated on the workers)."""
+    if isinstance(backend, DaskBackend):
+        frame = backend.lazy_rows
+        meta = side_frame(PandasBackend(frame._meta), plan, columns)
+        lazy: dd.DataFrame = frame.map_partitions(  # type: ignore[no-untyped-call]
+            _side_partition, plan, columns, meta=meta
+        )
+        return lazy
+    rows = side_frame(backend, plan, columns)  # an in-memory side: partitioned as it is
+    parted: dd.DataFrame = dd.from_pandas(  # type: ignore[no-untyped-call]
+        rows, npartitions=max(1, len(rows) // 1_000_000 + 1)
+    )
+    return parted
+
+
+def dask_join(
+    left: Backend,
+    right: Backend,
+    join: Join,
+    unit_column: str,
+    rng: SecureRandom,
+    most: int,
+) -> DaskBackend:
+    """A Dask backend over the join's kept rows (at most ``join.max_rows`` per ID)."""
+    layout = join_columns(join)
+    left_names = {c: n for n, side, c in layout if side == "left"}
+    right_names = {c: n for n, side, c in layout if side == "right"}
+    names = [n for n, _, _ in layout]
+    keys = list(join.left_on)
+    lf = _lazy(left, join.left, join.left_columns).rename(columns=left_names)
+    rf = _lazy(right, join.right, join.right_columns).rename(
+        columns={**right_names, **dict(zip(join.right_on, join.left_on, strict=True))}
+    )
+    if join.how in ("left", "outer"):  # unmatched rows fill these: the dtypes the schema says
+        rf = rf.map_partitions(fillable, keys, meta=fillable(rf._meta, keys))
+    if join.how in ("right", "outer"):
+        lf = lf.map_partitions(fillable, keys, meta=fillable(lf._meta, keys))
+    left_missing = lf[keys].isna().any(axis=1)
+    right_missing = rf[keys].isna().any(axis=1)
+    lok, rok = lf[~left_missing], rf[~right_missing]
+    joined: Any
+    if join.how == "semi":  # the left rows whose key is on the right, once each
+        joined = lok.merge(rok[keys].drop_duplicates(), how="inner", on=keys)[names]
+    elif join.how == "anti":
+        found = rok[keys].drop_duplicates().assign(_dp_found=True)
+        marked = lok.merge(found, how="left", on=keys)
+        hit = marked["_dp_found"].fillna(False).astype(bool)
+        joined = dd.concat(  # type: ignore[no-untyped-call]
+            [marked[~hit][names], lf[left_missing][names]]
+        )
+    else:
+        joined = lok.merge(rok, how=join.how, on=keys)
+        parts = [joined]
+        if join.how in ("left", "outer"):
+            parts.append(lf[left_missing])
+        if join.how in ("right", "outer"):
+            parts.append(rf[right_missing])
+        if len(parts) > 1:
+            joined = dd.concat(  # type: ignore[no-untyped-call]
+                parts
+            )
+        joined = joined[names]
+    rows = DaskBackend(joined, fingerprint=f"join:{rng.randbits(64):016x}")  # never digested
+    if join.max_rows >= most:
+        return rows
+    return rows.bound_contributions(unit_column, join.max_rows, rng)
