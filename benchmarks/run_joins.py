@@ -15,9 +15,10 @@ A visits table (``--visits`` rows: person_id, cost) joined to a people table
 Each measurement runs in a fresh process (dpframe is imported and one tiny
 release made first, so module imports are not timed; the data is generated
 from a fixed seed, then the peak-RSS mark is reset), pandas and dpframe
-alternate, and each is repeated.  ``--dask`` adds dpframe on a local Dask cluster (two one-thread worker
-processes, started and loaded with the data before the clock; the client's
-peak memory says nothing of the workers', so none is shown).  Usage::
+alternate, and each is repeated.  ``--dask`` adds dpframe on a local Dask
+cluster (two one-thread worker processes, started and loaded with the data
+before the clock; the client's peak memory says nothing of the workers', so
+none is shown).  Usage::
 
     python -m benchmarks.run_joins --visits 10000000 --people 1000000 --repeat 3 [--dask]
 """
