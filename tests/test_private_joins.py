@@ -483,3 +483,13 @@ def test_max_rows_auto_without_its_cost_is_refused_before_any_charge(session: dp
             people, left_on="person_id", right_on="id", max_rows="auto", bound_epsilon=1000
         )
     assert len(session.ledger) == 0 and session.spent == dp.Budget(0)
+
+
+def test_a_join_never_travels_to_a_curator_as_another_dataset(session: dp.Session) -> None:
+    from dpframe.plan.codec import NodeFormatError, encode_node
+
+    visits, people = _frames(session)
+    joined = visits.merge(people, left_on="person_id", right_on="id")
+    node = session.capture_node(lambda: joined.count(epsilon=1))
+    with pytest.raises(NodeFormatError, match="does not travel to a curator"):
+        encode_node(node)

@@ -417,8 +417,14 @@ def _fields(
 
 
 def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
+    source, plan_steps = lineage(plan)
+    if source.join is not None:  # the wire carries steps only: the curator supplies the source
+        raise _bad(
+            "A private join (merge of two private frames) does not travel to a curator in this "
+            "version: the curator would read its own dataset instead. Ask on one dataset."
+        )
     steps: list[dict[str, Any]] = []
-    for step in lineage(plan)[1]:
+    for step in plan_steps:
         if isinstance(step, Filter):
             steps.append({"filter": step.predicate.to_dict()})
         else:
