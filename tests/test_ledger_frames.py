@@ -52,14 +52,14 @@ def test_a_refused_frame_is_not_recorded_and_row_level_frames_are() -> None:
     assert session.frames[["id_space", "unit_column", "max_rows"]].values.tolist() == [["", "", 1]]
 
 
-def test_a_version_5_file_gains_the_frames_table(tmp_path: Path) -> None:
+def test_a_version_6_file_gains_the_frames_table(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     old = dp.Session(epsilon=1, ledger=path, name="s")
     old.private_frame(pd.DataFrame({"x": [1.0, 2.0]})).count(epsilon=0.25)
     del old
-    with sqlite3.connect(path) as conn:  # the file as a version-5 dpframe left it
+    with sqlite3.connect(path) as conn:  # the file as a version-6 dpframe left it
         conn.execute("DROP TABLE frames")
-        conn.execute("PRAGMA user_version=5")
+        conn.execute("PRAGMA user_version=6")
     assert [m.version for m in ledger_schema.MIGRATIONS][-1] == 7
     resumed = dp.Session(epsilon=1, ledger=path, name="s")
     assert resumed.spent == dp.Budget(0.25)

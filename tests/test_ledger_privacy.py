@@ -169,7 +169,9 @@ def test_a_schema_5_ledger_is_migrated_with_its_spend(
     session = dp.Session(epsilon=1, ledger=ledger_path, name="clinic")
     assert session.spent == dp.Budget(0.3)
     conn = sqlite3.connect(ledger_path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert (
+        conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    )  # through 6 (issue 27) and 7 (issue 32)
     unkeyed = {d for (d,) in conn.execute("SELECT dataset FROM unkeyed_datasets")}
     assert unkeyed == set(prints.values())
     assert conn.execute("SELECT COUNT(*) FROM unkeyed_digests").fetchone()[0] == 2 + 7
