@@ -23,7 +23,14 @@ from dpframe.curator.service import Curator, ServiceError
 from dpframe.curator.worst_case import CostModel, check_worst_case, worst_case_seconds
 from dpframe.errors import ResourceLimitError
 from dpframe.plan.codec import decode_node
-from tests.curator.support import ALICE, RELEASES, node_on, release_body, write_catalog
+from tests.curator.support import (
+    ALICE,
+    RELEASES,
+    SENTINEL_MAX_ROWS,
+    node_on,
+    release_body,
+    write_catalog,
+)
 
 TEXT: dict[str, Any] = {
     "upper then contains": lambda pf: pf[pf["note"].str.upper().str.contains("ORD")].count(
@@ -61,7 +68,7 @@ def _regex_attack(pf: dp.PrivateFrame) -> object:
 def test_every_request_goes_to_the_lane_of_its_estimate(
     tmp_path: Path, heavy_seconds: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = f"heavy_seconds = {heavy_seconds}\nmax_rows = 200000"
+    server = f"heavy_seconds = {heavy_seconds}"  # sentinel declares SENTINEL_MAX_ROWS
     curator = Curator(Catalog.load(write_catalog(tmp_path, server=server)))
     routed: list[tuple[Any, bool]] = []
 
@@ -79,7 +86,12 @@ def test_every_request_goes_to_the_lane_of_its_estimate(
         body = release_body(build)
         node = decode_node(body, seat.source)
         estimate = worst_case_seconds(
-            node, 200_000, settings.cost, settings.limits, seat.text_lengths, settings.text_chars
+            node,
+            SENTINEL_MAX_ROWS,
+            settings.cost,
+            settings.limits,
+            seat.text_lengths,
+            settings.text_chars,
         )
         if estimate > settings.release_estimate_seconds:  # refused before the charge
             with pytest.raises(ServiceError, match="could take up to"):
