@@ -20,7 +20,9 @@ Nothing here reads data: messages are built from names only.
 
 from __future__ import annotations
 
+import difflib
 import sys
+from collections.abc import Hashable, Sequence
 
 from dpframe.errors import DPError, PrivacyViolationError
 
@@ -32,6 +34,7 @@ __all__ = [
     "LibraryFunctionError",
     "RefusedAttributeError",
     "UnknownAttributeError",
+    "did_you_mean",
     "library_caller",
     "missing_attribute",
     "refusal_for_function",
@@ -187,6 +190,31 @@ _UFUNC_ADVICE = (
     "cbrt, exp, expm1, square, floor, ceil, trunc, rint, sign, tanh, arctan, sin, cos, abs, "
     "clip, round, where (or derive columns with arithmetic, e.g. pf['wage'] / 2)"
 )
+
+
+def did_you_mean(value: object, keys: Sequence[Hashable]) -> str:
+    """`` Did you mean 'south'?`` for the public key nearest to ``value``, or nothing.
+
+    Text is matched up to case first, then by similarity (difflib); a number
+    by the nearest declared number.  ``keys`` are public (declared), and
+    ``value`` is the analyst's own: nothing here reads data.
+    """
+    text = str(value)
+    texts = {str(k): k for k in keys}
+    folded = [k for t, k in texts.items() if t.casefold() == text.casefold()]
+    if folded:
+        return f" Did you mean {folded[0]!r}?"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        numbers = [k for k in keys if isinstance(k, (int, float)) and not isinstance(k, bool)]
+        if numbers:
+            nearest = min(numbers, key=lambda k: abs(float(k) - float(value)))
+            return f" Did you mean {nearest!r}?"
+        return ""
+    close = difflib.get_close_matches(text, list(texts), n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(text.casefold(), [t.casefold() for t in texts], n=1)
+        close = [t for t in texts if t.casefold() in close][:1]
+    return f" Did you mean {texts[close[0]]!r}?" if close else ""
 
 
 def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:
