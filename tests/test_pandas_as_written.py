@@ -59,3 +59,77 @@ def test_text_without_declared_keys_cannot_be_checked() -> None:
     got = pf[pf["name"] == "Ann"].count(epsilon=BIG)  # no keys to check against: charged
     assert abs(float(got)) <= 5
     assert session.spent == dp.Budget(BIG)
+
+
+# -- integer bounds declare the keys (no delta, nothing discovered) ----------------
+
+
+def test_mean_wage_by_education_groups_by_the_whole_numbers_in_its_bounds(
+    frame: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    got = frame.groupby("education")["wage"].mean(epsilon=BIG)
+    assert list(got.index) == list(range(21))
+    truth = cps.assign(wage=cps["wage"].clip(0, 5000)).groupby("education")["wage"].mean()
+    big = cps.groupby("education").size() > 100
+    for key in truth.index[big]:
+        assert abs(float(got[key]) - truth[key]) <= 1e-2 * truth[key] + 1
+    assert frame.session.spent == dp.Budget(BIG)  # pure DP: no delta anywhere
+    sizes = frame.groupby("education").size(epsilon=BIG)
+    counts = frame["education"].value_counts(epsilon=BIG, sort=False)
+    assert list(sizes.index) == list(counts.index) == list(range(21))
+    table = frame.pivot_table(values="wage", index="region", columns="education", epsilon=BIG)
+    assert table.shape == (4, 21)
+
+
+def test_integer_values_outside_the_bounds_are_undeclared_rows() -> None:
+    session = dp.Session(epsilon=BIG * 10, ledger=":memory:")
+    data = pd.DataFrame({"k": [1, 2, 3] * 100 + [7] * 300, "x": [1.0] * 600})
+    pf = session.private_frame(data, bounds={"k": (1, 3), "x": (0, 2)})
+    with pytest.warns(UserWarning, match="rows have a k outside the declared categories"):
+        got = pf.groupby("k").size(epsilon=BIG)
+    assert list(got.index) == [1, 2, 3]
+    assert abs(float(got.dp.undeclared) - 300) <= 5
+    assert all(abs(float(got[k]) - 100) <= 5 for k in (1, 2, 3))
+
+
+def test_too_many_whole_numbers_and_undeclared_floats_are_refused_before_the_charge(
+    frame: dp.PrivateFrame,
+) -> None:
+    wide = frame.with_bounds(education=(0, 20_000))
+    with pytest.raises(dp.SchemaError, match=r"20,001 whole numbers.*\.cut\(bins\)"):
+        wide.groupby("education")["wage"].mean(epsilon=1)
+    with pytest.raises(dp.SchemaError, match=r"groupby\('wage'\) needs the public keys") as info:
+        frame.groupby("wage").size(epsilon=1)
+    assert "copy" not in str(info.value)  # names no release the analyst did not ask for
+    assert frame.session.spent == dp.Budget(0)
+
+
+# -- pandas' keywords and methods as typed -------------------------------------------
+
+
+def test_clip_takes_one_end_as_pandas(frame: dp.PrivateFrame, cps: pd.DataFrame) -> None:
+    assert frame["wage"].clip(upper=1000).bounds == (0.0, 1000.0)
+    assert frame["wage"].clip(lower=100).bounds == (100.0, 5000.0)
+    assert frame["wage"].clip(upper=-5).bounds == (-5.0, -5.0)
+    got = frame["wage"].clip(upper=1000).mean(epsilon=BIG)
+    assert abs(float(got) - cps["wage"].clip(upper=1000).mean()) <= 1
+    assert frame["wage"].clip().bounds == (0.0, 5000.0)
+    session = dp.Session(epsilon=1, ledger=":memory:")
+    loose = session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}))
+    with pytest.raises(dp.SchemaError, match=r"clip\(upper=3\) of 'x', which has no declared"):
+        loose["x"].clip(upper=3)
+
+
+def test_series_describe_is_the_frame_summary_of_one_column(
+    frame: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    numbers = frame["wage"].describe(epsilon=BIG)
+    assert list(numbers.index) == ["count", "mean", "std", "25%", "50%", "75%"]
+    assert numbers.name == "wage"
+    assert abs(float(numbers["mean"]) - cps["wage"].clip(0, 5000).mean()) <= 1
+    keys = frame["region"].describe(epsilon=BIG)
+    assert list(keys.index) == ["count", "unique", "top", "freq"]
+    assert keys["top"] == cps["region"].mode()[0] and keys["unique"] == 4
+    with pytest.raises(dp.SchemaError, match=r"describe\(\) of 'x' needs declared bounds"):
+        session = dp.Session(epsilon=1, ledger=":memory:")
+        session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}))["x"].describe(epsilon=1)

@@ -189,6 +189,30 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
 
+    def describe(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """A private summary of the column, as ``Series.describe`` (one charge).
+
+        Numbers: count, mean, std and the quartiles (no min and max: they are
+        rows; ``quantile([0, 1], epsilon=...)`` estimates them privately).  A
+        column with declared keys: count, unique, top and freq.
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.describe` on this one
+        column (half the request to the moments, half to the quartiles).
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        table = self._run(aggregates.describe_series_node(self._handle, request))
+        column = table[self._handle.info.name]
+        if "unique" in column.index:  # keys: pandas' four rows of a categorical summary
+            column = column.loc[["count", "unique", "top", "freq"]]
+        return cast("pd.Series", column)
+
     def approx_bounds(
         self,
         *,

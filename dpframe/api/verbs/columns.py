@@ -185,7 +185,27 @@ def between(series: SeriesHandle, left: Any, right: Any) -> SeriesHandle:
     )
 
 
-def clip(series: SeriesHandle, lower: float, upper: float) -> SeriesHandle:
-    """Clamped to public ``[lower, upper]``; the result has these bounds."""
+def clip(series: SeriesHandle, lower: float | None, upper: float | None) -> SeriesHandle:
+    """Clamped to public ``[lower, upper]``; the result has these bounds.
+
+    As pandas, either end may be left out (``clip(upper=120)``): the column's
+    declared bound stands in for it, since every release clamps to it anyway
+    (a column without bounds needs both ends).  Neither end: the column itself.
+    """
+    if lower is None and upper is None:
+        return series
+    if lower is None or upper is None:
+        declared = series.info.bounds
+        if declared is None:
+            given = f"upper={upper!r}" if lower is None else f"lower={lower!r}"
+            raise SchemaError(
+                f"clip({given}) of {series.info.name!r}, which has no declared bounds: the "
+                "other end is unknown, so releases could not be bounded. Give both ends, "
+                "clip(lower, upper), or declare bounds first: pf.with_bounds(col=(low, high))."
+            )
+        if lower is None:
+            lower = min(declared[0], float(upper))  # type: ignore[arg-type]
+        else:
+            upper = max(declared[1], float(lower))
     low, high = check_bounds(series.info.name, (lower, upper))
     return wrap(series, Clip(series.expr, low, high))

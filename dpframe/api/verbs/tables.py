@@ -26,6 +26,7 @@ from dpframe.api.verbs.aggregates import value_counts_node
 from dpframe.api.verbs.aggregation import grouped_agg_node
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
+from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.consistency import sum_half_width
 from dpframe.mechanisms.describe_family import unique_threshold
@@ -152,7 +153,7 @@ def _two_keys(index: object, columns: object) -> tuple[FrameHandle, str, str]:
     if derived:
         frame = assign(frame, derived)
     for name in names:
-        if not frame.schema.get(name).categories:
+        if not public_keys(frame.schema.get(name)):
             raise SchemaError(
                 f"crosstab() needs the public keys of {name!r}: declare categories={{...}} "
                 "(or cut a number into bins)."
@@ -161,8 +162,8 @@ def _two_keys(index: object, columns: object) -> tuple[FrameHandle, str, str]:
 
 
 def _reshape(grouped: pd.Series, frame: FrameHandle, rows: str, cols: str) -> pd.DataFrame:
-    row_keys = list(frame.schema.get(rows).categories or ())
-    col_keys = list(frame.schema.get(cols).categories or ())
+    row_keys = list(public_keys(frame.schema.get(rows)) or ())
+    col_keys = list(public_keys(frame.schema.get(cols)) or ())
     values = grouped.to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
     table: pd.DataFrame = pd.DataFrame(
         values, index=pd.Index(row_keys, name=rows), columns=col_keys
@@ -251,14 +252,14 @@ def pivot_table(
     One charge: a grouped ``agg`` over the key pairs (see :meth:`PrivateFrame.pivot_table`).
     """
     for name in (index, columns):
-        if not self.schema.get(name).categories:
+        if not public_keys(self.schema.get(name)):
             raise SchemaError(f"pivot_table() needs the public keys of {name!r}: declare them.")
     grouped = group(self, (index, columns), column=values)
     names = [aggfunc] if isinstance(aggfunc, str) else list(aggfunc)
     result = self.runner.run(grouped_agg_node(grouped, names, request))
     meta: FrameRelease = result.attrs["dpframe"]
-    row_keys = list(self.schema.get(index).categories or ())
-    col_keys = list(self.schema.get(columns).categories or ())
+    row_keys = list(public_keys(self.schema.get(index)) or ())
+    col_keys = list(public_keys(self.schema.get(columns)) or ())
     parts = []
     for name in names:
         block = result[name].to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
