@@ -133,3 +133,80 @@ def test_series_describe_is_the_frame_summary_of_one_column(
     with pytest.raises(dp.SchemaError, match=r"describe\(\) of 'x' needs declared bounds"):
         session = dp.Session(epsilon=1, ledger=":memory:")
         session.private_frame(pd.DataFrame({"x": [1.0, 2.0]}))["x"].describe(epsilon=1)
+
+
+def test_mode_is_a_series_as_pandas(frame: dp.PrivateFrame) -> None:
+    got = frame["region"].mode(epsilon=BIG)
+    assert isinstance(got, pd.Series) and got.name == "region"
+    assert got[0] == "south"  # 8,760 rows, 1,900 more than any other region
+
+
+def test_item_assignment_derives_a_column(frame: dp.PrivateFrame, cps: pd.DataFrame) -> None:
+    before = frame
+    wage = frame["wage"]
+    frame["weekly"] = frame["wage"] * 5
+    frame["twice"] = wage * 2  # a column taken before the assignment means the same
+    assert frame is before and "weekly" in frame.columns
+    assert frame["weekly"].bounds == (0.0, 25000.0)
+    got = frame["weekly"].mean(epsilon=BIG)
+    assert abs(float(got) - 5 * cps["wage"].clip(0, 5000).mean()) <= 5
+    with pytest.raises(dp.SchemaError, match="one column name"):
+        frame[["a", "b"]] = 1  # type: ignore[index]
+
+
+def test_loc_is_a_filter_and_a_selection(frame: dp.PrivateFrame, cps: pd.DataFrame) -> None:
+    got = frame.loc[frame["region"] == "west", "wage"].count(epsilon=BIG)
+    assert abs(float(got) - int((cps["region"] == "west").sum())) <= 5
+    both = frame.loc[:, ["wage", "education"]]
+    assert list(both.columns) == ["wage", "education"]
+    assert list(frame.loc[:, "wage":"experience"].columns) == ["wage", "education", "experience"]
+    assert list(frame.loc[frame["wage"] > 100].columns) == list(frame.columns)
+    with pytest.raises(dp.PrivacyViolationError, match=r"pf\.loc\[3\] picks rows by label"):
+        frame.loc[3]
+    with pytest.raises(dp.PrivacyViolationError, match="would reveal private rows"):
+        frame["wage"].loc[frame["wage"] > 1]  # a column has no .loc
+
+
+def test_a_released_number_is_a_public_constant(frame: dp.PrivateFrame) -> None:
+    mean = frame["wage"].mean(epsilon=BIG)
+    centred = frame["wage"] - mean
+    assert centred.bounds == pytest.approx((-float(mean), 5000 - float(mean)))
+    filled = frame["wage"].fillna(mean)
+    assert filled.bounds == (0.0, 5000.0)
+    by_region = frame.groupby("region")["wage"].mean(epsilon=BIG)
+    above = frame[frame["wage"] > by_region["south"]].count(epsilon=BIG)
+    assert float(above) > 0
+    whole = frame.fillna(frame.mean(epsilon=BIG))  # pandas' df.fillna(df.mean())
+    assert whole["education"].bounds == (0.0, 20.0)
+
+
+def test_named_aggregation_in_one_charge(frame: dp.PrivateFrame, cps: pd.DataFrame) -> None:
+    got = frame.groupby("region").agg(n=("wage", "size"), pay=("wage", "mean"), epsilon=BIG)
+    assert list(got.columns) == ["n", "pay"]
+    truth = cps.groupby("region").size()
+    assert all(abs(float(got.loc[k, "n"]) - truth[k]) <= 10 for k in truth.index)
+    one = frame.groupby("region")["wage"].agg(n="size", pay="mean", epsilon=BIG)
+    assert list(one.columns) == ["n", "pay"]
+    assert list(frame.session.ledger["epsilon"]) == [BIG, BIG]
+    with pytest.raises(dp.SchemaError, match=r"named aggregation takes \(column, aggregate\)"):
+        frame.groupby("region").agg(n=3, epsilon=1)
+    with pytest.raises(dp.SchemaError, match="agg\\(\\) needs aggregates"):
+        frame.groupby("region").agg(epsilon=1)
+
+
+def test_pivot_table_margins_are_sums_of_released_cells(frame: dp.PrivateFrame) -> None:
+    table = frame.pivot_table(
+        values="wage", index="region", columns="smsa", aggfunc="count", margins=True, epsilon=1
+    )
+    assert list(table.index) == [*CPS1988_CATEGORIES["region"], "All"]
+    assert list(table.columns) == ["yes", "no", "All"]
+    cells = table.iloc[:4, :2].astype(float)
+    assert float(table.to_numpy()[-1, -1]) == pytest.approx(cells.to_numpy().sum())
+    bounds = dp.ci(table)
+    corner = bounds.loc["All", ("All", "high")] - bounds.loc["All", ("All", "low")]
+    cell = bounds.loc["south", ("yes", "high")] - bounds.loc["south", ("yes", "low")]
+    assert corner >= 8 * cell > 0  # a total's interval is the sum of its cells'
+    assert len(frame.session.ledger) == 1
+    with pytest.raises(dp.SchemaError, match=r"margins=True.*aggfunc='count' or 'sum'"):
+        frame.pivot_table("wage", "region", "smsa", aggfunc="mean", margins=True, epsilon=1)
+    assert len(frame.session.ledger) == 1

@@ -246,8 +246,12 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
-    ) -> Any:
-        """The most frequent declared category (report noisy max); only the key is released.
+    ) -> pd.Series:
+        """The most frequent declared key (report noisy max), as a Series as pandas returns it.
+
+        ``pf["region"].mode(epsilon=...)[0]`` is the key, as ``df["region"].mode()[0]``:
+        one key (pandas lists every tied key; a private release names one).
+        Only the key is released.
 
         Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
         distribution as report-noisy-max with exponential noise; one charge for
@@ -256,9 +260,9 @@ class ColumnReleases:
         Accuracy: with probability 1 − β the returned key's count is within
         (2/ε)·ln(k/β) of the largest count, for k categories.
         """
-        return self._run(
-            aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
-        )
+        node = aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
+        found: pd.Series = pd.Series([self._run(node)], name=self._handle.info.name)
+        return found
 
     def value_counts(
         self,

@@ -160,6 +160,8 @@ class FrameReleases:
         index: str,
         columns: str,
         aggfunc: str | Sequence[str] = "mean",
+        margins: bool = False,
+        margins_name: str = "All",
         *,
         epsilon: Any = None,
         delta: Any = None,
@@ -171,11 +173,16 @@ class FrameReleases:
         One charge: a grouped ``agg`` over the key pairs (a list of aggregates
         splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
         column keys, or (aggregate, key) pairs for a list, as pandas.
+        ``margins=True`` (``count`` or ``sum``) adds the totals ``margins_name``,
+        derived from the released cells: free, each interval the sum of the
+        cells' (a mean's margins need their own release: refused, saying so).
 
         Privacy and Accuracy: as the grouped aggregate(s) at their share.
         """
         request = request_of(epsilon, delta, rho, privacy)
-        return tables.pivot_table(self._handle, values, index, columns, aggfunc, request)
+        return tables.pivot_table(
+            self._handle, values, index, columns, aggfunc, request, margins, margins_name
+        )
 
     def above_threshold(
         self,

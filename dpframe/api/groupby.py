@@ -101,7 +101,7 @@ class PrivateGroupBy:
             return cast("pd.Series", result)
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
-    def agg(self, func: object, **kwargs: Any) -> Any:
+    def agg(self, func: object = None, **kwargs: Any) -> Any:
         """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (see ``AGG_DOC``).
 
         Privacy and Accuracy: as the grouped aggregates at their share.
@@ -114,8 +114,21 @@ class PrivateGroupBy:
             kwargs.pop("rho", None),
             kwargs.pop("privacy", None),
         )
-        if kwargs:
-            raise TypeError(f"agg() got unexpected keyword arguments {sorted(kwargs)!r}")
+        if kwargs:  # named aggregation: agg(n=("col", "size"), m=("col", "mean"))
+            if func is not None:
+                raise SchemaError(
+                    "agg() takes either aggregates (a name, list or dict) or named "
+                    "aggregation (out=('column', 'aggregate')), not both."
+                )
+            named = aggregation.named_spec(handle, kwargs)
+            whole = groupby_of(handle.selecting(None))  # a dict spec names its columns
+            table = whole.agg(named.spec, privacy=request, weights=weights)
+            return aggregation.named_result(table, named)
+        if func is None:
+            raise SchemaError(
+                "agg() needs aggregates: agg('mean'), agg(['mean', 'std']), "
+                "agg({'col': 'mean'}) or agg(out=('col', 'mean')), each with epsilon=."
+            )
         if handle.column is not None and isinstance(func, str):  # the named method's Series
             return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
         node = aggregation.grouped_agg_node(handle, func, request, weights)

@@ -128,7 +128,8 @@ COUNTERPARTS: dict[str, str] = {
     "rank": "ranks are row-level: quantile(q, epsilon=...) for order statistics",
     "pivot_table": "pf.groupby([rows, cols])[value].mean(epsilon=...) then .unstack() "
     "on the release",
-    "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
+    "crosstab": "dp.crosstab(pf['a'], pf['b'], epsilon=...), or pf.groupby([a, b])"
+    ".size(epsilon=...) then .unstack() on the release",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
     "explode": "rows cannot be multiplied inside a private frame (one person's influence "
     "would grow unseen); load the exploded table instead, with each person's rows "
@@ -148,7 +149,9 @@ OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
 FUNCTIONS: dict[str, str] = {
     "cut": "pf['col'].cut(bins) or dp.cut(pf['col'], bins): public bins, nothing charged",
     "qcut": "pf['col'].qcut(q, epsilon=...) or dp.qcut(...): edges from private quantiles",
-    "crosstab": "pf.groupby([a, b]).size(epsilon=...), then .unstack() on the release",
+    "crosstab": "dp.crosstab(pf['a'], pf['b'], epsilon=...), as pd.crosstab (also "
+    "normalize= and margins=); dp.plot(...) or .plot() draws the release; "
+    "or pf.groupby([a, b]).size(epsilon=...), then .unstack() on the release",
     "concat": "concatenate releases (they are plain pandas), or load the combined table as "
     "one private frame",
     "merge": "pf.merge(public_df, on=key): a public lookup table (the private frame first)",

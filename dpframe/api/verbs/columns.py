@@ -17,6 +17,8 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
 from dpframe.api.teaching import did_you_mean
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.answers.array import DPValue
+from dpframe.mechanisms.results import Release
 from dpframe.plan.expressions import Clip, Expr, IsIn, Lit
 from dpframe.plan.inline import resolved_key
 from dpframe.plan.schema import check_bounds, infer_column
@@ -31,6 +33,7 @@ __all__ = [
     "is_column",
     "keep_name",
     "power",
+    "public_value",
     "to_expr",
     "wrap",
 ]
@@ -57,6 +60,18 @@ def is_column(value: object) -> bool:
     return isinstance(handle_of(value), SeriesHandle)
 
 
+def public_value(value: Any) -> Any:
+    """A released number as the public number it is (its shown value); anything else unchanged.
+
+    A :class:`~dpframe.Release` or a released cell (``DPValue``) is public once
+    released: ``pf["x"].fillna(pf["x"].mean(epsilon=...))`` and
+    ``pf["x"] - pf["x"].mean(epsilon=...)`` use it as a constant, free.
+    """
+    if isinstance(value, (Release, DPValue)):
+        return float(value)
+    return value
+
+
 def to_expr(value: Any, frame: FrameHandle | None = None) -> Expr:
     """The expression of a private column (or its handle), literal or expression.
 
@@ -77,6 +92,7 @@ def to_expr(value: Any, frame: FrameHandle | None = None) -> Expr:
         return found.expr
     if isinstance(value, Expr):
         return value
+    value = public_value(value)
     if isinstance(value, (bool, int, float, str)):
         return Lit(value)
     if is_date(value):  # pd.Timestamp, datetime, date, numpy.datetime64
@@ -146,6 +162,7 @@ def binary(series: SeriesHandle, other: Any, op: str, reverse: bool = False) -> 
     ``==`` and ``!=`` with a public value that is not a declared key are
     refused (:func:`check_declared`).
     """
+    other = public_value(other)
     if op in ("==", "!=") and isinstance(other, (bool, int, float, str, np.generic)):
         check_declared(series, [other], f"{series.info.name} {op} {other!r}")
     left, right = series.expr, to_expr(_date_text(series, other), series.frame)
@@ -192,6 +209,7 @@ def clip(series: SeriesHandle, lower: float | None, upper: float | None) -> Seri
     declared bound stands in for it, since every release clamps to it anyway
     (a column without bounds needs both ends).  Neither end: the column itself.
     """
+    lower, upper = public_value(lower), public_value(upper)
     if lower is None and upper is None:
         return series
     if lower is None or upper is None:
@@ -204,7 +222,7 @@ def clip(series: SeriesHandle, lower: float | None, upper: float | None) -> Seri
                 "clip(lower, upper), or declare bounds first: pf.with_bounds(col=(low, high))."
             )
         if lower is None:
-            lower = min(declared[0], float(upper))  # type: ignore[arg-type]
+            lower = min(declared[0], float(upper))
         else:
             upper = max(declared[1], float(lower))
     low, high = check_bounds(series.info.name, (lower, upper))

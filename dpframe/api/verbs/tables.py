@@ -246,11 +246,23 @@ def pivot_table(
     columns: str,
     aggfunc: str | Sequence[str],
     request: PrivacyRequest,
+    margins: bool = False,
+    margins_name: str = "All",
 ) -> pd.DataFrame:
     """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
 
     One charge: a grouped ``agg`` over the key pairs (see :meth:`PrivateFrame.pivot_table`).
+    ``margins=True`` adds the row and column totals of a ``count`` or ``sum``
+    table, derived from the released cells (free; their intervals add up).
     """
+    if margins and aggfunc not in ("count", "sum"):
+        raise SchemaError(
+            f"pivot_table(margins=True) derives the totals from the released cells, which "
+            f"works for aggfunc='count' or 'sum', not {aggfunc!r}: a margin of means needs "
+            "each cell's size. Release the margins on their own instead, e.g. "
+            f"pf.groupby({index!r})[{values!r}].mean(epsilon=...) and "
+            f"pf.groupby({columns!r})[{values!r}].mean(epsilon=...). Nothing was charged."
+        )
     for name in (index, columns):
         if not public_keys(self.schema.get(name)):
             raise SchemaError(f"pivot_table() needs the public keys of {name!r}: declare them.")
@@ -281,7 +293,22 @@ def pivot_table(
         PivotIntervals(meta.intervals, (len(row_keys), len(col_keys)), len(names)),
         table.to_numpy(dtype=object),
     )
-    return as_answer(table)  # type: ignore[no-any-return]
+    answer: pd.DataFrame = as_answer(table)
+    return with_margins(answer, margins_name) if margins else answer
+
+
+def with_margins(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Row and column totals of a released count or sum table (post-processing, free).
+
+    Each total is a sum of released cells, so its interval is the sum of
+    theirs (the dp dtype's interval arithmetic); nothing is read or charged.
+    """
+    wide = table.copy()
+    wide[name] = table.sum(axis=1)
+    tall = wide.T  # a row added through the transpose keeps the cells' intervals
+    tall[name] = tall.sum(axis=1)
+    result: pd.DataFrame = tall.T
+    return result
 
 
 @dataclass(frozen=True)
