@@ -210,3 +210,21 @@ def test_pivot_table_margins_are_sums_of_released_cells(frame: dp.PrivateFrame) 
     with pytest.raises(dp.SchemaError, match=r"margins=True.*aggfunc='count' or 'sum'"):
         frame.pivot_table("wage", "region", "smsa", aggfunc="mean", margins=True, epsilon=1)
     assert len(frame.session.ledger) == 1
+
+
+def test_nunique_of_frames_and_groups_counts_declared_keys(
+    frame: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    keyed = frame[["region", "smsa", "education"]]
+    got = keyed.nunique(epsilon=BIG)
+    assert got.to_dict() == cps[["region", "smsa", "education"]].nunique().to_dict()
+    per_region = frame.groupby("region")["education"].nunique(epsilon=BIG)
+    truth = cps.groupby("region")["education"].nunique()
+    assert per_region.name == "education"
+    assert per_region.to_dict() == truth.to_dict()  # at ε = 10⁶ a one-row key clears the bar
+    assert len(frame.session.ledger) == 2
+    with pytest.raises(dp.SchemaError, match=r"distinct values of 'wage', which has no public"):
+        frame.nunique(epsilon=1)
+    with pytest.raises(dp.SchemaError, match=r"distinct values of 'wage', which has no public"):
+        frame.groupby("region")["wage"].nunique(epsilon=1)
+    assert len(frame.session.ledger) == 2

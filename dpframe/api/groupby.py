@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpframe.api.handle import GroupHandle
 from dpframe.api.teaching import REVEALING, missing_attribute
-from dpframe.api.verbs import aggregation, grouping
+from dpframe.api.verbs import aggregation, distinct, grouping
 from dpframe.api.verbs.quantiles import grouped_quantile_node
 from dpframe.api.verbs.requests import request_of
 from dpframe.errors import SchemaError
@@ -281,6 +281,29 @@ class PrivateGroupBy:
         return self.quantile(
             0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
         )
+
+    def nunique(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """How many declared keys of the selected column occur in each group (one charge).
+
+        As ``pandas.SeriesGroupBy.nunique``; the column needs public keys
+        (declared categories, or an integer column's bounds).
+
+        Privacy: one grouped count over the (group, column key) cells, which
+        are disjoint (sensitivity 1 each); the threshold is post-processing.
+
+        Accuracy: a key with no rows in a group is counted with probability
+        ≤ 5% (the count noise's one-sided 95% quantile); a key with many more
+        rows than that threshold is rarely missed.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return distinct.grouped_nunique(self._handle, request)
 
     def argmax(
         self,

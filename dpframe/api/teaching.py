@@ -138,8 +138,6 @@ COUNTERPARTS: dict[str, str] = {
 
 #: Names whose counterpart depends on the owner (a column has ``nunique``; a group-by does not).
 OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
-    ("PrivateGroupBy", "nunique"): "distinct values per group are not available; overall, "
-    "pf['col'].nunique(epsilon=...) counts the declared keys that occur",
     ("PrivateGroupBy", "keys"): "the group keys are public and yours already: the declared "
     "categories (pf.categories), or the keys= DataFrame you passed; their cross product is "
     "pd.MultiIndex.from_product([...]).to_frame(index=False)",
