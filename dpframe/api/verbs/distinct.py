@@ -81,6 +81,6 @@ def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
     warn_undeclared(counts)
     occurs = pd.Series(counts.to_numpy(dtype=float) > unique_threshold(counts), index=counts.index)
     levels = list(range(len(grouped.names)))
-    found = occurs.groupby(level=levels, sort=False).sum().astype("int64")
+    found: pd.Series = occurs.groupby(level=levels, sort=False).sum().astype("int64")
     found.name = column
     return found
