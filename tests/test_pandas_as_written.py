@@ -228,3 +228,19 @@ def test_nunique_of_frames_and_groups_counts_declared_keys(
     with pytest.raises(dp.SchemaError, match=r"distinct values of 'wage', which has no public"):
         frame.groupby("region")["wage"].nunique(epsilon=1)
     assert len(frame.session.ledger) == 2
+
+
+def test_hist_draws_as_pandas_and_returns_the_counts(frame: dp.PrivateFrame) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    counts = frame["wage"].hist(bins=5, epsilon=BIG)
+    assert len(plt.get_fignums()) == 1  # drawn
+    assert plt.gca().get_title() == "hist(wage, 5 bins)"
+    assert len(counts) == 5 and counts.name == "count"
+    frame["wage"].hist(bins=5, epsilon=BIG, draw=False)
+    assert len(plt.get_fignums()) == 1  # not drawn again
+    plt.close("all")

@@ -7,6 +7,7 @@ session, which charges it before reading anything.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -297,12 +298,15 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        draw: bool = True,
     ) -> pd.Series:
-        """Noisy counts per public bin; ``dp.plot(result)`` draws bars with error bars.
+        """Noisy counts per public bin, drawn as pandas' ``hist`` draws (bars with error bars).
 
         ``bins=k`` cuts the declared bounds into k equal bins and clamps values
         beyond them into the end bins; explicit increasing ``bins`` edges count
-        only values inside them (as ``pandas.cut``).
+        only values inside them (as ``pandas.cut``).  The chart is drawn when
+        matplotlib is installed (``draw=False``: not at all; ``dp.plot(result)``
+        draws it again); the counts are returned, so they stay available.
 
         Privacy: bins are disjoint, so one charge of ε covers all (sensitivity 1).
 
@@ -310,7 +314,12 @@ class ColumnReleases:
         """
         request = request_of(epsilon, delta, rho, privacy)
         node, edges = aggregates.histogram_node(self._handle, bins, request)
-        return aggregates.histogram_result(self._handle, self._run(node), edges)
+        counts = aggregates.histogram_result(self._handle, self._run(node), edges)
+        if draw and importlib.util.find_spec("matplotlib") is not None:
+            from dpframe.plotting import plot  # matplotlib is loaded on first use only
+
+            plot(counts)
+        return counts
 
     def nunique(
         self,
