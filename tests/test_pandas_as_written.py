@@ -225,6 +225,8 @@ def test_nunique_of_frames_and_groups_counts_declared_keys(
     assert len(frame.session.ledger) == 2
     with pytest.raises(dp.SchemaError, match=r"distinct values of 'wage', which has no public"):
         frame.nunique(epsilon=1)
+    with pytest.raises(dp.SchemaError, match=r"nunique\(\) counts the distinct values of 'wage'"):
+        frame["wage"].nunique(epsilon=1)
     with pytest.raises(dp.SchemaError, match=r"distinct values of 'wage', which has no public"):
         frame.groupby("region")["wage"].nunique(epsilon=1)
     assert len(frame.session.ledger) == 2

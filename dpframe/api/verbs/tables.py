@@ -24,6 +24,7 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.aggregates import value_counts_node
 from dpframe.api.verbs.aggregation import grouped_agg_node
+from dpframe.api.verbs.distinct import without_keys
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
@@ -336,6 +337,8 @@ def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
     quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
     as ``describe(include="all")``'s unique.
     """
+    if public_keys(series.info) is None and isinstance(series.expr, Col):
+        raise without_keys(series.info.name, "nunique()")
     counts = series.runner.run(value_counts_node(series, request))
     if isinstance(series.expr, Col):
         warn_undeclared(counts)
