@@ -163,6 +163,8 @@ def test_loc_is_a_filter_and_a_selection(frame: dp.PrivateFrame, cps: pd.DataFra
     assert list(frame.loc[frame["wage"] > 100].columns) == list(frame.columns)
     with pytest.raises(dp.PrivacyViolationError, match=r"pf\.loc\[3\] picks rows by label"):
         frame.loc[3]
+    with pytest.raises(dp.SchemaError, match=r"pf\['col'\] = pf\['col'\]\.mask\(condition"):
+        frame.loc[frame["wage"] > 4000, "wage"] = 4000
     with pytest.raises(dp.PrivacyViolationError, match="would reveal private rows"):
         frame["wage"].loc[frame["wage"] > 1]  # a column has no .loc
 
@@ -239,10 +241,11 @@ def test_hist_draws_as_pandas_and_returns_the_counts(frame: dp.PrivateFrame) -> 
     import matplotlib.pyplot as plt
 
     plt.close("all")
-    counts = frame["wage"].hist(bins=5, epsilon=BIG)
+    counts = frame["wage"].hist(bins=5, epsilon=BIG, draw=True)  # the default in IPython
     assert len(plt.get_fignums()) == 1  # drawn
     assert plt.gca().get_title() == "hist(wage, 5 bins)"
     assert len(counts) == 5 and counts.name == "count"
     frame["wage"].hist(bins=5, epsilon=BIG, draw=False)
+    frame["wage"].hist(bins=2_000, epsilon=BIG, draw=True)  # too many bars to draw
     assert len(plt.get_fignums()) == 1  # not drawn again
     plt.close("all")

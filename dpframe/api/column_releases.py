@@ -8,6 +8,7 @@ session, which charges it before reading anything.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,7 +24,22 @@ if TYPE_CHECKING:
     from dpframe.mechanisms.results import Release
     from dpframe.plan.privacy import Number, Privacy
 
-__all__ = ["ColumnReleases"]
+__all__ = ["MAX_DRAWN_BINS", "ColumnReleases"]
+
+#: The most bins ``hist`` draws (a wider histogram is returned, not drawn).
+MAX_DRAWN_BINS = 1_000
+
+
+def _drawn(draw: bool | None, bins: int) -> bool:
+    """Whether ``hist`` draws: asked, or (by default) inside IPython; matplotlib installed."""
+    if draw is False or bins > MAX_DRAWN_BINS:
+        return False
+    if importlib.util.find_spec("matplotlib") is None:
+        return False
+    if draw is None:
+        shell = sys.modules.get("IPython")
+        return shell is not None and shell.get_ipython() is not None
+    return True
 
 
 class ColumnReleases:
@@ -298,15 +314,17 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
-        draw: bool = True,
+        draw: bool | None = None,
     ) -> pd.Series:
         """Noisy counts per public bin, drawn as pandas' ``hist`` draws (bars with error bars).
 
         ``bins=k`` cuts the declared bounds into k equal bins and clamps values
         beyond them into the end bins; explicit increasing ``bins`` edges count
-        only values inside them (as ``pandas.cut``).  The chart is drawn when
-        matplotlib is installed (``draw=False``: not at all; ``dp.plot(result)``
-        draws it again); the counts are returned, so they stay available.
+        only values inside them (as ``pandas.cut``).  In IPython and Jupyter
+        the chart is drawn, as pandas draws it (``draw=None``, the default;
+        ``draw=True`` draws anywhere matplotlib is installed, ``draw=False``
+        never; at most :data:`MAX_DRAWN_BINS` bars); ``dp.plot(result)`` draws
+        it again.  The counts are returned, so they stay available.
 
         Privacy: bins are disjoint, so one charge of ε covers all (sensitivity 1).
 
@@ -315,7 +333,7 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         node, edges = aggregates.histogram_node(self._handle, bins, request)
         counts = aggregates.histogram_result(self._handle, self._run(node), edges)
-        if draw and importlib.util.find_spec("matplotlib") is not None:
+        if _drawn(draw, len(counts)):
             from dpframe.plotting import plot  # matplotlib is loaded on first use only
 
             plot(counts)

@@ -40,6 +40,13 @@ class FrameLocator:
     def __setattr__(self, name: str, value: Any) -> None:
         raise SchemaError("pf.loc is read-only; derive columns with pf[name] = expression.")
 
+    def __setitem__(self, key: object, value: object) -> None:
+        raise SchemaError(
+            "pf.loc[condition, 'col'] = value: write pf['col'] = pf['col'].mask(condition, value) "
+            "(value where the condition holds, the column elsewhere; free), as pandas' "
+            "Series.mask."
+        )
+
     def __getitem__(self, key: object) -> Any:
         rows, columns = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
         frame = self._frame
