@@ -71,7 +71,7 @@ BAD_QUERIES: list[tuple[str, str, Callable[[dp.PrivateFrame], Any]]] = [
     ),
     (
         "groupby undeclared",
-        r"spends a delta of its own .* this session is pure DP",
+        r"groupby\('name'\) needs the public keys of 'name'.* this session is pure DP",
         lambda f: f.groupby("name").count(epsilon=0.1),
     ),
     (

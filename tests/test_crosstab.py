@@ -118,8 +118,8 @@ BAD: list[tuple[Callable[[dp.PrivateFrame], Any], str]] = [
     ),
     (lambda pf: dp.crosstab(pf["region"], pf["smsa"]), "epsilon"),
     (
-        lambda pf: pf.pivot_table("wage", "region", "education", epsilon=1),
-        "public keys of 'education'",
+        lambda pf: pf.pivot_table("education", "region", "wage", epsilon=1),
+        "public keys of 'wage'",
     ),
     (
         lambda pf: pf.pivot_table("wage", "region", "smsa", "max", epsilon=1),

@@ -146,7 +146,8 @@ def test_a_mean_over_discovered_keys_reports_its_whole_cost(
 ) -> None:
     """Its metadata once showed the aggregate part's share (ε/2, no δ); the ledger was right."""
     session = dp.Session(epsilon=2, delta=1e-6, ledger=":memory:", accounting=accounting)
-    pf = session.private_frame(cps, bounds=CPS1988_BOUNDS)
+    numeric = {"education": "numeric"}  # a float column: its bounds declare no keys
+    pf = session.private_frame(cps, bounds=CPS1988_BOUNDS, dtypes=numeric)
     result = pf.groupby("education")["wage"].mean(epsilon=0.5, delta=1e-8)
     meta = result.attrs["dpframe"]
     (row,) = session.ledger.itertuples()

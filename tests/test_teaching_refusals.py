@@ -104,7 +104,7 @@ FUNCTIONS: list[tuple[str, Callable[[dp.PrivateFrame], Any], str]] = [
     (
         "pd.crosstab",
         lambda f: pd.crosstab(f["region"], f["wage"]),
-        r"pd\.crosstab\(\).*groupby\(\[a, b\]\)\.size",
+        r"pd\.crosstab\(\).*Instead: dp\.crosstab\(pf\['a'\], pf\['b'\], epsilon=",
     ),
     ("pd.DataFrame", lambda f: pd.DataFrame(f), r"pd\.DataFrame\(\).*never becomes a pandas"),
     ("pd.Series", lambda f: pd.Series(f["wage"]), r"pd\.Series\(\).*never becomes a pandas"),

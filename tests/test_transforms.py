@@ -44,7 +44,11 @@ def test_query_keeps_the_rows_pandas_keeps(
 
 
 def test_query_never_evaluates_and_literals_keep_their_operators(pf: dp.PrivateFrame) -> None:
-    assert int(pf.query("region == 'a&b|~c'").count(epsilon=BIG)) == 0
+    keyed = pf.with_categories(region=[*pf.categories["region"], "a&b|~c"])
+    assert int(keyed.query("region == 'a&b|~c'").count(epsilon=BIG)) == 0
+    assert pf.session.ledger["epsilon"].tolist() == [BIG]
+    with pytest.raises(dp.SchemaError, match=r"'a&b\|~c' is not a declared key of 'region'"):
+        pf.query("region == 'a&b|~c'")  # one literal, refused before any charge
     assert pf.session.ledger["epsilon"].tolist() == [BIG]
 
 

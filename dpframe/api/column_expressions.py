@@ -142,8 +142,12 @@ class ColumnExpressions:
         """True where present (free)."""
         return self._derived(columns.wrap(self._handle, self._handle.expr.notna()))
 
-    def clip(self: S, lower: float, upper: float) -> S:
-        """Clamp to public ``[lower, upper]``; the result has these bounds (free)."""
+    def clip(self: S, lower: float | None = None, upper: float | None = None) -> S:
+        """Clamp to public ``[lower, upper]``; the result has these bounds (free).
+
+        As pandas, one end may be left out (``clip(upper=120)``): the column's
+        declared bound is the other end (releases clamp to it anyway).
+        """
         return self._derived(columns.clip(self._handle, lower, upper))
 
     def fillna(self: S, value: object = None) -> S:

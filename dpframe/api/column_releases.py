@@ -7,6 +7,8 @@ session, which charges it before reading anything.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -22,7 +24,22 @@ if TYPE_CHECKING:
     from dpframe.mechanisms.results import Release
     from dpframe.plan.privacy import Number, Privacy
 
-__all__ = ["ColumnReleases"]
+__all__ = ["MAX_DRAWN_BINS", "ColumnReleases"]
+
+#: The most bins ``hist`` draws (a wider histogram is returned, not drawn).
+MAX_DRAWN_BINS = 1_000
+
+
+def _drawn(draw: bool | None, bins: int) -> bool:
+    """Whether ``hist`` draws: asked, or (by default) inside IPython; matplotlib installed."""
+    if draw is False or bins > MAX_DRAWN_BINS:
+        return False
+    if importlib.util.find_spec("matplotlib") is None:
+        return False
+    if draw is None:
+        shell = sys.modules.get("IPython")
+        return shell is not None and shell.get_ipython() is not None
+    return True
 
 
 class ColumnReleases:
@@ -189,6 +206,30 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
 
+    def describe(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """A private summary of the column, as ``Series.describe`` (one charge).
+
+        Numbers: count, mean, std and the quartiles (no min and max: they are
+        rows; ``quantile([0, 1], epsilon=...)`` estimates them privately).  A
+        column with declared keys: count, unique, top and freq.
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.describe` on this one
+        column (half the request to the moments, half to the quartiles).
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        table = self._run(aggregates.describe_series_node(self._handle, request))
+        column = table[self._handle.info.name]
+        if "unique" in column.index:  # keys: pandas' four rows of a categorical summary
+            column = column.loc[["count", "unique", "top", "freq"]]
+        return cast("pd.Series", column)
+
     def approx_bounds(
         self,
         *,
@@ -222,8 +263,12 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
-    ) -> Any:
-        """The most frequent declared category (report noisy max); only the key is released.
+    ) -> pd.Series:
+        """The most frequent declared key (report noisy max), as a Series as pandas returns it.
+
+        ``pf["region"].mode(epsilon=...)[0]`` is the key, as ``df["region"].mode()[0]``:
+        one key (pandas lists every tied key; a private release names one).
+        Only the key is released.
 
         Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
         distribution as report-noisy-max with exponential noise; one charge for
@@ -232,9 +277,9 @@ class ColumnReleases:
         Accuracy: with probability 1 − β the returned key's count is within
         (2/ε)·ln(k/β) of the largest count, for k categories.
         """
-        return self._run(
-            aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
-        )
+        node = aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
+        found: pd.Series = pd.Series([self._run(node)], name=self._handle.info.name)
+        return found
 
     def value_counts(
         self,
@@ -269,12 +314,17 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        draw: bool | None = None,
     ) -> pd.Series:
-        """Noisy counts per public bin; ``dp.plot(result)`` draws bars with error bars.
+        """Noisy counts per public bin, drawn as pandas' ``hist`` draws (bars with error bars).
 
         ``bins=k`` cuts the declared bounds into k equal bins and clamps values
         beyond them into the end bins; explicit increasing ``bins`` edges count
-        only values inside them (as ``pandas.cut``).
+        only values inside them (as ``pandas.cut``).  In IPython and Jupyter
+        the chart is drawn, as pandas draws it (``draw=None``, the default;
+        ``draw=True`` draws anywhere matplotlib is installed, ``draw=False``
+        never; at most :data:`MAX_DRAWN_BINS` bars); ``dp.plot(result)`` draws
+        it again.  The counts are returned, so they stay available.
 
         Privacy: bins are disjoint, so one charge of ε covers all (sensitivity 1).
 
@@ -282,7 +332,12 @@ class ColumnReleases:
         """
         request = request_of(epsilon, delta, rho, privacy)
         node, edges = aggregates.histogram_node(self._handle, bins, request)
-        return aggregates.histogram_result(self._handle, self._run(node), edges)
+        counts = aggregates.histogram_result(self._handle, self._run(node), edges)
+        if _drawn(draw, len(counts)):
+            from dpframe.plotting import plot  # matplotlib is loaded on first use only
+
+            plot(counts)
+        return counts
 
     def nunique(
         self,

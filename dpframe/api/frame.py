@@ -21,6 +21,7 @@ from dpframe.api.frame_releases import FrameReleases
 from dpframe.api.groupby import PrivateGroupBy, groupby_of
 from dpframe.api.guard import RowGuard
 from dpframe.api.handle import FrameHandle, Runner, handle_of
+from dpframe.api.locator import FrameLocator
 from dpframe.api.series import PrivateSeries, series_of
 from dpframe.api.teaching import REVEALING
 from dpframe.api.verbs import (
@@ -68,7 +69,11 @@ class PrivateFrame(FrameReleases, RowGuard):
         raise SchemaError("Create a PrivateFrame with session.private_frame(df, bounds=..., ...).")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise SchemaError("A PrivateFrame is immutable; use assign() or with_bounds().")
+        raise SchemaError(
+            f"A PrivateFrame is immutable: pf.{name} = ... is not available. Derive a column "
+            f"with pf[{name!r}] = expression (or assign()); declare public facts with "
+            "with_bounds() or with_categories()."
+        )
 
     def __dpframe__(self) -> FrameHandle:
         """The frame's handle (plan, schema, session): the protocol verbs read."""
@@ -173,6 +178,27 @@ class PrivateFrame(FrameReleases, RowGuard):
         raise SchemaError(
             "Index a PrivateFrame with a column name, a list of names, or a condition."
         )
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        """``pf[name] = expression``: a derived column, as pandas (free).
+
+        As ``pf = pf.assign(name=value)``: this variable's frame gets the
+        column (bounds by interval arithmetic); frames and columns taken from
+        it before keep their own plans (a frame's plan never changes).
+        """
+        if not isinstance(name, str):
+            raise SchemaError("pf[name] = expression takes one column name (a string).")
+        handle = frames.assign(self._handle, {name: value})
+        object.__setattr__(self, "_handle", handle)
+
+    @property
+    def loc(self) -> FrameLocator:
+        """``pf.loc[condition, columns]`` or ``pf.loc[:, columns]``: a filter and a selection.
+
+        Both are free, as ``pf[condition][columns]``; row labels are private
+        (``pf.loc[3]`` is refused).
+        """
+        return FrameLocator(self)
 
     def select(self, columns: Sequence[str]) -> PrivateFrame:
         """Keep only ``columns`` (free)."""

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle
-from dpframe.api.verbs import aggregates, aggregation, models, relations, tables, thresholds
+from dpframe.api.verbs import (
+    aggregates,
+    aggregation,
+    distinct,
+    models,
+    relations,
+    tables,
+    thresholds,
+)
 from dpframe.api.verbs.keysets import discover_combinations
 from dpframe.api.verbs.requests import request_of
 from dpframe.api.verbs.synthesis import synthesis_node
@@ -125,6 +133,29 @@ class FrameReleases:
         node = aggregates.describe_node(self._handle, request, include)
         return cast("pd.DataFrame", self._run(node))
 
+    def nunique(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """How many declared keys occur in each column, as ``DataFrame.nunique`` (one charge).
+
+        Every column needs public keys (declared categories, or an integer
+        column's bounds); select them first otherwise (``pf[cols].nunique(...)``).
+
+        Privacy: one noisy histogram per column over its declared keys
+        (sensitivity 1 per disjoint cell), the request split evenly over the
+        columns (``describe(include="all")``'s unique).
+
+        Accuracy: a key without rows is counted with probability ≤ 5%; a key
+        with many more rows than the threshold is rarely missed.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return distinct.frame_nunique(self._handle, request)
+
     def corr(
         self,
         method: str = "pearson",
@@ -160,6 +191,8 @@ class FrameReleases:
         index: str,
         columns: str,
         aggfunc: str | Sequence[str] = "mean",
+        margins: bool = False,
+        margins_name: str = "All",
         *,
         epsilon: Any = None,
         delta: Any = None,
@@ -171,11 +204,16 @@ class FrameReleases:
         One charge: a grouped ``agg`` over the key pairs (a list of aggregates
         splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
         column keys, or (aggregate, key) pairs for a list, as pandas.
+        ``margins=True`` (``count`` or ``sum``) adds the totals ``margins_name``,
+        derived from the released cells: free, each interval the sum of the
+        cells' (a mean's margins need their own release: refused, saying so).
 
         Privacy and Accuracy: as the grouped aggregate(s) at their share.
         """
         request = request_of(epsilon, delta, rho, privacy)
-        return tables.pivot_table(self._handle, values, index, columns, aggfunc, request)
+        return tables.pivot_table(
+            self._handle, values, index, columns, aggfunc, request, margins, margins_name
+        )
 
     def above_threshold(
         self,

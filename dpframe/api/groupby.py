@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpframe.api.handle import GroupHandle
 from dpframe.api.teaching import REVEALING, missing_attribute
-from dpframe.api.verbs import aggregation, grouping
+from dpframe.api.verbs import aggregation, distinct, grouping
 from dpframe.api.verbs.quantiles import grouped_quantile_node
 from dpframe.api.verbs.requests import request_of
 from dpframe.errors import SchemaError
@@ -101,7 +101,7 @@ class PrivateGroupBy:
             return cast("pd.Series", result)
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
-    def agg(self, func: object, **kwargs: Any) -> Any:
+    def agg(self, func: object = None, **kwargs: Any) -> Any:
         """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (see ``AGG_DOC``).
 
         Privacy and Accuracy: as the grouped aggregates at their share.
@@ -114,8 +114,21 @@ class PrivateGroupBy:
             kwargs.pop("rho", None),
             kwargs.pop("privacy", None),
         )
-        if kwargs:
-            raise TypeError(f"agg() got unexpected keyword arguments {sorted(kwargs)!r}")
+        if kwargs:  # named aggregation: agg(n=("col", "size"), m=("col", "mean"))
+            if func is not None:
+                raise SchemaError(
+                    "agg() takes either aggregates (a name, list or dict) or named "
+                    "aggregation (out=('column', 'aggregate')), not both."
+                )
+            named = aggregation.named_spec(handle, kwargs)
+            whole = groupby_of(handle.selecting(None))  # a dict spec names its columns
+            table = whole.agg(named.spec, privacy=request, weights=weights)
+            return aggregation.named_result(table, named)
+        if func is None:
+            raise SchemaError(
+                "agg() needs aggregates: agg('mean'), agg(['mean', 'std']), "
+                "agg({'col': 'mean'}) or agg(out=('col', 'mean')), each with epsilon=."
+            )
         if handle.column is not None and isinstance(func, str):  # the named method's Series
             return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
         node = aggregation.grouped_agg_node(handle, func, request, weights)
@@ -268,6 +281,29 @@ class PrivateGroupBy:
         return self.quantile(
             0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
         )
+
+    def nunique(
+        self,
+        *,
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        rho: Number | None = None,
+        privacy: Privacy | None = None,
+    ) -> pd.Series:
+        """How many declared keys of the selected column occur in each group (one charge).
+
+        As ``pandas.SeriesGroupBy.nunique``; the column needs public keys
+        (declared categories, or an integer column's bounds).
+
+        Privacy: one grouped count over the (group, column key) cells, which
+        are disjoint (sensitivity 1 each); the threshold is post-processing.
+
+        Accuracy: a key with no rows in a group is counted with probability
+        ≤ 5% (the count noise's one-sided 95% quantile); a key with many more
+        rows than that threshold is rarely missed.
+        """
+        request = request_of(epsilon, delta, rho, privacy)
+        return distinct.grouped_nunique(self._handle, request)
 
     def argmax(
         self,

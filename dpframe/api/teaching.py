@@ -20,7 +20,9 @@ Nothing here reads data: messages are built from names only.
 
 from __future__ import annotations
 
+import difflib
 import sys
+from collections.abc import Hashable, Sequence
 
 from dpframe.errors import DPError, PrivacyViolationError
 
@@ -32,6 +34,7 @@ __all__ = [
     "LibraryFunctionError",
     "RefusedAttributeError",
     "UnknownAttributeError",
+    "did_you_mean",
     "library_caller",
     "missing_attribute",
     "refusal_for_function",
@@ -125,7 +128,8 @@ COUNTERPARTS: dict[str, str] = {
     "rank": "ranks are row-level: quantile(q, epsilon=...) for order statistics",
     "pivot_table": "pf.groupby([rows, cols])[value].mean(epsilon=...) then .unstack() "
     "on the release",
-    "crosstab": "pf.groupby([a, b]).size(epsilon=...) then .unstack() on the release",
+    "crosstab": "dp.crosstab(pf['a'], pf['b'], epsilon=...), or pf.groupby([a, b])"
+    ".size(epsilon=...) then .unstack() on the release",
     "median": "median(epsilon=...) on a column: pf['col'].median(epsilon=...)",
     "explode": "rows cannot be multiplied inside a private frame (one person's influence "
     "would grow unseen); load the exploded table instead, with each person's rows "
@@ -134,8 +138,6 @@ COUNTERPARTS: dict[str, str] = {
 
 #: Names whose counterpart depends on the owner (a column has ``nunique``; a group-by does not).
 OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
-    ("PrivateGroupBy", "nunique"): "distinct values per group are not available; overall, "
-    "pf['col'].nunique(epsilon=...) counts the declared keys that occur",
     ("PrivateGroupBy", "keys"): "the group keys are public and yours already: the declared "
     "categories (pf.categories), or the keys= DataFrame you passed; their cross product is "
     "pd.MultiIndex.from_product([...]).to_frame(index=False)",
@@ -145,7 +147,9 @@ OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
 FUNCTIONS: dict[str, str] = {
     "cut": "pf['col'].cut(bins) or dp.cut(pf['col'], bins): public bins, nothing charged",
     "qcut": "pf['col'].qcut(q, epsilon=...) or dp.qcut(...): edges from private quantiles",
-    "crosstab": "pf.groupby([a, b]).size(epsilon=...), then .unstack() on the release",
+    "crosstab": "dp.crosstab(pf['a'], pf['b'], epsilon=...), as pd.crosstab (also "
+    "normalize= and margins=); dp.plot(...) or .plot() draws the release; "
+    "or pf.groupby([a, b]).size(epsilon=...), then .unstack() on the release",
     "concat": "concatenate releases (they are plain pandas), or load the combined table as "
     "one private frame",
     "merge": "pf.merge(public_df, on=key): a public lookup table (the private frame first)",
@@ -187,6 +191,31 @@ _UFUNC_ADVICE = (
     "cbrt, exp, expm1, square, floor, ceil, trunc, rint, sign, tanh, arctan, sin, cos, abs, "
     "clip, round, where (or derive columns with arithmetic, e.g. pf['wage'] / 2)"
 )
+
+
+def did_you_mean(value: object, keys: Sequence[Hashable]) -> str:
+    """`` Did you mean 'south'?`` for the public key nearest to ``value``, or nothing.
+
+    Text is matched up to case first, then by similarity (difflib); a number
+    by the nearest declared number.  ``keys`` are public (declared), and
+    ``value`` is the analyst's own: nothing here reads data.
+    """
+    text = str(value)
+    texts = {str(k): k for k in keys}
+    folded = [k for t, k in texts.items() if t.casefold() == text.casefold()]
+    if folded:
+        return f" Did you mean {folded[0]!r}?"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        numbers = [k for k in keys if isinstance(k, (int, float)) and not isinstance(k, bool)]
+        if numbers:
+            nearest = min(numbers, key=lambda k: abs(float(k) - float(value)))
+            return f" Did you mean {nearest!r}?"
+        return ""
+    close = difflib.get_close_matches(text, list(texts), n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(text.casefold(), [t.casefold() for t in texts], n=1)
+        close = [t for t in texts if t.casefold() in close][:1]
+    return f" Did you mean {texts[close[0]]!r}?" if close else ""
 
 
 def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:

@@ -84,7 +84,7 @@ BAD_MATCH: dict[str, str] = {
     "text mean": r"mean\(\) needs a numeric column; 'region' is categorical",
     "text approx_bounds": r"approx_bounds\(\) needs a numeric column; 'region' is categorical",
     "bad quantile": r"A quantile must be in \[0, 1\], got 1\.5",
-    "undeclared value_counts": r"value_counts\(\) needs the public categories of 'wage'",
+    "undeclared value_counts": r"value_counts\(\) needs the public keys of 'wage'",
 }
 
 

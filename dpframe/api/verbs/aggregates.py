@@ -18,7 +18,7 @@ import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.quantiles import quantile_candidates
-from dpframe.api.verbs.requests import require_bounds
+from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import ResourceLimitError, SchemaError
 from dpframe.mechanisms.aggregates import MAX_CELLS, reordered
 from dpframe.mechanisms.results import grouped_series
@@ -34,6 +34,7 @@ __all__ = [
     "approx_bounds_node",
     "count_node",
     "describe_node",
+    "describe_series_node",
     "histogram_node",
     "histogram_result",
     "mode_node",
@@ -78,32 +79,37 @@ def approx_bounds_node(series: SeriesHandle, request: PrivacyRequest) -> ApproxB
 def mode_node(series: SeriesHandle, request: PrivacyRequest) -> Mode:
     """The most frequent declared category."""
     info = series.info
-    if info.categories is None:
+    keys = public_keys(info)
+    if keys is None:
         raise SchemaError(
             f"mode() needs the public categories of {info.name!r}: declare "
             f"categories={{{info.name!r}: [...]}}."
         )
-    group = GroupKey(info.name, series.expr, info.categories)
+    group = GroupKey(info.name, series.expr, keys)
     return Mode(plan=series.plan, privacy=request, group=group)
 
 
 def value_counts_node(series: SeriesHandle, request: PrivacyRequest) -> Aggregate:
     """Counts per declared category (a grouped count; the groups are disjoint)."""
     info = series.info
-    if info.categories is None and not isinstance(series.expr, Col):
+    keys = public_keys(info)
+    if keys is None and not isinstance(series.expr, Col):
         raise SchemaError(
             f"value_counts() needs the public categories of {info.name!r}: a derived column "
             "gets them from its column's declared bounds or keys; else recode it with "
             "map({...}), or assign it (pf.assign(k=...)) and find its keys privately with "
             "pf.discover_keys('k', epsilon=..., delta=...)."
         )
-    if info.categories is None:
+    if keys is None:
         raise SchemaError(
-            f"value_counts() needs the public categories of {info.name!r}: declare "
-            f"categories={{{info.name!r}: [...]}}."
+            f"value_counts() needs the public keys of {info.name!r}, which has no declared "
+            f"categories. Either declare the codebook (categories={{{info.name!r}: [...]}} "
+            f"when loading, or pf.with_categories({info.name}=[...])), or, in a session with "
+            f"a delta, find the keys privately: pf.groupby({info.name!r}).size(epsilon=..., "
+            f"delta=...) or pf.discover_keys({info.name!r}, epsilon=..., delta=...)."
         )
     plan = series.plan
-    key = GroupKey(info.name, series.expr, info.categories)
+    key = GroupKey(info.name, series.expr, keys)
     if isinstance(series.expr, Col):  # as groupby(name).size()
         label = f"count() by {info.name}{describe_plan(plan)}"
         return Aggregate(plan, "count", None, None, (key,), label, request, undeclared=True)
@@ -220,4 +226,31 @@ def describe_node(frame: FrameHandle, request: PrivacyRequest, include: object =
         columns=columns,
         categorical=categorical,
         candidates=candidates if any(candidates) else (),
+    )
+
+
+def describe_series_node(series: SeriesHandle, request: PrivacyRequest) -> Describe:
+    """``Series.describe()``: the frame's summary of this one column (numbers or keys).
+
+    A bounded number gets count, mean, std and quartiles; a column with
+    declared keys (and no bounds) count, unique, top and freq, as pandas.
+    """
+    info = series.info
+    if info.kind == "numeric" and info.bounds:
+        columns = ((info.name, series.expr, info.bounds),)
+        chosen = quantile_candidates(info, info.bounds, None)
+        return Describe(
+            plan=series.frame.plan,
+            privacy=request,
+            columns=columns,
+            categorical=(),
+            candidates=(chosen,) if chosen else (),
+        )
+    if info.categories:
+        key = GroupKey(info.name, series.expr, info.categories)
+        return Describe(plan=series.frame.plan, privacy=request, columns=(), categorical=(key,))
+    raise SchemaError(
+        f"describe() of {info.name!r} needs declared bounds (numbers) or declared keys "
+        f"(categories): pf.with_bounds({info.name}=(low, high)) or "
+        f"pf.with_categories({info.name}=[...])."
     )

@@ -8,7 +8,10 @@ charged.  The result has pandas' shape (see :data:`dpframe.plan.releases.aggrega
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import pandas as pd
 
 from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
 from dpframe.api.teaching import COUNTERPARTS
@@ -24,6 +27,8 @@ __all__ = [
     "agg_node",
     "grouped_agg_node",
     "named_aggregate",
+    "named_result",
+    "named_spec",
     "names_of",
     "series_agg_node",
 ]
@@ -198,3 +203,47 @@ def grouped_agg_node(
             grouped.frame, func, request, column=column, keys=grouped.keys, weights=weights
         )
     return agg_node(grouped.frame, func, request, keys=grouped.keys, weights=weights)
+
+
+@dataclass(frozen=True)
+class NamedSpec:
+    """pandas' named aggregation as a dict spec, and each output column's (column, aggregate)."""
+
+    spec: dict[str, list[str]]
+    outputs: dict[str, tuple[str, str]]
+
+
+def named_spec(grouped: GroupHandle, named: dict[str, Any]) -> NamedSpec:
+    """``agg(n=("col", "size"), m=("col", "mean"))`` as ``{col: [aggregates]}`` (one charge).
+
+    ``("col", "size")`` counts the group's rows: the count of a key column,
+    which is never missing inside a group.  On a selected column
+    (``grouped["col"].agg(m="mean")``) the values are aggregate names.
+    """
+    spec: dict[str, list[str]] = {}
+    outputs: dict[str, tuple[str, str]] = {}
+    for out, item in named.items():
+        if isinstance(item, str) and grouped.column is not None:
+            column, statistic = grouped.column, item
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            column, statistic = item
+        else:
+            raise SchemaError(
+                f"agg({out}=...): named aggregation takes (column, aggregate) pairs, as "
+                f"pandas: agg({out}=('col', 'mean'), epsilon=...)."
+            )
+        if statistic == "size":
+            column, statistic = grouped.names[0], "count"  # a key is present in every row
+        _name(statistic, f"the aggregate of {out!r}")
+        listed = spec.setdefault(column, [])
+        if statistic not in listed:
+            listed.append(statistic)
+        outputs[out] = (column, statistic)
+    return NamedSpec(spec, outputs)
+
+
+def named_result(table: pd.DataFrame, named: NamedSpec) -> pd.DataFrame:
+    """The released table's columns under the names asked, in their order (post-processing)."""
+    picked: pd.DataFrame = table.loc[:, list(named.outputs.values())]
+    picked.columns = pd.Index(list(named.outputs))
+    return picked

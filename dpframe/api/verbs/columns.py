@@ -15,8 +15,11 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
+from dpframe.api.teaching import did_you_mean
 from dpframe.errors import SchemaError
-from dpframe.plan.expressions import Clip, Expr, Lit
+from dpframe.mechanisms.answers.array import DPValue
+from dpframe.mechanisms.results import Release
+from dpframe.plan.expressions import Clip, Expr, IsIn, Lit
 from dpframe.plan.inline import resolved_key
 from dpframe.plan.schema import check_bounds, infer_column
 from dpframe.plan.temporal import DateLit, is_date
@@ -25,10 +28,12 @@ __all__ = [
     "OPERATORS",
     "between",
     "binary",
+    "check_declared",
     "clip",
     "is_column",
     "keep_name",
     "power",
+    "public_value",
     "to_expr",
     "wrap",
 ]
@@ -55,6 +60,18 @@ def is_column(value: object) -> bool:
     return isinstance(handle_of(value), SeriesHandle)
 
 
+def public_value(value: Any) -> Any:
+    """A released number as the public number it is (its shown value); anything else unchanged.
+
+    A :class:`~dpframe.Release` or a released cell (``DPValue``) is public once
+    released: ``pf["x"].fillna(pf["x"].mean(epsilon=...))`` and
+    ``pf["x"] - pf["x"].mean(epsilon=...)`` use it as a constant, free.
+    """
+    if isinstance(value, (Release, DPValue)):
+        return float(value)
+    return value
+
+
 def to_expr(value: Any, frame: FrameHandle | None = None) -> Expr:
     """The expression of a private column (or its handle), literal or expression.
 
@@ -75,6 +92,7 @@ def to_expr(value: Any, frame: FrameHandle | None = None) -> Expr:
         return found.expr
     if isinstance(value, Expr):
         return value
+    value = public_value(value)
     if isinstance(value, (bool, int, float, str)):
         return Lit(value)
     if is_date(value):  # pd.Timestamp, datetime, date, numpy.datetime64
@@ -102,8 +120,51 @@ def _date_text(series: SeriesHandle, other: Any) -> Any:
         raise SchemaError(f"{other!r} is not a date; write e.g. '2020-01-31'.") from None
 
 
+def check_declared(series: SeriesHandle, values: Iterable[Any], spelled: str) -> None:
+    """Refuse a public value that is not one of the column's declared keys (before any charge).
+
+    ``pf[pf["region"] == "South"]`` with keys ``south, ...`` matches no row by
+    declaration: a release of it would be charged for nothing.  The keys are
+    public, so the refusal can name the nearest one.  A column without
+    declared keys (free text) cannot be checked.
+    """
+    keys = series.info.categories
+    if keys is None:
+        return
+    try:
+        declared = set(keys)
+        missing = [v for v in values if _plain(v) not in declared]
+    except TypeError:
+        return  # an unhashable value: the expression itself refuses it
+    if not missing:
+        return
+    value = missing[0]
+    name = series.info.name
+    shown = ", ".join(repr(k) for k in keys[:12]) + (", ..." if len(keys) > 12 else "")
+    raise SchemaError(
+        f"{value!r} is not a declared key of {name!r}, so in {spelled} it matches no row by "
+        "declaration: refused before any charge (a release would spend budget on what the "
+        f"public keys already decide).{did_you_mean(value, keys)} Declared keys: {shown}. "
+        f"To match a value outside them, declare it first: "
+        f"pf.with_categories({name}=[..., {value!r}])."
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as its Python value (a public constant)."""
+    item = getattr(value, "item", None)
+    return item() if isinstance(value, np.generic) and callable(item) else value
+
+
 def binary(series: SeriesHandle, other: Any, op: str, reverse: bool = False) -> SeriesHandle:
-    """``series <op> other`` (``other <op> series`` with ``reverse``)."""
+    """``series <op> other`` (``other <op> series`` with ``reverse``).
+
+    ``==`` and ``!=`` with a public value that is not a declared key are
+    refused (:func:`check_declared`).
+    """
+    other = public_value(other)
+    if op in ("==", "!=") and isinstance(other, (bool, int, float, str, np.generic)):
+        check_declared(series, [other], f"{series.info.name} {op} {other!r}")
     left, right = series.expr, to_expr(_date_text(series, other), series.frame)
     if reverse:
         left, right = right, left
@@ -126,8 +187,11 @@ def power(series: SeriesHandle, exponent: Any) -> SeriesHandle:
 
 
 def isin(series: SeriesHandle, values: Iterable[Any]) -> SeriesHandle:
-    """True where the value is one of the public ``values``."""
-    return wrap(series, series.expr.isin(values))
+    """True where the value is one of the public ``values`` (each a declared key, if declared)."""
+    expr = series.expr.isin(values)  # refuses a string or a non-list first
+    listed = list(expr.values) if isinstance(expr, IsIn) else []
+    check_declared(series, listed, f"{series.info.name}.isin({listed!r})")
+    return wrap(series, expr)
 
 
 def between(series: SeriesHandle, left: Any, right: Any) -> SeriesHandle:
@@ -138,7 +202,28 @@ def between(series: SeriesHandle, left: Any, right: Any) -> SeriesHandle:
     )
 
 
-def clip(series: SeriesHandle, lower: float, upper: float) -> SeriesHandle:
-    """Clamped to public ``[lower, upper]``; the result has these bounds."""
+def clip(series: SeriesHandle, lower: float | None, upper: float | None) -> SeriesHandle:
+    """Clamped to public ``[lower, upper]``; the result has these bounds.
+
+    As pandas, either end may be left out (``clip(upper=120)``): the column's
+    declared bound stands in for it, since every release clamps to it anyway
+    (a column without bounds needs both ends).  Neither end: the column itself.
+    """
+    lower, upper = public_value(lower), public_value(upper)
+    if lower is None and upper is None:
+        return series
+    if lower is None or upper is None:
+        declared = series.info.bounds
+        if declared is None:
+            given = f"upper={upper!r}" if lower is None else f"lower={lower!r}"
+            raise SchemaError(
+                f"clip({given}) of {series.info.name!r}, which has no declared bounds: the "
+                "other end is unknown, so releases could not be bounded. Give both ends, "
+                "clip(lower, upper), or declare bounds first: pf.with_bounds(col=(low, high))."
+            )
+        if lower is None:
+            lower = min(declared[0], float(upper))
+        else:
+            upper = max(declared[1], float(lower))
     low, high = check_bounds(series.info.name, (lower, upper))
     return wrap(series, Clip(series.expr, low, high))

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
-from dpframe.api.verbs.columns import clip, is_column, keep_name, to_expr
+from dpframe.api.verbs.columns import clip, is_column, keep_name, public_value, to_expr
 from dpframe.api.verbs.frames import assign
 from dpframe.errors import SchemaError
 from dpframe.plan.elementwise import UFunc, Where
@@ -73,6 +74,7 @@ def _condition(series: SeriesHandle, cond: object, verb: str) -> Expr:
 
 
 def _public(value: object, verb: str) -> object:
+    value = public_value(value)  # a released number is public
     if is_column(value) or isinstance(value, (Expr, Mapping)) or callable(value):
         raise SchemaError(
             f"{verb}() takes a public constant (a number, a string or NaN) as the replacement; "
@@ -269,10 +271,13 @@ def numpy_function(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 def frame_fillna(self: FrameHandle, value: object = None) -> FrameHandle:
     """Missing values replaced per column, as ``DataFrame.fillna`` (free).
 
-    ``value`` is one public constant for every column, or a dict ``{column: value}``.
+    ``value`` is one public constant for every column, or a dict ``{column: value}``
+    (or a released Series indexed by column, as ``pf.fillna(pf.mean(epsilon=...))``).
     """
     if value is None:
         raise SchemaError("fillna() needs a value, or a dict {column: value}.")
+    if isinstance(value, pd.Series):  # pandas: fill each column from the Series' entry
+        value = {str(k): v for k, v in value.items() if str(k) in self.schema.names}
     names = self.schema.names
     pairs = dict(value) if isinstance(value, Mapping) else dict.fromkeys(names, value)
     if isinstance(value, Mapping):

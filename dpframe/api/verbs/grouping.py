@@ -1,7 +1,8 @@
 """Group-by verbs: the groups' keys, grouped aggregates, argmax, and the results' labels.
 
-Keys are declared (``categories=``), derived with public keys
-(``pf["age"].cut(bins)``), a public key set (``keys=``), or, for one column
+Keys are declared (``categories=``), the whole numbers within an integer
+column's bounds (:func:`~dpframe.api.verbs.requests.public_keys`), derived
+with public keys (``pf["age"].cut(bins)``), a public key set (``keys=``), or, for one column
 and a δ, discovered privately at release time.  Groups are disjoint, so one
 charge of ε covers every group (parallel composition).  Rows whose key is not
 declared are in no group; they are revealed only as a noisy count, free
@@ -20,7 +21,7 @@ from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle, handle_of
 from dpframe.api.verbs.columns import to_expr
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.keysets import combination_key, relabel
-from dpframe.api.verbs.requests import require_bounds
+from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import SchemaError, caller_stacklevel
 from dpframe.mechanisms.results import GroupedRelease
 from dpframe.plan.expressions import Col
@@ -88,7 +89,8 @@ def group(
         names_left = names
     for name in names_left:
         info = frame.schema.get(name)
-        if info.categories is None and len(names) > 1:
+        declared = public_keys(info)
+        if declared is None and len(names) > 1:
             raise SchemaError(
                 f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
                 f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
@@ -97,7 +99,7 @@ def group(
                 "delta=...) finds them privately)."
             )
         # Undeclared keys (one column): found privately at release time.
-        keys.append(GroupKey(name, Col(name), info.categories or ()))
+        keys.append(GroupKey(name, Col(name), declared or ()))
     if column is not None:
         frame.schema.get(column)
     return GroupHandle(frame, tuple(keys), names, column, table, index)
@@ -124,6 +126,7 @@ def aggregate_node(grouped: GroupHandle, statistic: Statistic, request: PrivacyR
         what = f"{statistic}({grouped.column})"
     if not grouped.keys[0].categories:
         name = grouped.keys[0].name
+        _check_discovery(grouped, name)
         if statistic == "count" and expr is None:
             return DiscoverKeys(plan=frame.plan, privacy=request, column=name)
         return DiscoverThenAggregate(
@@ -138,6 +141,41 @@ def aggregate_node(grouped: GroupHandle, statistic: Statistic, request: PrivacyR
     label = f"{what} by {by}{describe_plan(frame.plan)}"
     return Aggregate(
         frame.plan, statistic, expr, bounds, grouped.keys, label, request, undeclared=True
+    )
+
+
+def _check_discovery(grouped: GroupHandle, name: str) -> None:
+    """Refuse, before anything is charged, key discovery that a pure-DP session cannot pay for.
+
+    Finding undeclared keys privately spends a δ; in a session without one
+    the refusal says how to declare the keys of this group-by (and names no
+    other kind of release).
+    """
+    if grouped.frame.runner.total.delta > 0:
+        return
+    info = grouped.frame.schema.get(name)
+    if not name.isidentifier():  # a derived key: an expression of other columns
+        way = (
+            "group by public bins instead, e.g. pf['col'].cut(range(low, high + step, step), "
+            "right=False) for multiples of step (as pd.cut: its keys are the bins)"
+        )
+    elif info.kind == "numeric" and info.bounds is not None:
+        way = (
+            f"bin it into public bins, pf[{name!r}].cut(bins) (e.g. "
+            f"range(low, high + step, step)), or declare its keys: "
+            f"pf.with_categories({name}=[...]); a whole-number column declared integer "
+            f"(dtypes={{{name!r}: 'integer'}}) gets the whole numbers within its bounds as keys"
+        )
+    else:
+        way = (
+            f"declare its keys: categories={{{name!r}: [...]}} when loading, or "
+            f"pf.with_categories({name}=[...])"
+        )
+    raise SchemaError(
+        f"groupby({name!r}) needs the public keys of {name!r}, which has none declared: {way}. "
+        "Without declared keys they can only be found privately, which spends a delta, and "
+        "this session is pure DP (delta=0): a session with delta > 0 can do that "
+        "(groupby(...).mean(epsilon=..., delta=...)). Nothing was charged."
     )
 
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Hashable
+
 from dpframe.backends.declared import INTEGER_DTYPE
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.privacy import Number, PrivacyRequest
 
-__all__ = ["is_integer_kind", "request_of", "require_bounds"]
+__all__ = ["MAX_INTEGER_KEYS", "is_integer_kind", "public_keys", "request_of", "require_bounds"]
+
+#: The most whole numbers a column's bounds may declare as its keys (beyond: bin it).
+MAX_INTEGER_KEYS = 10_000
 
 
 def request_of(
@@ -60,3 +66,32 @@ def is_integer_kind(info: ColumnInfo) -> bool:
     whole numbers is not integer unless declared so.
     """
     return info.dtype == INTEGER_DTYPE or info.kind == "boolean"
+
+
+def public_keys(info: ColumnInfo) -> tuple[Hashable, ...] | None:
+    """A column's public keys: its declared categories, or the whole numbers in its bounds.
+
+    An integer column (``Int64`` in the declared schema: an int64 column, or
+    ``dtypes={col: "integer"}``) with bounds ``(1, 12)`` declares the keys
+    1, 2, ..., 12, as date bounds declare ``.dt.month``'s: nothing is read
+    from the rows.  Rows outside the bounds (or not whole) are in no group,
+    as undeclared keys (``result.dp.undeclared``).  None when the column has
+    neither.
+
+    Raises:
+        SchemaError: when the bounds hold more than :data:`MAX_INTEGER_KEYS`
+            whole numbers (bin the column instead).
+    """
+    if info.categories is not None:
+        return info.categories
+    if info.dtype != INTEGER_DTYPE or info.bounds is None:
+        return None
+    low, high = math.ceil(info.bounds[0]), math.floor(info.bounds[1])
+    if high - low + 1 > MAX_INTEGER_KEYS:
+        raise SchemaError(
+            f"{info.name!r} is an integer column whose bounds {info.bounds} hold "
+            f"{high - low + 1:,} whole numbers, more than {MAX_INTEGER_KEYS:,} keys: group "
+            f"it into bins instead, pf[{info.name!r}].cut(bins) (or dp.cut), or declare the "
+            f"keys you want: pf.with_categories({info.name}=[...])."
+        )
+    return tuple(range(low, high + 1)) if low <= high else None

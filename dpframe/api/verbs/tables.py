@@ -24,8 +24,10 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.aggregates import value_counts_node
 from dpframe.api.verbs.aggregation import grouped_agg_node
+from dpframe.api.verbs.distinct import without_keys
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
+from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.mechanisms.consistency import sum_half_width
 from dpframe.mechanisms.describe_family import unique_threshold
@@ -152,7 +154,7 @@ def _two_keys(index: object, columns: object) -> tuple[FrameHandle, str, str]:
     if derived:
         frame = assign(frame, derived)
     for name in names:
-        if not frame.schema.get(name).categories:
+        if not public_keys(frame.schema.get(name)):
             raise SchemaError(
                 f"crosstab() needs the public keys of {name!r}: declare categories={{...}} "
                 "(or cut a number into bins)."
@@ -161,8 +163,8 @@ def _two_keys(index: object, columns: object) -> tuple[FrameHandle, str, str]:
 
 
 def _reshape(grouped: pd.Series, frame: FrameHandle, rows: str, cols: str) -> pd.DataFrame:
-    row_keys = list(frame.schema.get(rows).categories or ())
-    col_keys = list(frame.schema.get(cols).categories or ())
+    row_keys = list(public_keys(frame.schema.get(rows)) or ())
+    col_keys = list(public_keys(frame.schema.get(cols)) or ())
     values = grouped.to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
     table: pd.DataFrame = pd.DataFrame(
         values, index=pd.Index(row_keys, name=rows), columns=col_keys
@@ -245,20 +247,32 @@ def pivot_table(
     columns: str,
     aggfunc: str | Sequence[str],
     request: PrivacyRequest,
+    margins: bool = False,
+    margins_name: str = "All",
 ) -> pd.DataFrame:
     """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
 
     One charge: a grouped ``agg`` over the key pairs (see :meth:`PrivateFrame.pivot_table`).
+    ``margins=True`` adds the row and column totals of a ``count`` or ``sum``
+    table, derived from the released cells (free; their intervals add up).
     """
+    if margins and aggfunc not in ("count", "sum"):
+        raise SchemaError(
+            f"pivot_table(margins=True) derives the totals from the released cells, which "
+            f"works for aggfunc='count' or 'sum', not {aggfunc!r}: a margin of means needs "
+            "each cell's size. Release the margins on their own instead, e.g. "
+            f"pf.groupby({index!r})[{values!r}].mean(epsilon=...) and "
+            f"pf.groupby({columns!r})[{values!r}].mean(epsilon=...). Nothing was charged."
+        )
     for name in (index, columns):
-        if not self.schema.get(name).categories:
+        if not public_keys(self.schema.get(name)):
             raise SchemaError(f"pivot_table() needs the public keys of {name!r}: declare them.")
     grouped = group(self, (index, columns), column=values)
     names = [aggfunc] if isinstance(aggfunc, str) else list(aggfunc)
     result = self.runner.run(grouped_agg_node(grouped, names, request))
     meta: FrameRelease = result.attrs["dpframe"]
-    row_keys = list(self.schema.get(index).categories or ())
-    col_keys = list(self.schema.get(columns).categories or ())
+    row_keys = list(public_keys(self.schema.get(index)) or ())
+    col_keys = list(public_keys(self.schema.get(columns)) or ())
     parts = []
     for name in names:
         block = result[name].to_numpy(dtype=float).reshape(len(row_keys), len(col_keys))
@@ -280,7 +294,22 @@ def pivot_table(
         PivotIntervals(meta.intervals, (len(row_keys), len(col_keys)), len(names)),
         table.to_numpy(dtype=object),
     )
-    return as_answer(table)  # type: ignore[no-any-return]
+    answer: pd.DataFrame = as_answer(table)
+    return with_margins(answer, margins_name) if margins else answer
+
+
+def with_margins(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Row and column totals of a released count or sum table (post-processing, free).
+
+    Each total is a sum of released cells, so its interval is the sum of
+    theirs (the dp dtype's interval arithmetic); nothing is read or charged.
+    """
+    wide = table.copy()
+    wide[name] = table.sum(axis=1)
+    tall = wide.T  # a row added through the transpose keeps the cells' intervals
+    tall[name] = tall.sum(axis=1)
+    result: pd.DataFrame = tall.T
+    return result
 
 
 @dataclass(frozen=True)
@@ -308,6 +337,8 @@ def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
     quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
     as ``describe(include="all")``'s unique.
     """
+    if public_keys(series.info) is None and isinstance(series.expr, Col):
+        raise without_keys(series.info.name, "nunique()")
     counts = series.runner.run(value_counts_node(series, request))
     if isinstance(series.expr, Col):
         warn_undeclared(counts)

@@ -1,0 +1,86 @@
+"""Distinct counts of columns with public keys: ``pf.nunique()`` and ``grouped[col].nunique()``.
+
+A key "occurs" when its noisy count clears the count noise's one-sided 95%
+quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`), as
+``pf["col"].nunique()`` and ``describe(include="all")``'s unique.  The keys
+are public (declared categories, or the whole numbers in an integer
+column's bounds), so the counts are one histogram and the distinct count is
+post-processing.  A column without public keys is refused before the
+charge: its distinct values would need a distinct-count release of their own
+(sensitivity: the privacy unit's row limit), which dpframe does not have yet.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dpframe.api.handle import FrameHandle, GroupHandle
+from dpframe.api.verbs.grouping import aggregate_node, group, warn_undeclared
+from dpframe.api.verbs.requests import public_keys
+from dpframe.errors import SchemaError
+from dpframe.mechanisms.describe_family import unique_threshold
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import GroupKey
+from dpframe.plan.privacy import PrivacyRequest
+from dpframe.plan.releases import Describe
+
+__all__ = ["frame_nunique", "grouped_nunique", "without_keys"]
+
+
+def without_keys(column: str, what: str) -> SchemaError:
+    """The refusal for a distinct count of a column with no public keys."""
+    return SchemaError(
+        f"{what} counts the distinct values of {column!r}, which has no public keys: its "
+        f"values are private, so only declared keys can be counted. Declare them "
+        f"(categories={{{column!r}: [...]}} when loading, or pf.with_categories({column}="
+        f"[...]); an integer column's bounds declare its whole numbers), or, with a delta, "
+        f"find the common ones first: pf.discover_keys({column!r}, epsilon=..., delta=...). "
+        "Nothing was charged."
+    )
+
+
+def frame_nunique(frame: FrameHandle, request: PrivacyRequest) -> pd.Series:
+    """``pf.nunique()``: the distinct declared keys that occur, per column (one charge).
+
+    One noisy histogram per column (``describe(include="all")``'s unique: the
+    request is split evenly over the columns).  Every column needs public keys.
+    """
+    keys = []
+    for info in frame.schema.columns:
+        declared = public_keys(info)
+        if declared is None:
+            raise without_keys(info.name, "pf.nunique()")
+        keys.append(GroupKey(info.name, Col(info.name), declared))
+    node = Describe(plan=frame.plan, privacy=request, columns=(), categorical=tuple(keys))
+    table = frame.runner.run(node)
+    unique = table.loc["unique"]
+    return pd.Series([int(v) for v in unique], index=pd.Index(frame.schema.names), dtype="int64")
+
+
+def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
+    """``pf.groupby(key)[col].nunique()``: per group, the declared keys of ``col`` that occur.
+
+    Privacy: one grouped count over the (group key, column key) cells, which
+    are disjoint (sensitivity 1 each): the cost of the request once; the
+    thresholding is post-processing.
+    """
+    column = grouped.column
+    if column is None:
+        raise SchemaError("Select a column first: pf.groupby(key)[column].nunique(epsilon=...).")
+    if grouped.index is not None:
+        raise SchemaError(
+            "nunique() per group takes declared keys, not a keys= table: "
+            f"pf.groupby([...])[{column!r}].nunique(epsilon=...)."
+        )
+    if public_keys(grouped.frame.schema.get(column)) is None:
+        raise without_keys(column, "groupby(...)[col].nunique()")
+    if column in grouped.names:
+        raise SchemaError(f"nunique(): {column!r} is a group key (one value per group).")
+    pairs = group(grouped.frame, (*grouped.names, column))
+    counts = grouped.frame.runner.run(aggregate_node(pairs, "count", request))
+    warn_undeclared(counts)
+    occurs = pd.Series(counts.to_numpy(dtype=float) > unique_threshold(counts), index=counts.index)
+    levels = list(range(len(grouped.names)))
+    found: pd.Series = occurs.groupby(level=levels, sort=False).sum().astype("int64")
+    found.name = column
+    return found
