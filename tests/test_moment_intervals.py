@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 import warnings
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS
-from dpframe.mechanisms.moments_family import MomentIntervals
+from dpframe.mechanisms.moments_family import MomentIntervals, thin_correlation_warning
 
 NAMES = ["wage", "education", "experience"]
 BOUNDS = {name: CPS1988_BOUNDS[name] for name in NAMES}
@@ -75,13 +77,40 @@ def test_the_interval_uses_released_values_and_public_noise_only(cps: pd.DataFra
     assert np.all(narrow[1] - narrow[0] <= wide[1] - wide[0])
 
 
-def test_a_thin_correlation_warns_with_the_epsilon_that_would_do(cps: pd.DataFrame) -> None:
+def test_a_thin_correlation_warns_and_an_informative_one_does_not(cps: pd.DataFrame) -> None:
     pf = dp.Session(epsilon=10, ledger=":memory:").private_frame(cps[NAMES], bounds=BOUNDS)
-    with pytest.warns(UserWarning, match=r"Too thin to read: .* about ε=[0-9.]+ would bring"):
+    with pytest.warns(UserWarning, match=r"Too thin to read: a correlation's 95% interval spans"):
         pf[NAMES].corr(epsilon=0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         pf[NAMES].corr(epsilon=3)  # informative: no warning
+
+
+def test_the_advised_epsilon_is_the_least_that_brings_the_widest_under_half(
+    cps: pd.DataFrame,
+) -> None:
+    # The noisy moments of an informative release, with noise 40 times wider: the same
+    # released values, so the advice depends on the noise alone (deterministic here).
+    pf = dp.Session(epsilon=10, ledger=":memory:").private_frame(cps[NAMES], bounds=BOUNDS)
+    meta = pf[NAMES].corr(epsilon=5).attrs["dpframe"].intervals
+    wide = tuple(
+        dataclasses.replace(spec, parameter=spec.parameter * 40)  # Laplace scale × 40
+        for spec in meta.noise
+    )
+    thin = MomentIntervals(meta.noisy, meta.scales, wide, meta.halves, "corr")
+    message = thin_correlation_warning(thin, 5 / 40)
+    assert message is not None
+    found = re.search(r"about ε=([0-9.e+-]+) would bring it under half", message)
+    assert found is not None, message
+    advised = float(found.group(1))
+    assert 5 / 40 < advised < 5
+    factor = advised / (5 / 40)
+
+    def width(f: float) -> float:
+        low, high = thin.boxes(0.95, f)
+        return float(np.max(high - low))
+
+    assert width(factor * 1.05) <= 1.0 < width(factor * 0.9)
 
 
 def test_an_old_release_without_noise_says_how_to_get_one() -> None:

@@ -174,7 +174,8 @@ def thin_correlation_warning(intervals: MomentIntervals, epsilon: float | None) 
         advice = (
             f"; about ε={epsilon * factor:.2g} would bring it under half"
             if factor is not None
-            else "; fewer columns, tighter bounds or more rows would narrow it"
+            else "; a larger ε (widths shrink about as 1/ε), fewer columns or tighter bounds "
+            "would narrow it"
         )
     return (
         f"Too thin to read: a correlation's 95% interval spans {width:.2f} of [−1, 1] at this "
