@@ -116,27 +116,16 @@ class JoinedRows:
             bound = most if join.rows == "per_id" else join.max_rows
             drawn = replace(join, rows="kept", max_rows=bound)
             both = self._path.join_rows.get(drawn)
-            if both is None and not self._holds:  # a Dask side: the kept rows only, on the cluster
-                from dpframe.backends.dask_joins import dask_join
-
-                rows = dask_join(
-                    _rows_of(self._sides[0]),
-                    _rows_of(self._sides[1]),
-                    drawn,
-                    unit_column_of(drawn, left, right),
-                    self._path.rng,
-                    most,
-                )
-                both = self._path.join_rows[drawn] = (rows, rows, rows)
             if both is None:
-                both = join_backends(
-                    _rows_of(self._sides[0]),
-                    _rows_of(self._sides[1]),
-                    drawn,
-                    unit_column_of(drawn, left, right),
-                    self._path.rng,
-                    most,
-                )
+                sides = (_rows_of(self._sides[0]), _rows_of(self._sides[1]))
+                unit = unit_column_of(drawn, left, right)
+                if self._holds:
+                    both = join_backends(*sides, drawn, unit, self._path.rng, most)
+                else:  # a Dask side: the kept rows only, on the cluster
+                    from dpframe.backends.dask_joins import dask_join
+
+                    rows = dask_join(*sides, drawn, unit, self._path.rng, most)
+                    both = (rows, rows, rows)
                 self._path.join_rows[drawn] = both
             self._rows = both[("kept", "dropped", "per_id").index(join.rows)]
         return self._rows

@@ -69,6 +69,21 @@ def private_merge(
             "merge(max_rows=...) takes an integer >= 1, or 'auto' (chosen privately, with "
             "bound_epsilon=)."
         )
+    return _joined(left, right, how, on, left_on, right_on, suffixes, max_rows, rows)
+
+
+def _joined(
+    left: FrameHandle,
+    right: FrameHandle,
+    how: str,
+    on: str | Sequence[str] | None,
+    left_on: str | Sequence[str] | None,
+    right_on: str | Sequence[str] | None,
+    suffixes: tuple[str, str],
+    max_rows: int | None,
+    rows: str,
+) -> FrameHandle:
+    """The handle of the join of ``left`` and ``right`` (a ``Join`` step in the plan)."""
     source, schema = id_join(
         left.plan,
         left.schema,
@@ -102,20 +117,7 @@ def _auto_bound(
             "give its cost, e.g. bound_epsilon=0.05 (a small share of the budget)."
         )
     most = default_max_rows(how, unit_of(left.plan), unit_of(right.plan))
-    source, schema = id_join(
-        left.plan,
-        left.schema,
-        right.plan,
-        right.schema,
-        how=how,
-        on=on,
-        left_on=left_on,
-        right_on=right_on,
-        max_rows=most,
-        suffixes=suffixes,
-        rows="per_id",
-    )
-    per_id = left.derive(plan=source, schema=schema)
+    per_id = _joined(left, right, how, on, left_on, right_on, suffixes, most, "per_id")
     candidates = list(range(1, most + 1)) if most <= _LISTED else None
     node = quantile_node(
         per_id.column(PER_ID_ROWS),
