@@ -393,7 +393,7 @@ class ColumnReleases:
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.pair_moments_node(self._handle, other, "corr", request)
-        return relations.pair_value(self._run(node))
+        return relations.pair_value(relations.warn_thin(self._run(node)))
 
     def cov(
         self,

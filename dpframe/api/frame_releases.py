@@ -170,7 +170,7 @@ class FrameReleases:
             raise SchemaError("corr(): only method='pearson' is available privately.")
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.moments_node(self._handle, "corr", request)
-        return cast("pd.DataFrame", self._run(node))
+        return relations.warn_thin(cast("pd.DataFrame", self._run(node)))
 
     def cov(
         self,

@@ -39,14 +39,13 @@ Accuracy:
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpframe.errors import DPError, caller_stacklevel
+from dpframe.errors import DPError
 from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.explanations import Explanation
 from dpframe.mechanisms.family import Asked, Family, Released
@@ -279,11 +278,6 @@ class MomentsFamily(Family[Moments]):
             result.to_numpy(dtype=object),
         )
         result = as_answer(result)
-        if node.statistic == "corr":
-            epsilon = run.cost.epsilon if run.cost.delta == 0 else None
-            message = thin_correlation_warning(intervals, float(epsilon) if epsilon else None)
-            if message is not None:
-                warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
         return result, f"{k}x{k} {node.statistic}"
 
     def explain(self, node: Moments, asked: Asked) -> Explanation:
