@@ -60,7 +60,8 @@ def _owner(tree: str, folder: str, rows: int, positives: int) -> None:
     print(json.dumps({"dpframe": str(Path(dp.__file__).resolve().parent.parent)}))
 
 
-def _values(folder: Path) -> set[str]:
+def folder_values(folder: Path) -> set[str]:
+    """Every text and number stored in every table of every SQLite file in ``folder``."""
     out: set[str] = set()
     for path in sorted(folder.iterdir()):
         try:
@@ -75,7 +76,8 @@ def _values(folder: Path) -> set[str]:
     return out
 
 
-def _legacy_digest() -> Callable[[int, int], str]:
+def legacy_yes_no_digest() -> Callable[[int, int], str]:
+    """dpframe's schema-5 digest of a yes/no column with ``yes`` of ``n`` true (closed form)."""
     from dpframe.backends import column_digests as legacy
 
     h1, h0 = (int(h) for h in legacy._hashes(pd.Series([1.0, 0.0])))
@@ -94,19 +96,19 @@ def _legacy_digest() -> Callable[[int, int], str]:
     return digest
 
 
-def _keyed_digest(secret: bytes) -> Callable[[int, int], str]:
+def keyed_yes_no_digest(key: Any) -> Callable[[int, int], str]:
+    """dpframe's schema-6 digest of such a column under ``key`` (a SketchKey)."""
     from dpframe.backends.cell_hashes import KIND_OFFSETS, ColumnHasher
-    from dpframe.backends.data_sketch import SketchKey
 
-    key = SketchKey(secret)
     h1, h0 = ColumnHasher("guess", pd.Series([True, False])).block(0, 2).tolist()
     offset = KIND_OFFSETS["number"]
     return lambda n, yes: key.digest("number", (yes * h1 + (n - yes) * h0 + n * offset) % 2**64)
 
 
-def _search(
+def search(
     found: set[str], digest: Callable[[int, int], str], limit: int
 ) -> tuple[tuple[int, int] | None, float]:
+    """Try every (n, yes) with n up to ``limit``: the pair whose digest is found, and the time."""
     start = time.perf_counter()
     for n in range(1, limit + 1):
         for yes in range(n + 1):
@@ -139,10 +141,12 @@ def _attack(tree: str, rows: int, positives: int, limit: int) -> dict[str, Any]:
     owner = json.loads(out.strip().splitlines()[-1])
     stolen = scratch / "copy"
     shutil.copytree(folder, stolen)
-    values = _values(stolen)
+    values = folder_values(stolen)
     files = sorted(p.name for p in stolen.iterdir())
-    legacy, legacy_s = _search(values, _legacy_digest(), limit)
-    guessed, guessed_s = _search(values, _keyed_digest(bytes(32)), limit)
+    from dpframe.backends.data_sketch import SketchKey
+
+    legacy, legacy_s = search(values, legacy_yes_no_digest(), limit)
+    guessed, guessed_s = search(values, keyed_yes_no_digest(SketchKey(bytes(32))), limit)
     shutil.rmtree(scratch)
     return {
         "dpframe": owner["dpframe"],

@@ -13,7 +13,6 @@ key and sketch files are their owner's only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sqlite3
@@ -28,11 +27,16 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from benchmarks.ledger_file_attack import (
+    folder_values,
+    keyed_yes_no_digest,
+    legacy_yes_no_digest,
+    search,
+)
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_key import default_key_path
 from dpframe.accounting.ledger_sketches import SketchStore, sketch_path
 from dpframe.backends import column_digests as legacy
-from dpframe.backends.cell_hashes import KIND_OFFSETS, ColumnHasher
 from dpframe.backends.data_sketch import SketchKey
 from dpframe.cli import main
 from tests.ledger_v5 import schema_5_ledger
@@ -53,54 +57,9 @@ def clinic() -> pd.DataFrame:
 # -- the attacker's tools: dpframe's digest functions, and every value in a folder ------------
 
 
-def _legacy_yes_no() -> Callable[[int, int], str]:
-    """dpframe's schema-5 digest of a yes/no column with ``yes`` of ``n`` true (closed form)."""
-    h1, h0 = (int(h) for h in legacy._hashes(pd.Series([1.0, 0.0])))
-
-    def mix(h: int) -> int:
-        return ((h ^ (h >> 31)) * int(legacy._MULTIPLIER)) % 2**64
-
-    def digest(n: int, yes: int) -> str:
-        plain = (yes * h1 + (n - yes) * h0) % 2**64
-        mixed = (yes * mix(h1) + (n - yes) * mix(h0)) % 2**64
-        out = hashlib.blake2b(digest_size=16)
-        out.update(f"number\x00{n}\x00".encode())
-        out.update(plain.to_bytes(8, "little") + mixed.to_bytes(8, "little"))
-        return out.hexdigest()
-
-    return digest
-
-
-def _keyed_yes_no(key: SketchKey) -> Callable[[int, int], str]:
-    """dpframe's schema-6 digest of such a column under ``key`` (the sum of its cell hashes)."""
-    h1, h0 = ColumnHasher("guess", pd.Series([True, False])).block(0, 2).tolist()
-    offset = KIND_OFFSETS["number"]
-    return lambda n, yes: key.digest("number", (yes * h1 + (n - yes) * h0 + n * offset) % 2**64)
-
-
 def _search(found: set[str], digest: Callable[[int, int], str]) -> tuple[int, int] | None:
-    """Try every (n, yes) with n up to SEARCH; the pair whose digest is among ``found``."""
-    for n in range(1, SEARCH + 1):
-        for yes in range(n + 1):
-            if digest(n, yes) in found:
-                return n, yes
-    return None
-
-
-def _values(folder: Path) -> set[str]:
-    """Every text and number stored in every table of every SQLite file in ``folder``."""
-    out: set[str] = set()
-    for path in folder.iterdir():
-        if path.suffix in (".sqlite", ".sketches") and path.is_file():
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            tables = [
-                t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            ]
-            for table in tables:
-                for row in conn.execute(f"SELECT * FROM '{table}'"):
-                    out.update(str(v) for v in row if v is not None)
-            conn.close()
-    return out
+    """Try every (n, yes) with n up to SEARCH (the benchmark's attack, at this test's size)."""
+    return search(found, digest, SEARCH)[0]
 
 
 def _copy_folder(source: Path, target: Path) -> Path:
@@ -115,13 +74,13 @@ def _copy_folder(source: Path, target: Path) -> Path:
 def test_the_attack_recovers_n_and_positives_from_a_schema_5_ledger(
     tmp_path: Path, clinic: pd.DataFrame
 ) -> None:
-    assert _legacy_yes_no()(7, 3) == legacy.column_digest(pd.Series([True] * 3 + [False] * 4))
+    assert legacy_yes_no_digest()(7, 3) == legacy.column_digest(pd.Series([True] * 3 + [False] * 4))
     folder = tmp_path / "notebooks"
     folder.mkdir()
     schema_5_ledger(folder / "ledger.sqlite", [("clinic", clinic, 3)])
     stolen = _copy_folder(folder, tmp_path / "copy")
     start = time.perf_counter()
-    assert _search(_values(stolen), _legacy_yes_no()) == (N, POSITIVES)
+    assert _search(folder_values(stolen), legacy_yes_no_digest()) == (N, POSITIVES)
     assert time.perf_counter() - start < 120
 
 
@@ -137,12 +96,12 @@ def test_the_attack_finds_nothing_in_a_schema_6_ledger_folder(
     stolen = _copy_folder(folder, tmp_path / "copy")
     assert {"ledger.sqlite", "ledger.sqlite.sketches"} <= {p.name for p in stolen.iterdir()}
     assert not any("key" in p.name for p in stolen.iterdir())  # the key lives elsewhere
-    values = _values(stolen)
-    assert _search(values, _legacy_yes_no()) is None
-    assert _search(values, _keyed_yes_no(SketchKey(bytes(32)))) is None  # a guessed key
+    values = folder_values(stolen)
+    assert _search(values, legacy_yes_no_digest()) is None
+    assert _search(values, keyed_yes_no_digest(SketchKey(bytes(32)))) is None  # a guessed key
     # the owner, who holds the key, can run the same search: the search is sound
     owner = SketchKey(bytes.fromhex(default_key_path().read_text().strip()))
-    assert _search(values, _keyed_yes_no(owner)) == (N, POSITIVES)
+    assert _search(values, keyed_yes_no_digest(owner)) == (N, POSITIVES)
     # and the ledger itself holds no digest or sketch at all: it can go to an auditor
     conn = sqlite3.connect(stolen / "ledger.sqlite")
     assert conn.execute("SELECT COUNT(*) FROM unkeyed_digests").fetchone()[0] == 0
