@@ -34,6 +34,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from dpframe.accounting.ledger_modes import link_into_place, new_file_name
 from dpframe.errors import LedgerError
 
 __all__ = ["KEY_BYTES", "KeyFile", "default_key_path", "load_key"]
@@ -91,7 +92,7 @@ def load_key(path: Path | None = None) -> bytes:
 
 def _create(path: Path) -> None:
     """Write a new key next to ``path`` and link it into place (never over a file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = new_file_name(path)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -100,13 +101,7 @@ def _create(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # created meanwhile by another process: use that one
-        except OSError:
-            if not path.exists():  # a file system without hard links
-                os.replace(tmp, path)
+        link_into_place(tmp, path)
     except OSError as exc:
         raise LedgerError(
             f"Cannot create dpframe's key file {path}: {exc}. Set DPFRAME_KEY to a file path "

@@ -13,6 +13,7 @@ created them 0644, or copied by hand) is set to 0600, with a message.
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 __all__ = ["SIDE_FILES", "make_folder", "tighten_files"]
@@ -54,3 +55,24 @@ def tighten_files(path: Path) -> list[str]:
                 "ask its owner to run chmod 600 on it."
             )
     return messages
+
+
+def new_file_name(path: Path) -> Path:
+    """A private temporary name beside ``path`` for a file made whole before it appears."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+
+
+def link_into_place(tmp: Path, path: Path) -> None:
+    """Make the finished ``tmp`` appear as ``path``, never over an existing file.
+
+    Two processes creating ``path`` at once agree on one file: the second
+    link fails and that process uses the first one's.  On a file system
+    without hard links, ``tmp`` is moved into place if ``path`` is still missing.
+    """
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # created meanwhile by another process: use that one
+    except OSError:
+        if not path.exists():  # a file system without hard links
+            os.replace(tmp, path)

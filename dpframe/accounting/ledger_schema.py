@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from dpframe.accounting.ledger_modes import link_into_place, new_file_name
 from dpframe.errors import LedgerError
 
 __all__ = [
@@ -335,7 +336,7 @@ def create_file(file: Path) -> None:
     Raises:
         LedgerError: the file cannot be created.
     """
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    tmp = new_file_name(file)
     try:
         _private_file(tmp)
         conn = connect(str(tmp))
@@ -343,13 +344,7 @@ def create_file(file: Path) -> None:
             _initialize(conn, str(file))
         finally:
             conn.close()
-        try:
-            os.link(tmp, file)
-        except FileExistsError:
-            pass  # created meanwhile by another process: use that one
-        except OSError:
-            if not file.exists():  # a file system without hard links
-                os.replace(tmp, file)
+        link_into_place(tmp, file)
     except OSError as exc:
         raise LedgerError(f"Cannot create the ledger {file}: {exc}") from None
     finally:
