@@ -13,7 +13,8 @@ import pytest
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.mechanisms.additive import NoiseSpec
-from dpframe.mechanisms.consistency import ConsistentIntervals, _convolved
+from dpframe.mechanisms.consistency import ConsistentIntervals
+from dpframe.mechanisms.noise_sums import _convolved
 
 
 def _frame(cps: pd.DataFrame, epsilon: float = 1e4) -> dp.PrivateFrame:

@@ -29,8 +29,8 @@ from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import InvalidArgumentError, SchemaError
-from dpframe.mechanisms.consistency import sum_half_width
 from dpframe.mechanisms.describe_family import unique_threshold
+from dpframe.mechanisms.noise_sums import sum_half_width
 from dpframe.mechanisms.results import (
     FrameRelease,
     GroupedRelease,

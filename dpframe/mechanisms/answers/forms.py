@@ -15,7 +15,7 @@ sums their noises once each).
 terms of its blocks; :meth:`Forms.intervals` turns each row into an
 interval from public facts only: the exact distribution of the combined
 additive noise (or a valid Chernoff or union bound:
-:func:`~dpframe.mechanisms.consistency.half_width`), plus the bounded errors
+:func:`~dpframe.mechanisms.noise_sums.half_width`), plus the bounded errors
 by interval arithmetic, the failure probability split evenly between the
 parts (a union bound: coverage at least the level asked).
 
@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from dpframe.errors import DPError, InvalidArgumentError
 from dpframe.mechanisms.additive import NoiseSpec
+from dpframe.mechanisms.noise_sums import half_width
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -228,8 +229,6 @@ class Forms:
         A cell with a term that has no value interval (a quantile's) raises a
         :class:`DPError` with the reason; a missing value gives NaN ends.
         """
-        from dpframe.mechanisms.consistency import half_width
-
         level = check_level(level)
         values = np.asarray(values, dtype=float)
         reasons = self.reasons()
