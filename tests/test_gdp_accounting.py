@@ -370,7 +370,8 @@ def test_meter_shows_the_gdp_guarantee() -> None:
     session = _gdp()
     meter = BudgetMeter(session)
     _frame(session).count(epsilon=0.5)
-    assert "gdp accounting" in meter.guarantee_text()
+    assert "gdp accounting" in meter.text()
+    assert meter.guarantee_text().startswith("Guarantee so far: (ε=0.69, δ=9e-07)-DP")
     assert meter.fraction == pytest.approx(0.5)
     assert meter.remaining.epsilon == Fraction(1, 2)
 

@@ -76,7 +76,8 @@ def test_meter_updates_live_and_changes_colour(session: dp.Session, cps: pd.Data
     assert first.widget.children[1].style.bar_color == "#f9a825"
     pf.count(epsilon=2.5)
     assert second.colour == "red" and second.fraction == 1.0
-    assert "100% used" in second.text() and "red" in repr(second)
+    assert "100% of the budget used" in second.text() and "red" in repr(second)
+    assert "no further release possible" in second.text()
     assert len(first.recent) == 5
     bundle = first._repr_mimebundle_()
     assert "text/plain" in bundle and "application/vnd.jupyter.widget-view+json" in bundle

@@ -12,6 +12,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import dpframe as dp
+from dpframe.accounting.status import round_up
 from dpframe.jupyter import BudgetMeter, DPMagics
 from dpframe.jupyter.magic_lines import (
     MagicInputError,
@@ -129,8 +130,8 @@ def test_without_a_name_the_session_is_named_after_the_first_file(
     resumed = shell.user_ns["dp_session"]
     assert resumed.name == session.name and resumed.remaining == dp.Budget(0.75)
     meter = _magics(shell).meters[-1]
-    assert meter.resumed == dp.Budget(0.25)
-    assert "resumed: ε=0.25 used before" in meter.text()
+    assert meter.resumed == pytest.approx(0.25)  # spent by the earlier notebook
+    assert "resumed: 25% was used before this session opened" in meter.text()
 
     # ... and unrelated data never shares it.
     other = tmp_path / "other.csv"
@@ -188,9 +189,16 @@ def test_the_zcdp_meter_adds_up_in_the_units_asked(tmp_path: Path) -> None:
     assert meter.used.epsilon + meter.remaining.epsilon == session.total.epsilon
     assert session.spent.epsilon > Fraction(3, 10)  # the guarantee is not the sum of shares
     text = meter.text()
-    assert "used ε=0.3, left ε=0.7, δ=1e-06 of ε=1, δ=1e-06 (30% used" in text
-    assert f"guarantee so far {session.spent} (zcdp accounting)" in text
-    assert "used <b>ε=0.3</b> · left <b>ε=0.7, δ=1e-06</b>" in meter._numbers.value
+    assert "30% of the budget used · next release up to ε=0.7 (total ε=1, δ=1e-06)" in text
+    assert "(zcdp accounting, green)" in text
+    assert session.used_share == pytest.approx(0.3)
+    guarantee = session.guarantee
+    assert guarantee == session.spent
+    shown = round_up(float(guarantee.epsilon))  # rounded up: never below the exact guarantee
+    assert shown == "0.55"
+    assert float(shown) >= float(guarantee.epsilon)
+    assert f"Guarantee so far: (ε={shown}, δ=1e-06)-DP" in text
+    assert "<b>30% of the budget used</b> · next release up to ε=0.7" in meter._numbers.value
     meter.close()
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
 from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
 from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
@@ -137,14 +138,21 @@ class Accountant(ABC):
         asked = self.cost(request, charge)
         diff_eps = max(asked.epsilon - remaining.epsilon, _ZERO)
         diff_delta = max(asked.delta - remaining.delta, _ZERO)
+        status = self.status(spent)
         raise BudgetExceededError(
             "Privacy budget exceeded; nothing was charged and no data was read.\n"
             f"  Requested:  {asked}\n"
             f"  Remaining:  {remaining}\n"
             f"  Difference: {Budget(diff_eps, diff_delta)}\n"
+            f"  Budget:     {status.used_text()}; {status.next_text()}\n"
+            f"  {status.guarantee_text()}\n"
             "Ask for a smaller epsilon, or start a new session (with a new name) "
             "only if a fresh budget is justified."
         )
+
+    def status(self, spent: Charge) -> BudgetStatus:
+        """Share used, largest next release and guarantee after the charges ``spent``."""
+        return budget_status(self.kind, self.total, self.spent(spent), self.remaining(spent))
 
     def _epsilon_of_rho(self, rho: Fraction) -> Fraction:
         return rho

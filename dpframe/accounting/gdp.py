@@ -164,6 +164,9 @@ class GaussianDPAccountant(Accountant):
                 f"session's reserve for such releases has {float(left):.3g} left (of "
                 f"{float(self.delta_reserve):.3g}, fixed when the session was created "
                 "with delta_reserve=).\n"
+                f"  Budget:     {self.status(spent).used_text()}; "
+                f"{self.status(spent).next_text()}\n"
+                f"  {self.status(spent).guarantee_text()}\n"
                 "Ask for a smaller delta, declare the keys with categories=..., or start a "
                 "new session (with a new name) only if a fresh budget is justified."
             )

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     from dpframe.accounting.composition import CompositionSummary
     from dpframe.accounting.renyi import RenyiCurve
+    from dpframe.accounting.status import BudgetStatus
     from dpframe.engine.release_path import Node
     from dpframe.mechanisms.explanations import Explanation
 
@@ -230,6 +231,8 @@ class Session(Observable):
             total,
             getattr(self._accountant, "delta_reserve", None),
         )
+        #: What the ledger held for this name when the session opened (an earlier kernel's).
+        self._opened_with = self._charges()
 
     # -- public state --------------------------------------------------------
 
@@ -281,6 +284,56 @@ class Session(Observable):
     def remaining(self) -> Budget:
         """The largest (ε, δ) that a next query may request."""
         return self._accountant.remaining(self._charges())
+
+    @property
+    def guarantee(self) -> Budget:
+        """The formal (ε, δ)-DP guarantee of everything released so far (= :attr:`spent`).
+
+        Under zCDP and Gaussian DP it is not the sum of the releases' ``epsilon=``
+        (the conversion is not additive); :attr:`used_share` is the figure that adds up.
+        """
+        return self.spent
+
+    @property
+    def used_share(self) -> float:
+        """The share of the budget used, in [0, 1], counted in the accountant's own unit.
+
+        ε under pure DP, ρ under zCDP, μ² under Gaussian DP: units in which
+        releases add up, so two releases asking ``epsilon=0.25`` of a total
+        ``epsilon=1`` use 0.5, in every accounting.
+        """
+        return float(self.budget_status.used_share)
+
+    @property
+    def budget_status(self) -> BudgetStatus:
+        """Share used, largest next release and guarantee, read once from the ledger."""
+        from dpframe.accounting.status import budget_status
+
+        charges = self._charges()
+        return budget_status(
+            self.accounting,
+            self.total,
+            self._accountant.spent(charges),
+            self._accountant.remaining(charges),
+        )
+
+    @property
+    def resumed_share(self) -> float:
+        """The share of the budget that was used before this session opened (0: a new one).
+
+        Non-zero only when an earlier session of the same name and ledger (an
+        earlier kernel or process) had spent: what this session resumed.
+        """
+        from dpframe.accounting.status import budget_status
+
+        charges = self._opened_with
+        status = budget_status(
+            self.accounting,
+            self.total,
+            self._accountant.spent(charges),
+            self._accountant.remaining(charges),
+        )
+        return float(status.used_share)
 
     @property
     def ledger(self) -> pd.DataFrame:

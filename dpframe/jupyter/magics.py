@@ -26,7 +26,7 @@ from dpframe.jupyter.magic_lines import (
     split_words,
     unquote,
 )
-from dpframe.jupyter.meter import BudgetMeter
+from dpframe.jupyter.meter import BudgetMeter, ledger_view
 
 __all__ = ["DPMagics", "MagicInputError", "parse_bounds", "parse_categories"]
 
@@ -349,12 +349,23 @@ class DPMagics(Magics):
             display(meter)
 
     @magic_arguments()
+    @argument(
+        "--full",
+        action="store_true",
+        help="Every column of session.ledger, unrounded (default: a table that fits the page).",
+    )
     @line_magic
     def dp_ledger(self, line: str) -> Any:
-        """The releases of the current session so far, as a table."""
-        parse_argstring(self.dp_ledger, line)
+        """The releases of the current session so far, as a table that fits the notebook.
+
+        Labels are in your own terms, the ε asked and the value released are
+        rounded (``--full``: every column of ``session.ledger`` as recorded).
+        """
+        args = parse_argstring(self.dp_ledger, line)
         session = self._require_session("dp_ledger")
-        return None if session is None else session.ledger
+        if session is None:
+            return None
+        return session.ledger if args.full else ledger_view(session.ledger)
 
     @magic_arguments()
     @argument("expression", nargs="+", help="A release, e.g. pf['wage'].mean(epsilon=0.1)")

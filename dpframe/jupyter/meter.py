@@ -4,39 +4,42 @@ The meter listens to the session's release events (one-way: it has no way to
 change the budget) and redraws after every release, from any cell, loop or
 other meter of the same session.  Outside a notebook it shows a text line.
 
-One currency: the first line counts in the units queries ask in (``epsilon=``
-shares of the session's total), so that used + left = total and each release
-adds exactly what it asked; the second line gives the actual (ε, δ) guarantee
-of everything released so far (:attr:`Session.spent`), which under zCDP is
-not the sum of the shares (the conversion from ρ is not additive).
+Figures that add up (:mod:`dpframe.accounting.status`): the bar and the first
+line show the **share of the budget used**, a percentage counted in the
+accountant's own unit (ε for pure DP, ρ for zCDP, μ² for Gaussian DP), in
+which releases add up, and the **largest next release** (``epsilon=`` a query
+may still ask).  The second line states the formal **guarantee so far**, the
+(ε, δ) of everything released, in words: under zCDP and Gaussian DP it is not
+the sum of the releases' ``epsilon=`` (the conversion is not additive), which
+is why it is not on the bar.
 """
 
 from __future__ import annotations
 
 import html
+import math
+import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from dpframe.accounting.status import BudgetStatus, share_text
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from dpframe.api.session import Session
     from dpframe.engine.session import ReleaseEvent
     from dpframe.remote.client import RemoteSession
 
-__all__ = ["AMBER_AT", "COLOURS", "BudgetMeter"]
+__all__ = ["AMBER_AT", "COLOURS", "MAX_WIDTH", "BudgetMeter", "ledger_view", "user_label"]
 
 #: Bar colours: green below 75% spent, amber from 75%, red at 100%.
 COLOURS = {"green": "#2e7d32", "amber": "#f9a825", "red": "#c62828"}
 AMBER_AT = 0.75
-
-
-def _fraction_used(total: Budget, remaining: Budget, part: str) -> float:
-    whole = float(getattr(total, part))
-    if whole == 0:
-        return 0.0
-    return min(max(1.0 - float(getattr(remaining, part)) / whole, 0.0), 1.0)
+#: The meter's width: the whole output area or side panel, up to this (the bar is never clipped).
+MAX_WIDTH = "44em"
 
 
 def colour_for(fraction: float) -> str:
@@ -48,15 +51,20 @@ def colour_for(fraction: float) -> str:
     return "green"
 
 
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class BudgetMeter:
-    """A live view of a session's budget.
+    """A live view of a session's budget: share used, largest next release, guarantee so far.
 
     Args:
         session: the session to watch.
         history: how many recent releases to list.
 
     Attributes:
-        widget: the ipywidgets ``VBox`` shown in notebooks.
+        widget: the ipywidgets ``VBox`` shown in notebooks (as wide as the output
+            area or side panel, up to :data:`MAX_WIDTH`).
     """
 
     def __init__(self, session: Session | RemoteSession, history: int = 5) -> None:
@@ -68,21 +76,35 @@ class BudgetMeter:
         for query, eps in zip(
             ledger["query"].tail(history), ledger["epsilon"].tail(history), strict=True
         ):
-            self._recent.append((str(query), f"ε={eps:.4g}"))
-        self._title = widgets.HTML()
-        self._epsilon_bar = widgets.FloatProgress(min=0.0, max=1.0, description="ε")
-        self._delta_bar = widgets.FloatProgress(min=0.0, max=1.0, description="δ")
-        self._numbers = widgets.HTML()
-        self._history = widgets.HTML()
+            self._recent.append((_short(user_label(str(query))), f"ε={eps:.2g}"))
+        full = widgets.Layout(width="100%")
+        self._title = widgets.HTML(layout=full)
+        self._epsilon_bar = widgets.FloatProgress(
+            min=0.0,
+            max=1.0,
+            description="used",
+            layout=widgets.Layout(width="100%"),
+            style={"description_width": "3em"},
+        )
+        self._delta_bar = widgets.FloatProgress(
+            min=0.0,
+            max=1.0,
+            description="δ used",
+            layout=widgets.Layout(width="100%"),
+            style={"description_width": "3em"},
+        )
+        self._numbers = widgets.HTML(layout=widgets.Layout(width="100%"))
+        self._history = widgets.HTML(layout=widgets.Layout(width="100%"))
         rows: list[Any] = [self._title, self._epsilon_bar]
-        if session.total.delta > 0:
-            rows.append(self._delta_bar)
+        if session.accounting == "approx" and session.total.delta > 0:
+            rows.append(self._delta_bar)  # δ adds up under approximate DP only
         rows += [self._numbers, self._history]
-        self.widget = widgets.VBox(rows)
-        self._spent = session.spent
-        self._remaining = session.remaining
-        #: What was used before this meter opened (a resumed session), in share units.
-        self.resumed = session.total - self._remaining
+        self.widget = widgets.VBox(
+            rows, layout=widgets.Layout(width="100%", max_width=MAX_WIDTH, overflow="hidden")
+        )
+        self._status: BudgetStatus = session.budget_status
+        #: The share of the budget used before the session opened (an earlier kernel's), or 0.
+        self.resumed: float = session.resumed_share
         self._renyi: Any = None  # the second view, built on first use
         self._unsubscribe = session.subscribe(self._on_release)
         self._redraw()
@@ -90,29 +112,34 @@ class BudgetMeter:
     # -- state (read by tests and by the text view) ---------------------------
 
     @property
+    def status(self) -> BudgetStatus:
+        """The three figures last shown (:mod:`dpframe.accounting.status`)."""
+        return self._status
+
+    @property
     def spent(self) -> Budget:
         """The (ε, δ) guarantee last shown (:attr:`Session.spent`)."""
-        return self._spent
+        return self._status.guarantee
 
     @property
     def used(self) -> Budget:
         """What releases asked for so far, in share units: ``total - remaining``."""
-        return self._session.total - self._remaining
+        return self._session.total - self._status.next_release
 
     @property
     def remaining(self) -> Budget:
-        """The remaining budget last shown."""
-        return self._remaining
+        """The largest next release last shown (:attr:`Session.remaining`)."""
+        return self._status.next_release
 
     @property
     def fraction(self) -> float:
-        """Share of the ε budget used, in [0, 1]."""
-        return _fraction_used(self._session.total, self._remaining, "epsilon")
+        """Share of the budget used, in [0, 1], in the accountant's unit (ε, ρ or μ²)."""
+        return float(self._status.used_share)
 
     @property
     def delta_fraction(self) -> float:
-        """Share of the δ budget used, in [0, 1]."""
-        return _fraction_used(self._session.total, self._remaining, "delta")
+        """Share of the δ budget used, in [0, 1] (approximate DP; 0 for other accountings)."""
+        return float(self._status.delta_share)
 
     @property
     def colour(self) -> str:
@@ -166,29 +193,36 @@ class BudgetMeter:
         return self._session
 
     def _resumed_text(self) -> str:
-        if self.resumed.epsilon == 0 and self.resumed.delta == 0:
+        if self.resumed <= 0:
             return ""
-        return f"resumed: {self.resumed} used before"
+        return f"resumed: {share_text(self.resumed)} was used before this session opened"
+
+    def headline(self) -> str:
+        """The first line: the share used, the largest next release, the total."""
+        return self._status.headline()
 
     def guarantee_text(self) -> str:
-        """The second line: the actual (ε, δ) guarantee of everything released so far."""
-        return f"guarantee so far {self._spent} ({self._session.accounting} accounting)"
+        """The second line: the formal (ε, δ) guarantee of everything released so far, in words."""
+        return self._status.guarantee_text()
 
     def text(self) -> str:
-        """The view used outside notebooks: used + left = total, then the guarantee."""
+        """The view used outside notebooks: share used and next release, then the guarantee."""
         resumed = self._resumed_text()
         return (
-            f"dpframe budget [{self._session.name}]: used {self.used}, left "
-            f"{self._remaining} of {self._session.total} ({self.fraction:.0%} used, {self.colour})"
-            f"{'; ' + resumed if resumed else ''}; {self.guarantee_text()}"
+            f"dpframe budget [{self._session.name}]: {self.headline()} "
+            f"({self._session.accounting} accounting, {self.colour})"
+            f"{'; ' + resumed if resumed else ''}\n{self.guarantee_text()}"
         )
 
     # -- updates -------------------------------------------------------------
 
     def _on_release(self, event: ReleaseEvent) -> None:
-        self._spent = event.spent
-        self._remaining = event.remaining
-        self._recent.append((event.query, str(event.cost)))
+        from dpframe.accounting.status import budget_status
+
+        self._status = budget_status(
+            self._session.accounting, event.total, event.spent, event.remaining
+        )
+        self._recent.append((_short(user_label(event.query)), str(event.cost)))
         self._redraw()
         self._draw_renyi()
 
@@ -196,25 +230,27 @@ class BudgetMeter:
         colour = COLOURS[self.colour]
         resumed = self._resumed_text()
         self._title.value = (
-            f"<b>Privacy budget</b> · session <code>{html.escape(self._session.name)}</code>"
-            f" · {html.escape(self._session.accounting)} accounting"
+            f"<b>Privacy budget</b> · session <code>{html.escape(_short(self._session.name))}"
+            f"</code> · {html.escape(self._session.accounting)} accounting"
             + (f" · <i>{html.escape(resumed)}</i>" if resumed else "")
         )
         self._epsilon_bar.value = self.fraction
         self._epsilon_bar.style.bar_color = colour
         self._delta_bar.value = self.delta_fraction
         self._delta_bar.style.bar_color = colour
+        status = self._status
         self._numbers.value = (
-            f"used <b>{html.escape(str(self.used))}</b> · left "
-            f"<b>{html.escape(str(self._remaining))}</b> of {html.escape(str(self._session.total))}"
-            f" ({self.fraction:.0%} used)<br><span style='color:#666'>"
-            f"{html.escape(self.guarantee_text())}</span>"
+            f"<b>{html.escape(status.used_text())}</b> · {html.escape(status.next_text())}"
+            f" (total {html.escape(str(self._session.total))})<br>"
+            f"<span style='color:#555'>{html.escape(status.guarantee_text())}</span>"
         )
         items = "".join(
             f"<li><code>{html.escape(q)}</code> — {html.escape(c)}</li>"
             for q, c in reversed(self._recent)
         )
-        self._history.value = f"<ul style='margin:0'>{items}</ul>" if items else ""
+        self._history.value = (
+            f"<ul style='margin:0;overflow-wrap:anywhere'>{items}</ul>" if items else ""
+        )
 
     def close(self) -> None:
         """Stop listening and close the widget."""
@@ -228,3 +264,69 @@ class BudgetMeter:
         bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         bundle["text/plain"] = self.text()
         return bundle
+
+
+_BINDING = re.compile(r" with (_\w+) = (.+?)(?= with _\w+ = | where |$)")
+_NOT_NULL = re.compile(r" where \((?:not\(isnull\([^()]*\)\)(?: & )?)+\)| where not\(isnull\([^()]*\)\)")
+
+
+def user_label(label: str) -> str:
+    """A release's ledger label in the user's terms: the engine's names put back.
+
+    ``corr(_a, _b) with _a = wage with _b = education where (not(isnull(_a)) &
+    not(isnull(_b)))`` reads ``corr(wage, education)``: the temporary names are
+    replaced by the columns they stand for, and the "rows where both are
+    present" clause that pairs imply is dropped.  Display only; the ledger keeps
+    the full label.
+    """
+    bindings = dict(_BINDING.findall(label))
+    text = _BINDING.sub("", label)
+    text = _NOT_NULL.sub("", text)
+    for name, expression in bindings.items():
+        text = re.sub(rf"\b{re.escape(name)}\b", expression, text)
+    found = re.fullmatch(r"(\w+)\(\((.*)\)\)(.*)", text)
+    if found and _balanced(found[2]):
+        text = f"{found[1]}({found[2]}){found[3]}"
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _significant(value: object) -> str:
+    """A ledger value to four significant digits (a release's own display rounds further)."""
+    if isinstance(value, (int, float)) and math.isfinite(float(value)):
+        number = float(value)
+        if number == 0 or 1e-3 <= abs(number) < 1e9:
+            places = max(0, 3 - math.floor(math.log10(abs(number)))) if number else 0
+            return f"{round(number, places):,.{places}f}"
+        return f"{number:.4g}"
+    return "—"
+
+
+def ledger_view(ledger: pd.DataFrame, width: int = 60) -> pd.DataFrame:
+    """``session.ledger`` as a person reads it: labels in the user's terms, values rounded.
+
+    Columns: the query, the ε (and δ, when any release spent one) it asked,
+    the value released (four significant digits; composite releases show —),
+    the status and the time of day.  It fits a notebook's width: labels are
+    cut at ``width`` characters.  ``session.ledger`` keeps every column.
+    """
+    import pandas as pd
+
+    view = pd.DataFrame(index=ledger.index)
+    view["query"] = [_short(user_label(str(q)), width) for q in ledger["query"]]
+    view["epsilon"] = [f"{float(e):.2g}" for e in ledger["epsilon"]]
+    if "delta" in ledger and (ledger["delta"].astype(float) > 0).any():
+        view["delta"] = [f"{float(d):.2g}" for d in ledger["delta"]]
+    view["value"] = [_significant(v) for v in ledger["value"]]
+    view["status"] = ledger["status"]
+    if "time" in ledger:
+        view["time"] = [pd.Timestamp(t).strftime("%H:%M:%S") for t in ledger["time"]]
+    return view

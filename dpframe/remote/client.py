@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
@@ -205,6 +206,8 @@ class RemoteSession(Observable):
         self._sql_catalog = Catalog()  # tables of sql(): private frames by name, public lookups
         #: The ledger id of the last release answered (None before any).
         self.last_release: int | None = None
+        #: The budget figures when this client opened the dataset (an earlier kernel's spend).
+        self._opened_with = dict(self._state)
 
     @property
     def name(self) -> str:
@@ -247,6 +250,32 @@ class RemoteSession(Observable):
         """What is left (asked from the server)."""
         self._refresh()
         return _budget(self._state["remaining"])
+
+    @property
+    def guarantee(self) -> Budget:
+        """The formal (ε, δ)-DP guarantee of your releases so far (= :attr:`spent`)."""
+        return self.spent
+
+    @property
+    def used_share(self) -> float:
+        """The share of the budget used, in [0, 1], in the accountant's own unit (adds up)."""
+        return float(self.budget_status.used_share)
+
+    @property
+    def budget_status(self) -> BudgetStatus:
+        """Share used, largest next release and guarantee (asked from the server once)."""
+        self._refresh()
+        return self._status(self._state)
+
+    @property
+    def resumed_share(self) -> float:
+        """The share of the budget used before this client opened the dataset (0: none)."""
+        return float(self._status(self._opened_with).used_share)
+
+    def _status(self, state: Mapping[str, Any]) -> BudgetStatus:
+        return budget_status(
+            self.accounting, self.total, _budget(state["spent"]), _budget(state["remaining"])
+        )
 
     @property
     def ledger(self) -> pd.DataFrame:
