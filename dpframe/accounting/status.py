@@ -106,8 +106,9 @@ def guarantee_words(guarantee: Budget) -> str:
     """The (ε, δ) guarantee of everything released so far, in words (rounded up).
 
     Example:
-        >>> guarantee_words(Budget(0.5))
-        '(ε=0.5)-DP: adding or removing any one person changes the chance of any answer by at most a factor of 1.7'
+        >>> print(guarantee_words(Budget(0.5)))  # doctest: +NORMALIZE_WHITESPACE
+        (ε=0.5)-DP: adding or removing any one person changes the chance of any answer
+        by at most a factor of 1.65
     """
     if guarantee.is_zero:
         return "nothing released yet"
@@ -185,7 +186,9 @@ class BudgetStatus:
         return f"{self.headline()}\n{self.guarantee_text()}"
 
 
-def budget_status(accounting: str, total: Budget, guarantee: Budget, remaining: Budget) -> BudgetStatus:
+def budget_status(
+    accounting: str, total: Budget, guarantee: Budget, remaining: Budget
+) -> BudgetStatus:
     """The three figures from a session's public budget state.
 
     Args:

@@ -77,20 +77,22 @@ class BudgetMeter:
             ledger["query"].tail(history), ledger["epsilon"].tail(history), strict=True
         ):
             self._recent.append((_short(user_label(str(query))), f"ε={eps:.2g}"))
-        full = widgets.Layout(width="100%")
+        # "auto", not "100%": a bar stretches to the box less its own margins (at
+        # 100% its 2 px margin pushed the track's end past a side panel's edge)
+        full = widgets.Layout(width="auto")
         self._title = widgets.HTML(layout=full)
         self._epsilon_bar = widgets.FloatProgress(
             min=0.0,
             max=1.0,
             description="used",
-            layout=widgets.Layout(width="100%"),
+            layout=widgets.Layout(width="auto"),
             style={"description_width": "3em"},
         )
         self._delta_bar = widgets.FloatProgress(
             min=0.0,
             max=1.0,
             description="δ used",
-            layout=widgets.Layout(width="100%"),
+            layout=widgets.Layout(width="auto"),
             style={"description_width": "3em"},
         )
         self._numbers = widgets.HTML(layout=widgets.Layout(width="100%"))
@@ -267,7 +269,9 @@ class BudgetMeter:
 
 
 _BINDING = re.compile(r" with (_\w+) = (.+?)(?= with _\w+ = | where |$)")
-_NOT_NULL = re.compile(r" where \((?:not\(isnull\([^()]*\)\)(?: & )?)+\)| where not\(isnull\([^()]*\)\)")
+_NOT_NULL = re.compile(
+    r" where \((?:not\(isnull\([^()]*\)\)(?: & )?)+\)| where not\(isnull\([^()]*\)\)"
+)
 
 
 def user_label(label: str) -> str:
@@ -320,7 +324,7 @@ def ledger_view(ledger: pd.DataFrame, width: int = 60) -> pd.DataFrame:
     """
     import pandas as pd
 
-    view = pd.DataFrame(index=ledger.index)
+    view: pd.DataFrame = pd.DataFrame(index=ledger.index)
     view["query"] = [_short(user_label(str(q)), width) for q in ledger["query"]]
     view["epsilon"] = [f"{float(e):.2g}" for e in ledger["epsilon"]]
     if "delta" in ledger and (ledger["delta"].astype(float) > 0).any():

@@ -87,9 +87,7 @@ def test_the_side_panel_meter_shows_the_whole_bar(
             has_text="Privacy budget"
         )
         expect(side.first).to_be_visible(timeout=SETTLE_TIMEOUT)
-        meter = side.first.locator(".jupyter-widgets.widget-vbox").filter(
-            has_text="Privacy budget"
-        )
+        meter = side.first.locator(".jupyter-widgets.widget-vbox").filter(has_text="Privacy budget")
         expect(meter.first).to_contain_text(
             "80% of the budget used · next release up to ε=0.2", timeout=SETTLE_TIMEOUT
         )

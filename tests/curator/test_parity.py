@@ -194,7 +194,7 @@ def test_meter_follows_the_curators_figures(remote: Any) -> None:
     before = meter.fraction
     remote.count(epsilon=0.1)
     assert meter.fraction > before
-    assert meter._remaining == remote.session.remaining
+    assert meter.remaining == remote.session.remaining
     meter.close()
 
 
