@@ -1,4 +1,7 @@
-"""The README's "Your first session" code blocks run as written, in order, in one namespace."""
+"""The guide's "Your first session" page (docs/first-session.md, once the README's section).
+
+Its code blocks run as written, in order, in one namespace, and spend the plan they describe.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +13,19 @@ import pytest
 
 import dpframe as dp
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "first-session.md"
 
 
 def first_session_blocks() -> list[str]:
-    """The ```python blocks of the section, in order."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Your first session")
-    end = text.index("\n## ", start + 1)
-    return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    """The ```python blocks of the page, in order."""
+    text = PAGE.read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
 def test_section_covers_the_five_points() -> None:
     """All five first-session points are there, each with code (five blocks)."""
     assert len(first_session_blocks()) == 5
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Your first session") : text.index("## In Jupyter")]
+    section = PAGE.read_text(encoding="utf-8")
     for phrase in (
         "What is protected",
         "What is public",
@@ -41,11 +41,11 @@ def test_first_session_code_runs_and_spends_the_plan(capsys: pytest.CaptureFixtu
     namespace: dict[str, Any] = {}
     blocks = first_session_blocks()
     for block in blocks[:4]:
-        exec(compile(block, str(README), "exec"), namespace)
+        exec(compile(block, str(PAGE), "exec"), namespace)
     session: dp.Session = namespace["session"]
     assert float(session.spent.epsilon) == 0.0  # explain charged nothing
     assert "within" in capsys.readouterr().out
-    exec(compile(blocks[4], str(README), "exec"), namespace)
+    exec(compile(blocks[4], str(PAGE), "exec"), namespace)
     assert float(session.spent.epsilon) == pytest.approx(1.0)
     assert float(session.remaining.epsilon) == 0.0
     assert len(session.ledger) == 5
