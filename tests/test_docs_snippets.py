@@ -37,7 +37,7 @@ import pytest
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: A fenced block: its indentation, language and body (fences may sit inside list items).
@@ -142,9 +142,7 @@ def test_page_runs(page: str, isolated: Path) -> None:
 SKIPPED = [b for b in _of("python") if b.skip is not None]
 
 
-@pytest.mark.parametrize(
-    "block", SKIPPED, ids=[f"{b.page}:{b.line}" for b in SKIPPED] or None
-)
+@pytest.mark.parametrize("block", SKIPPED, ids=[f"{b.page}:{b.line}" for b in SKIPPED] or None)
 def test_block_marked_not_run(block: Block) -> None:
     """A block that cannot run here is reported as skipped, with its reason."""
     compile(block.code, block.page, "exec")  # it is Python all the same
