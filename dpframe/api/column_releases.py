@@ -65,7 +65,11 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> Release:
-        """The number of non-missing values.
+        """How many values of the column are present (not missing), with noise.
+
+        Example:
+            >>> pf["wage"].count(epsilon=0.1)  # doctest: +SKIP
+            Release(28,... ± 30, ...)
 
         Privacy: sensitivity 1; discrete Laplace (ε) or discrete Gaussian (ρ).
 
@@ -81,7 +85,12 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> Release:
-        """The sum of values clamped to the column's bounds [L, U].
+        """The total of the column's values, with noise.
+
+        Values are clamped to the column's declared bounds [L, U] first.
+
+        Example:
+            >>> pf["wage"].sum(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity max(|L|, |U|) (missing values add nothing, ±inf
         is clamped); discrete Laplace (ε) or discrete Gaussian (ρ) on a
@@ -101,7 +110,15 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> Release:
-        """The mean of values clamped to [L, U]; stays inside [L, U], also for no rows.
+        """The column's average, with noise.
+
+        Values are clamped to the declared bounds [L, U]; the answer stays inside
+        them, also when no row is selected.
+
+        Example:
+            >>> pf["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+            Release(603.5 ± 4.0, ...)
+            >>> pf[pf["education"] >= 12]["wage"].mean(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: a twentieth of the budget to the non-missing count
         (sensitivity 1), a twentieth to a first sum of values minus the
@@ -125,7 +142,12 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> Release:
-        """The (population) variance of values clamped to [L, U], within [0, ((U − L)/2)²].
+        """How spread out the column's values are (the population variance), with noise.
+
+        Values are clamped to [L, U]; the answer is within [0, ((U − L)/2)²].
+
+        Example:
+            >>> pf["wage"].var(epsilon=0.2)  # doctest: +SKIP
 
         Privacy: thirds of the budget to the count (sensitivity 1), the centred
         sum ((U − L)/2) and the centred sum of squares (((U − L)/2)²).
@@ -214,7 +236,10 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """A private summary of the column, as ``Series.describe`` (one charge).
+        """A summary of the column (count, mean, spread, quartiles), as ``Series.describe``.
+
+        Example:
+            >>> pf["wage"].describe(epsilon=0.5)  # doctest: +SKIP
 
         Numbers: count, mean, std and the quartiles (no min and max: they are
         rows; ``quantile([0, 1], epsilon=...)`` estimates them privately).  A
@@ -238,7 +263,13 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> tuple[float, float]:
-        """Suggested clamping bounds ``(low, high)``, found without looking at the data.
+        """Bounds to declare for a column, suggested privately: ``(low, high)``.
+
+        Found from a noisy histogram, without anyone looking at the data; charged
+        like any release.
+
+        Example:
+            >>> pf.with_bounds(wage=pf["wage"].approx_bounds(epsilon=0.1))  # doctest: +SKIP
 
         Pass the result to ``with_bounds`` (``pf.with_bounds(wage=pf["wage"].approx_bounds(
         epsilon=0.1))``).  The column needs no bounds of its own.
@@ -264,7 +295,12 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """The most frequent declared key (report noisy max), as a Series as pandas returns it.
+        """The most common value among the declared keys, as ``Series.mode`` returns it.
+
+        Only the key is released (report noisy max), never its count.
+
+        Example:
+            >>> pf["region"].mode(epsilon=0.1)  # doctest: +SKIP
 
         ``pf["region"].mode(epsilon=...)[0]`` is the key, as ``df["region"].mode()[0]``:
         one key (pandas lists every tied key; a private release names one).
@@ -291,7 +327,13 @@ class ColumnReleases:
         sort: bool = True,
         normalize: bool = False,
     ) -> pd.Series:
-        """Noisy counts per declared category (one charge: categories are disjoint).
+        """How many rows have each declared value, with noise, as ``Series.value_counts``.
+
+        One charge for all categories (they are disjoint).
+
+        Example:
+            >>> pf["region"].value_counts(epsilon=0.1)  # doctest: +SKIP
+            >>> pf["region"].value_counts(epsilon=0.1, normalize=True)  # doctest: +SKIP
 
         Privacy: sensitivity 1 per disjoint cell; discrete Laplace (ε) or Gaussian (ρ).
         ``normalize=True`` (shares, as pandas) and sorting are post-processing: free.
@@ -316,7 +358,10 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         draw: bool | None = None,
     ) -> pd.Series:
-        """Noisy counts per public bin, drawn as pandas' ``hist`` draws (bars with error bars).
+        """A histogram of the column: noisy counts per public bin, drawn with error bars.
+
+        Example:
+            >>> pf["wage"].hist(bins=10, epsilon=0.2)  # doctest: +SKIP
 
         ``bins=k`` cuts the declared bounds into k equal bins and clamps values
         beyond them into the end bins; explicit increasing ``bins`` edges count

@@ -221,7 +221,14 @@ class PrivateFrame(FrameReleases, RowGuard):
         return frame_of(frames.with_categories(self._handle, categories))
 
     def groupby(self, by: Any, keys: Any = None) -> PrivateGroupBy:
-        """Group by columns with declared categories (every declared key is returned).
+        """Group the rows by columns with public keys, as ``DataFrame.groupby``.
+
+        Every declared key is a group, in declaration order, whether or not it
+        occurs; rows whose key is not declared are in no group.
+
+        Example:
+            >>> pf.groupby("region")["wage"].mean(epsilon=0.2)  # doctest: +SKIP
+            >>> pf.groupby(["region", "smsa"]).size(epsilon=0.2)  # doctest: +SKIP
 
         ``by`` is a column name, a derived column with public keys
         (``pf["age"].cut(bins)``, as pandas' ``df.groupby(pd.cut(...))``) or a list.

@@ -52,7 +52,15 @@ class FrameReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> Release:
-        """The number of rows (after filters), released with noise.
+        """How many rows the frame has (after its filters), with noise.
+
+        This counts rows, as ``len(df)``; pandas' ``df.count()`` counts each
+        column's present values (here ``pf[col].count(...)``).
+
+        Example:
+            >>> pf.count(epsilon=0.1)  # doctest: +SKIP
+            Release(28,... ± 30, ...)
+            >>> pf[pf["region"] == "south"].count(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity 1 (one row added or removed); ε-DP with discrete
         Laplace noise of scale 1/ε, or ρ-zCDP with discrete Gaussian σ² = 1/(2ρ).
@@ -112,7 +120,10 @@ class FrameReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.DataFrame:
-        """A private summary (count, mean, std, quartiles) of the bounded numeric columns.
+        """A summary (count, mean, std, quartiles) of every bounded numeric column, as ``describe``.
+
+        Example:
+            >>> pf.describe(epsilon=1)  # doctest: +SKIP
 
         Privacy: the request is split evenly over the columns, and within a
         column half to the moments (one ``var`` release) and half to the
@@ -417,7 +428,7 @@ class FrameReleases:
 
         Example:
             >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
-            >>> copy.groupby("education")["wage"].mean()  # plain pandas, free  # doctest: +SKIP
+            >>> copy.groupby("education")["wage"].mean()  # doctest: +SKIP
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = synthesis_node(self._handle, request, method, bins, rows, progress)

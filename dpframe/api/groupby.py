@@ -142,7 +142,13 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Rows per group (or non-missing values of the selected column); sensitivity 1."""
+        """How many rows each group has (or present values of the selected column), with noise.
+
+        Example:
+            >>> pf.groupby("region")["wage"].count(epsilon=0.1)  # doctest: +SKIP
+
+        Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+        """
         return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
     def size(
@@ -153,7 +159,13 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Rows per group (pandas' ``size``); sensitivity 1."""
+        """How many rows each group has, with noise, as pandas' ``size``.
+
+        Example:
+            >>> pf.groupby("region").size(epsilon=0.1)  # doctest: +SKIP
+
+        Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+        """
         whole = groupby_of(self._handle.selecting(None))
         return whole._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
@@ -165,7 +177,14 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Clamped sum per group; sensitivity max(|L|, |U|), one charge for all groups."""
+        """The total of the selected column in each group, with noise.
+
+        Example:
+            >>> pf.groupby("region")["wage"].sum(epsilon=0.1)  # doctest: +SKIP
+
+        Privacy: values clamped to [L, U], sensitivity max(|L|, |U|); one charge for
+        all groups.
+        """
         return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
     def mean(
@@ -176,7 +195,13 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Clamped mean per group: always inside the bounds, also for empty groups.
+        """The average of the selected column in each group, with noise.
+
+        Example:
+            >>> pf.groupby("region")["wage"].mean(epsilon=0.2)  # doctest: +SKIP
+
+        Values are clamped to the bounds; each answer stays inside them, also for
+        an empty group.
 
         Privacy and Accuracy: as :meth:`PrivateSeries.mean`, each group with its
         own privately chosen centre; one charge covers all groups (they are
@@ -195,7 +220,14 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Clamped variance per group."""
+        """How spread out the selected column is in each group (variance), with noise.
+
+        Example:
+            >>> pf.groupby("region")["wage"].var(epsilon=0.2)  # doctest: +SKIP
+
+        Values are clamped to the bounds; Privacy and Accuracy as
+        :meth:`PrivateSeries.var`, per group, one charge for all groups.
+        """
         return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
 
     def std(
@@ -206,7 +238,13 @@ class PrivateGroupBy:
         rho: Number | None = None,
         privacy: Privacy | None = None,
     ) -> pd.Series:
-        """Clamped standard deviation per group."""
+        """The standard deviation of the selected column in each group, with noise.
+
+        Example:
+            >>> pf.groupby("region")["wage"].std(epsilon=0.2)  # doctest: +SKIP
+
+        The square root of :meth:`var` (same cost and guarantee).
+        """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
     def quantile(
