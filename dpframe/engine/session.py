@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from dpframe.accounting.composition import CompositionSummary
     from dpframe.accounting.renyi import RenyiCurve
     from dpframe.engine.release_path import Node
-    from dpframe.mechanisms.explanations import Explanation
+    from dpframe.mechanisms.core.explanations import Explanation
 
 __all__ = ["Observable", "ReleaseEvent", "Session"]
 
