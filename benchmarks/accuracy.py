@@ -33,7 +33,7 @@ import numpy.typing as npt
 import pandas as pd
 
 import dpframe as dp
-from dpframe.mechanisms.aggregates import IntervalModel
+from dpframe.mechanisms.moments.aggregates import IntervalModel
 
 __all__ = ["accuracy_ratios", "expected_mae"]
 

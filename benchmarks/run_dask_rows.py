@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import Col
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, Source

@@ -55,7 +55,7 @@ from benchmarks.run_core import (
 )
 from benchmarks.workload import CORE, EXTENDED, Timing, query_names
 from dpframe.examples.datasets import load_cps1988
-from dpframe.mechanisms.quantiles import QUANTILE_BINS
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS
 
 __all__ = ["LIBRARIES", "main"]
 

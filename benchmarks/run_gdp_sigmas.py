@@ -20,9 +20,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpframe.accounting import make_accountant
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.allocation import pure_epsilon
-from dpframe.mechanisms.gdp_curves import gdp_delta, mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.calibration.gdp_curves import gdp_delta, mu_from_epsilon_delta
+from dpframe.mechanisms.core.allocation import pure_epsilon
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 

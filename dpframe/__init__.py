@@ -30,9 +30,9 @@ from dpframe.errors import (
     ResourceLimitError,
     SchemaError,
 )
-from dpframe.mechanisms.consistency import consistent
-from dpframe.mechanisms.results import GroupedRelease, Release, ci
-from dpframe.mechanisms.synth_report import synth_report
+from dpframe.mechanisms.answers.results import GroupedRelease, Release, ci
+from dpframe.mechanisms.synth.synth_report import synth_report
+from dpframe.mechanisms.tables.consistency import consistent
 from dpframe.plan.expressions import col, lit
 from dpframe.plan.parameters import Accounting, Analysis, Privacy, PrivacyUnit
 from dpframe.plan.privacy import Budget

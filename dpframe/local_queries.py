@@ -1,8 +1,8 @@
 """A documented entry point kept in place.
 
-The copy family now lives in :mod:`dpframe.mechanisms.copy_family`.
+The copy family now lives in :mod:`dpframe.mechanisms.copies.copy_family`.
 """
 
-from dpframe.mechanisms.copy_family import estimate_frequencies
+from dpframe.mechanisms.copies.copy_family import estimate_frequencies
 
 __all__ = ["estimate_frequencies"]

@@ -15,7 +15,7 @@ import pandas as pd
 
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers import DPArray
-from dpframe.mechanisms.results import GroupedRelease, Release, ci
+from dpframe.mechanisms.answers.results import GroupedRelease, Release, ci
 
 __all__ = ["axis_labels", "crowded", "plot"]
 

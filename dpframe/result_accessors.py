@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers import DPArray
-from dpframe.mechanisms.results import Release, ci, undeclared_of
+from dpframe.mechanisms.answers.results import Release, ci, undeclared_of
 from dpframe.plotting import plot
 
 __all__ = ["FrameAccessor", "Rolling", "SeriesAccessor"]

@@ -1,6 +1,7 @@
 """A heat map of a synthetic copy's pair errors, from its utility report (needs matplotlib).
 
-Free: it reads only the released marginals (:func:`~dpframe.mechanisms.synth_report.synth_report`).
+Free: it reads only the released marginals
+(:func:`~dpframe.mechanisms.synth.synth_report.synth_report`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.synth_report import SynthInfo, synth_report
+from dpframe.mechanisms.synth.synth_report import SynthInfo, synth_report
 
 __all__ = ["pair_errors", "synth_heatmap"]
 

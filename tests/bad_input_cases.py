@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
-from dpframe.mechanisms.aggregates import MAX_CELLS
+from dpframe.mechanisms.moments.aggregates import MAX_CELLS
 
 SENTINEL = 987654.321
 SENTINEL_TEXT = "sentinel-key-qzx"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpframe.mechanisms.synth_report import SynthInfo
+from dpframe.mechanisms.synth.synth_report import SynthInfo
 
 __all__ = ["PairResult", "coded", "diamonds", "pair_results"]
 

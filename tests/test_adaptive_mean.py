@@ -1,4 +1,4 @@
-"""The scalar mean with a privately chosen centre (dpframe/mechanisms/mean.py)."""
+"""The scalar mean with a privately chosen centre (dpframe/mechanisms/moments/mean.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.accounting import NoiseAllocation
-from dpframe.mechanisms import additive
-from dpframe.mechanisms.mean import ADAPT_AT_STDS, MeanRelease, _levels, release_mean
+from dpframe.mechanisms.calibration import additive
+from dpframe.mechanisms.moments.mean import ADAPT_AT_STDS, MeanRelease, _levels, release_mean
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.measures import Measure

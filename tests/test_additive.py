@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.accounting import NoiseAllocation
-from dpframe.mechanisms.additive import GRID_BITS, noise_for, release_integer_sums
+from dpframe.mechanisms.calibration.additive import GRID_BITS, noise_for, release_integer_sums
 from dpframe.noise import SecureRandom
 
 sensitivities = st.integers(min_value=1, max_value=2**40)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.backends import PandasBackend
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, Source
 

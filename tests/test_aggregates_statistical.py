@@ -18,7 +18,7 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.accounting import rho_from_epsilon_delta
-from dpframe.mechanisms.gdp_curves import discrete_gaussian_rho, mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_rho, mu_from_epsilon_delta
 from tests.stats_helpers import ALPHA, chi2_pvalue, dgauss_pmf, dlaplace_pmf, ks2_pvalue, ks_pvalue
 
 K = 40_000  # groups: 40,000 draws per release
@@ -95,7 +95,7 @@ def _simulate(statistic: str, epsilon: float, factor: float, size: int) -> np.nd
     20 rows per group is far below the adaptive centre's threshold, so the
     mean, var and std take their fallback (midpoint) path: a second count, the
     centred sum and (var, std) the centred sum of squares, each at 19/60 of ε
-    for var and std (mechanisms/variance.py) and about ε/2 for the mean.
+    for var and std (mechanisms/moments/variance.py) and about ε/2 for the mean.
     """
     gen = np.random.default_rng(12345 + int(factor * 100))
     eps = epsilon / 2 if statistic == "mean" else epsilon * 19 / 60

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpframe.mechanisms.additive import NoiseSpec
 from dpframe.mechanisms.answers import Block, DPArray, DPValue, Forms, PlainResultWarning
+from dpframe.mechanisms.calibration.additive import NoiseSpec
 
 LAPLACE = NoiseSpec("laplace", Fraction(10), 1.0)
 GAUSS = NoiseSpec("gaussian", Fraction(400), 1.0)  # σ = 20

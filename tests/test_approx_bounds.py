@@ -22,8 +22,13 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.bounds_family import BETA, FALLBACK, ApproxBoundsFamily, select_bounds
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.bounds_family import (
+    BETA,
+    FALLBACK,
+    ApproxBoundsFamily,
+    select_bounds,
+)
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import PrivacyRequest

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dpframe.backends import PandasBackend, chunks
 from dpframe.backends.chunks import chunk_bounds, code_dtype, combine_slots
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import (
     Arith,
     Bucket,

@@ -12,9 +12,9 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.additive import NoiseSpec
-from dpframe.mechanisms.consistency import ConsistentIntervals
-from dpframe.mechanisms.noise_sums import _convolved
+from dpframe.mechanisms.calibration.additive import NoiseSpec
+from dpframe.mechanisms.calibration.noise_sums import _convolved
+from dpframe.mechanisms.tables.consistency import ConsistentIntervals
 
 
 def _frame(cps: pd.DataFrame, epsilon: float = 1e4) -> dp.PrivateFrame:

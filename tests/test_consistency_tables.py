@@ -19,8 +19,8 @@ import pytest
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
 from dpframe.jupyter.formatters import frame_html
-from dpframe.mechanisms.consistent_tables import table_estimator
-from dpframe.mechanisms.display import shown_bounded
+from dpframe.mechanisms.answers.display import shown_bounded
+from dpframe.mechanisms.tables.consistent_tables import table_estimator
 from dpframe.noise import SecureRandom, discrete_laplace_array
 
 

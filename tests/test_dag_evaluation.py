@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dpframe.backends import PandasBackend
 from dpframe.backends.evaluate import Rows, apply
 from dpframe.backends.program import Program, Run, compile_query
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import (
     Abs,
     Arith,

@@ -13,7 +13,7 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.describe_family import unique_threshold
+from dpframe.mechanisms.moments.describe_family import unique_threshold
 from tests.stats_helpers import ALPHA
 
 CATEGORIES = {**CPS1988_CATEGORIES, "region": [*CPS1988_CATEGORIES["region"], "mars"]}

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import dpframe.local_queries
-from dpframe.mechanisms.copy_family import estimate_frequencies
+from dpframe.mechanisms.copies.copy_family import estimate_frequencies
 
 
 def test_estimate_frequencies_is_still_importable_from_local_queries() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.explanations import plain_number
-from dpframe.mechanisms.quantiles import rank_error
+from dpframe.mechanisms.core.explanations import plain_number
+from dpframe.mechanisms.quantiles.quantiles import rank_error
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import dpframe as dp
 from dpframe.accounting import Charge, GaussianDPAccountant, make_accountant
-from dpframe.mechanisms.additive import release_integer_sums
-from dpframe.mechanisms.gdp_curves import gdp_delta, mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.additive import release_integer_sums
+from dpframe.mechanisms.calibration.gdp_curves import gdp_delta, mu_from_epsilon_delta
 from dpframe.noise import SecureRandom, discrete_gaussian_pmf
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
@@ -162,8 +162,8 @@ def test_releases_with_their_own_delta_are_refused_without_a_reserve() -> None:
 
 def test_key_discovery_spends_the_reserve() -> None:
     """Discovery is charged its share of μ² (its ε-DP part, μ(ε)) and its δ from the reserve."""
-    from dpframe.mechanisms.allocation import pure_epsilon
-    from dpframe.mechanisms.gdp_curves import mu_of_epsilon
+    from dpframe.mechanisms.calibration.gdp_curves import mu_of_epsilon
+    from dpframe.mechanisms.core.allocation import pure_epsilon
 
     session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:")  # gdp by default
     assert session.accounting == "gdp" and session.delta_reserve == RESERVE
@@ -271,8 +271,8 @@ def test_iteration_regression_spends_the_reserve() -> None:
     ρ exceeds ε_i), and ε_i the largest with μ(ε_i) ≤ μ (0.1% more exceeds μ).
     """
     from dpframe.accounting.gdp import _renyi_rho
-    from dpframe.mechanisms.allocation import zcdp_epsilon
-    from dpframe.mechanisms.gdp_curves import epsilon_of_mu, mu_of_epsilon
+    from dpframe.mechanisms.calibration.gdp_curves import epsilon_of_mu, mu_of_epsilon
+    from dpframe.mechanisms.core.allocation import zcdp_epsilon
 
     session = _gdp()
     rng = np.random.default_rng(1)  # the data only, not noise
@@ -302,9 +302,9 @@ def test_iteration_regression_spends_the_reserve() -> None:
 
 def test_gradient_steps_are_each_within_their_mu() -> None:
     """Each of T steps gets ρ′ = discrete_gaussian_rho(ρ_model/T): ‖v‖·K(σ)/σ ≤ sqrt(2ρ_model/T)."""
-    from dpframe.mechanisms.gaussian_vector import vector_noise
-    from dpframe.mechanisms.gdp_curves import discrete_gaussian_slack
-    from dpframe.mechanisms.model_family import _split_steps_gdp
+    from dpframe.mechanisms.calibration.gaussian_vector import vector_noise
+    from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_slack
+    from dpframe.mechanisms.models.model_family import _split_steps_gdp
 
     acc = GaussianDPAccountant(TOTAL)
     _, allocation = acc.allocate(PrivacyRequest(epsilon=Fraction(1, 2)))
@@ -431,7 +431,7 @@ def test_approx_regression_stays_in_zcdp() -> None:
     """A regression by amplification by iteration (Rényi only) in an approx session spends
     the zCDP ρ of its (ε, δ) in all its parts (so the whole is ρ-zCDP)."""
     from dpframe.accounting import rho_from_epsilon_delta
-    from dpframe.mechanisms.model_family import _split_rdp
+    from dpframe.mechanisms.models.model_family import _split_rdp
 
     acc = make_accountant(Budget(2, Fraction(1, 10**5)), "approx")
     _, allocation = acc.allocate(PrivacyRequest(epsilon=1, delta=Fraction(1, 10**6)))
@@ -451,9 +451,9 @@ def test_noise_is_calibrated_at_its_own_sensitivity(rho: Fraction, sensitivity: 
     is far above 1/u): a sum of Δ = 5000 at ρ = 10⁷ gets σ = 1.155 grid units, 3.3% above
     Δ/μ = 1.118 (K ≈ 1 + 1/(24σ²)), where the Δ = 1 correction K(1/u) gave σ = 578.
     """
-    from dpframe.mechanisms.additive import noise_for
-    from dpframe.mechanisms.allocation import NoiseAllocation
-    from dpframe.mechanisms.gdp_curves import discrete_gaussian_mu
+    from dpframe.mechanisms.calibration.additive import noise_for
+    from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_mu
+    from dpframe.mechanisms.core.allocation import NoiseAllocation
 
     mu = math.sqrt(2 * float(rho))
     grid, units, spec = noise_for(sensitivity, 1.0, NoiseAllocation("gaussian", rho, "gdp"))

@@ -17,9 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp, ndtr, ndtri, ndtri_exp
 
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.allocation import NoiseAllocation, gaussian_rho, pure_epsilon
-from dpframe.mechanisms.gdp_curves import (
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.calibration.gdp_curves import (
     discrete_gaussian_mu,
     discrete_gaussian_rho,
     discrete_gaussian_slack,
@@ -29,6 +28,7 @@ from dpframe.mechanisms.gdp_curves import (
     mu_from_epsilon_delta,
     mu_of_epsilon,
 )
+from dpframe.mechanisms.core.allocation import NoiseAllocation, gaussian_rho, pure_epsilon
 
 
 def _log_cdf(sigma: float, reach: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:

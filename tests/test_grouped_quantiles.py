@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+import dpframe.mechanisms.core.explanations
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms import quantile_family
-from dpframe.mechanisms.grouped_selection import permute_and_flip_rows
-from dpframe.mechanisms.quantiles import QUANTILE_BINS, rank_error, utility_sensitivity
+from dpframe.mechanisms.quantiles import quantile_family
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS, rank_error, utility_sensitivity
+from dpframe.mechanisms.selection.grouped_selection import permute_and_flip_rows
 
 BIG = 1e5
 WIDTH = 5000 / QUANTILE_BINS  # the default grid's spacing over the wage bounds
@@ -114,7 +115,7 @@ def test_a_list_of_levels_splits_each_groups_epsilon(cps: pd.DataFrame) -> None:
 def test_explain_states_each_groups_rank_error(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     text = pf.session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=0.5)).plain()
-    expected = dp.mechanisms.explanations.plain_number(rank_error(0.5, 0.95, Fraction(1, 2)))
+    expected = dp.mechanisms.core.explanations.plain_number(rank_error(0.5, 0.95, Fraction(1, 2)))
     assert text.startswith(
         f"quantile(wage, q=[0.5]) by region = in each of 4 groups, a value whose rank in its "
         f"group is within ±{expected} rows"
@@ -198,7 +199,7 @@ def test_privacy_units_calibrate_each_group_to_the_units_rows(
     assert got.attrs["dpframe"].scales[1] == pytest.approx(rank_error(1.0, 0.95, ninety, 3))
     assert session.spent == dp.Budget(2)
     explained = session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=2)).plain()
-    expected = dp.mechanisms.explanations.plain_number(rank_error(2.0, 0.95, half, 3))
+    expected = dp.mechanisms.core.explanations.plain_number(rank_error(2.0, 0.95, half, 3))
     assert f"±{expected} rows" in explained
 
 

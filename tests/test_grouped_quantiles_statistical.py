@@ -18,9 +18,9 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
-from dpframe.mechanisms import grouped_selection
-from dpframe.mechanisms.grouped_selection import exp_coins, permute_and_flip_rows
-from dpframe.mechanisms.quantiles import QUANTILE_BINS, rank_error
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS, rank_error
+from dpframe.mechanisms.selection import grouped_selection
+from dpframe.mechanisms.selection.grouped_selection import exp_coins, permute_and_flip_rows
 from dpframe.noise import SecureRandom
 from tests.stats_helpers import ALPHA, pooled_pvalue
 

@@ -13,7 +13,7 @@ import dpframe as dp
 from dpframe.examples.datasets import load_cps1988
 from dpframe.jupyter import BudgetMeter, DPMagics
 from dpframe.jupyter.magics import MagicInputError, parse_bounds, parse_categories
-from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation
 
 
 @pytest.fixture

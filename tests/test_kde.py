@@ -15,7 +15,7 @@ from scipy.linalg import solve_triangular
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.kde import (
+from dpframe.mechanisms.models.kde import (
     JITTER,
     _cholesky,
     classical_multiplier,
@@ -23,7 +23,7 @@ from dpframe.mechanisms.kde import (
     kernel_sums,
     release_kernel_sums,
 )
-from dpframe.mechanisms.model_family import KDEInfo, plot_kde
+from dpframe.mechanisms.models.model_family import KDEInfo, plot_kde
 from dpframe.noise import SecureRandom
 from tests.stats_helpers import ALPHA, ks_pvalue
 

@@ -13,8 +13,8 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.copy_family import CopyInfo, estimate_frequencies
-from dpframe.mechanisms.local import (
+from dpframe.mechanisms.copies.copy_family import CopyInfo, estimate_frequencies
+from dpframe.mechanisms.copies.local import (
     laplace_copy_scale,
     laplace_copy_spec,
     laplace_perturb,
@@ -267,7 +267,7 @@ def test_bad_input(tmp_path: Path, cps: pd.DataFrame) -> None:
 
 
 def test_floor_formulas() -> None:
-    from dpframe.mechanisms.floors import floor_bounded, floor_discrete, floor_zcdp
+    from dpframe.mechanisms.core.floors import floor_bounded, floor_discrete, floor_zcdp
 
     assert floor_bounded(2996, 0.1, 0.1) == pytest.approx(0.9 * 2996 / (2 * (1 + math.exp(0.1))))
     assert floor_discrete(47, 2.0, 2, 0.5) == pytest.approx(0.5 * 2 * 47 / (47 + math.exp(2)))
@@ -276,14 +276,14 @@ def test_floor_formulas() -> None:
         keep, _ = rr_probabilities(eps, dlt, 47)
         assert 1 - keep == pytest.approx(floor_discrete(47, 1.0, eps, dlt))
     # A zCDP floor is at least the floor of any one of its (ε, δ) conversions, and shrinks with ρ.
-    from dpframe.mechanisms.allocation import zcdp_epsilon
+    from dpframe.mechanisms.core.allocation import zcdp_epsilon
 
     assert floor_zcdp(1.0, 0.01) >= floor_bounded(1.0, zcdp_epsilon(0.01, 1e-6), 1e-6)
     assert floor_zcdp(1.0, 0.01) > floor_zcdp(1.0, 0.1) > 0
 
 
 def test_explain_reports_floors_and_spends_nothing(tmp_path: Path, cps: pd.DataFrame) -> None:
-    from dpframe.mechanisms.floors import floor_bounded, floor_discrete
+    from dpframe.mechanisms.core.floors import floor_bounded, floor_discrete
 
     pf = _frame(tmp_path, cps, epsilon=1.0)
     session = pf.session

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, Source
 

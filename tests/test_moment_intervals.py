@@ -13,7 +13,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS
-from dpframe.mechanisms.moments_family import MomentIntervals, thin_correlation_warning
+from dpframe.mechanisms.moments.moments_family import MomentIntervals, thin_correlation_warning
 
 NAMES = ["wage", "education", "experience"]
 BOUNDS = {name: CPS1988_BOUNDS[name] for name in NAMES}

@@ -9,7 +9,7 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.moments_family import correlation, covariance
+from dpframe.mechanisms.moments.moments_family import correlation, covariance
 from tests.stats_helpers import ALPHA
 
 BIG = 1e7

@@ -1,4 +1,4 @@
-"""Tests of private partition selection (dpframe.mechanisms.partition_selection).
+"""Tests of private partition selection (dpframe.mechanisms.thresholds.partition_selection).
 
 Statistical settings (significance ALPHA = 1e-7 per check, so a correct
 mechanism fails a test with probability below 1e-7):
@@ -34,8 +34,8 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.errors import InvalidBudgetError, SchemaError
-from dpframe.mechanisms import partition_selection as ps_module
-from dpframe.mechanisms.partition_selection import (
+from dpframe.mechanisms.thresholds import partition_selection as ps_module
+from dpframe.mechanisms.thresholds.partition_selection import (
     PartitionSelection,
     release_probability,
     select_partitions,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dp
-from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 
 
 @settings(max_examples=300, deadline=None)

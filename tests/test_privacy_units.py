@@ -149,7 +149,7 @@ def test_discovery_with_units_hides_a_person_at_the_limit() -> None:
     shown = len(pf.discover_keys("key", epsilon=1, delta=delta))
     limit = stats.binom.ppf(1 - ALPHA, people, delta)
     assert shown <= limit, (shown, limit)
-    from dpframe.mechanisms.partition_selection import release_probability
+    from dpframe.mechanisms.thresholds.partition_selection import release_probability
 
     row_level = people * float(release_probability(k, 1.0, delta))
     assert row_level > 3 * limit  # the wrong calibration would be caught

@@ -12,8 +12,8 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.explanations import plain_number
-from dpframe.mechanisms.quantiles import MAX_CANDIDATES, integer_candidates, rank_error
+from dpframe.mechanisms.core.explanations import plain_number
+from dpframe.mechanisms.quantiles.quantiles import MAX_CANDIDATES, integer_candidates, rank_error
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Quantile

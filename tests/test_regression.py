@@ -14,10 +14,12 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.gaussian_vector import gaussian_vector
-from dpframe.mechanisms.model_family import PrivateLinearRegression, PrivateLogisticRegression
-from dpframe.mechanisms.progress import ProgressBar
-from dpframe.mechanisms.regression import (
+from dpframe.mechanisms.calibration.gaussian_vector import gaussian_vector
+from dpframe.mechanisms.models.model_family import (
+    PrivateLinearRegression,
+    PrivateLogisticRegression,
+)
+from dpframe.mechanisms.models.regression import (
     denormalize,
     fit_composition,
     gradient_sum,
@@ -27,6 +29,7 @@ from dpframe.mechanisms.regression import (
     normalize_target,
     smoothed_gaussian,
 )
+from dpframe.mechanisms.runtime.progress import ProgressBar
 from dpframe.noise import SecureRandom
 from tests.sessions import local
 from tests.stats_helpers import ALPHA, ks_pvalue

@@ -9,10 +9,10 @@ import pandas as pd
 
 import dpframe as dp
 from dpframe.backends import PandasBackend
-from dpframe.mechanisms import aggregate_family
-from dpframe.mechanisms.aggregate_family import AggregateFamily
-from dpframe.mechanisms.aggregates import AggregateNoise, aggregate_noise
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments import aggregate_family
+from dpframe.mechanisms.moments.aggregate_family import AggregateFamily
+from dpframe.mechanisms.moments.aggregates import AggregateNoise, aggregate_noise
 from dpframe.plan.expressions import Bucket, Col
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, Filter, GroupKey, Source

@@ -10,7 +10,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.engine.release_path import families
-from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.plan import releases
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source

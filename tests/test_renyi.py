@@ -22,7 +22,7 @@ from dpframe.accounting.renyi import (
     zcdp_rdp,
 )
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
-from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.gdp_curves import mu_from_epsilon_delta
 
 
 def _renyi_numeric(p: object, q: object, alpha: float, lo: float, hi: float) -> float:

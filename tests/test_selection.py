@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.mechanisms.quantiles import QUANTILE_BINS, rank_error, select_quantile
-from dpframe.mechanisms.selection import permute_and_flip, secure_permutation
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS, rank_error, select_quantile
+from dpframe.mechanisms.selection.selection import permute_and_flip, secure_permutation
 from dpframe.noise import SecureRandom
 from tests.dp_check import worst_violation
 from tests.stats_helpers import ALPHA

@@ -1,4 +1,4 @@
-"""Tests of the sparse vector technique (dpframe.mechanisms.sparse_vector).
+"""Tests of the sparse vector technique (dpframe.mechanisms.thresholds.sparse_vector).
 
 Statistical settings.  Every statistical check has significance ALPHA = 1e-7,
 so a correct mechanism fails a test with probability below 1e-7.
@@ -49,8 +49,8 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.errors import InvalidBudgetError, SchemaError
-from dpframe.mechanisms import sparse_vector as svt_module
-from dpframe.mechanisms.sparse_vector import (
+from dpframe.mechanisms.thresholds import sparse_vector as svt_module
+from dpframe.mechanisms.thresholds.sparse_vector import (
     SparseVectorResult,
     _sparse_vector_runs,
     sparse_vector,

@@ -22,7 +22,7 @@ import pytest
 import dpframe as dp
 from dpframe.api.sql.results import ColumnIntervals
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.quantiles import QUANTILE_BINS, rank_error
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS, rank_error
 from tests.dated_cps import BOUNDS, CATEGORIES, DTYPES, dated_cps, truth
 from tests.sql_cases import CASES, REGIONS, Case, Tables
 from tests.stats_helpers import ALPHA

@@ -11,7 +11,7 @@ from IPython.core.interactiveshell import InteractiveShell
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 from dpframe.jupyter import DPMagics
-from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation
 from tests.sql_cases import REGIONS
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.synth_report import SynthInfo
+from dpframe.mechanisms.synth.synth_report import SynthInfo
 from dpframe.plan.codec import decode_node, encode_node
 from dpframe.plan.nodes import lineage
 from dpframe.plan.releases import Synthesize
@@ -283,7 +283,7 @@ def test_full_table_and_per_clique_counts_agree(monkeypatch: pytest.MonkeyPatch)
     """
     from types import SimpleNamespace
 
-    import dpframe.mechanisms.synth_counts as synth_counts
+    import dpframe.mechanisms.synth.synth_counts as synth_counts
     from dpframe.api.verbs.synthesis import synthesis_node
 
     data = load_cps1988().sample(3000, random_state=1).reset_index(drop=True)
@@ -331,7 +331,7 @@ def test_counts_chunk_by_chunk_equal_counts_in_one_piece() -> None:
 
     from dpframe.api.verbs.synthesis import synthesis_node
     from dpframe.backends.pandas_backend import PandasBackend
-    from dpframe.mechanisms.synth_counts import MarginalTables
+    from dpframe.mechanisms.synth.synth_counts import MarginalTables
 
     data = load_cps1988().head(3000).copy()
     data.loc[data.index[:25], "wage"] = np.nan

@@ -36,10 +36,10 @@ from dpframe.audit.loss_distributions import (
     randomized_response_loss,
 )
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.additive import NoiseSpec
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.synth_aim import AimNoise, aim_noise
-from dpframe.mechanisms.synth_family import SynthNoise, synth_noise
+from dpframe.mechanisms.calibration.additive import NoiseSpec
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.synth.synth_aim import AimNoise, aim_noise
+from dpframe.mechanisms.synth.synth_family import SynthNoise, synth_noise
 from dpframe.plan.privacy import Budget, PrivacyRequest
 from dpframe.plan.releases import Synthesize
 
@@ -205,8 +205,8 @@ def test_the_loss_distribution_catches_the_old_calibration(cps: pd.DataFrame) ->
 ALLOWED = {
     "dpframe/accounting/accountants.py",
     "dpframe/accounting/gdp.py",
-    "dpframe/mechanisms/allocation.py",
-    "dpframe/mechanisms/model_family.py",
+    "dpframe/mechanisms/core/allocation.py",
+    "dpframe/mechanisms/models/model_family.py",
 }
 
 
@@ -218,4 +218,4 @@ def test_no_mechanism_builds_an_allocation_of_its_own() -> None:
         if count:
             found[path.relative_to(root).as_posix()] = count
     assert set(found) <= ALLOWED, sorted(set(found) - ALLOWED)
-    assert found["dpframe/mechanisms/model_family.py"] == 1
+    assert found["dpframe/mechanisms/models/model_family.py"] == 1

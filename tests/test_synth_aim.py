@@ -21,9 +21,9 @@ from scipy import stats
 import dpframe as dp
 from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.examples.datasets import load_cps1988
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.synth_aim import aim_noise, aim_rounds, workload
-from dpframe.mechanisms.synth_rows import measure_marginal
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.synth.synth_aim import aim_noise, aim_rounds, workload
+from dpframe.mechanisms.synth.synth_rows import measure_marginal
 from dpframe.noise import SecureRandom
 from dpframe.plan.codec import decode_node, encode_node
 from dpframe.plan.nodes import lineage
@@ -54,7 +54,7 @@ def independence(a: str, b: str) -> float:
     """TV between the true pair and the product of its margins (on the copy's default bins)."""
     session = dp.Session(epsilon=1.0, delta=1e-6, ledger=":memory:")
     node = synthesis_node(cps_frame(session), dp.Privacy(epsilon=1), "mst", None, None)
-    from dpframe.mechanisms.synth_report import SynthInfo
+    from dpframe.mechanisms.synth.synth_report import SynthInfo
 
     info = SynthInfo(
         "x", node.columns, node.edges, node.categories, 0, True, 0.0, (), (), 0.0, (), (),

@@ -13,7 +13,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_CATEGORIES
-from dpframe.mechanisms.synth_report import SynthInfo
+from dpframe.mechanisms.synth.synth_report import SynthInfo
 from tests.curator.support import ALICE, Server, start_server, write_catalog
 
 COLUMNS = ["wage", "education", "region", "parttime"]

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from dpframe.mechanisms.synth_junction import JunctionTree, fit_junction, sample_junction
-from dpframe.mechanisms.synth_model import Measurement
+from dpframe.mechanisms.synth.synth_junction import JunctionTree, fit_junction, sample_junction
+from dpframe.mechanisms.synth.synth_model import Measurement
 
 SIZES = (3, 4, 2, 5)
 # A 4-cycle: not a tree, needs a chord.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpframe.mechanisms.synth_model import (
+from dpframe.mechanisms.synth.synth_model import (
     Measurement,
     controlled_counts,
     fit_tree,

@@ -35,7 +35,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.synth_report import SynthInfo, pair_status
+from dpframe.mechanisms.synth.synth_report import SynthInfo, pair_status
 from tests.synth_pairs import (
     DIAMOND_BOUNDS,
     DIAMOND_CATEGORIES,

@@ -17,8 +17,8 @@ from scipy import stats
 
 import dpframe as dp
 from dpframe.api.verbs.synthesis import synthesis_node
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.synth_family import measure_marginal, synth_noise
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.synth.synth_family import measure_marginal, synth_noise
 from dpframe.noise import SecureRandom
 from tests.stats_helpers import ALPHA, chi2_pvalue, dgauss_pmf, dlaplace_pmf
 from tests.test_synth import cps_frame

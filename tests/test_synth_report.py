@@ -17,9 +17,9 @@ import pytest
 
 import dpframe as dp
 from dpframe.api.verbs.synthesis import synthesis_node
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.synth_family import measure_marginal, synth_noise
-from dpframe.mechanisms.synth_report import pair_status
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.synth.synth_family import measure_marginal, synth_noise
+from dpframe.mechanisms.synth.synth_report import pair_status
 from dpframe.noise import SecureRandom
 from dpframe.synth_plot import pair_errors
 from tests.test_synth import cps_frame
@@ -109,7 +109,7 @@ def test_the_error_bar_covers_the_noise_of_a_marginal_as_stated() -> None:
         noisy, spec = measure_marginal(np.zeros(cells), noise.one_way, 1, rng)
         std = spec.std
         tvs.append(float(np.abs(noisy).sum()) / (2 * total))
-    from dpframe.mechanisms.synth_report import _noise_tv_bound
+    from dpframe.mechanisms.synth.synth_report import _noise_tv_bound
 
     bar = _noise_tv_bound(cells, std, total, 1.6448536)
     inside = float(np.mean(np.asarray(tvs) <= bar))

@@ -12,7 +12,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.display import decimals_for, shown, shown_interval
+from dpframe.mechanisms.answers.display import decimals_for, shown, shown_interval
 
 
 @pytest.fixture

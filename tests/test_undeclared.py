@@ -20,7 +20,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.aggregates import IntervalModel
+from dpframe.mechanisms.moments.aggregates import IntervalModel
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import PrivacyRequest

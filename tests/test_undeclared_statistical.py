@@ -22,9 +22,9 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.mechanisms.aggregates import aggregate_noise
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.undeclared import release_undeclared
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.aggregates import aggregate_noise
+from dpframe.mechanisms.moments.undeclared import release_undeclared
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source

@@ -1,4 +1,4 @@
-"""The variance and std with a privately chosen centre (dpframe/mechanisms/variance.py).
+"""The variance and std with a privately chosen centre (dpframe/mechanisms/moments/variance.py).
 
 The statistical tests draw the noise of the adaptive path 20,000 times (one
 release over 20,000 identical cells), discrete Laplace and discrete Gaussian,
@@ -21,10 +21,10 @@ import pytest
 from scipy import stats
 
 import dpframe as dp
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import IntervalModel, measures_for
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.variance import (
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.aggregates import IntervalModel, measures_for
+from dpframe.mechanisms.moments.variance import (
     VarianceRelease,
     release_variance,
     squares_geometry,

@@ -11,7 +11,7 @@ from dpframe.accounting.accountants import (
 from dpframe.accounting.choice import default_accounting, make_accountant
 from dpframe.accounting.gdp import GaussianDPAccountant, default_delta_reserve
 from dpframe.accounting.ledger import Ledger, PendingCharge, default_ledger_path
-from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
+from dpframe.mechanisms.core.allocation import NoiseAllocation, zcdp_epsilon
 from dpframe.plan.privacy import Budget, PrivacyRequest, to_fraction
 
 __all__ = [

@@ -28,8 +28,8 @@ from typing import Literal
 
 from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
-from dpframe.mechanisms.allocation import NoiseAllocation, zcdp_epsilon
-from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.gdp_curves import mu_from_epsilon_delta
+from dpframe.mechanisms.core.allocation import NoiseAllocation, zcdp_epsilon
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 __all__ = [
@@ -217,7 +217,7 @@ class ApproxDPAccountant(Accountant):
     calibrated with the analytic Gaussian mechanism (Balle & Wang 2018) in
     its Gaussian-DP form: μ is the largest with δ_μ(ε) ≤ δ (Dong, Roth & Su
     2019, Cor. 2.13), and the discrete sampler is corrected for
-    (``currency="gdp"``, :func:`~dpframe.mechanisms.allocation.gaussian_rho`);
+    (``currency="gdp"``, :func:`~dpframe.mechanisms.core.allocation.gaussian_rho`);
     a μ-GDP release is (ε, δ)-DP.  Mechanisms analysed only in Rényi DP
     (regressions by amplification by iteration) use
     ρ = (sqrt(ln(1/δ)+ε) − sqrt(ln(1/δ)))² instead, which

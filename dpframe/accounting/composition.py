@@ -30,8 +30,8 @@ import pandas as pd
 
 from dpframe.accounting.renyi import approx_gaussian_rho, session_curve
 from dpframe.errors import InvalidBudgetError
-from dpframe.mechanisms.allocation import zcdp_epsilon
-from dpframe.mechanisms.gdp_curves import gdp_epsilon
+from dpframe.mechanisms.calibration.gdp_curves import gdp_epsilon
+from dpframe.mechanisms.core.allocation import zcdp_epsilon
 
 __all__ = ["CompositionReadout", "CompositionSummary", "advanced_composition", "summarize"]
 

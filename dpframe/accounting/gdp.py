@@ -29,8 +29,12 @@ from dpframe.accounting.accountants import (
     rho_from_epsilon_delta,
 )
 from dpframe.errors import BudgetExceededError, InvalidBudgetError
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.gdp_curves import epsilon_of_mu, gdp_epsilon, mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.gdp_curves import (
+    epsilon_of_mu,
+    gdp_epsilon,
+    mu_from_epsilon_delta,
+)
+from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
 __all__ = [

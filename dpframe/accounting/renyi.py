@@ -25,7 +25,7 @@ import pandas as pd
 
 from dpframe.accounting.accountants import rho_from_epsilon_delta
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
-from dpframe.mechanisms.gdp_curves import mu_from_epsilon_delta
+from dpframe.mechanisms.calibration.gdp_curves import mu_from_epsilon_delta
 
 __all__ = [
     "DEFAULT_ORDERS",

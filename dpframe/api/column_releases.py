@@ -21,7 +21,7 @@ from dpframe.api.verbs.requests import request_of
 from dpframe.plan.expressions import Col
 
 if TYPE_CHECKING:
-    from dpframe.mechanisms.results import Release
+    from dpframe.mechanisms.answers.results import Release
     from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["MAX_DRAWN_BINS", "ColumnReleases"]
@@ -126,7 +126,7 @@ class ColumnReleases:
         the sum of values minus that rough mean ĉ (sensitivity
         max(U − ĉ, ĉ − L)); on small data (noisy count under 10 noise SDs) a
         second count and the midpoint sum share the rest instead
-        (``dpframe/mechanisms/mean.py``; per group, each cell on its own).
+        (``dpframe/mechanisms/moments/mean.py``; per group, each cell on its own).
 
         Accuracy: error about max(U − ĉ, ĉ − L)/(0.9·ε·n) for n values, i.e.
         0.56–1.11 × (U − L)/(ε·n); ``ci()`` is a conservative
@@ -282,7 +282,7 @@ class ColumnReleases:
         is at most a factor 2 wider than the occupied bins; bins too sparse to
         clear the noise (rare extremes) are left out and their values clamped.
         With too few rows for the budget it warns and returns ``(-2**40, 2**40)``.
-        See :class:`~dpframe.mechanisms.bounds_family.ApproxBoundsFamily`.
+        See :class:`~dpframe.mechanisms.moments.bounds_family.ApproxBoundsFamily`.
         """
         node = aggregates.approx_bounds_node(self._handle, request_of(epsilon, delta, rho, privacy))
         return cast("tuple[float, float]", self._run(node))
@@ -340,7 +340,7 @@ class ColumnReleases:
 
         Accuracy: each count has noise scale 1/ε; ``dp.ci(result)`` gives intervals
         (for shares, intervals that hold for every share at once:
-        ``dpframe/mechanisms/shares.py``).
+        ``dpframe/mechanisms/tables/shares.py``).
         """
         request = request_of(epsilon, delta, rho, privacy)
         counts = self._run(aggregates.value_counts_node(self._handle, request))
@@ -395,7 +395,7 @@ class ColumnReleases:
         """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
 
         A key counts when its noisy count clears the count noise's one-sided 95%
-        quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
+        quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),
         as ``describe(include="all")``'s unique.
 
         Privacy: one grouped count over the declared keys (sensitivity 1 per
@@ -475,7 +475,8 @@ class ColumnReleases:
         its order is random, so the number of rows stays private.
 
         Accuracy: a report is correct with probability 1 − m·p (see
-        ``copy.attrs["dpframe_copy"]``); ``dpframe.mechanisms.copy_family.estimate_frequencies``
+        ``copy.attrs["dpframe_copy"]``);
+        ``dpframe.mechanisms.copies.copy_family.estimate_frequencies``
         debiases the counts.  Source: Warner 1965; the seed texts of issue 8.
         """
         request = request_of(epsilon, delta, rho, privacy)

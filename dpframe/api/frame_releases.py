@@ -28,7 +28,7 @@ from dpframe.api.verbs.synthesis import synthesis_node
 from dpframe.errors import SchemaError
 
 if TYPE_CHECKING:
-    from dpframe.mechanisms.results import Release
+    from dpframe.mechanisms.answers.results import Release
     from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["FrameReleases"]
@@ -134,7 +134,7 @@ class FrameReleases:
         categories join: count, unique, top and freq from one noisy histogram
         over the declared keys each (one more part of the split); unique counts
         the keys whose noisy count clears the count noise's one-sided 95%
-        quantile (see ``dpframe/mechanisms/describe_family.py``).
+        quantile (see ``dpframe/mechanisms/moments/describe_family.py``).
 
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
         at their shares of the budget; ``dp.ci(result)`` gives count, mean and
@@ -284,7 +284,8 @@ class FrameReleases:
         new key must clear P(k + noise ≥ τ) ≤ δ/g.
 
         Accuracy: a key with true count c is shown with probability
-        P(c + noise ≥ τ) (see ``dpframe.mechanisms.partition_selection.release_probability``);
+        P(c + noise ≥ τ) (see
+        ``dpframe.mechanisms.thresholds.partition_selection.release_probability``);
         keys with a handful of rows are usually hidden.
         """
         request = request_of(epsilon, delta, rho, privacy)
@@ -325,7 +326,7 @@ class FrameReleases:
         count (1/10 of ρ) normalises the gradients / sets the pass length.
         Needs δ > 0 (Gaussian noise).
 
-        Accuracy: see ``dpframe.mechanisms.regression``; the notebook
+        Accuracy: see ``dpframe.mechanisms.models.regression``; the notebook
         ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
         options = {
@@ -362,7 +363,7 @@ class FrameReleases:
         Privacy: as :meth:`linear_regression`, with the logistic loss
         (per-row gradient norm ≤ 1, smoothness 1/4).
 
-        Accuracy: see ``dpframe.mechanisms.regression``.
+        Accuracy: see ``dpframe.mechanisms.models.regression``.
         """
         options = {
             "analysis": models.analysis_of(analysis, accounting),

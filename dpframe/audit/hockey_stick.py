@@ -99,7 +99,7 @@ def features(output: object, max_coords: int = 3) -> Feature:
     """
     import pandas as pd
 
-    from dpframe.mechanisms.results import GroupedRelease, Release
+    from dpframe.mechanisms.answers.results import GroupedRelease, Release
 
     if isinstance(output, Release):
         return (float(output.value),)

@@ -20,7 +20,7 @@ as integers here:
    most 2**53 in magnitude (then the values are exactly the float64 the
    pandas backend computes on the same rows, whatever the partitioning, so
    the results are bit-identical), else an int64 array (exact, which
-   :func:`~dpframe.mechanisms.additive.release_integer_sums` accepts).
+   :func:`~dpframe.mechanisms.calibration.additive.release_integer_sums` accepts).
    Beyond ±2**62 quanta (more than 2**40 rows at the widest term, or
    4.6·10^18 rows for a count) a cell saturates at ±2**62: clamping a total
    changes it by no more than the data did (it is 1-Lipschitz), so the

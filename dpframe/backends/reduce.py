@@ -7,8 +7,8 @@ says how to turn a block of rows into a partial sum and how to add two
 partial sums; the backend applies it to the rows a plan keeps — the whole
 frame at once on pandas, each partition on its worker on Dask (only the
 partial sums come back) — so these mechanisms run where the data is.  The reducers themselves live
-with their mechanisms (:class:`dpframe.mechanisms.kde.KernelSums`,
-:class:`dpframe.mechanisms.regression.GradientSum`).
+with their mechanisms (:class:`dpframe.mechanisms.models.kde.KernelSums`,
+:class:`dpframe.mechanisms.models.regression.GradientSum`).
 
 Reducers are frozen dataclasses of public parameters (grid points, bandwidth,
 bounds, the current weights), pickled to the workers; they never carry data.

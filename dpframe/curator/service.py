@@ -33,7 +33,7 @@ from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
-from dpframe.mechanisms.stopping import stoppable
+from dpframe.mechanisms.runtime.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
 from dpframe.plan.privacy import Budget
@@ -122,7 +122,7 @@ class _Work:
 
         A release given up on ends at once when its rows are in a worker
         process (the caller kills it), else at its next stop point
-        (:mod:`dpframe.mechanisms.stopping`); its thread then gives the seat back.
+        (:mod:`dpframe.mechanisms.runtime.stopping`); its thread then gives the seat back.
         """
         if self._done.wait(seconds):
             return True
@@ -345,7 +345,7 @@ class Curator:
         the charge stands, the row says ``abandoned``, the answer is
         ``limit_exceeded``, and the seat is free again once the release's
         thread has seen its worker stop (at once) or reached a stop point in
-        the curator's own process (:mod:`dpframe.mechanisms.stopping`).  A computation
+        the curator's own process (:mod:`dpframe.mechanisms.runtime.stopping`).  A computation
         that fails after its charge is answered with the default release
         (:meth:`_default`: the request over no rows), not with an error whose
         presence would depend on the data; a Dask cluster that fails

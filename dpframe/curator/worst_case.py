@@ -58,14 +58,14 @@ from typing import Any
 from dpframe.curator.row_costs import row_seconds
 from dpframe.engine.release_path import size_of
 from dpframe.errors import ResourceLimitError
-from dpframe.mechanisms.synth_aim import (
+from dpframe.mechanisms.synth.synth_aim import (
     FINAL_ITERATIONS,
     ROUND_ITERATIONS,
     aim_rounds,
     workload,
 )
-from dpframe.mechanisms.synth_counts import MarginalTables
-from dpframe.mechanisms.synth_rows import FIT_ITERATIONS
+from dpframe.mechanisms.synth.synth_counts import MarginalTables
+from dpframe.mechanisms.synth.synth_rows import FIT_ITERATIONS
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.releases import (
     DiscoverKeys,
@@ -244,7 +244,7 @@ def synthesis_seconds(node: Synthesize, rows: int, model: CostModel) -> float:
 
     Every pass the release makes over the rows, and every step of its fit:
 
-    * reading: one pass (:mod:`dpframe.mechanisms.synth_counts`), whose
+    * reading: one pass (:mod:`dpframe.mechanisms.synth.synth_counts`), whose
       expressions (each column's cell code, the plan's derived columns) are
       priced once with the plan by :func:`worst_case_seconds`; here the d
       codes' conversion and the counting: one ``bincount`` of the full table,

@@ -16,7 +16,7 @@ every kind of release, embedded or behind a curator:
    budget meter) hear of the release.
 
 :meth:`ReleasePath.explain` is the same path stopped before the charge.  Each
-family (one per kind of node, :class:`dpframe.mechanisms.family.Family`) lives
+family (one per kind of node, :class:`dpframe.mechanisms.core.family.Family`) lives
 with its mechanisms and says how to do steps 2, 4 and the explanation;
 :func:`family_of` finds it.  :meth:`ReleasePath.admit_batch` and
 :meth:`ReleasePath.finish` split :meth:`ReleasePath.run` for ``session.batch()``.
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 from dpframe.accounting.accountants import Charge
 from dpframe.engine.joins import joined_backend, joined_schema
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.explanations import Explanation
-from dpframe.mechanisms.family import Asked, Family, Node, Released, discover
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.core.explanations import Explanation
+from dpframe.mechanisms.core.family import Asked, Family, Node, Released, discover
 from dpframe.plan.estimate import (
     ResourceEstimate,
     ResourceLimits,

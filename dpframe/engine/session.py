@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from dpframe.accounting.renyi import RenyiCurve
     from dpframe.accounting.status import BudgetStatus
     from dpframe.engine.release_path import Node
-    from dpframe.mechanisms.explanations import Explanation
+    from dpframe.mechanisms.core.explanations import Explanation
 
 __all__ = ["Observable", "ReleaseEvent", "Session"]
 

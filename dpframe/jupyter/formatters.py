@@ -20,8 +20,8 @@ import pandas as pd
 
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers import DPArray
-from dpframe.mechanisms.display import LEVEL, frame_table_html, grouped_table_html
-from dpframe.mechanisms.results import FrameRelease, GroupedRelease, is_count
+from dpframe.mechanisms.answers.display import LEVEL, frame_table_html, grouped_table_html
+from dpframe.mechanisms.answers.results import FrameRelease, GroupedRelease, is_count
 
 __all__ = ["frame_html", "install", "series_html", "uninstall"]
 

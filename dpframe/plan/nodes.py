@@ -348,7 +348,7 @@ class Aggregate:
         moment_weights: var/std only: the adaptive path's four shares (first
             count, midpoint sum, sum around the centre, squares around it);
             empty for the default (``ADAPTIVE_WEIGHTS`` of
-            :mod:`dpframe.mechanisms.variance`); a first share of 0 releases
+            :mod:`dpframe.mechanisms.moments.variance`); a first share of 0 releases
             the count, sum and squares around the bounds' midpoint in the
             other three shares (``describe``, which also reports the mean).
     """

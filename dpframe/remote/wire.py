@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.results import as_answer
+from dpframe.mechanisms.answers.results import as_answer
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Expr
 from dpframe.plan.temporal import period_from_json
@@ -218,18 +218,18 @@ def decode_expr(data: Any) -> Expr:
 @functools.cache
 def _response_types() -> Mapping[str, type[Any]]:
     """The dataclasses a response may hold: the common result types, and each family's own."""
-    from dpframe.mechanisms.additive import NoiseSpec
-    from dpframe.mechanisms.aggregates import IntervalModel
-    from dpframe.mechanisms.explanations import Explanation, MeasureExplanation
-    from dpframe.mechanisms.family import family_classes
-    from dpframe.mechanisms.floors import AccuracyFloor
-    from dpframe.mechanisms.results import (
+    from dpframe.mechanisms.answers.results import (
         FrameRelease,
         GroupedRelease,
         NoInterval,
         Release,
         UndeclaredRows,
     )
+    from dpframe.mechanisms.calibration.additive import NoiseSpec
+    from dpframe.mechanisms.core.explanations import Explanation, MeasureExplanation
+    from dpframe.mechanisms.core.family import family_classes
+    from dpframe.mechanisms.core.floors import AccuracyFloor
+    from dpframe.mechanisms.moments.aggregates import IntervalModel
     from dpframe.plan.privacy import Budget
 
     classes: list[type[Any]] = [

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.mechanisms.aggregates import IntervalModel
+from dpframe.mechanisms.moments.aggregates import IntervalModel
 from tests.audit.variants import BOUNDS, CATEGORIES, base_frame
 
 ULPS = 100
@@ -55,7 +55,7 @@ def _values(release: Any) -> np.ndarray:
 
 
 def _post_process(model: IntervalModel) -> np.ndarray:
-    """The released statistic from the noisy measures (the formulas of mechanisms/aggregates)."""
+    """The released statistic from the noisy measures (mechanisms/moments/aggregates)."""
     noisy = model.noisy
     if model.statistic in ("count", "sum"):
         return noisy[0]

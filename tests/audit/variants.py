@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
-from dpframe.mechanisms.partition_selection import selection_threshold
-from dpframe.mechanisms.selection import permute_and_flip
-from dpframe.mechanisms.sparse_vector import _sparse_vector_runs
+from dpframe.mechanisms.selection.selection import permute_and_flip
+from dpframe.mechanisms.thresholds.partition_selection import selection_threshold
+from dpframe.mechanisms.thresholds.sparse_vector import _sparse_vector_runs
 from dpframe.noise import SecureRandom, coarsen_up, discrete_laplace_array
 
 Sampler = Callable[[pd.DataFrame, int], Sequence[object]]

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog
 from dpframe.curator.service import Curator
-from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.plan.codec import _KINDS, decode_exact, encode_exact
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, RELEASES, SENTINEL_TEXT, release_body, write_catalog

@@ -16,7 +16,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.results import NoInterval
+from dpframe.mechanisms.answers.results import NoInterval
 from tests.curator.support import ALICE, BOB, Server
 
 Query = Callable[[Any], Any]

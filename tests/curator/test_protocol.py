@@ -22,7 +22,7 @@ import dpframe as dp
 from dpframe.curator.app import MAX_BODY, create_app
 from dpframe.curator.catalog import Catalog, CatalogError
 from dpframe.curator.service import Curator, ServiceError
-from dpframe.mechanisms.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.plan.codec import _KINDS, decode_exact
 from dpframe.remote.wire import MAX_DEPTH, decode_response
 from tests.curator.support import (

@@ -13,7 +13,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.quantiles import QUANTILE_BINS
+from dpframe.mechanisms.quantiles.quantiles import QUANTILE_BINS
 from tests.curator.support import ALICE, Server, write_catalog
 
 BIG = 1e5

@@ -9,7 +9,7 @@ AIM on the 7 CPS columns was estimated at 0.7 s and took 22.8 s (since issue
 the wall-clock limit fired on such a loop, nothing stopped it: the thread
 kept computing and the seat answered ``busy`` until the loop ended.  Now the
 estimate counts the loops, and the loops have stop points
-(:mod:`dpframe.mechanisms.stopping`).
+(:mod:`dpframe.mechanisms.runtime.stopping`).
 """
 
 from __future__ import annotations
@@ -30,13 +30,18 @@ from dpframe.curator.catalog import Catalog
 from dpframe.curator.service import Curator
 from dpframe.curator.settings import ServerSettings
 from dpframe.curator.worst_case import CostModel, synthesis_seconds, worst_case_seconds
-from dpframe.mechanisms import model_family
-from dpframe.mechanisms.progress import ProgressBar
-from dpframe.mechanisms.regression import fit_iteration, loss_spec
-from dpframe.mechanisms.stopping import ReleaseStoppedError, check_stop, stoppable
-from dpframe.mechanisms.synth_aim import FINAL_ITERATIONS, ROUND_ITERATIONS, aim_rounds, workload
-from dpframe.mechanisms.synth_counts import FULL_TABLE_CELLS
-from dpframe.mechanisms.synth_rows import FIT_ITERATIONS
+from dpframe.mechanisms.models import model_family
+from dpframe.mechanisms.models.regression import fit_iteration, loss_spec
+from dpframe.mechanisms.runtime.progress import ProgressBar
+from dpframe.mechanisms.runtime.stopping import ReleaseStoppedError, check_stop, stoppable
+from dpframe.mechanisms.synth.synth_aim import (
+    FINAL_ITERATIONS,
+    ROUND_ITERATIONS,
+    aim_rounds,
+    workload,
+)
+from dpframe.mechanisms.synth.synth_counts import FULL_TABLE_CELLS
+from dpframe.mechanisms.synth.synth_rows import FIT_ITERATIONS
 from dpframe.noise import SecureRandom
 from dpframe.plan.releases import Regression, Synthesize
 from dpframe.remote.wire import decode_response

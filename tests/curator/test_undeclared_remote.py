@@ -18,9 +18,9 @@ import pytest
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.mechanisms.additive import NoiseSpec
-from dpframe.mechanisms.aggregates import IntervalModel
-from dpframe.mechanisms.results import GroupedRelease, Release, UndeclaredRows
+from dpframe.mechanisms.answers.results import GroupedRelease, Release, UndeclaredRows
+from dpframe.mechanisms.calibration.additive import NoiseSpec
+from dpframe.mechanisms.moments.aggregates import IntervalModel
 from dpframe.remote.wire import decode_response, dumps, encode_response, loads
 from tests.curator.support import BOB, Server
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dpframe.backends import PandasBackend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import (
     Abs,
     Arith,

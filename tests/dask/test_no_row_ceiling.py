@@ -27,8 +27,8 @@ from dpframe.backends.exact_totals import (
     exact_partial,
     final_totals,
 )
-from dpframe.mechanisms.additive import release_integer_sums
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.calibration.additive import release_integer_sums
+from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.noise import SecureRandom
 
 WIDEST = 2**22  # the largest term of a sum, in quanta
@@ -130,7 +130,7 @@ def test_cluster_reduction_of_partitions_past_two_to_the_31_rows(dask_client: Cl
 
 def test_the_centred_sums_take_int64_totals_as_they_are() -> None:
     """Totals past 2^53 reach the mean's and variance's centred sums unrounded."""
-    from dpframe.mechanisms.additive import exact_int64
+    from dpframe.mechanisms.calibration.additive import exact_int64
 
     big = np.array([2**53 + 1, -(2**60) - 3], dtype=np.int64)
     assert exact_int64(big).tolist() == [2**53 + 1, -(2**60) - 3]

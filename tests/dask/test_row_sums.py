@@ -8,8 +8,8 @@ import pytest
 
 from dpframe.backends import PandasBackend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.mechanisms.kde import KernelSums
-from dpframe.mechanisms.regression import GradientSum
+from dpframe.mechanisms.models.kde import KernelSums
+from dpframe.mechanisms.models.regression import GradientSum
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Filter, Source
 from tests.dask._support import from_pandas

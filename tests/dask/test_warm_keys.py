@@ -13,7 +13,7 @@ from distributed import Client
 from dpframe.backends import PandasBackend
 from dpframe.backends.dask_backend import KEY_CODES_OPTION, DaskBackend
 from dpframe.backends.pandas_backend import source_slot_codes
-from dpframe.mechanisms.aggregates import measures_for
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import Col, Lit
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, Filter, GroupKey, Plan, Source

@@ -19,9 +19,9 @@ from functools import partial
 import pytest
 
 from dpframe.accounting.accountants import ApproxDPAccountant
-from dpframe.mechanisms.additive import NoiseSpec, noise_for
-from dpframe.mechanisms.aggregates import aggregate_noise, noise_plan
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.calibration.additive import NoiseSpec, noise_for
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.aggregates import aggregate_noise, noise_plan
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
 from dpframe.plan.privacy import Budget, PrivacyRequest

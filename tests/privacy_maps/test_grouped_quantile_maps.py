@@ -1,6 +1,7 @@
 """Quantiles per group and with explicit candidates: exact output distributions.
 
-Stated guarantee (``dpframe.mechanisms.quantile_family``, docs/proofs/grouped_quantiles.md):
+Stated guarantee (``dpframe.mechanisms.quantiles.quantile_family``,
+docs/proofs/grouped_quantiles.md):
 the tie-aware utility −max(den·#{x < c} − num·n, num·n − den·#{x ≤ c}, 0) moves by at
 most Δ = max(num, den − num) per row; each group's selection gets the whole ε,
 calibrated to k·Δ for a privacy unit of k rows, so a unit whose rows fall k_g in
@@ -24,16 +25,16 @@ import dpframe as dp
 from dpframe.audit.exact_divergence import dec, laplace_max_loss, max_log_ratio
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
 from dpframe.backends.evaluate import bucket_codes
-from dpframe.mechanisms import quantile_family
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.grouped_selection import permute_and_flip_rows
-from dpframe.mechanisms.quantile_family import GroupedQuantileNoise
-from dpframe.mechanisms.quantiles import (
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.quantiles import quantile_family
+from dpframe.mechanisms.quantiles.quantile_family import GroupedQuantileNoise
+from dpframe.mechanisms.quantiles.quantiles import (
     below_candidates,
     candidate_bins,
     quantile_utilities,
     utility_sensitivity,
 )
+from dpframe.mechanisms.selection.grouped_selection import permute_and_flip_rows
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import GroupKey, Source
 from dpframe.plan.privacy import PrivacyRequest

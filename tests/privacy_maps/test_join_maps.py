@@ -16,9 +16,9 @@ from fractions import Fraction
 
 import pytest
 
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import noise_plan
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.aggregates import noise_plan
 from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.expressions import Col
 from dpframe.plan.joins import id_join

@@ -1,6 +1,6 @@
 """Randomized response and the Laplace copy: exact per-report divergences.
 
-Stated guarantees (``dpframe.mechanisms.local``): randomized response is
+Stated guarantees (``dpframe.mechanisms.copies.local``): randomized response is
 (ε, δ)-local DP, P(o | x) ≤ e^ε·P(o | x') + δ for every output and inputs
 (including a missing value, which reports a uniform category); the Laplace
 copy's report is ε'-DP with ε' = ε − ln(1 − δ), hence (ε, δ)-DP.  The
@@ -26,7 +26,7 @@ from dpframe.audit.exact_divergence import (
     max_log_ratio,
     precise,
 )
-from dpframe.mechanisms.local import (
+from dpframe.mechanisms.copies.local import (
     RandomizedResponseSpec,
     laplace_copy_spec,
     randomized_response,

@@ -30,10 +30,10 @@ import numpy as np
 import pytest
 
 from dpframe.audit.exact_divergence import dec, laplace_max_loss
-from dpframe.mechanisms import mean as mean_module
-from dpframe.mechanisms.additive import NoiseSpec, noise_for, release_integer_sums
-from dpframe.mechanisms.aggregates import measures_for
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.calibration.additive import NoiseSpec, noise_for, release_integer_sums
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments import mean as mean_module
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
@@ -81,7 +81,7 @@ def _run(
         calls.append(Call(np.array(exact, copy=True), sensitivity, q, part, spec))
         return values, spec
 
-    monkeypatch.setattr("dpframe.mechanisms.mean.release_integer_sums", record)
+    monkeypatch.setattr("dpframe.mechanisms.moments.mean.release_integer_sums", record)
     release = mean_module.release_mean(
         measures, sens, [counts, sums], BOUNDS, allocation, SecureRandom()
     )

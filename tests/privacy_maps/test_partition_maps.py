@@ -1,6 +1,6 @@
 """Private partition selection: the exact tail at the threshold τ and the exact (ε, δ).
 
-Stated guarantee (``dpframe.mechanisms.partition_selection.select_partitions``):
+Stated guarantee (``dpframe.mechanisms.thresholds.partition_selection.select_partitions``):
 (ε, δ)-DP under adding or removing one row; τ is the smallest integer with
 P(1 + Y ≥ τ) ≤ δ, Y ~ DLap(1/ε rounded up).  Two worst-case neighbours:
 
@@ -10,7 +10,7 @@ P(1 + Y ≥ τ) ≤ δ, Y ~ DLap(1/ε rounded up).  Two worst-case neighbours:
 * an existing key, count c versus c + 1: the thresholded discrete Laplace,
   whose δ(ε) is 0; with 0.1% less noise it exceeds δ.
 
-Privacy units (``dpframe.mechanisms.discovery_family.discovered_counts``): a unit of
+Privacy units (``dpframe.mechanisms.thresholds.discovery_family.discovered_counts``): a unit of
 up to k rows in up to g keys; scale k/ε, and a key is kept when its noisy
 count reaches τ(ε/k, δ/g) + k − 1.
 """
@@ -27,7 +27,7 @@ import pytest
 
 from dpframe.audit.exact_divergence import dec, discrete_laplace, hockey_stick, precise
 from dpframe.audit.exact_outputs import thresholded_laplace
-from dpframe.mechanisms.partition_selection import select_partitions, selection_threshold
+from dpframe.mechanisms.thresholds.partition_selection import select_partitions, selection_threshold
 from dpframe.noise import SecureRandom
 from tests.privacy_maps.pins import LESS, Pin, assert_pinned, register
 

@@ -1,6 +1,6 @@
 """Permute-and-flip, quantiles and the pure ε of a zCDP allocation: exact output distributions.
 
-Stated guarantee (``dpframe.mechanisms.selection.permute_and_flip``): ε-DP
+Stated guarantee (``dpframe.mechanisms.selection.selection.permute_and_flip``): ε-DP
 when every utility moves by at most Δ.  The exact distribution is computed
 by :func:`dpframe.audit.exact_outputs.permute_and_flip_distribution`; that the
 library samples this distribution is the statistical test
@@ -19,8 +19,8 @@ import pytest
 
 from dpframe.audit.exact_divergence import dec, max_log_ratio, renyi
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
-from dpframe.mechanisms import quantiles
-from dpframe.mechanisms.allocation import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.quantiles import quantiles
 from dpframe.noise import SecureRandom
 from tests.privacy_maps.pins import ALPHAS, LESS, Pin, assert_pinned, register
 

@@ -1,6 +1,6 @@
 """The sparse vector technique: Lyu–Su–Li Alg. 1's scales and the exact output distribution.
 
-Stated guarantee (``dpframe.mechanisms.sparse_vector.sparse_vector``): ε-DP
+Stated guarantee (``dpframe.mechanisms.thresholds.sparse_vector.sparse_vector``): ε-DP
 for counting queries of sensitivity Δ = 1 with ρ ~ DLap(Δ/ε1) and
 ν_i ~ DLap(2cΔ/ε2), ε1 = ε2 = ε/2 (numeric: ε/3 each, answers DLap(cΔ/ε3)).
 The analysis (a shift of ρ by Δ and of the hits' ν by 2Δ) is not tight, so
@@ -19,7 +19,7 @@ import pytest
 
 from dpframe.audit.exact_divergence import dec, max_log_ratio
 from dpframe.audit.exact_outputs import sparse_vector_distribution
-from dpframe.mechanisms.sparse_vector import sparse_vector
+from dpframe.mechanisms.thresholds.sparse_vector import sparse_vector
 from dpframe.noise import SecureRandom
 from tests.privacy_maps.pins import LESS, Pin, assert_pinned, laplace_pin, register
 

@@ -22,10 +22,10 @@ from functools import partial
 import pytest
 
 from dpframe.accounting.accountants import ApproxDPAccountant
-from dpframe.mechanisms.additive import noise_for
-from dpframe.mechanisms.aggregates import aggregate_noise
-from dpframe.mechanisms.allocation import NoiseAllocation
-from dpframe.mechanisms.undeclared import UndeclaredNoise, first_spread
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments.aggregates import aggregate_noise
+from dpframe.mechanisms.moments.undeclared import UndeclaredNoise, first_spread
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Source
 from dpframe.plan.privacy import Budget, PrivacyRequest

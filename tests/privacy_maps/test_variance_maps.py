@@ -34,10 +34,10 @@ import numpy as np
 import pytest
 
 from dpframe.audit.exact_divergence import dec, laplace_max_loss
-from dpframe.mechanisms import variance as variance_module
-from dpframe.mechanisms.additive import NoiseSpec, release_integer_sums
-from dpframe.mechanisms.aggregates import measures_for
-from dpframe.mechanisms.allocation import NoiseAllocation
+from dpframe.mechanisms.calibration.additive import NoiseSpec, release_integer_sums
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.moments import variance as variance_module
+from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, Source

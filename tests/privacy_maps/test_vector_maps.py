@@ -25,9 +25,9 @@ import pytest
 from scipy.linalg import solve_triangular
 
 from dpframe.audit.exact_divergence import dec, gaussian_shift_renyi, precise
-from dpframe.mechanisms.gaussian_vector import vector_noise
-from dpframe.mechanisms.kde import _cholesky, kde_noise, kernel_sums
-from dpframe.mechanisms.regression import iteration_sigma, loss_spec, smoothed_gaussian
+from dpframe.mechanisms.calibration.gaussian_vector import vector_noise
+from dpframe.mechanisms.models.kde import _cholesky, kde_noise, kernel_sums
+from dpframe.mechanisms.models.regression import iteration_sigma, loss_spec, smoothed_gaussian
 from dpframe.noise import SecureRandom, coarsen_up
 from tests.privacy_maps.pins import ALPHAS, LESS, Pin, assert_pinned, register, zcdp_pin
 

@@ -31,7 +31,7 @@ from dpframe.api.sql.aggregates import column_name
 from dpframe.api.sql.compiler import Compiled
 from dpframe.api.sql.errors import SQLRefusedError
 from dpframe.errors import DPError
-from dpframe.mechanisms.results import (
+from dpframe.mechanisms.answers.results import (
     FrameRelease,
     GroupedRelease,
     Release,

@@ -20,9 +20,9 @@ from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.quantiles import quantile_candidates
 from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import ResourceLimitError, SchemaError
-from dpframe.mechanisms.aggregates import MAX_CELLS, reordered
-from dpframe.mechanisms.results import grouped_series
-from dpframe.mechanisms.shares import shares
+from dpframe.mechanisms.answers.results import grouped_series
+from dpframe.mechanisms.moments.aggregates import MAX_CELLS, reordered
+from dpframe.mechanisms.tables.shares import shares
 from dpframe.plan.elementwise import Where
 from dpframe.plan.expressions import Bucket, Col, Expr, Lit
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan

@@ -26,8 +26,8 @@ from dpframe.api.verbs.columns import keep_name
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of, require_bounds
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.aggregates import MAX_CELLS
-from dpframe.mechanisms.quantiles import check_quantile
+from dpframe.mechanisms.moments.aggregates import MAX_CELLS
+from dpframe.mechanisms.quantiles.quantiles import check_quantile
 from dpframe.plan.expressions import Expr
 from dpframe.plan.recode import Bin, Label, Recode, plain_label
 

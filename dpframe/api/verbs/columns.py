@@ -18,7 +18,7 @@ from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
 from dpframe.api.teaching import did_you_mean
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.answers.array import DPValue
-from dpframe.mechanisms.results import Release
+from dpframe.mechanisms.answers.results import Release
 from dpframe.plan.expressions import Clip, Expr, IsIn, Lit
 from dpframe.plan.inline import resolved_key
 from dpframe.plan.schema import check_bounds, infer_column

@@ -11,7 +11,7 @@ from typing import Literal
 from dpframe.api.handle import SeriesHandle
 from dpframe.api.verbs.requests import require_bounds
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.kde import check_bandwidth
+from dpframe.mechanisms.models.kde import check_bandwidth
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import KernelDensity, SanitizedCopy
 
@@ -25,7 +25,7 @@ def copy_node(
     length_share: object,
 ) -> SanitizedCopy:
     """A randomized-response or Laplace copy of a column."""
-    from dpframe.mechanisms.copy_family import check_length_share  # loaded with its family
+    from dpframe.mechanisms.copies.copy_family import check_length_share  # loaded with its family
 
     info = series.info
     share = check_length_share(length_share)
@@ -62,7 +62,7 @@ def kde_node(
     series: SeriesHandle, bandwidth: float, grid: object, request: PrivacyRequest
 ) -> KernelDensity:
     """A kernel density estimate on a public grid."""
-    from dpframe.mechanisms.model_family import kde_grid  # loaded with its family
+    from dpframe.mechanisms.models.model_family import kde_grid  # loaded with its family
 
     h = check_bandwidth(bandwidth)
     bounds = require_bounds(series.info, "kde")

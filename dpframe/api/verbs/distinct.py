@@ -1,7 +1,7 @@
 """Distinct counts of columns with public keys: ``pf.nunique()`` and ``grouped[col].nunique()``.
 
 A key "occurs" when its noisy count clears the count noise's one-sided 95%
-quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`), as
+quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`), as
 ``pf["col"].nunique()`` and ``describe(include="all")``'s unique.  The keys
 are public (declared categories, or the whole numbers in an integer
 column's bounds), so the counts are one histogram and the distinct count is
@@ -18,7 +18,7 @@ from dpframe.api.handle import FrameHandle, GroupHandle
 from dpframe.api.verbs.grouping import aggregate_node, group, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.describe_family import unique_threshold
+from dpframe.mechanisms.moments.describe_family import unique_threshold
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import PrivacyRequest

@@ -23,7 +23,7 @@ from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.keysets import combination_key, relabel
 from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import SchemaError, caller_stacklevel
-from dpframe.mechanisms.results import GroupedRelease
+from dpframe.mechanisms.answers.results import GroupedRelease
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.privacy import PrivacyRequest
@@ -232,7 +232,7 @@ def warn_undeclared(result: Any) -> None:
     """Warn when a group-by's noisy count of rows with undeclared keys is clearly above noise.
 
     The message names the key columns and a rounded noisy count, never a value
-    (see :class:`~dpframe.mechanisms.results.UndeclaredRows`).  It is raised in
+    (see :class:`~dpframe.mechanisms.answers.results.UndeclaredRows`).  It is raised in
     the analyst's process (also in curator mode: the count crosses the wire).
     """
     meta = result.attrs.get("dpframe") if isinstance(result, pd.Series) else None

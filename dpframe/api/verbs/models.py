@@ -34,7 +34,7 @@ def regression_node(
     options: dict[str, Any],
 ) -> Regression:
     """A linear or logistic regression."""
-    from dpframe.mechanisms.model_family import (  # loaded with its family
+    from dpframe.mechanisms.models.model_family import (  # loaded with its family
         check_features,
         check_regression_options,
     )

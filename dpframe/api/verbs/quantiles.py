@@ -18,7 +18,7 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.requests import is_integer_kind, require_bounds
 from dpframe.errors import SchemaError
-from dpframe.mechanisms.quantiles import check_quantile, integer_candidates
+from dpframe.mechanisms.quantiles.quantiles import check_quantile, integer_candidates
 from dpframe.plan.columns import ColumnInfo
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import GroupKey

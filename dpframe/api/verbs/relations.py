@@ -2,7 +2,7 @@
 
 * ``pf[["a", "b"]].corr(epsilon=...)`` / ``cov`` and ``pf["a"].corr(pf["b"], epsilon=...)``:
   one :class:`~dpframe.plan.releases.Moments` release (noisy moments,
-  :mod:`dpframe.mechanisms.moments_family`).
+  :mod:`dpframe.mechanisms.moments.moments_family`).
 * ``pf.isna()`` / ``pf.notna()`` (free): a frame of missing / present flags;
   ``.sum(epsilon=...)`` on it gives integer counts per column (a noisy count
   of the rows whose flag is true: sensitivity 1 each) and ``.mean(epsilon=...)``
@@ -22,7 +22,7 @@ from dpframe.api.verbs.columns import is_column, to_expr
 from dpframe.api.verbs.frames import assign, select
 from dpframe.api.verbs.transforms import dropna
 from dpframe.errors import SchemaError, caller_stacklevel
-from dpframe.mechanisms.moments_family import MomentIntervals, thin_correlation_warning
+from dpframe.mechanisms.moments.moments_family import MomentIntervals, thin_correlation_warning
 from dpframe.plan.expressions import Col, Expr, IsNull, Not
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Agg, Moments
@@ -122,7 +122,7 @@ CORR_DOC = """The {what} matrix of the numeric columns (bounded), in one charge.
     noisy moments of the k clamped columns (count, sums, sums of products;
     sensitivities 1, h_i, h_i·h_j with h_i the half-width of column i's
     bounds); the matrix is post-processing
-    (:mod:`dpframe.mechanisms.moments_family`).
+    (:mod:`dpframe.mechanisms.moments.moments_family`).
 
     Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows and
     m parts (6 for two columns); a correlation by that over σ_i·σ_j.  Tight

@@ -6,9 +6,9 @@ the index keys, columns the column keys, in declaration order.  Margins
 (``margins=True``) and shares (``normalize=``) are post-processing of the
 released cells: free.  ``dp.ci(table)`` gives every cell's interval: a
 released cell's own; a margin's from the exact sum of its cells' noises
-(:func:`dpframe.mechanisms.consistency.sum_half_width`); shares, where asked,
+(:func:`dpframe.mechanisms.tables.consistency.sum_half_width`); shares, where asked,
 from the counts' intervals by interval arithmetic (simultaneous over the
-table, as in :mod:`dpframe.mechanisms.shares`).
+table, as in :mod:`dpframe.mechanisms.tables.shares`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import InvalidArgumentError, SchemaError
-from dpframe.mechanisms.describe_family import unique_threshold
-from dpframe.mechanisms.noise_sums import sum_half_width
-from dpframe.mechanisms.results import (
+from dpframe.mechanisms.answers.results import (
     FrameRelease,
     GroupedRelease,
     NoInterval,
     Release,
     as_answer,
 )
+from dpframe.mechanisms.calibration.noise_sums import sum_half_width
+from dpframe.mechanisms.moments.describe_family import unique_threshold
 from dpframe.plan.expressions import Col
 from dpframe.plan.privacy import PrivacyRequest
 
@@ -334,7 +334,7 @@ def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
     """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
 
     A key counts when its noisy count clears the count noise's one-sided 95%
-    quantile (:func:`dpframe.mechanisms.describe_family.unique_threshold`),
+    quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),
     as ``describe(include="all")``'s unique.
     """
     if public_keys(series.info) is None and isinstance(series.expr, Col):

@@ -36,8 +36,8 @@ from pandas.api.extensions import (
 )
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.answers.display import LEVEL, shown_interval
 from dpframe.mechanisms.answers.forms import Block, Forms, check_level
-from dpframe.mechanisms.display import LEVEL, shown_interval
 
 __all__ = ["DPArray", "DPDtype", "DPValue", "PlainResultWarning"]
 

@@ -15,7 +15,7 @@ sums their noises once each).
 terms of its blocks; :meth:`Forms.intervals` turns each row into an
 interval from public facts only: the exact distribution of the combined
 additive noise (or a valid Chernoff or union bound:
-:func:`~dpframe.mechanisms.noise_sums.half_width`), plus the bounded errors
+:func:`~dpframe.mechanisms.calibration.noise_sums.half_width`), plus the bounded errors
 by interval arithmetic, the failure probability split evenly between the
 parts (a union bound: coverage at least the level asked).
 
@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.errors import DPError, InvalidArgumentError
-from dpframe.mechanisms.additive import NoiseSpec
-from dpframe.mechanisms.noise_sums import half_width
+from dpframe.mechanisms.calibration.additive import NoiseSpec
+from dpframe.mechanisms.calibration.noise_sums import half_width
 
 if TYPE_CHECKING:
     from scipy import sparse

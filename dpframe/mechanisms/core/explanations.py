@@ -1,0 +1,233 @@
+"""Explanations: what a release would cost and how accurate it would be, computed without data.
+
+Everything here depends only on the query and public facts (bounds, keys,
+the budget), so explaining is free and never reads a row.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+from dpframe.mechanisms.calibration.additive import noise_for
+from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.core.floors import AccuracyFloor, floor_bounded, floor_zcdp
+from dpframe.mechanisms.moments.aggregates import (
+    aggregate_noise,
+    measures_for,
+    noise_plan,
+    spreads_of,
+)
+from dpframe.plan.nodes import Aggregate
+from dpframe.plan.privacy import Budget, PrivacyRequest
+
+__all__ = [
+    "CostView",
+    "Explanation",
+    "MeasureExplanation",
+    "aggregate_floor",
+    "explain_aggregate",
+    "explain_cost",
+    "plain_number",
+]
+
+
+def plain_number(value: float) -> str:
+    """``value`` to two significant digits, as a person writes it: 600, 12, 0.031, 170,000.
+
+    Outside [1e-4, 1e9) it falls back to scientific notation (``1.7e+12``).
+    """
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    if not 1e-4 <= abs(value) < 1e9:
+        return f"{value:.2g}"
+    rounded = float(f"{value:.2g}")
+    decimals = max(0, 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:,.{decimals}f}"
+
+
+@dataclass(frozen=True)
+class CostView:
+    """What the accountant says of a request before any charge (computed by the engine).
+
+    Attributes:
+        request: the privacy request.
+        allocation: the noise it buys.
+        cost: the (ε, δ) the charge would be.
+        rho: the ρ charged in zCDP sessions (else None).
+        remaining_before: the budget left now.
+        remaining_after: the budget left after the charge; None when it would be refused.
+    """
+
+    request: PrivacyRequest
+    allocation: NoiseAllocation
+    cost: Budget
+    rho: float | None
+    remaining_before: Budget
+    remaining_after: Budget | None
+
+
+@dataclass(frozen=True)
+class MeasureExplanation:
+    """One noisy measure of a release: its sensitivity, noise scale and 95% half-width."""
+
+    name: str
+    sensitivity: float
+    mechanism: str
+    scale: float
+    half_width_95: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What a query would cost and release; nothing was spent and no data was read."""
+
+    query: str
+    cost: Budget
+    rho: float | None
+    measures: tuple[MeasureExplanation, ...]
+    cells: int
+    remaining_before: Budget
+    remaining_after: Budget | None
+    accuracy: AccuracyFloor | None = None
+    #: The answer's accuracy in plain words (e.g. "within ±600 of the true value at 95%").
+    headline: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        """False when the budget would refuse the query."""
+        return self.remaining_after is not None
+
+    def plain(self) -> str:
+        """One plain line: the answer's accuracy, its cost and what would be left."""
+        parts = [f"{self.query}" + (f" = {self.headline}" if self.headline else "")]
+        parts.append(f"cost {self.cost}")
+        if self.remaining_after is None:
+            parts.append(f"would be REFUSED: only {self.remaining_before} left")
+        else:
+            parts.append(f"{self.remaining_after} left")
+        return "; ".join(parts)
+
+    def __str__(self) -> str:
+        lines = [self.plain()]
+        lines.append(f"  cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else ""))
+        if self.cells > 1:
+            lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
+        for m in self.measures:
+            lines.append(
+                f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
+                f"{m.scale:.4g}, 95% of errors within ±{m.half_width_95:.4g}"
+            )
+        if self.accuracy is not None:
+            lines.append(f"  {self.accuracy}")
+        if self.remaining_after is None:
+            lines.append(f"  would be REFUSED: remaining {self.remaining_before}")
+        else:
+            lines.append(f"  remaining {self.remaining_before} -> {self.remaining_after}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        first, _, rest = str(self).partition("\n")
+        return (
+            f"<pre class='dpframe-explain'><b>{html.escape(first)}</b>\n{html.escape(rest)}</pre>"
+        )
+
+
+def explain_aggregate(agg: Aggregate, cost: CostView) -> Explanation:
+    """Describe the release of ``agg`` at ``cost`` from public facts only."""
+    allocation = cost.allocation
+    explained = []
+    planned = noise_plan(agg, allocation)
+    for (name, sens, quantum, part), spread in zip(
+        planned, spreads_of(agg, len(planned)), strict=True
+    ):
+        _, _, spec = noise_for(sens, quantum, part, spread)
+        explained.append(
+            MeasureExplanation(
+                name,
+                sens * quantum,
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
+        )
+    extra = aggregate_noise(agg, allocation).undeclared if agg.undeclared else None
+    if extra is not None:
+        spec = extra.spec
+        explained.append(
+            MeasureExplanation(
+                "rows with undeclared keys (one more cell, free)",
+                extra.sensitivity / extra.weight,
+                spec.name,
+                spec.scale,
+                spec.abs_quantile(0.95) + spec.rounding,
+            )
+        )
+    floor = aggregate_floor(agg, allocation, cost.request)
+    return Explanation(
+        agg.label,
+        cost.cost,
+        cost.rho,
+        tuple(explained),
+        agg.n_groups,
+        cost.remaining_before,
+        cost.remaining_after,
+        floor,
+        _headline(agg.statistic, explained, agg.n_groups),
+    )
+
+
+def _headline(statistic: str, measures: list[MeasureExplanation], cells: int) -> str:
+    """The answer's 95% accuracy in plain words, from public facts only.
+
+    A count or sum is one noisy measure per cell: its 95% half-width is the
+    answer's.  A mean's error is the final sum's noise divided by the rows
+    counted (private, so shown as a function of n, with two examples).  For
+    other statistics the measures below say more than one number could.
+    """
+    each = " in each group" if cells > 1 else ""
+    # a group-by's extra cell (rows with undeclared keys) is not part of the answer's accuracy
+    measures = [m for m in measures if "undeclared" not in m.name]
+    if statistic in ("count", "sum") and len(measures) == 1:
+        return f"within ±{plain_number(measures[0].half_width_95)} of the true value at 95%{each}"
+    final = [m.half_width_95 for m in measures if "worst case" in m.name]
+    if statistic == "mean" and final:
+        width = max(final)
+        return (
+            f"within about ±{plain_number(width)}/n of the true value at 95%{each}, n the rows "
+            f"counted (±{plain_number(width / 1e3)} at n = 1,000; "
+            f"±{plain_number(width / 1e5)} at n = 100,000)"
+        )
+    return ""
+
+
+def aggregate_floor(
+    agg: Aggregate, allocation: NoiseAllocation, request: PrivacyRequest
+) -> AccuracyFloor | None:
+    """The accuracy floor of a count or sum (one measure per cell); None for other statistics."""
+    measures, sensitivities = measures_for(agg)
+    if agg.statistic not in ("count", "sum") or len(measures) != 1:
+        return None
+    _, _, spec = noise_for(sensitivities[0], measures[0].quantum, allocation, spreads_of(agg, 1)[0])
+    diameter = sensitivities[0] * measures[0].quantum
+    if spec.kind == "laplace":
+        a = math.exp(-1 / float(spec.parameter))
+        expected = 2 * a / (1 - a * a) * spec.grid
+        floor = floor_bounded(diameter, float(allocation.parameter))
+        note = f"ε-DP, answers of neighbours up to {diameter:.4g} apart"
+    else:
+        expected = spec.std * math.sqrt(2 / math.pi)
+        floor = floor_zcdp(diameter, float(allocation.parameter))
+        kind = "μ-GDP, as (μ²/2)-zCDP" if allocation.currency == "gdp" else "ρ-zCDP"
+        note = f"{kind}, answers of neighbours up to {diameter:.4g} apart"
+    return AccuracyFloor(expected, floor, note)
+
+
+def explain_cost(label: str, cost: CostView) -> Explanation:
+    """Describe the cost of a selection query (its accuracy is in the method's docstring)."""
+    return Explanation(
+        label, cost.cost, cost.rho, (), 1, cost.remaining_before, cost.remaining_after
+    )

@@ -1,0 +1,1 @@
+"""Model releases: the kernel density estimate and the regressions."""

@@ -1,0 +1,1 @@
+"""Counts, sums, means, variances; several at once, describe, corr/cov, suggested bounds."""

@@ -1,0 +1,155 @@
+"""``describe()``: a summary of every described column in one charge.
+
+count, mean, std and quartiles per bounded column; with ``include="all"``
+also count, unique, top and freq per categorical column.
+
+Privacy:
+    The request is split evenly over the node's parts (per numeric column a
+    ``var`` release and a quartiles release; per categorical column one
+    histogram over its declared keys), so the parts compose to exactly the
+    request (sequential composition).  Everything shown is post-processing of
+    those releases: count and mean come from the variance release's noisy
+    count and its sum around the centre it chose privately
+    (:mod:`dpframe.mechanisms.moments.variance`); a categorical column's count is
+    the sum of its noisy counts, top the key with the largest noisy count
+    (argmax of released values: free), freq that count, and unique the
+    number of declared keys whose noisy count clears :func:`unique_threshold`.
+
+Accuracy:
+    As :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile` at their
+    shares.  unique counts a declared key with no rows with probability at
+    most 5% (the threshold is the count noise's one-sided 95% quantile) and
+    misses a key with many more rows than that threshold rarely; top is the
+    report-noisy-max of the histogram.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.mechanisms.answers.results import FrameRelease, as_answer
+from dpframe.mechanisms.core.family import Family, Released
+from dpframe.plan.releases import Describe
+
+__all__ = ["DescribeFamily", "DescribeIntervals", "split_text", "unique_threshold"]
+
+NUMERIC_ROWS = ("count", "mean", "std", "25%", "50%", "75%")
+ALL_ROWS = ("count", "unique", "top", "freq", "mean", "std", "25%", "50%", "75%")
+#: unique counts a key when its noisy count is above this quantile of the count noise.
+UNIQUE_LEVEL = 0.95
+
+
+def unique_threshold(histogram: pd.Series) -> float:
+    """The noisy count a declared key must exceed to be counted in ``unique``.
+
+    The one-sided 95% quantile of the histogram's count noise (public: the
+    noise parameters): a key with no rows is counted with probability ≤ 5%.
+    """
+    noise = histogram.attrs["dpframe"].intervals.noise[0]
+    return float(noise.abs_quantile(1 - 2 * (1 - UNIQUE_LEVEL)) + noise.rounding)
+
+
+class DescribeFamily(Family[Describe]):
+    """describe(): one charge, its parts in the node, the table as post-processing."""
+
+    node_type = Describe
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (DescribeIntervals,)
+
+    mechanism = "composite (variance + quartiles per column)"
+
+    def release(self, run: Released[Describe]) -> tuple[Any, str]:
+        """Release every part at its share, then assemble the table (post-processing)."""
+        node = run.node
+        parts = run.parts
+        wide = bool(node.categorical)
+        rows = ALL_ROWS if wide else NUMERIC_ROWS
+        table: dict[str, list[Any]] = {}
+        models: list[Any] = []
+        for i, (name, _, bounds) in enumerate(node.columns):
+            var = run.part(parts[2 * i])
+            quarts = run.part(parts[2 * i + 1])
+            noisy = var.intervals.noisy
+            low, high = bounds
+            count = float(noisy[0][0])
+            # The variance release's centre ĉ (private, adaptive) and Σ(x − ĉ): the mean is free.
+            center = (low + high) / 2 if var.intervals.center is None else var.intervals.center[0]
+            mean = float(np.clip(center + noisy[1][0] / max(count, 1.0), low, high))
+            # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
+            quartiles = sorted(quarts.tolist())
+            middle = [np.nan] * 3 if wide else []
+            table[name] = [count, *middle, mean, float(var) ** 0.5, *quartiles]
+            models.append(var.intervals)
+        first_key = 2 * len(node.columns)
+        for j, key in enumerate(node.categorical):
+            histogram = run.part(parts[first_key + j])
+            counts = histogram.to_numpy(dtype=float)
+            top = int(np.argmax(counts))
+            unique = int((counts > unique_threshold(histogram)).sum())
+            column: list[Any] = [float(counts.sum()), unique, key.categories[top], counts[top]]
+            table[key.name] = column + [np.nan] * (len(rows) - 4)
+        result: pd.DataFrame = pd.DataFrame(table, index=list(rows))
+        result.attrs["dpframe_budget_split"] = split_text(node)
+        result.attrs["dpframe"] = FrameRelease(
+            result.index,
+            result.columns,
+            run.cost,
+            self.mechanism,
+            node.label,
+            DescribeIntervals(tuple(models), len(rows), len(result.columns), wide),
+            result.to_numpy(dtype=object),
+        )
+        result = as_answer(result)
+        return result, f"{len(result.columns)} columns"
+
+
+@dataclass(frozen=True)
+class DescribeIntervals:
+    """Per-cell intervals of ``describe()``, from each column's variance release (free).
+
+    count, mean and std are functions of the variance release's three noisy
+    sums (count, sum and sum of squares around its centre ĉ), so their intervals are
+    that release's: the count's alone, the mean's from the count and the sum,
+    the std's from all three (each with its own Bonferroni split).  Quartiles
+    (a rank error, not a value interval) and categorical columns' cells: NaN.
+    """
+
+    models: tuple[Any, ...]  # one IntervalModel (statistic "var") per numeric column
+    rows: int = len(NUMERIC_ROWS)
+    columns: int = 0
+    wide: bool = False
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high), each of the table's shape."""
+        shape = (self.rows, max(self.columns, len(self.models)))
+        low, high = np.full(shape, np.nan), np.full(shape, np.nan)
+        positions = (0, 4, 5) if self.wide else (0, 1, 2)  # count, mean, std
+        for j, model in enumerate(self.models):
+            count = dataclasses.replace(
+                model, statistic="count", noisy=model.noisy[:1], noise=model.noise[:1]
+            )
+            mean = dataclasses.replace(
+                model, statistic="mean", noisy=model.noisy[:2], noise=model.noise[:2]
+            )
+            std = dataclasses.replace(model, statistic="std")
+            for row, part in zip(positions, (count, mean, std), strict=True):
+                lo, hi = part.interval(level)
+                low[row, j], high[row, j] = float(lo[0]), float(hi[0])
+        return low, high
+
+
+def split_text(node: Describe) -> str:
+    """How describe() splits its request, in words."""
+    n, c = len(node.columns), len(node.categorical)
+    parts = 2 * n + c
+    text = f"{n} numeric columns x (moments + quartiles)"
+    if c:
+        text += f" + {c} categorical columns x (one histogram)"
+    return f"{text}: {parts} parts, each 1/{parts} of the request"

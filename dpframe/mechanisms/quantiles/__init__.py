@@ -1,0 +1,1 @@
+"""Quantiles by the exponential mechanism over public candidates, overall or per group."""

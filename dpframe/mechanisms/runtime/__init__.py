@@ -1,0 +1,1 @@
+"""Long releases in this process: progress bars and stop points."""

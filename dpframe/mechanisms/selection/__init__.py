@@ -1,0 +1,1 @@
+"""Private selection (permute-and-flip): the most frequent category and group argmax."""

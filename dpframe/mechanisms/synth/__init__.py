@@ -1,0 +1,1 @@
+"""Synthetic copies: MST and AIM, their marginals, graphical models and rows."""

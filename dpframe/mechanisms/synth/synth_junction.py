@@ -1,0 +1,370 @@
+"""A junction-tree graphical model fitted to noisy marginals, and sampling from it (AIM).
+
+The estimation step of AIM (McKenna, Mullins, Sheldon, Miklau 2022, "AIM:
+An Adaptive and Iterative Mechanism for Differentially Private Synthetic
+Data", PVLDB 15(11)) in numpy, generalising :mod:`dpframe.mechanisms.synth.synth_model`
+from a tree of pairs to any set of measured cliques:
+
+* The model is p(x) ∝ exp(Σ_m θ_m(x_m)) over the measured cliques m.  Their
+  graph is triangulated by greedy min-fill elimination; the elimination
+  cliques that are maximal form the nodes of a junction tree (a maximum
+  spanning tree on separator sizes, which has the running intersection
+  property for the cliques of a triangulated graph).
+* Exact belief propagation on the junction tree (sum-product messages, rescaled, up
+  and down) gives every clique's marginal; a measured clique's marginal is
+  summed from a junction-tree clique that holds it.
+* The potentials are fitted by entropic mirror descent on the weighted
+  least squares L(μ) = ½ Σ_m Σ_cells (μ_m − y_m)² / v_m with an Armijo step
+  (McKenna, Sheldon, Miklau 2019, ICML, Algorithm 1; private-pgm's estimator).
+* Rows are sampled along the junction tree: the root clique's cells by the
+  controlled rounding of :func:`~dpframe.mechanisms.synth.synth_model.controlled_counts`,
+  then each child clique's new columns given its separator with the parent.
+
+All of this is post-processing of released noisy marginals: it reads no data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from dpframe.mechanisms.runtime.stopping import check_stop
+from dpframe.mechanisms.synth.synth_model import Measurement, controlled_counts
+
+__all__ = ["JunctionModel", "JunctionTree", "fit_junction", "sample_junction"]
+
+Array = npt.NDArray[np.float64]
+Clique = tuple[int, ...]
+Progress = Callable[[int, int], None]
+
+
+def _shape(attrs: Clique, target: Clique, sizes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that broadcasts a table over ``attrs`` into one over ``target`` (both sorted)."""
+    return tuple(sizes[a] if a in attrs else 1 for a in target)
+
+
+def _triangulate(d: int, cliques: Sequence[Clique], sizes: Sequence[int]) -> list[Clique]:
+    """The maximal cliques of a min-fill triangulation of the cliques' graph."""
+    adjacent: list[set[int]] = [set() for _ in range(d)]
+    for clique in cliques:
+        for a in clique:
+            adjacent[a].update(b for b in clique if b != a)
+    left = set(range(d))
+    found: list[Clique] = []
+    while left:
+
+        def fill(v: int) -> tuple[int, int]:
+            near = [u for u in adjacent[v] if u in left]
+            missing = sum(
+                1 for i, a in enumerate(near) for b in near[i + 1 :] if b not in adjacent[a]
+            )
+            return missing, math.prod(sizes[u] for u in near) * sizes[v]
+
+        v = min(sorted(left), key=fill)
+        near = [u for u in adjacent[v] if u in left]
+        for a in near:
+            adjacent[a].update(b for b in near if b != a)
+        found.append(tuple(sorted([v, *near])))
+        left.remove(v)
+    maximal = [c for c in found if not any(set(c) < set(o) for o in found)]
+    return sorted(set(maximal))
+
+
+class JunctionTree:
+    """A junction tree over the columns covering the given cliques (structure only).
+
+    Attributes:
+        sizes: cells per column.
+        cliques: the junction tree's cliques (sorted column tuples).
+        order: the cliques in breadth-first order from clique 0.
+        parent: each clique's parent (−1 for a root; one root per component).
+        home: for each covered clique, a junction-tree clique containing it.
+    """
+
+    def __init__(self, sizes: Sequence[int], cliques: Sequence[Clique]) -> None:
+        self.sizes = tuple(sizes)
+        d = len(sizes)
+        covered = [*cliques, *((i,) for i in range(d))]
+        self.cliques = _triangulate(d, covered, sizes)
+        n = len(self.cliques)
+        weighted = sorted(
+            (
+                (-len(set(self.cliques[a]) & set(self.cliques[b])), a, b)
+                for a in range(n)
+                for b in range(a + 1, n)
+            ),
+        )
+        component = list(range(n))
+
+        def find(x: int) -> int:
+            while component[x] != x:
+                component[x] = component[component[x]]
+                x = component[x]
+            return x
+
+        adjacent: list[list[int]] = [[] for _ in range(n)]
+        for _, a, b in weighted:
+            if find(a) != find(b):
+                component[find(a)] = find(b)
+                adjacent[a].append(b)
+                adjacent[b].append(a)
+        self.parent = [-1] * n
+        self.order: list[int] = []
+        seen = [False] * n
+        for start in range(n):
+            if seen[start]:
+                continue
+            seen[start] = True
+            self.order.append(start)
+            queue = [start]
+            while queue:
+                node = queue.pop(0)
+                for other in adjacent[node]:
+                    if not seen[other]:
+                        seen[other] = True
+                        self.parent[other] = node
+                        self.order.append(other)
+                        queue.append(other)
+        self.home = {c: self.holder(c) for c in cliques}
+
+    def holder(self, clique: Clique) -> int:
+        """The smallest junction-tree clique containing ``clique`` (KeyError if none)."""
+        holding = [k for k, c in enumerate(self.cliques) if set(clique) <= set(c)]
+        if not holding:
+            raise KeyError(clique)
+        return min(holding, key=lambda k: self.cells(k))
+
+    def cells(self, k: int) -> int:
+        """Cells of junction-tree clique ``k``."""
+        return math.prod(self.sizes[a] for a in self.cliques[k])
+
+    def size(self) -> int:
+        """The model size: the cells of all junction-tree cliques together."""
+        return sum(self.cells(k) for k in range(len(self.cliques)))
+
+    def separator(self, k: int) -> Clique:
+        """The columns clique ``k`` shares with its parent (empty for a root)."""
+        par = self.parent[k]
+        if par < 0:
+            return ()
+        return tuple(a for a in self.cliques[k] if a in self.cliques[par])
+
+    def beliefs(self, theta: dict[Clique, Array]) -> list[Array]:
+        """Each junction-tree clique's marginal (probabilities) under p ∝ exp(Σ θ).
+
+        Sum-product in probability space: each clique's potential is
+        exponentiated once, shifted by its largest log value, and every
+        message is rescaled to a largest entry of 1 (the shifts and scales
+        cancel when each belief is normalised), so no logarithm is taken per
+        message.  A downward message divides the parent's belief by the
+        child's upward message; where that message is 0 the child's own
+        belief is 0 whatever comes down, so 0 is sent there.
+        """
+        n = len(self.cliques)
+        log_psi = [np.zeros(tuple(self.sizes[a] for a in c)) for c in self.cliques]
+        for clique, values in theta.items():
+            k = self.home[clique]
+            log_psi[k] = log_psi[k] + values.reshape(_shape(clique, self.cliques[k], self.sizes))
+        inner = [np.exp(t - t.max()) for t in log_psi]
+        up: list[Array] = [np.zeros(0)] * n
+        for k in reversed(self.order):
+            par = self.parent[k]
+            if par < 0:
+                continue
+            sep = self.separator(k)
+            up[k] = _scaled(_sum_to(inner[k], self.cliques[k], sep))
+            inner[par] = inner[par] * up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
+        belief = [np.zeros(0)] * n
+        for k in self.order:
+            par = self.parent[k]
+            if par >= 0:
+                sep = self.separator(k)
+                message = up[k].reshape(_shape(sep, self.cliques[par], self.sizes))
+                cavity = np.divide(
+                    belief[par], message, out=np.zeros_like(belief[par]), where=message > 0
+                )
+                down = _scaled(_sum_to(cavity, self.cliques[par], sep))
+                inner[k] = inner[k] * down.reshape(_shape(sep, self.cliques[k], self.sizes))
+            total = float(inner[k].sum())
+            belief[k] = inner[k] / total if total > 0 else np.full_like(inner[k], 1 / inner[k].size)
+        return belief
+
+    def marginal(self, belief: Sequence[Array], clique: Clique) -> Array:
+        """The probabilities of ``clique`` (held by some junction-tree clique)."""
+        k = self.home[clique] if clique in self.home else self.holder(clique)
+        return _sum_to(belief[k], self.cliques[k], clique)
+
+
+def _sum_to(table: Array, attrs: Clique, keep: Clique) -> Array:
+    """A table over ``attrs`` summed down to the sorted subset ``keep``."""
+    axes = tuple(k for k, a in enumerate(attrs) if a not in keep)
+    return table.sum(axis=axes) if axes else table
+
+
+def _scaled(message: Array) -> Array:
+    """A message rescaled to a largest entry of 1 (all zeros stay zeros)."""
+    top = float(message.max()) if message.size else 0.0
+    return message / top if top > 0 else message
+
+
+@dataclass(frozen=True)
+class JunctionModel:
+    """A fitted junction-tree model.
+
+    Attributes:
+        tree: its junction tree.
+        theta: the fitted log-potentials per measured clique.
+        belief: each junction-tree clique's marginal (probabilities).
+        total: the number of rows N̂ the marginals add up to.
+        loss: the final weighted squared error.
+        iterations: mirror-descent steps taken.
+    """
+
+    tree: JunctionTree
+    theta: dict[Clique, Array]
+    belief: list[Array]
+    total: float
+    loss: float
+    iterations: int
+
+    def counts(self, clique: Clique) -> Array:
+        """The model's counts on a clique inside one junction-tree clique."""
+        return self.tree.marginal(self.belief, clique) * self.total
+
+    def any_counts(self, clique: Clique) -> Array:
+        """The model's counts on any clique (a junction tree holding it, recalibrated)."""
+        try:
+            return self.counts(clique)
+        except KeyError:
+            tree = JunctionTree(self.tree.sizes, [*self.theta, clique])
+            return tree.marginal(tree.beliefs(self.theta), clique) * self.total
+
+
+def _loss(
+    tree: JunctionTree,
+    belief: Sequence[Array],
+    measurements: Sequence[Measurement],
+    total: float,
+) -> tuple[float, dict[Clique, Array], dict[Clique, Array]]:
+    """L(μ), its gradient in θ coordinates, and each measured clique's probabilities."""
+    loss = 0.0
+    mu = {c: tree.marginal(belief, c) for c in dict.fromkeys(m.clique for m in measurements)}
+    grad = {c: np.zeros_like(p) for c, p in mu.items()}
+    for m in measurements:
+        fitted = mu[m.clique] * total
+        residual = (fitted - m.values) / m.variance
+        loss += 0.5 * float(np.sum((fitted - m.values) * residual))
+        grad[m.clique] += total * residual
+    return loss, grad, mu
+
+
+def fit_junction(
+    sizes: Sequence[int],
+    measurements: Sequence[Measurement],
+    total: float,
+    iterations: int = 1000,
+    start: dict[Clique, Array] | None = None,
+    progress: Progress | None = None,
+    tolerance: float = 1e-7,
+) -> JunctionModel:
+    """Consistent marginals closest (weighted least squares) to the measurements.
+
+    Entropic mirror descent over the measured cliques' potentials with an
+    Armijo step, warm-started from ``start`` (missing cliques at zero); stops
+    after ``iterations`` steps or when a step improves the loss by less than
+    ``tolerance`` (relative) ten times in a row.
+
+    Args:
+        sizes: cells per column.
+        measurements: noisy marginals (cliques sorted; a clique may repeat).
+        total: the row count N̂ the marginals add up to (> 0).
+        iterations: the most mirror-descent steps.
+        start: potentials to start from (a previous fit's ``theta``).
+        progress: called with (step, iterations).
+        tolerance: the relative improvement below which the fit stops.
+    """
+    cliques = list(dict.fromkeys(m.clique for m in measurements))
+    tree = JunctionTree(sizes, cliques)
+    given = start or {}
+    theta = {
+        c: np.array(given[c]) if c in given else np.zeros(tuple(sizes[a] for a in c))
+        for c in cliques
+    }
+    belief = tree.beliefs(theta)
+    loss, grad, mu = _loss(tree, belief, measurements, total)
+    smallest = min(float(np.min(m.variance)) for m in measurements)
+    alpha = smallest / (total * total * max(len(measurements), 1))
+    quiet = 0
+    step = 0
+    for step in range(1, iterations + 1):
+        alpha *= 2.0
+        check_stop()  # a curator past its wall-clock limit stops here
+        for _ in range(30):
+            new_theta = {c: theta[c] - alpha * grad[c] for c in cliques}
+            new_belief = tree.beliefs(new_theta)
+            new_loss, new_grad, new_mu = _loss(tree, new_belief, measurements, total)
+            predicted = sum(float(np.sum(grad[c] * (mu[c] - new_mu[c]))) for c in cliques)
+            if loss - new_loss >= 0.5 * predicted:
+                break
+            alpha *= 0.5
+        else:
+            break  # no step decreases the loss: at the optimum (to float precision)
+        improvement = (loss - new_loss) / max(loss, 1e-300)
+        theta, belief, loss, grad, mu = new_theta, new_belief, new_loss, new_grad, new_mu
+        quiet = quiet + 1 if improvement < tolerance else 0
+        if progress is not None and (step % 10 == 0 or step == iterations):
+            progress(step, iterations)
+        if quiet >= 10:
+            break
+    if progress is not None:
+        progress(iterations, iterations)
+    return JunctionModel(tree, theta, belief, float(total), float(loss), step)
+
+
+def sample_junction(
+    model: JunctionModel,
+    n: int,
+    gen: np.random.Generator,  # not privacy noise
+) -> npt.NDArray[np.int64]:
+    """``n`` rows of cell indices (n × columns) drawn along the junction tree.
+
+    A root clique's cells are :func:`controlled_counts` of its marginal; then,
+    in breadth-first order, the rows of each separator cell get the child
+    clique's other columns by :func:`controlled_counts` of their conditional.
+    """
+    tree = model.tree
+    sizes = tree.sizes
+    out = np.zeros((n, len(sizes)), dtype=np.int64)
+    if n == 0:
+        return out
+    for k in tree.order:
+        clique = tree.cliques[k]
+        sep = tree.separator(k)
+        new = tuple(a for a in clique if a not in sep)
+        perm = [clique.index(a) for a in (*sep, *new)]
+        sep_cells = math.prod(sizes[a] for a in sep)
+        new_shape = tuple(sizes[a] for a in new)
+        joint = np.transpose(model.belief[k], perm).reshape(sep_cells, -1)
+        if sep:
+            group = np.ravel_multi_index(tuple(out[:, a] for a in sep), [sizes[a] for a in sep])
+        else:
+            group = np.zeros(n, dtype=np.int64)
+        sorted_rows = np.argsort(group, kind="stable")
+        starts = np.searchsorted(group[sorted_rows], np.arange(sep_cells + 1))
+        drawn = np.zeros(n, dtype=np.int64)
+        for s in range(sep_cells):
+            rows = sorted_rows[starts[s] : starts[s + 1]]
+            if len(rows) == 0:
+                continue
+            counts = controlled_counts(joint[s], len(rows), gen)
+            cells = np.repeat(np.arange(joint.shape[1]), counts)
+            gen.shuffle(cells)
+            drawn[rows] = cells
+        if new:
+            for a, values in zip(new, np.unravel_index(drawn, new_shape), strict=True):
+                out[:, a] = values
+    return out

@@ -1,0 +1,1 @@
+"""Post-processing of released tables, free: consistent totals and margins, shares."""

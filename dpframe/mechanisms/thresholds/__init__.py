@@ -1,0 +1,1 @@
+"""Thresholded releases: the sparse vector technique and private key discovery."""

@@ -1,0 +1,154 @@
+"""Thresholded releases: the sparse vector technique and private key discovery.
+
+Each family's privacy map checks its parameters from public inputs before
+the charge; :class:`DiscoverThenAggregateFamily` is a composite (keys found
+with part of the budget, then an aggregate over them, one charge).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpframe.mechanisms.answers.results import GroupedRelease, NoInterval, grouped_series
+from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
+from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.thresholds.partition_selection import (
+    check_partition_parameters,
+    select_partitions,
+)
+from dpframe.mechanisms.thresholds.sparse_vector import check_sparse_vector, sparse_vector
+from dpframe.plan.expressions import Col
+from dpframe.plan.measures import Measure
+from dpframe.plan.nodes import Filter, lineage, unit_rows
+from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, SparseVector
+
+__all__ = ["DiscoverKeysFamily", "DiscoverThenAggregateFamily", "SparseVectorFamily"]
+
+_PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP
+_DISCOVERY_REASON = (
+    "Counts of discovered keys passed a threshold on the same noise, so an interval "
+    "for them would be biased; declare the keys (with_categories) and count again."
+)
+
+
+class SparseVectorFamily(Family[SparseVector]):
+    """Lyu, Su, Li 2017, Alg. 1: ε in total however many conditions are asked."""
+
+    node_type = SparseVector
+
+    def mechanism_of(self, node: SparseVector, allocation: NoiseAllocation) -> str:
+        """``sparse vector`` (or its numeric variant)."""
+        return "sparse vector (numeric)" if node.numeric else "sparse vector"
+
+    def privacy_map(self, node: SparseVector, allocation: NoiseAllocation) -> Fraction:
+        """The ε of the Δ=1 mechanism: a unit of k rows moves counts by k, so ε/k."""
+        epsilon = pure_epsilon(allocation, _PURE_ZCDP) / unit_rows(node.plan)
+        check_sparse_vector(epsilon, node.max_hits, node.numeric)
+        return epsilon
+
+    def release(self, run: Released[SparseVector]) -> tuple[Any, str]:
+        """Exact counts of every condition, then the sparse vector."""
+        node = run.node
+        counts = np.array(
+            [
+                int(run.backend.compute(Filter(node.plan, expr), (Measure("rows"),), ())[0][0])
+                for _, expr in node.conditions
+            ],
+            dtype=np.int64,
+        )
+        result = sparse_vector(
+            counts, float(node.threshold), run.noise, node.max_hits, run.rng, numeric=node.numeric
+        )
+        names = [node.conditions[i][0] for i in result.hits]
+        if not node.numeric:
+            return names, repr(names)
+        assert result.answers is not None
+        answers = pd.Series(list(result.answers), index=pd.Index(names, dtype=object), name="count")
+        return answers, repr(names)
+
+
+class DiscoverKeysFamily(Family[DiscoverKeys]):
+    """Noisy counts per key above a threshold (Korolova et al. 2009; needs δ > 0)."""
+
+    node_type = DiscoverKeys
+
+    mechanism = "partition selection"
+    mechanism_delta = True
+
+    def privacy_map(self, node: DiscoverKeys, allocation: NoiseAllocation) -> Fraction:
+        """The pure ε; checks (ε/k, δ/g) for a unit of k rows in at most g keys."""
+        source = lineage(node.plan)[0]
+        rows, groups = source.unit_rows, max(source.unit_groups, 1)
+        epsilon = pure_epsilon(allocation, _PURE_ZCDP)
+        check_partition_parameters(epsilon / rows, node.privacy.delta / groups)
+        return epsilon
+
+    def release(self, run: Released[DiscoverKeys]) -> tuple[Any, str]:
+        """Exact counts per present key, noise, threshold; sorted keys with their counts."""
+        node = run.node
+        source = lineage(node.plan)[0]
+        rows, groups = source.unit_rows, max(source.unit_groups, 1)
+        keys, counts = run.backend.key_counts(
+            node.plan,
+            Col(node.column),
+            source.unit_column,
+            source.unit_groups if rows > 1 else 0,
+            run.rng,
+        )
+        # A unit moves the counts by at most `rows` in total (L1), so noise of scale
+        # rows/ε; it can add at most `groups` new keys, each with a count of at most
+        # `rows`, so each must clear a threshold that such a key passes w.p. δ/groups.
+        selection = select_partitions(
+            counts, run.noise / rows, node.privacy.delta / groups, run.rng
+        )
+        passed = selection.noisy_counts >= selection.threshold + rows - 1
+        kept = [keys[i] for i in selection.kept[passed]]
+        noisy = np.asarray(selection.noisy_counts, dtype=np.float64)[passed]
+        order = sorted(range(len(kept)), key=lambda i: (str(type(kept[i])), kept[i]))
+        index = pd.Index([kept[i] for i in order], dtype=object, name=node.column)
+        meta = GroupedRelease(
+            index,
+            run.cost,
+            "discrete Laplace + threshold",
+            np.full(len(order), selection.scale),
+            node.label,
+            NoInterval(_DISCOVERY_REASON),
+            run.rho,
+        )
+        return grouped_series(noisy[order], meta, "count"), f"{len(order)} keys"
+
+
+class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
+    """A group-by over privately found keys: discovery, then the aggregate (one charge)."""
+
+    node_type = DiscoverThenAggregate
+
+    mechanism = "partition selection, then an aggregate"
+    mechanism_delta = True
+
+    def release(self, run: Released[DiscoverThenAggregate]) -> tuple[Any, str]:
+        """Discover the keys with the first part, then aggregate over them."""
+        node = run.node
+        counts = run.part(run.parts[0])
+        keys = tuple(counts.index)
+        if not keys:
+            empty = pd.Series(
+                [], dtype=float, name=node.statistic, index=pd.Index([], name=node.column)
+            )
+            return empty, "0 keys"
+        result = run.part(node.aggregate(keys))
+        meta = result.attrs.get("dpframe")
+        if isinstance(meta, GroupedRelease):  # the release's cost is the whole charge
+            result.attrs["dpframe"] = dataclasses.replace(
+                meta,
+                cost=run.cost,
+                rho=run.rho,
+                query=node.label,
+                mechanism=f"partition selection, then {meta.mechanism}",
+            )
+        return result, f"{len(keys)} keys"
