@@ -26,7 +26,7 @@ Accuracy:
     and ``e`` the independent noises: each cell's variance is
     ``(C V Cᵀ)_ii`` ≤ its own noise variance (a margin's likewise, from the
     sum of its cells' rows of C).  Intervals: the Chernoff / union / exact
-    convolution bound of :class:`~dpframe.mechanisms.tables.consistency.ConsistentIntervals`
+    convolution bound of :class:`~dpframe.mechanisms.tables.intervals.ConsistentIntervals`
     on each cell's and margin's ``C e`` (coefficients rounded *up* in
     magnitude to 9 significant digits, which only widens the bound), clipped
     at 0 for counts, then widened to contain the shown (non-negative) value:
@@ -46,7 +46,7 @@ import pandas as pd
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers.results import FrameRelease, GroupedRelease, Release, as_answer
 from dpframe.mechanisms.calibration.additive import NoiseSpec
-from dpframe.mechanisms.tables.consistency import ConsistentIntervals
+from dpframe.mechanisms.tables.intervals import ConsistentIntervals
 
 __all__ = ["MAX_TABLE_CELLS", "ConsistentTableIntervals", "consistent_table", "table_estimator"]
 
