@@ -24,15 +24,21 @@ The model is an upper bound, linear in each term:
 * cells x ``cell_seconds``: each released cell (a histogram bin, a key
   combination, a quantile's candidate and level) costs a secure noise draw
   or a utility;
-* rows x ``row_noise_seconds`` more for a sanitized copy (one noisy value
-  per row), rows x points x ``row_op_seconds`` for a kernel density estimate
-  (and (points³/3 + points²) x ``flop_seconds`` for its grid's Cholesky factor),
-  rows x steps x (features + 1) x ``row_op_seconds`` for a regression by
-  full-batch steps, and rows x passes x ``row_step_seconds`` for one with
+* each kind's own work, declared by its family
+  (:meth:`dpframe.mechanisms.core.family.Family.work`, a
+  :class:`~dpframe.mechanisms.core.work.Work`) in units this model prices
+  (:meth:`CostModel.price`), per row of the declared ceiling or fixed; this
+  module lists no release kind.  Today: rows x ``row_noise_seconds`` for a
+  sanitized copy (one noisy value per row), rows x points x
+  ``row_op_seconds`` for a kernel density estimate (and (points³/3 +
+  points²) x ``flop_seconds`` for its grid's Cholesky factor), rows x steps x
+  (features + 1) x ``row_op_seconds`` for a regression by full-batch steps,
+  and rows x passes x ``row_step_seconds`` for one with
   ``analysis="iteration"`` (one noisy step per row, a Python loop);
-* the plan's terms above once per evaluation of the plan: a regression by
-  full-batch steps evaluates it steps + 1 times, a sparse vector once per
-  query (before issue 27 each was counted once);
+* the plan's terms above once per evaluation of the plan (the family's
+  ``evaluations``): a regression by full-batch steps evaluates it steps + 1
+  times, a sparse vector once per query (before issue 27 each was counted
+  once);
 * rows x ``key_seconds`` for a key discovery (and the aggregate over the
   keys it finds): every row may hold a key of its own, each counted, noised
   and thresholded (before issue 27, 40,000 distinct keys were estimated at
@@ -56,33 +62,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpframe.curator.row_costs import row_seconds
-from dpframe.engine.release_path import size_of
+from dpframe.engine.release_path import families, family_of, size_of
 from dpframe.errors import ResourceLimitError
-from dpframe.mechanisms.synth.synth_aim import (
-    FINAL_ITERATIONS,
-    ROUND_ITERATIONS,
-    aim_rounds,
-    workload,
-)
-from dpframe.mechanisms.synth.synth_counts import MarginalTables
-from dpframe.mechanisms.synth.synth_rows import FIT_ITERATIONS
+from dpframe.mechanisms.core.work import Units, Work
 from dpframe.plan.estimate import ResourceLimits
-from dpframe.plan.releases import (
-    DiscoverKeys,
-    DiscoverThenAggregate,
-    KernelDensity,
-    Regression,
-    ReleaseNode,
-    SanitizedCopy,
-    SparseVector,
-    Synthesize,
-)
+from dpframe.plan.releases import ReleaseNode, Synthesize
 
 __all__ = [
     "TEXT_CHARS",
     "CostModel",
     "check_worst_case",
     "synthesis_seconds",
+    "work_seconds",
     "worst_case_seconds",
 ]
 
@@ -178,6 +169,20 @@ class CostModel:
     flop_seconds: float = 2e-9
     overhead_seconds: float = 0.05
 
+    def price(self, units: Units) -> float:
+        """The seconds of ``units`` of work (each unit priced by its field above)."""
+        return (
+            units.row_ops * self.row_op_seconds
+            + units.keys * self.key_seconds
+            + units.noisy_values * self.row_noise_seconds
+            + units.noisy_steps * self.row_step_seconds
+            + units.draws * self.draw_seconds
+            + units.flops * self.flop_seconds
+            + units.tree_fit_steps * self.tree_fit_seconds
+            + units.junction_fit_steps * self.junction_fit_seconds
+            + units.candidates * self.candidate_seconds
+        )
+
 
 def _parts(node: Any) -> list[Any]:
     """``node`` and its parts, recursively (a composite's parts are sized one by one)."""
@@ -209,74 +214,32 @@ def worst_case_seconds(
         text_chars: the most characters per row of a text column without one.
     """
     seconds = 0.0
+    known = families()
     for part in _parts(node):
         sizes = size_of(part, limits)
         plan_row = (sizes.evaluation_nodes + 2) * model.row_op_seconds  # one pass of its plan
         if limits is None or sizes.evaluation_nodes <= limits.max_evaluation_nodes:
             plan_row += row_seconds(part, model, lengths or {}, text_chars)
-        evaluations, passes = 1, 0  # the plan's evaluations, and further vectorized passes
-        if isinstance(part, KernelDensity):
-            passes += len(part.points)
-            size = len(part.points)  # the kernel matrix of the grid, and its Cholesky factor
-            seconds += (size**3 / 3 + size * size) * model.flop_seconds
-        elif isinstance(part, Regression) and part.analysis == "iteration":
-            passes += len(part.features) + 1  # the rows read once
-            seconds += rows * part.passes * model.row_step_seconds
-        elif isinstance(part, Regression):
-            evaluations = part.steps + 1  # the plan is evaluated again for every step
-            passes += part.steps * (len(part.features) + 1)
-        elif isinstance(part, SparseVector):
-            evaluations = len(part.conditions)  # the plan is evaluated again for each query
-        elif isinstance(part, (DiscoverKeys, DiscoverThenAggregate)):
-            seconds += rows * model.key_seconds  # a key per row, at most: counted, noised
-        elif isinstance(part, Synthesize):
-            seconds += synthesis_seconds(part, rows, model)
-        seconds += rows * (evaluations * plan_row + passes * model.row_op_seconds)
+        work = family_of(part, known).work(part)  # what its kind does beyond that
+        seconds += rows * work.evaluations * plan_row + work_seconds(work, rows, model)
         seconds += sizes.output_cells * model.cell_seconds
-        if isinstance(part, SanitizedCopy):
-            seconds += rows * model.row_noise_seconds
         seconds += model.overhead_seconds
     return seconds
+
+
+def work_seconds(work: Work, rows: int, model: CostModel) -> float:
+    """The seconds of a family's declared work over ``rows`` rows, besides evaluating its plan."""
+    return rows * model.price(work.per_row) + model.price(work.fixed)
 
 
 def synthesis_seconds(node: Synthesize, rows: int, model: CostModel) -> float:
     """The most seconds a synthetic copy takes besides its plan (public inputs only).
 
-    Every pass the release makes over the rows, and every step of its fit:
-
-    * reading: one pass (:mod:`dpframe.mechanisms.synth.synth_counts`), whose
-      expressions (each column's cell code, the plan's derived columns) are
-      priced once with the plan by :func:`worst_case_seconds`; here the d
-      codes' conversion and the counting: one ``bincount`` of the full table,
-      or one per marginal counted (MST: every column and pair; AIM: its whole
-      workload) when the full table is too large, rows x (d + counts)
-      x ``row_op_seconds``;
-    * fitting (no data read): MST ``FIT_ITERATIONS`` steps over its 2d - 1
-      marginals; AIM ``ROUND_ITERATIONS`` steps after each of its
-      ``aim_rounds(d)`` rounds and its 1-way marginals over the d + k
-      marginals measured by round k, then ``FINAL_ITERATIONS`` over all
-      (every fit runs its full count of steps in practice), and every
-      candidate scored every round;
-    * drawing ``rows=`` rows, or about the declared row ceiling when the
-      length is noisy, each column of each (``draw_seconds``).
+    Its family's declared work
+    (:func:`dpframe.mechanisms.synth.synth_family.synthesis_work`: its pass
+    over the rows, its model's fit, AIM's scoring, the rows it draws), priced.
     """
-    sizes = node.sizes()
-    d = len(sizes)
-    drawn = node.rows or rows
-    seconds = drawn * d * model.draw_seconds
-    if node.method == "mst" or d == 1:
-        cliques = d + d * (d - 1) // 2
-        counts = MarginalTables.passes(node, cliques)
-        seconds += rows * (d + counts) * model.row_op_seconds
-        return seconds + FIT_ITERATIONS * (2 * d - 1) * model.tree_fit_seconds
-    rounds = aim_rounds(d)
-    candidates = len(workload(sizes)[1])
-    counts = MarginalTables.passes(node, candidates)
-    fitted = sum(ROUND_ITERATIONS * (d + k) for k in range(rounds + 1))
-    fitted += FINAL_ITERATIONS * (d + rounds)
-    seconds += rows * (d + counts) * model.row_op_seconds
-    seconds += rounds * candidates * model.candidate_seconds
-    return seconds + fitted * model.junction_fit_seconds
+    return work_seconds(family_of(node, families()).work(node), rows, model)
 
 
 def check_worst_case(

@@ -10,7 +10,10 @@ same whatever the private rows hold.
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +26,15 @@ from dpframe.curator.service import Curator
 from dpframe.curator.settings import ServerSettings
 from dpframe.curator.worst_case import CostModel, worst_case_seconds
 from dpframe.engine.release_path import size_of
-from dpframe.plan.releases import QUANTILE_BINS, GroupedQuantile, Quantile
+from dpframe.mechanisms.core.family import Family, family_classes
+from dpframe.mechanisms.core.work import Units, Work
+from dpframe.plan.releases import (
+    QUANTILE_BINS,
+    GroupedQuantile,
+    KernelDensity,
+    Quantile,
+    SparseVector,
+)
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, RELEASES, build_node, release_body, write_catalog
 
@@ -157,3 +168,69 @@ def test_every_release_kind_fits_the_default_limit_at_a_million_rows() -> None:
             assert fewer < defaults.release_estimate_seconds, name
             continue
         assert seconds < defaults.release_estimate_seconds, name
+
+
+# -- each release kind declares its own work (issue 28) ----------------------------------
+
+
+def test_every_release_kind_declares_its_worst_case_work() -> None:
+    """The estimate lists no release kind: each family declares its work, none inherits it."""
+    assert "work" in Family.__abstractmethods__  # no default a new kind could fall back on
+    nodes = [build_node(release) for release in RELEASES.values()]
+    for cls in family_classes():
+        assert cls.work is not Family.work, cls.__name__
+        mine = [node for node in nodes if type(node) is cls.node_type]
+        assert mine, f"no release of {cls.node_type.__name__} in tests.curator.support.RELEASES"
+        for node in mine:
+            assert isinstance(cls().work(node), Work), cls.__name__
+
+
+def test_a_family_that_forgets_its_work_is_refused_when_families_are_found() -> None:
+    family_classes()  # the sessions' cached list is found first, without the class below
+
+    class Toy:
+        pass
+
+    forgetful = type(
+        "ForgetfulFamily",
+        (Family,),
+        {"node_type": Toy, "release": lambda self, run: (None, "")},
+    )
+    try:
+        with pytest.raises(TypeError, match="ForgetfulFamily does not declare work"):
+            family_classes.__wrapped__()  # the discovery itself, uncached
+    finally:
+        del forgetful
+        gc.collect()  # out of Family.__subclasses__() again
+    assert all(cls.__name__ != "ForgetfulFamily" for cls in family_classes.__wrapped__())
+
+
+def test_every_unit_of_work_has_a_price() -> None:
+    model = CostModel()
+    for unit in dataclasses.fields(Units):
+        assert model.price(Units(**{unit.name: 1})) > 0, unit.name
+    assert model.price(Units()) == 0
+
+
+def test_the_kinds_own_terms_are_priced_per_row_and_fixed() -> None:
+    flops_only = CostModel(row_op_seconds=0.0, cell_seconds=0.0, overhead_seconds=0.0)
+    kde = build_node(RELEASES["kde"])
+    assert isinstance(kde, KernelDensity)
+    n = len(kde.points)
+    rows_only = worst_case_seconds(kde, 10**6, replace(flops_only, flop_seconds=0.0))
+    assert rows_only == 0.0  # its per-row passes are priced as row operations
+    assert worst_case_seconds(kde, 10**6, flops_only) == pytest.approx((n**3 / 3 + n * n) * 2e-9)
+    passes = CostModel(cell_seconds=0.0, overhead_seconds=0.0, flop_seconds=0.0)
+    sizes = size_of(kde)
+    assert worst_case_seconds(kde, 10**6, passes) == pytest.approx(
+        10**6 * (sizes.evaluation_nodes + 2 + n) * passes.row_op_seconds
+    )
+    svt = build_node(RELEASES["sparse vector"])  # comparisons only: no text or list terms
+    assert isinstance(svt, SparseVector)
+    sizes = size_of(svt)
+    assert worst_case_seconds(svt, 10**6, passes) == pytest.approx(
+        len(svt.conditions) * 10**6 * (sizes.evaluation_nodes + 2) * passes.row_op_seconds
+    )
+    keys = build_node(RELEASES["discover keys"])
+    no_keys = worst_case_seconds(keys, 10**6, replace(passes, key_seconds=0.0))
+    assert worst_case_seconds(keys, 10**6, passes) == pytest.approx(no_keys + 10**6 * 4e-5)

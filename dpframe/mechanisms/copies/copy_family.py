@@ -52,6 +52,7 @@ from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.mechanisms.core.family import Asked, Family, Released
 from dpframe.mechanisms.core.floors import AccuracyFloor, floor_bounded, floor_discrete
+from dpframe.mechanisms.core.work import Units, Work
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
 from dpframe.plan.privacy import Budget, to_fraction
@@ -138,6 +139,10 @@ class SanitizedCopyFamily(Family[SanitizedCopy]):
     """Randomized-response and Laplace copies with a noisy length (see the module docstring)."""
 
     node_type = SanitizedCopy
+
+    def work(self, node: SanitizedCopy) -> Work:
+        """One noisy value per row."""
+        return Work(per_row=Units(noisy_values=1))
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import CostView, Explanation, explain_cost
+from dpframe.mechanisms.core.work import Work
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import Budget
@@ -75,9 +76,10 @@ class Family(ABC, Generic[N]):
     """How one kind of release node is released; subclasses live with their mechanisms.
 
     A family is found by the engine from its class alone (:func:`discover`):
-    ``node_type`` names the release node it releases, and
+    ``node_type`` names the release node it releases,
     :meth:`result_types` the classes its results hold (the wire's allow-list
-    grows by them).  Adding a release kind touches three files: its node
+    grows by them) and :meth:`work` its worst-case work (a curator's estimate
+    before the charge).  Adding a release kind touches three files: its node
     (``dpframe/plan/releases/``), its family (here, beside its mechanisms) and
     its facade method (``dpframe/api/``); nothing else lists them.
 
@@ -126,6 +128,18 @@ class Family(ABC, Generic[N]):
         return None
 
     @abstractmethod
+    def work(self, node: N) -> Work:
+        """The release's work beyond one evaluation of its plan and a draw per cell.
+
+        From public inputs only; a curator prices it with its cost model and
+        the declared row ceiling (:mod:`dpframe.curator.worst_case`) and
+        refuses, before the charge, a request whose worst case is too long.
+        Every family declares it (:data:`~dpframe.mechanisms.core.work.PLAIN`
+        when there is nothing beyond the common work), so a new kind cannot be
+        sized as a cheap one by omission.
+        """
+
+    @abstractmethod
     def release(self, run: Released[N]) -> tuple[Any, str]:
         """Compute and release; returns the result and a short public text for the ledger."""
 
@@ -140,7 +154,9 @@ def family_classes() -> tuple[type[Family[Any]], ...]:
 
     Imports each family module of :mod:`dpframe.mechanisms` (named ``family``
     or ``*_family``, at any depth), then walks :class:`Family`'s subclasses.
-    Two families claiming one node type is a programming error.
+    Two families claiming one node type, or a family that names its node type
+    but leaves a method of :class:`Family` undeclared (e.g. :meth:`Family.work`),
+    is a programming error.
     """
     import importlib
     import pkgutil
@@ -156,8 +172,11 @@ def family_classes() -> tuple[type[Family[Any]], ...]:
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        if getattr(cls, "__abstractmethods__", None) or "node_type" not in vars(cls):
+        if "node_type" not in vars(cls):
             continue
+        missing = sorted(getattr(cls, "__abstractmethods__", ()))
+        if missing:
+            raise TypeError(f"{cls.__name__} does not declare {', '.join(missing)}.")
         if cls.node_type in found:
             raise TypeError(f"Two families release {cls.node_type.__name__}.")
         found[cls.node_type] = cls

@@ -23,6 +23,7 @@ from dpframe.mechanisms.calibration.additive import noise_for, release_integer_s
 from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_rho
 from dpframe.mechanisms.core.allocation import NoiseAllocation, gaussian_rho, rdp_rho
 from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.core.work import Units, Work
 from dpframe.mechanisms.models.kde import (
     MAX_GRID,
     KernelSums,
@@ -181,6 +182,11 @@ class KernelDensityFamily(Family[KernelDensity]):
     """A Gaussian KDE with Gaussian-process noise (see :mod:`dpframe.mechanisms.models.kde`)."""
 
     node_type = KernelDensity
+
+    def work(self, node: KernelDensity) -> Work:
+        """A pass over the rows per grid point, and the Cholesky factor of the grid."""
+        size = len(node.points)  # a pass per point; the grid's kernel matrix, its factor
+        return Work(per_row=Units(row_ops=size), fixed=Units(flops=size**3 / 3 + size * size))
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""
@@ -400,6 +406,14 @@ class RegressionFamily(Family[Regression]):
     """Linear or logistic regression by noisy projected gradient descent (one charge)."""
 
     node_type = Regression
+
+    def work(self, node: Regression) -> Work:
+        """Full-batch steps, or a noisy step per row and pass (``analysis="iteration"``)."""
+        columns = len(node.features) + 1
+        if node.analysis == "iteration":  # the rows read once, then a noisy step per row and pass
+            return Work(per_row=Units(row_ops=columns, noisy_steps=node.passes))
+        # full-batch steps: the plan is evaluated again for every step
+        return Work(evaluations=node.steps + 1, per_row=Units(row_ops=node.steps * columns))
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

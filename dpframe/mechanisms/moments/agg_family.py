@@ -36,6 +36,7 @@ from dpframe.mechanisms.answers.results import (
 )
 from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.plan.releases import Agg
 
 __all__ = ["AggFamily", "CellIntervals"]
@@ -88,6 +89,10 @@ class AggFamily(Family[Agg]):
     """pandas' ``agg``: one part per (column, aggregate), assembled in pandas' shapes."""
 
     node_type = Agg
+
+    def work(self, node: Agg) -> Work:
+        """Nothing of its own: its parts are sized one by one."""
+        return PLAIN
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

@@ -25,6 +25,7 @@ from dpframe.mechanisms.answers.results import (
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import Explanation, explain_aggregate
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregates import (
     AggregateNoise,
     IntervalModel,
@@ -90,6 +91,10 @@ class AggregateFamily(Family[Aggregate]):
     """Counts, sums, means, variances and standard deviations (see moments/aggregates.py)."""
 
     node_type = Aggregate
+
+    def work(self, node: Aggregate) -> Work:
+        """One evaluation and a noise draw per cell: nothing more."""
+        return PLAIN
 
     def __init__(self) -> None:
         # Privacy maps by (what is measured, allocation): a repeated release reuses its map.

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import Explanation, explain_aggregate, plain_number
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregates import AggregateNoise, aggregate_noise, release_aggregate
 from dpframe.plan.releases import ApproxBounds, bounds_edges
 from dpframe.plan.releases.summaries import BOUNDS_POWERS
@@ -94,6 +95,10 @@ class ApproxBoundsFamily(Family[ApproxBounds]):
     node_type = ApproxBounds
 
     mechanism = "noisy histogram over log-scale bins (threshold rule)"
+
+    def work(self, node: ApproxBounds) -> Work:
+        """One histogram over public bins: a draw per bin (its cells)."""
+        return PLAIN
 
     def privacy_map(self, node: ApproxBounds, allocation: NoiseAllocation) -> BoundsNoise:
         """The histogram's noise and the threshold an empty bin exceeds with chance ≤ β/m."""

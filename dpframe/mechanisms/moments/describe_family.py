@@ -34,6 +34,7 @@ import pandas as pd
 
 from dpframe.mechanisms.answers.results import FrameRelease, as_answer
 from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.plan.releases import Describe
 
 __all__ = ["DescribeFamily", "DescribeIntervals", "split_text", "unique_threshold"]
@@ -58,6 +59,10 @@ class DescribeFamily(Family[Describe]):
     """describe(): one charge, its parts in the node, the table as post-processing."""
 
     node_type = Describe
+
+    def work(self, node: Describe) -> Work:
+        """Nothing of its own: its parts are sized one by one."""
+        return PLAIN
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

@@ -50,6 +50,7 @@ from dpframe.mechanisms.answers.results import FrameRelease, as_answer
 from dpframe.mechanisms.calibration.additive import NoiseSpec
 from dpframe.mechanisms.core.explanations import Explanation
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.plan.releases import Moments
 
 __all__ = ["MomentIntervals", "MomentsFamily", "covariance"]
@@ -238,6 +239,10 @@ class MomentsFamily(Family[Moments]):
     """corr()/cov(): one charge, its parts in the node, the matrix as post-processing."""
 
     node_type = Moments
+
+    def work(self, node: Moments) -> Work:
+        """Nothing of its own: its parts are sized one by one."""
+        return PLAIN
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

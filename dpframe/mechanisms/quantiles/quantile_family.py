@@ -48,6 +48,7 @@ from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.explanations import Explanation, plain_number
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregate_family import undeclared_release
 from dpframe.mechanisms.moments.aggregates import MAX_CELLS
 from dpframe.mechanisms.moments.undeclared import FALSE_ALARM, UndeclaredNoise
@@ -116,6 +117,10 @@ class QuantileFamily(Family[Quantile]):
     node_type = Quantile
 
     mechanism = _EM
+
+    def work(self, node: Quantile) -> Work:
+        """One evaluation; a utility per candidate and level (its cells)."""
+        return PLAIN
 
     def privacy_map(self, node: Quantile, allocation: NoiseAllocation) -> Fraction:
         """The ε of each level; refused when its rank error would exceed 2**52 ranks."""
@@ -228,6 +233,10 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
     node_type = GroupedQuantile
 
     mechanism = _EM
+
+    def work(self, node: GroupedQuantile) -> Work:
+        """One evaluation; a utility per group, candidate and level (its cells)."""
+        return PLAIN
 
     def privacy_map(
         self, node: GroupedQuantile, allocation: NoiseAllocation

@@ -20,6 +20,7 @@ from dpframe.backends.base import Backend
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregates import (
     MAX_CELLS,
     AggregateNoise,
@@ -68,6 +69,10 @@ class ModeFamily(Family[Mode]):
 
     mechanism = _EM
 
+    def work(self, node: Mode) -> Work:
+        """One evaluation; a utility per declared key (its cells)."""
+        return PLAIN
+
     def privacy_map(self, node: Mode, allocation: NoiseAllocation) -> None:
         """Checks the number of candidates."""
         _key_index((node.group,))
@@ -102,6 +107,10 @@ class ArgMaxFamily(Family[ArgMax]):
     node_type = ArgMax
 
     mechanism = _EM
+
+    def work(self, node: ArgMax) -> Work:
+        """One evaluation; a utility per declared key (its cells)."""
+        return PLAIN
 
     def mechanism_of(self, node: ArgMax, allocation: NoiseAllocation) -> str:
         """Permute-and-flip for count and sum; noisy means for mean."""

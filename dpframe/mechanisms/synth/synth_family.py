@@ -78,9 +78,18 @@ from dpframe.mechanisms.calibration.additive import NoiseSpec, noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.explanations import Explanation, MeasureExplanation
 from dpframe.mechanisms.core.family import Asked, Family, Released
+from dpframe.mechanisms.core.work import Units, Work
 from dpframe.mechanisms.runtime.progress import ProgressBar
 from dpframe.mechanisms.selection.selection import permute_and_flip
-from dpframe.mechanisms.synth.synth_aim import AimNoise, aim_noise, release_aim
+from dpframe.mechanisms.synth.synth_aim import (
+    FINAL_ITERATIONS,
+    ROUND_ITERATIONS,
+    AimNoise,
+    aim_noise,
+    aim_rounds,
+    release_aim,
+    workload,
+)
 from dpframe.mechanisms.synth.synth_counts import MarginalTables
 from dpframe.mechanisms.synth.synth_domain import Compressed, squash
 from dpframe.mechanisms.synth.synth_model import Measurement, TreeModel, fit_tree, sample_tree
@@ -98,7 +107,14 @@ from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
 
-__all__ = ["FIT_ITERATIONS", "SynthNoise", "SynthesisFamily", "measure_marginal", "synth_noise"]
+__all__ = [
+    "FIT_ITERATIONS",
+    "SynthNoise",
+    "SynthesisFamily",
+    "measure_marginal",
+    "synth_noise",
+    "synthesis_work",
+]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP (Bun & Steinke 2016)
 
@@ -186,10 +202,53 @@ def _select(
     return sorted(chosen)
 
 
+def synthesis_work(node: Synthesize) -> Work:
+    """The work of a synthetic copy besides one evaluation of its plan (public inputs only).
+
+    * reading: one pass (:mod:`dpframe.mechanisms.synth.synth_counts`), whose
+      expressions (each column's cell code, the plan's derived columns) are
+      priced once with the plan; here the d codes' conversion and the
+      counting: one ``bincount`` of the full table, or one per marginal
+      counted (MST: every column and pair; AIM: its whole workload) when the
+      full table is too large, d + counts row operations per row;
+    * fitting (no data read): MST ``FIT_ITERATIONS`` steps over its 2d - 1
+      marginals; AIM ``ROUND_ITERATIONS`` steps after each of its
+      ``aim_rounds(d)`` rounds and its 1-way marginals over the d + k
+      marginals measured by round k, then ``FINAL_ITERATIONS`` over all
+      (every fit runs its full count of steps in practice), and every
+      candidate scored every round;
+    * drawing ``rows=`` rows, or as many as the declared row ceiling when the
+      length is noisy (then per row), each column of each.
+    """
+    sizes = node.sizes()
+    d = len(sizes)
+    row_draws, fixed_draws = (0, node.rows * d) if node.rows else (d, 0)
+    if node.method == "mst" or d == 1:
+        cliques = d + d * (d - 1) // 2
+        counts = MarginalTables.passes(node, cliques)
+        return Work(
+            per_row=Units(row_ops=d + counts, draws=row_draws),
+            fixed=Units(draws=fixed_draws, tree_fit_steps=FIT_ITERATIONS * (2 * d - 1)),
+        )
+    rounds = aim_rounds(d)
+    candidates = len(workload(sizes)[1])
+    counts = MarginalTables.passes(node, candidates)
+    fitted = sum(ROUND_ITERATIONS * (d + k) for k in range(rounds + 1))
+    fitted += FINAL_ITERATIONS * (d + rounds)
+    return Work(
+        per_row=Units(row_ops=d + counts, draws=row_draws),
+        fixed=Units(draws=fixed_draws, candidates=rounds * candidates, junction_fit_steps=fitted),
+    )
+
+
 class SynthesisFamily(Family[Synthesize]):
     """MST synthetic copies (see the module docstring)."""
 
     node_type = Synthesize
+
+    def work(self, node: Synthesize) -> Work:
+        """Its pass over the rows, its model's fit, AIM's scoring and the rows it draws."""
+        return synthesis_work(node)
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""

@@ -17,6 +17,7 @@ import pandas as pd
 from dpframe.mechanisms.answers.results import GroupedRelease, NoInterval, grouped_series
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.core.work import Units, Work
 from dpframe.mechanisms.thresholds.partition_selection import (
     check_partition_parameters,
     select_partitions,
@@ -40,6 +41,10 @@ class SparseVectorFamily(Family[SparseVector]):
     """Lyu, Su, Li 2017, Alg. 1: ε in total however many conditions are asked."""
 
     node_type = SparseVector
+
+    def work(self, node: SparseVector) -> Work:
+        """The plan is evaluated again for each query."""
+        return Work(evaluations=len(node.conditions))  # the plan again for each query
 
     def mechanism_of(self, node: SparseVector, allocation: NoiseAllocation) -> str:
         """``sparse vector`` (or its numeric variant)."""
@@ -79,6 +84,10 @@ class DiscoverKeysFamily(Family[DiscoverKeys]):
 
     mechanism = "partition selection"
     mechanism_delta = True
+
+    def work(self, node: DiscoverKeys) -> Work:
+        """A key per row at most, each counted, noised and thresholded."""
+        return Work(per_row=Units(keys=1))
 
     def privacy_map(self, node: DiscoverKeys, allocation: NoiseAllocation) -> Fraction:
         """The pure ε; checks (ε/k, δ/g) for a unit of k rows in at most g keys."""
@@ -130,6 +139,10 @@ class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
 
     mechanism = "partition selection, then an aggregate"
     mechanism_delta = True
+
+    def work(self, node: DiscoverThenAggregate) -> Work:
+        """A key per row at most (its parts, the discovery and the aggregate, add theirs)."""
+        return Work(per_row=Units(keys=1))
 
     def release(self, run: Released[DiscoverThenAggregate]) -> tuple[Any, str]:
         """Discover the keys with the first part, then aggregate over them."""
