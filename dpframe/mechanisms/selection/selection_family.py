@@ -3,7 +3,7 @@
 Each family's privacy map is computed from public inputs before the charge;
 its release reads exact counts (or sums) from the backend and selects with
 permute-and-flip (the exponential mechanism's report-noisy-max form).
-Quantiles are in :mod:`dpframe.mechanisms.quantiles.quantile_family` (re-exported here).
+Quantiles are in :mod:`dpframe.mechanisms.quantiles.quantile_family`.
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from dpframe.mechanisms.moments.aggregates import (
     measures_for,
     release_aggregate,
 )
-from dpframe.mechanisms.quantiles.quantile_family import GroupedQuantileFamily, QuantileFamily
 from dpframe.mechanisms.selection.selection import permute_and_flip
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
 from dpframe.plan.releases import ArgMax, Mode
 
-__all__ = ["ArgMaxFamily", "GroupedQuantileFamily", "ModeFamily", "QuantileFamily"]
+__all__ = ["ArgMaxFamily", "ModeFamily"]
 
 _EM = "exponential mechanism (permute-and-flip)"
 # Every ε-DP mechanism is ε²/2-zCDP. The tighter ε²/8 of bounded-range mechanisms needs
