@@ -8,6 +8,7 @@ Quantiles are in :mod:`dpframe.mechanisms.quantiles.quantile_family`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable
 from fractions import Fraction
@@ -19,7 +20,8 @@ import pandas as pd
 from dpframe.backends.base import Backend
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
-from dpframe.mechanisms.core.family import Family, Released
+from dpframe.mechanisms.core.explanations import Explanation, explain_aggregate, plain_number
+from dpframe.mechanisms.core.family import Asked, Family, Released
 from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregates import (
     MAX_CELLS,
@@ -33,7 +35,7 @@ from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
 from dpframe.plan.releases import ArgMax, Mode
 
-__all__ = ["ArgMaxFamily", "ModeFamily"]
+__all__ = ["ArgMaxFamily", "ModeFamily", "winner_gap"]
 
 _EM = "exponential mechanism (permute-and-flip)"
 # Every ε-DP mechanism is ε²/2-zCDP. The tighter ε²/8 of bounded-range mechanisms needs
@@ -61,6 +63,28 @@ def _select(
     return chosen, repr(chosen)
 
 
+#: The probability that a selection's guarantee fails (the statement is "at 95%").
+_BETA = 0.05
+
+
+def winner_gap(epsilon: float, sensitivity: float, candidates: int, beta: float = _BETA) -> float:
+    """How far below the best the chosen candidate's score can be, with probability 1 − β.
+
+    Permute-and-flip (and the exponential mechanism) at ε with scores of
+    sensitivity Δ over k candidates picks, with probability at least 1 − β, a
+    candidate whose score is within (2Δ/ε)·ln(k/β) of the largest (McKenna &
+    Sheldon 2020, Thm 2; Dwork & Roth 2014, Thm 3.11).  Public inputs only.
+    """
+    return 2 * sensitivity / epsilon * math.log(max(candidates, 1) / beta)
+
+
+def _winner_headline(what: str, gap: float, candidates: int) -> str:
+    return (
+        f"a key whose {what} is within {plain_number(gap)} of the largest {what} at 95% "
+        f"(among {candidates:,} declared keys; the key alone is released, not its {what})"
+    )
+
+
 class ModeFamily(Family[Mode]):
     """The most frequent declared category: permute-and-flip on the counts (sensitivity 1)."""
 
@@ -75,6 +99,14 @@ class ModeFamily(Family[Mode]):
     def privacy_map(self, node: Mode, allocation: NoiseAllocation) -> None:
         """Checks the number of candidates."""
         _key_index((node.group,))
+
+    def explain(self, node: Mode, asked: Asked) -> Explanation:
+        """How sure the winner is: its count's gap to the largest, at 95% (no data read)."""
+        candidates = len(_key_index((node.group,)))
+        eps = float(pure_epsilon(asked.allocation, _EM_ZCDP))
+        gap = winner_gap(eps, unit_rows(node.plan), candidates)
+        headline = _winner_headline("count", gap, candidates)
+        return dataclasses.replace(asked.cost_only(node.label), headline=headline)
 
     def release(self, run: Released[Mode]) -> tuple[Any, str]:
         """Exact counts per category, then one selection."""
@@ -124,6 +156,24 @@ class ArgMaxFamily(Family[ArgMax]):
         if node.agg == "mean":
             return aggregate_noise(_means(node), allocation)
         return None
+
+    def explain(self, node: ArgMax, asked: Asked) -> Explanation:
+        """How sure the winner is (count, sum), or each key's mean noise (mean); no data read."""
+        candidates = len(_key_index(node.keys))
+        if node.agg == "mean":
+            told = explain_aggregate(_means(node), asked)
+            headline = f"the key of the largest noisy mean; each mean {told.headline}"
+            return dataclasses.replace(told, query=node.label, headline=headline)
+        if node.agg == "count":
+            sensitivity: float = unit_rows(node.plan)
+        else:
+            query = Aggregate(node.plan, node.agg, node.expr, node.bounds, node.keys, node.label)
+            measures, found = measures_for(query)
+            sensitivity = float(found[0]) * measures[0].quantum  # in the column's units
+        eps = float(pure_epsilon(asked.allocation, _EM_ZCDP))
+        gap = winner_gap(eps, sensitivity, candidates)
+        headline = _winner_headline(node.agg, gap, candidates)
+        return dataclasses.replace(asked.cost_only(node.label), headline=headline)
 
     def release(self, run: Released[ArgMax]) -> tuple[Any, str]:
         """Exact utilities per key and one selection, or the argmax of the noisy means."""
