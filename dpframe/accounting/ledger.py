@@ -294,6 +294,7 @@ class Ledger:
         parts: Sequence[tuple[str, Charge]] | None = None,
         privacy_unit: str | None = None,
         currency: str | None = None,
+        request: str | None = None,
     ) -> int:
         """Atomically test and record a charge, durably; return the release id.
 
@@ -311,6 +312,7 @@ class Ledger:
             parts: see :class:`PendingCharge`.
             privacy_unit: see :class:`PendingCharge`.
             currency: see :class:`PendingCharge`.
+            request: see :class:`PendingCharge`.
 
         Returns:
             The new row's id, for :meth:`complete`.
@@ -329,6 +331,7 @@ class Ledger:
             privacy_unit,
             currency,
             self._accounting.get(session),
+            request,
         )
         return self._admit(session, [row], charge, check)[0]
 
@@ -373,6 +376,7 @@ class Ledger:
                 i.privacy_unit,
                 i.currency,
                 registered,
+                i.request,
             )
             for i in items
         ]
@@ -400,30 +404,71 @@ class Ledger:
         self._totals[session] = (ids[-1], spent + total)
         return ids
 
-    def complete(self, release_id: int, value: str, status: str = "released") -> None:
-        """Store the (public) released value of a charged row.
+    def complete(
+        self,
+        release_id: int,
+        value: str,
+        status: str = "released",
+        *,
+        answer: bytes | None = None,
+    ) -> None:
+        """Store the (public) released value of a charged row, and its whole answer if given.
 
-        One statement in autocommit mode, so atomic by itself.  In WAL mode
-        it commits with ``synchronous=NORMAL`` (no sync: it survives a crash
-        of the process, and a power loss can only leave the row ``charged``,
-        which still counts toward the spend); with a rollback journal it is
-        synchronous, since NORMAL there risks more than the one row.
+        One transaction (one statement without ``answer``), so atomic.  In WAL
+        mode it commits with ``synchronous=NORMAL`` (no sync: it survives a
+        crash of the process, and a power loss can only leave the row
+        ``charged``, which still counts toward the spend, with no answer kept);
+        with a rollback journal it is synchronous, since NORMAL there risks
+        more than the one row.
 
         Args:
             release_id: the id :meth:`charge` returned.
             value: the public text shown for the release.
             status: ``"released"`` or ``"failed"``.
+            answer: the encoded answer (public: the release as returned), kept
+                for :meth:`recorded_answer` and :meth:`answer`; None keeps none.
         """
         update = "UPDATE releases SET status=?, value=? WHERE id=?"
+        insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
         with self._lock, ledger_errors(self.path):
-            if self._journal != "wal":
-                self._conn.execute(update, (status, value, release_id))
-                return
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            wal = self._journal == "wal"
+            if wal:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._conn.execute(update, (status, value, release_id))
+                if answer is None:
+                    self._conn.execute(update, (status, value, release_id))
+                    return
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._conn.execute(update, (status, value, release_id))
+                    self._conn.execute(insert, (release_id, answer, time.time()))
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
             finally:
-                self._conn.execute("PRAGMA synchronous=FULL")
+                if wal:
+                    self._conn.execute("PRAGMA synchronous=FULL")
+
+    def recorded_answer(self, session: str, request: str) -> tuple[int, float, bytes] | None:
+        """The newest released answer of ``session`` to the request keyed ``request``.
+
+        Only rows whose release completed (``released``) and whose answer was
+        kept count; a failed or abandoned release is never answered again.
+        Reads the ledger only (one indexed lookup).
+
+        Returns:
+            The release's id, its time (seconds since the epoch) and its stored
+            answer; None when the ledger holds none.
+        """
+        with self._lock, ledger_errors(self.path):
+            row = self._conn.execute(
+                "SELECT r.id, r.time, a.body FROM releases AS r JOIN answers AS a"
+                " ON a.release_id = r.id WHERE r.session=? AND r.request=?"
+                " AND r.status='released' ORDER BY r.id DESC LIMIT 1",
+                (session, request),
+            ).fetchone()
+        return None if row is None else (int(row[0]), float(row[1]), bytes(row[2]))
 
     def releases(self, session: str) -> pd.DataFrame:
         """One row per release of ``session``, oldest first.

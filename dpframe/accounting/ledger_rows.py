@@ -22,8 +22,8 @@ __all__ = ["MAX_LABEL", "PendingCharge", "Row", "clip_label", "decode_parts", "r
 _CURRENCIES = frozenset(get_args(AccountingKind))
 _INSERT = (
     "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
-    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
-    " NULL, ?, ?, {currency})"
+    " status, value, privacy_unit, parts, request, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
+    " 'charged', NULL, ?, ?, ?, {currency})"
 )
 #: The new row's currency: given (or the session's accounting registered through this
 #: object), or else read from the session's budget row in the same statement.
@@ -47,6 +47,9 @@ class PendingCharge:
             for example ``"row"`` or the unit column and its limits).
         currency: the accounting the cost is in (``"pure"``, ``"approx"``,
             ``"zcdp"``); None records the session's registered accounting.
+        request: the request's key (:func:`dpframe.engine.reruns.request_key`: the
+            node by value, its privacy parameters and the data's identity), so that
+            the same request asked again is answered from this row; None: never.
     """
 
     charge: Charge
@@ -55,6 +58,7 @@ class PendingCharge:
     parts: Sequence[tuple[str, Charge]] | None = None
     privacy_unit: str | None = None
     currency: str | None = None
+    request: str | None = None
 
 
 #: The longest label a ledger row stores; longer ones keep their start and a digest.
@@ -138,6 +142,7 @@ def row_statement(
     privacy_unit: str | None,
     currency: str | None,
     registered: str | None,
+    request: str | None = None,
 ) -> Row:
     """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
 
@@ -158,6 +163,7 @@ def row_statement(
         str(cost.rho),
         privacy_unit,
         _encode_parts(cost, parts),
+        request,
     )
     currency = currency or registered
     if currency is None:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.api.sql import Catalog, require_parser
+from dpframe.engine.reruns import asked_fresh
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
@@ -312,12 +313,14 @@ class RemoteSession(Observable):
         capture(self, node)
         answer = self._send(node, explain=False)
         cost = _budget(answer["cost"])
+        recorded = answer.get("recorded")
         event = ReleaseEvent(
             str(answer["query"]),
             cost,
             _budget(self._state["spent"]),
             _budget(self._state["remaining"]),
             self.total,
+            recorded if isinstance(recorded, str) else None,
         )
         self._announce(event)
         return answer["result"]
@@ -350,6 +353,8 @@ class RemoteSession(Observable):
         check_resources(size_of(node, self._limits), self._limits)
         body = encode_node(node)
         body["explain"] = explain
+        if not explain and asked_fresh():  # fresh=True: a new, charged release
+            body["fresh"] = True
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
         try:
             answer: dict[str, Any] = self._http.request("POST", path, body)
