@@ -28,8 +28,8 @@ from dpframe.engine import reruns
 from dpframe.engine.recorded import RECORDED_ATTR, RecordedRelease
 from dpframe.engine.session import ReleaseEvent
 from dpframe.engine.wire import decode_response, encode_response
-from tests.curator.support import RELEASES, sentinel_frame
-from tests.sessions import backends
+from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+from tests.curator.support import RELEASES, SENTINEL_DTYPES, sentinel_frame
 from tests.sessions import local as local_session
 
 BOUNDS = {"wage": (0, 5000), "education": (0, 20)}
@@ -38,7 +38,7 @@ REGIONS = {"region": ["a", "b", "c"]}
 
 def frame(seed: int = 0, rows: int = 500) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame(
+    data: pd.DataFrame = pd.DataFrame(
         {
             "wage": rng.uniform(0, 5000, rows).round(2),
             "education": rng.integers(0, 21, rows),
@@ -46,13 +46,15 @@ def frame(seed: int = 0, rows: int = 500) -> pd.DataFrame:
             "person": rng.integers(0, rows // 2, rows),
         }
     )
+    return data
 
 
 def open_frame(
     df: pd.DataFrame, ledger: Any = ":memory:", name: str = "default", **load: Any
 ) -> dp.PrivateFrame:
     session = dp.Session(epsilon=10.0, ledger=ledger, name=name)
-    return session.private_frame(df, bounds=BOUNDS, categories=REGIONS, **load)
+    pf: dp.PrivateFrame = session.private_frame(df, bounds=BOUNDS, categories=REGIONS, **load)
+    return pf
 
 
 def plain(result: Any) -> Any:
@@ -121,7 +123,8 @@ def test_a_the_ledger_keeps_the_released_output_and_answers_with_it() -> None:
 
 
 def _adults(pf: dp.PrivateFrame) -> dp.PrivateFrame:
-    return pf[pf["education"] >= 12]
+    adults: dp.PrivateFrame = pf[pf["education"] >= 12]
+    return adults
 
 
 #: The base request, ``_adults(pf)["wage"].mean(epsilon=0.5)``, with one thing changed.
@@ -177,10 +180,10 @@ def test_b_a_changed_privacy_unit_misses(tmp_path: Path) -> None:
     other_first = open_frame(df, ledger, name="five", privacy_unit=dp.PrivacyUnit("person", 4))
     assert not isinstance(other["wage"].sum(epsilon=0.5), RecordedRelease)
     key4 = local_session(first)._path.request_of(
-        first.session.capture_node(lambda: first["wage"].sum(epsilon=0.5))
+        local_session(first).capture_node(lambda: first["wage"].sum(epsilon=0.5))
     )
     key5 = local_session(other)._path.request_of(
-        other.session.capture_node(lambda: other["wage"].sum(epsilon=0.5))
+        local_session(other).capture_node(lambda: other["wage"].sum(epsilon=0.5))
     )
     assert key4 != key5
     assert other_first is not None
@@ -209,7 +212,7 @@ def test_c_a_hit_reads_no_data() -> None:
     pf = open_frame(frame())
     session = local_session(pf)
     first = pf.groupby("region")["wage"].mean(epsilon=0.5)
-    session.replace_backends(lambda key, backend: _Untouchable())  # type: ignore[arg-type,return-value]
+    session.replace_backends(lambda key, backend: _Untouchable())
     again = pf.groupby("region")["wage"].mean(epsilon=0.5)
     assert plain(again) == plain(first)
     assert again.attrs[RECORDED_ATTR].startswith("from the ledger, recorded")
@@ -244,8 +247,6 @@ def test_every_release_kind_is_answered_again_whole(name: str) -> None:
         pytest.importorskip("scipy")
     session = dp.Session(epsilon=100.0, delta=1e-6, ledger=":memory:")
     data = sentinel_frame()
-    from tests.curator.support import CPS1988_BOUNDS, CPS1988_CATEGORIES, SENTINEL_DTYPES
-
     pf = session.private_frame(
         data, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES, dtypes=SENTINEL_DTYPES
     )
@@ -303,7 +304,7 @@ class _Failing(_Untouchable):
 def test_a_failed_release_is_never_answered_again() -> None:
     pf = open_frame(frame())
     session = local_session(pf)
-    session.replace_backends(lambda key, backend: _Failing())  # type: ignore[arg-type,return-value]
+    session.replace_backends(lambda key, backend: _Failing())
     with pytest.raises(dp.DPError, match="failed while reading the data"):
         pf.count(epsilon=0.5)
     with pytest.raises(dp.DPError, match="failed while reading the data"):
