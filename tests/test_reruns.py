@@ -384,3 +384,13 @@ def test_a_notebook_run_twice_in_two_processes_charges_nothing_the_second_time(
     assert second["answers"] == first["answers"]
     assert second["rows"] == first["rows"] == 6
     assert time.time() > 0
+
+
+def test_a_hit_needs_no_budget_left() -> None:
+    session = dp.Session(epsilon=1.0, ledger=":memory:")
+    pf = session.private_frame(frame(), bounds=BOUNDS, categories=REGIONS)
+    first = pf.count(epsilon=1.0)
+    with pytest.raises(dp.BudgetExceededError, match="exceed"):
+        pf.count(epsilon=1.0, fresh=True)
+    again = pf.count(epsilon=1.0)
+    assert isinstance(again, RecordedRelease) and again.value == first.value
