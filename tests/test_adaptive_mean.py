@@ -101,6 +101,7 @@ def skewed() -> tuple[dp.PrivateFrame, float]:
     return pf, float(np.clip(values, 0, 1e6).mean())
 
 
+@pytest.mark.fresh_releases
 def test_error_near_a_bound_beats_the_midpoint_estimator(
     skewed: tuple[dp.PrivateFrame, float],
 ) -> None:

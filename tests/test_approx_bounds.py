@@ -96,6 +96,7 @@ def test_the_rule_keeps_the_outermost_bins_above_the_threshold(
     assert select_bounds(noisy, 10.0, EDGES) == expected
 
 
+@pytest.mark.fresh_releases
 def test_cps_wages_get_bounds_that_cover_the_bulk(cps: pd.DataFrame) -> None:
     session = _session(epsilon=2)
     pf = session.private_frame(cps)  # no bounds declared: that is the point
@@ -130,6 +131,7 @@ def test_values_near_zero_and_negative_values() -> None:
     assert _usual(lambda: shifted["x"].approx_bounds(epsilon=1)) == (0.25, 2.0)
 
 
+@pytest.mark.fresh_releases
 def test_too_few_rows_warn_and_fall_back_and_are_charged() -> None:
     """Three rows at ε = 0.05: no bin should clear the threshold (each try fails with chance
     ≤ β = 0.05, so ten tries without a fallback happen with chance below 1e-13)."""
@@ -188,6 +190,7 @@ def test_under_zcdp_the_histogram_is_gaussian(cps: pd.DataFrame) -> None:
 RUNS = 3000
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.slow
 def test_empty_bins_widen_the_result_at_the_stated_rate() -> None:
     """One occupied bin ([64, 128)); the rest are empty, each crossing τ with P(X > τ)."""

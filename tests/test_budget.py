@@ -26,6 +26,7 @@ def test_decimal_reading_of_floats() -> None:
     assert total == dp.Budget(1.0)
 
 
+@pytest.mark.fresh_releases
 def test_numpy_float32_is_read_as_written() -> None:
     """np.float32(0.1) is 0.100000001490116... as a double: ten of them overran a budget of 1."""
     assert to_fraction(np.float32(0.1), "epsilon") == Fraction(1, 10)

@@ -25,6 +25,7 @@ def test_advanced_composition_formula() -> None:
         advanced_composition([eps], 0.0)
 
 
+@pytest.mark.fresh_releases
 def test_pure_session_readouts(tmp_path: Path, cps: pd.DataFrame) -> None:
     session = dp.Session(epsilon=10.0, ledger=tmp_path / "l.sqlite")
     pf = session.private_frame(cps, bounds=CPS1988_BOUNDS)

@@ -162,6 +162,7 @@ def test_the_estimator_variance_is_the_stated_one() -> None:
     np.testing.assert_allclose(estimator @ design, np.eye(12), atol=1e-9)  # unbiased
 
 
+@pytest.mark.fresh_releases
 def test_intervals_cover_the_truth(cps: pd.DataFrame) -> None:
     """Coverage at level 0.9 of every cell and margin over 150 tables (each ≥ 0.9 − 5.3 sd).
 

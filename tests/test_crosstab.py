@@ -54,6 +54,7 @@ def test_a_cut_column_crosses_without_a_declaration(cps: pd.DataFrame) -> None:
     np.testing.assert_allclose(got.to_numpy(float), want.to_numpy(float), atol=1)
 
 
+@pytest.mark.fresh_releases
 def test_margin_intervals_cover_their_totals() -> None:
     """Over 300 tables of noisy counts, the 95% intervals (a margin's is the exact-sum bound of
     its cells' noises) cover the truth in at least 92% of the 3,600 cell-runs pooled, and each

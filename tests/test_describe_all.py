@@ -75,6 +75,7 @@ def test_intervals_cover_numeric_cells_and_leave_categorical_ones_empty(cps: pd.
     assert filled.loc["mean", ("wage", "high")] == high
 
 
+@pytest.mark.fresh_releases
 def test_unique_threshold_is_the_count_noise_one_sided_95_quantile() -> None:
     """A key with no rows passes at the stated rate (under 5%), and a threshold 30% off fails.
 

@@ -55,6 +55,7 @@ def test_discovery_needs_delta(cps: pd.DataFrame) -> None:
     assert pure.session.ledger.empty and zcdp.session.ledger.empty
 
 
+@pytest.mark.fresh_releases
 def test_discovery_hides_rare_keys_and_charges_delta() -> None:
     """A one-row key stays hidden in 52 releases; the 300- and 500-row keys always show.
 

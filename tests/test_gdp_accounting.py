@@ -121,6 +121,7 @@ def test_one_count_gets_the_analytic_sigma() -> None:
     assert zcdp.count(epsilon=1).scale == pytest.approx(5.35, rel=1e-3)
 
 
+@pytest.mark.fresh_releases
 def test_hundred_counts_share_the_session() -> None:
     session = _gdp()
     pf = _frame(session)

@@ -149,6 +149,7 @@ COPIES: dict[str, Callable[[pd.DataFrame, Path], pd.DataFrame]] = {
 }
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.parametrize("copy", list(COPIES))
 def test_a_near_copy_under_a_new_name_warns_with_the_session_and_similarity(
     ledger_path: Path, cps: pd.DataFrame, tmp_path: Path, copy: str
@@ -168,6 +169,7 @@ def test_a_near_copy_under_a_new_name_warns_with_the_session_and_similarity(
     assert "session 'fresh' starts a separate budget" in message
 
 
+@pytest.mark.fresh_releases
 def test_a_column_subset_warns_with_the_matching_columns(
     ledger_path: Path, cps: pd.DataFrame
 ) -> None:

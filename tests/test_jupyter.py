@@ -62,6 +62,7 @@ def test_session_load_and_release(shell: InteractiveShell, cps_csv: Path, tmp_pa
     assert isinstance(ledger_table, pd.DataFrame) and len(ledger_table) == 1
 
 
+@pytest.mark.fresh_releases
 def test_meter_updates_live_and_changes_colour(session: dp.Session, cps: pd.DataFrame) -> None:
     pf = session.private_frame(cps)  # session total ε = 10
     first, second = BudgetMeter(session), BudgetMeter(session)

@@ -44,7 +44,7 @@ _CHILD = textwrap.dedent(
     done = 0
     try:
         while done < int(limit):
-            pf.count(epsilon=float(cost))
+            pf.count(epsilon=float(cost), fresh=True)  # a new release each time
             done += 1
             print("released", flush=True)
     except dp.BudgetExceededError:

@@ -242,6 +242,7 @@ def test_memory_ledger_still_works() -> None:
     assert list(ledger.releases("s")["value"]) == ["5"]
 
 
+@pytest.mark.fresh_releases
 def test_sessions_on_a_wal_ledger_share_the_spend(ledger_path: Path) -> None:
     frame = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
     first = dp.Session(epsilon=1, ledger=ledger_path, name="shared")

@@ -206,6 +206,7 @@ def test_copy_in_a_zcdp_session_uses_the_pure_share(tmp_path: Path, cps: pd.Data
     assert meta.epsilon == pytest.approx(math.sqrt(2 * 0.95 * rho), rel=1e-6)
 
 
+@pytest.mark.fresh_releases
 def test_copy_length_noise_distribution(tmp_path: Path) -> None:
     session = dp.Session(epsilon=10**6, ledger=":memory:")
     small = pd.DataFrame({"c": ["a", "b"] * 10})

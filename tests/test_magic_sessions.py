@@ -178,6 +178,7 @@ def test_the_kernel_extension_binds_dp_and_keeps_a_users_dp() -> None:
 # -- one currency on the meter --------------------------------------------------------
 
 
+@pytest.mark.fresh_releases
 def test_the_zcdp_meter_adds_up_in_the_units_asked(tmp_path: Path) -> None:
     session = dp.Session(epsilon=1, delta=1e-6, ledger=":memory:", name="z", accounting="zcdp")
     assert session.accounting == "zcdp"

@@ -182,6 +182,7 @@ def test_a_released_number_is_a_public_constant(frame: dp.PrivateFrame) -> None:
     assert whole["education"].bounds == (0.0, 20.0)
 
 
+@pytest.mark.fresh_releases
 def test_named_aggregation_in_one_charge(frame: dp.PrivateFrame, cps: pd.DataFrame) -> None:
     got = frame.groupby("region").agg(n=("wage", "size"), pay=("wage", "mean"), epsilon=BIG)
     assert list(got.columns) == ["n", "pay"]

@@ -143,6 +143,7 @@ def test_mode_and_argmax(cps: pd.DataFrame) -> None:
     ]
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.parametrize("delta", [0.0, 1e-6])
 def test_argmax_over_means_tells_close_regions_apart(cps: pd.DataFrame, delta: float) -> None:
     """Mean wage by region: northeast 654, west 615 (issue: at least 18 times in 20 at ε = 1).

@@ -15,6 +15,7 @@ def _frame(cps: pd.DataFrame, epsilon: float = 1e4) -> dp.PrivateFrame:
     return session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
 
 
+@pytest.mark.fresh_releases
 def test_normalized_value_counts_match_pandas(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     got = pf["region"].value_counts(normalize=True, epsilon=100)
@@ -69,6 +70,7 @@ def test_other_powers_are_refused(cps: pd.DataFrame, exponent: object, match: st
         _frame(cps)["education"] ** exponent
 
 
+@pytest.mark.fresh_releases
 def test_nunique_counts_the_keys_that_occur(cps: pd.DataFrame) -> None:
     session = dp.Session(epsilon=100, ledger=":memory:", name="nunique")
     regions = [*CPS1988_CATEGORIES["region"], "mars"]  # declared, but no row

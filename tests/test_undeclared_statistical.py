@@ -57,6 +57,7 @@ def _assert_fits(pvalue_at: dict[float, float]) -> None:
     assert pvalue_at[1.3] < ALPHA, f"scale 1.3x not rejected: {pvalue_at}"
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.slow
 def test_in_a_sum_the_cell_is_a_count_with_laplace_noise_at_the_whole_epsilon() -> None:
     epsilon = 0.5
@@ -67,6 +68,7 @@ def test_in_a_sum_the_cell_is_a_count_with_laplace_noise_at_the_whole_epsilon() 
     _assert_fits({f: chi2_pvalue(noise, dlaplace_pmf(scale * f)) for f in (0.7, 1.0, 1.3)})
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.slow
 def test_in_a_mean_under_zcdp_the_cell_is_a_discrete_gaussian_at_the_whole_rho() -> None:
     rho = 0.02
@@ -77,6 +79,7 @@ def test_in_a_mean_under_zcdp_the_cell_is_a_discrete_gaussian_at_the_whole_rho()
     _assert_fits({f: chi2_pvalue(noise, dgauss_pmf((sigma * f) ** 2)) for f in (0.7, 1.0, 1.3)})
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.slow
 def test_with_units_of_three_rows_the_cell_has_the_counts_noise() -> None:
     epsilon = 1.0

@@ -38,6 +38,7 @@ from typing import TypeVar
 import pandas as pd
 
 from dpframe.accounting.accountants import Charge
+from dpframe.accounting.ledger_answers import KeptAnswers
 from dpframe.accounting.ledger_frames import FrameRecord, read_frames, record_frame
 from dpframe.accounting.ledger_location import default_ledger_path
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
@@ -107,7 +108,7 @@ _ORDER = (
 )
 
 
-class Ledger:
+class Ledger(KeptAnswers):
     """A persistent record of releases and the budgets they were charged to.
 
     Args:
@@ -294,6 +295,7 @@ class Ledger:
         parts: Sequence[tuple[str, Charge]] | None = None,
         privacy_unit: str | None = None,
         currency: str | None = None,
+        request: str | None = None,
     ) -> int:
         """Atomically test and record a charge, durably; return the release id.
 
@@ -311,6 +313,7 @@ class Ledger:
             parts: see :class:`PendingCharge`.
             privacy_unit: see :class:`PendingCharge`.
             currency: see :class:`PendingCharge`.
+            request: see :class:`PendingCharge`.
 
         Returns:
             The new row's id, for :meth:`complete`.
@@ -329,6 +332,7 @@ class Ledger:
             privacy_unit,
             currency,
             self._accounting.get(session),
+            request,
         )
         return self._admit(session, [row], charge, check)[0]
 
@@ -373,6 +377,7 @@ class Ledger:
                 i.privacy_unit,
                 i.currency,
                 registered,
+                i.request,
             )
             for i in items
         ]
@@ -400,30 +405,51 @@ class Ledger:
         self._totals[session] = (ids[-1], spent + total)
         return ids
 
-    def complete(self, release_id: int, value: str, status: str = "released") -> None:
-        """Store the (public) released value of a charged row.
+    def complete(
+        self,
+        release_id: int,
+        value: str,
+        status: str = "released",
+        *,
+        answer: bytes | None = None,
+    ) -> None:
+        """Store the (public) released value of a charged row, and its whole answer if given.
 
-        One statement in autocommit mode, so atomic by itself.  In WAL mode
-        it commits with ``synchronous=NORMAL`` (no sync: it survives a crash
-        of the process, and a power loss can only leave the row ``charged``,
-        which still counts toward the spend); with a rollback journal it is
-        synchronous, since NORMAL there risks more than the one row.
+        One transaction (one statement without ``answer``), so atomic.  In WAL
+        mode it commits with ``synchronous=NORMAL`` (no sync: it survives a
+        crash of the process, and a power loss can only leave the row
+        ``charged``, which still counts toward the spend, with no answer kept);
+        with a rollback journal it is synchronous, since NORMAL there risks
+        more than the one row.
 
         Args:
             release_id: the id :meth:`charge` returned.
             value: the public text shown for the release.
             status: ``"released"`` or ``"failed"``.
+            answer: the encoded answer (public: the release as returned), kept
+                for :meth:`recorded_answer` and :meth:`answer`; None keeps none.
         """
         update = "UPDATE releases SET status=?, value=? WHERE id=?"
+        insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
         with self._lock, ledger_errors(self.path):
-            if self._journal != "wal":
-                self._conn.execute(update, (status, value, release_id))
-                return
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            wal = self._journal == "wal"
+            if wal:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._conn.execute(update, (status, value, release_id))
+                if answer is None:
+                    self._conn.execute(update, (status, value, release_id))
+                    return
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._conn.execute(update, (status, value, release_id))
+                    self._conn.execute(insert, (release_id, answer, time.time()))
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
             finally:
-                self._conn.execute("PRAGMA synchronous=FULL")
+                if wal:
+                    self._conn.execute("PRAGMA synchronous=FULL")
 
     def releases(self, session: str) -> pd.DataFrame:
         """One row per release of ``session``, oldest first.
@@ -475,53 +501,6 @@ class Ledger:
             params = (session, float(since))
         with self._lock, ledger_errors(self.path):
             return int(self._conn.execute(sql, params).fetchone()[0])
-
-    def store_answer(self, release_id: int, body: bytes) -> None:
-        """Keep the public answer sent for a release (a curator's), for :meth:`answer`.
-
-        One statement in autocommit mode, like :meth:`complete` (``NORMAL``
-        sync in WAL mode: a crash of the process never loses it).
-
-        Args:
-            release_id: the release's id (from :meth:`charge`).
-            body: the encoded answer (public: the release as sent).
-        """
-        insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
-        with self._lock, ledger_errors(self.path):
-            if self._journal != "wal":
-                self._conn.execute(insert, (release_id, body, time.time()))
-                return
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._conn.execute(insert, (release_id, body, time.time()))
-            finally:
-                self._conn.execute("PRAGMA synchronous=FULL")
-
-    def answer(self, session: str, release_id: int) -> tuple[str, bytes | None] | None:
-        """The status and stored answer of release ``release_id`` of ``session``.
-
-        Returns:
-            None when ``session`` has no release of this id; else its status
-            (``charged``, ``released``, ``failed``, ...) and the stored answer
-            (None when none was stored).
-        """
-        with self._lock, ledger_errors(self.path):
-            row = self._conn.execute(
-                "SELECT r.status, a.body FROM releases AS r LEFT JOIN answers AS a"
-                " ON a.release_id = r.id WHERE r.id=? AND r.session=?",
-                (int(release_id), session),
-            ).fetchone()
-        return None if row is None else (str(row[0]), row[1])
-
-    def stored_bytes(self, session: str) -> int:
-        """The bytes of the answers stored for ``session``'s releases (:meth:`store_answer`)."""
-        with self._lock, ledger_errors(self.path):
-            row = self._conn.execute(
-                "SELECT COALESCE(SUM(LENGTH(a.body)), 0) FROM answers AS a"
-                " JOIN releases AS r ON r.id = a.release_id WHERE r.session=?",
-                (session,),
-            ).fetchone()
-        return int(row[0])
 
     def fix_privacy_unit(self, session: str, setting: str, frame: FrameRecord | None = None) -> str:
         """Record ``session``'s privacy-unit setting if it has none; return the recorded one.

@@ -22,13 +22,23 @@ __all__ = ["MAX_LABEL", "PendingCharge", "Row", "clip_label", "decode_parts", "r
 _CURRENCIES = frozenset(get_args(AccountingKind))
 _INSERT = (
     "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
-    " status, value, privacy_unit, parts, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'charged',"
-    " NULL, ?, ?, {currency})"
+    " status, value, privacy_unit, parts{keyed}, currency) VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
+    " 'charged', NULL, ?, ?{key}, {currency})"
 )
 #: The new row's currency: given (or the session's accounting registered through this
 #: object), or else read from the session's budget row in the same statement.
 _GIVEN, _LOOKUP = "?", "(SELECT accounting FROM budgets WHERE session=? AND dataset='*')"
-_INSERT_GIVEN, _INSERT_LOOKUP = _INSERT.format(currency=_GIVEN), _INSERT.format(currency=_LOOKUP)
+#: The statements by (currency given, request key given): a row without a key leaves
+#: the column out (NULL), as a ledger before schema version 8 had none.
+_STATEMENTS = {
+    (given, keyed): _INSERT.format(
+        keyed=", request" if keyed else "",
+        key=", ?" if keyed else "",
+        currency=_GIVEN if given else _LOOKUP,
+    )
+    for given in (True, False)
+    for keyed in (True, False)
+}
 #: One INSERT statement and its parameters.
 Row = tuple[str, tuple[object, ...]]
 
@@ -47,6 +57,9 @@ class PendingCharge:
             for example ``"row"`` or the unit column and its limits).
         currency: the accounting the cost is in (``"pure"``, ``"approx"``,
             ``"zcdp"``); None records the session's registered accounting.
+        request: the request's key (:func:`dpframe.engine.reruns.request_key`: the
+            node by value, its privacy parameters and the data's identity), so that
+            the same request asked again is answered from this row; None: never.
     """
 
     charge: Charge
@@ -55,6 +68,7 @@ class PendingCharge:
     parts: Sequence[tuple[str, Charge]] | None = None
     privacy_unit: str | None = None
     currency: str | None = None
+    request: str | None = None
 
 
 #: The longest label a ledger row stores; longer ones keep their start and a digest.
@@ -138,6 +152,7 @@ def row_statement(
     privacy_unit: str | None,
     currency: str | None,
     registered: str | None,
+    request: str | None = None,
 ) -> Row:
     """The statement and parameters that insert one pending charge (see :class:`PendingCharge`).
 
@@ -149,7 +164,7 @@ def row_statement(
             f"currency= takes one of {', '.join(sorted(_CURRENCIES))}, not {currency!r}."
         )
     session = head[0]
-    params = (
+    params: tuple[object, ...] = (
         *head,
         clip_label(query),
         clip_label(mechanism),
@@ -159,7 +174,9 @@ def row_statement(
         privacy_unit,
         _encode_parts(cost, parts),
     )
+    if request is not None:
+        params = (*params, request)
     currency = currency or registered
     if currency is None:
-        return _INSERT_LOOKUP, (*params, session)
-    return _INSERT_GIVEN, (*params, currency)
+        return _STATEMENTS[False, request is not None], (*params, session)
+    return _STATEMENTS[True, request is not None], (*params, currency)

@@ -188,6 +188,19 @@ MIGRATIONS: tuple[Migration, ...] = (
 )""",
         ),
     ),
+    Migration(
+        8,
+        "Releases record their request's key (issue 31: a SHA-256 of the release node by "
+        "value, its privacy parameters, the privacy unit, the declared schema and the data's "
+        "identity; NULL for older rows and for requests that are never answered again), so "
+        "that the same request asked again is answered from the ledger (its stored answer, "
+        "in the answers table), free. Embedded sessions store their answers there too.",
+        (
+            "ALTER TABLE releases ADD COLUMN request TEXT",
+            "CREATE INDEX releases_by_request ON releases (session, request)"
+            " WHERE request IS NOT NULL",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import SeriesHandle
 from dpframe.api.verbs import binning, columns, elementwise, recoding
 
@@ -222,6 +223,7 @@ class ColumnExpressions:
         )  # fmt: skip
         return (self._derived(found[0]), found[1]) if retbins else self._derived(found)
 
+    @fresh_aware
     def qcut(
         self,
         q: int | Sequence[float],
@@ -234,6 +236,7 @@ class ColumnExpressions:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Any:
         """Bins at private quantiles, as ``pandas.qcut`` (charged); see :func:`dpframe.qcut`."""
         found = binning.qcut(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import SeriesHandle
 from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relations, tables
 from dpframe.api.verbs.quantiles import quantile_node
@@ -57,6 +58,7 @@ class ColumnReleases:
             "Release", self._run(aggregates.aggregate_node(self._handle, statistic, request))
         )
 
+    @fresh_aware
     def count(
         self,
         *,
@@ -64,6 +66,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """How many values of the column are present (not missing), with noise.
 
@@ -77,6 +80,7 @@ class ColumnReleases:
         """
         return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def sum(
         self,
         *,
@@ -84,6 +88,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """The total of the column's values, with noise.
 
@@ -102,6 +107,7 @@ class ColumnReleases:
         """
         return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def mean(
         self,
         *,
@@ -109,6 +115,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """The column's average, with noise.
 
@@ -134,6 +141,7 @@ class ColumnReleases:
         """
         return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def var(
         self,
         *,
@@ -141,6 +149,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """How spread out the column's values are (the population variance), with noise.
 
@@ -156,6 +165,7 @@ class ColumnReleases:
         """
         return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def std(
         self,
         *,
@@ -163,10 +173,12 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """The square root of :meth:`var` (same privacy cost and guarantee)."""
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def quantile(
         self,
         q: float | Sequence[float] = 0.5,
@@ -175,6 +187,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Any:
         """The q-quantile(s) among public candidate values, by the exponential mechanism.
@@ -204,6 +217,8 @@ class ColumnReleases:
             privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
             candidates: public candidate values, sorted, finite and within the
                 bounds, at most 4,097 (refused before anything is charged otherwise).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
@@ -215,6 +230,7 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(quantile_node(self._handle, q, request, candidates))
 
+    @fresh_aware
     def median(
         self,
         *,
@@ -222,12 +238,14 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Release:
         """The 0.5-quantile; Privacy and Accuracy as :meth:`quantile` (rank error (2/ε)·ln(C/β))."""
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
 
+    @fresh_aware
     def describe(
         self,
         *,
@@ -235,6 +253,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """A summary of the column (count, mean, spread, quartiles), as ``Series.describe``.
 
@@ -255,6 +274,7 @@ class ColumnReleases:
             column = column.loc[["count", "unique", "top", "freq"]]
         return cast("pd.Series", column)
 
+    @fresh_aware
     def approx_bounds(
         self,
         *,
@@ -262,6 +282,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> tuple[float, float]:
         """Bounds to declare for a column, suggested privately: ``(low, high)``.
 
@@ -287,6 +308,7 @@ class ColumnReleases:
         node = aggregates.approx_bounds_node(self._handle, request_of(epsilon, delta, rho, privacy))
         return cast("tuple[float, float]", self._run(node))
 
+    @fresh_aware
     def mode(
         self,
         *,
@@ -294,6 +316,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """The most common value among the declared keys, as ``Series.mode`` returns it.
 
@@ -317,6 +340,7 @@ class ColumnReleases:
         found: pd.Series = pd.Series([self._run(node)], name=self._handle.info.name)
         return found
 
+    @fresh_aware
     def value_counts(
         self,
         *,
@@ -324,6 +348,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         sort: bool = True,
         normalize: bool = False,
     ) -> pd.Series:
@@ -348,6 +373,7 @@ class ColumnReleases:
             grouping.warn_undeclared(counts)
         return aggregates.value_counts_result(counts, sort, normalize)
 
+    @fresh_aware
     def hist(
         self,
         bins: int | Sequence[float] = 10,
@@ -356,6 +382,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         draw: bool | None = None,
     ) -> pd.Series:
         """A histogram of the column: noisy counts per public bin, drawn with error bars.
@@ -423,6 +450,7 @@ class ColumnReleases:
             return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
         return self._run(aggregation.series_agg_node(self._handle, func, request, weights))
 
+    @fresh_aware
     def corr(
         self,
         other: object,
@@ -431,6 +459,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> float:
         """The correlation of two columns, as ``Series.corr`` (one charge).
 
@@ -440,6 +469,7 @@ class ColumnReleases:
         node = relations.pair_moments_node(self._handle, other, "corr", request)
         return relations.pair_value(relations.warn_thin(self._run(node)))
 
+    @fresh_aware
     def cov(
         self,
         other: object,
@@ -448,6 +478,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> float:
         """The covariance of two columns, as ``Series.cov`` (one charge).
 
@@ -457,6 +488,7 @@ class ColumnReleases:
         node = relations.pair_moments_node(self._handle, other, "cov", request)
         return relations.pair_value(self._run(node))
 
+    @fresh_aware
     def randomized_response(
         self,
         *,
@@ -464,6 +496,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
         """A sanitized copy of a categorical column by randomized response (a public Series).
@@ -484,6 +517,7 @@ class ColumnReleases:
             "pd.Series", self._run(copies.copy_node(self._handle, "rr", request, length_share))
         )
 
+    @fresh_aware
     def laplace_copy(
         self,
         *,
@@ -491,6 +525,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
         """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
@@ -508,6 +543,7 @@ class ColumnReleases:
         node = copies.copy_node(self._handle, "laplace", request, length_share)
         return cast("pd.Series", self._run(node))
 
+    @fresh_aware
     def kde(
         self,
         bandwidth: float,
@@ -516,6 +552,7 @@ class ColumnReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
         """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import FrameHandle
 from dpframe.api.verbs import (
     aggregates,
@@ -44,6 +45,7 @@ class FrameReleases:
     def _run(self, node: Any) -> Any:
         return self._handle.runner.run(node)
 
+    @fresh_aware
     def count(
         self,
         *,
@@ -51,6 +53,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Release:
         """How many rows the frame has (after its filters), with noise.
 
@@ -70,6 +73,7 @@ class FrameReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(aggregates.count_node(self._handle, request)))
 
+    @fresh_aware
     def sum(
         self,
         *,
@@ -77,6 +81,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """Per-column sums in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
         request = request_of(epsilon, delta, rho, privacy)
@@ -84,6 +89,7 @@ class FrameReleases:
             "pd.Series", self._run(relations.frame_cells_node(self._handle, "sum", request))
         )
 
+    @fresh_aware
     def mean(
         self,
         *,
@@ -91,6 +97,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """Per-column means in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
         request = request_of(epsilon, delta, rho, privacy)
@@ -111,6 +118,7 @@ class FrameReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(aggregation.agg_node(self._handle, func, request, weights=weights))
 
+    @fresh_aware
     def describe(
         self,
         *,
@@ -119,6 +127,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.DataFrame:
         """A summary (count, mean, std, quartiles) of every bounded numeric column, as ``describe``.
 
@@ -144,6 +153,7 @@ class FrameReleases:
         node = aggregates.describe_node(self._handle, request, include)
         return cast("pd.DataFrame", self._run(node))
 
+    @fresh_aware
     def nunique(
         self,
         *,
@@ -151,6 +161,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """How many declared keys occur in each column, as ``DataFrame.nunique`` (one charge).
 
@@ -167,6 +178,7 @@ class FrameReleases:
         request = request_of(epsilon, delta, rho, privacy)
         return distinct.frame_nunique(self._handle, request)
 
+    @fresh_aware
     def corr(
         self,
         method: str = "pearson",
@@ -175,6 +187,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.DataFrame:
         """The correlation matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
         if method != "pearson":
@@ -183,6 +196,7 @@ class FrameReleases:
         node = relations.moments_node(self._handle, "corr", request)
         return relations.warn_thin(cast("pd.DataFrame", self._run(node)))
 
+    @fresh_aware
     def cov(
         self,
         *,
@@ -190,6 +204,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.DataFrame:
         """The covariance matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
         request = request_of(epsilon, delta, rho, privacy)
@@ -226,6 +241,7 @@ class FrameReleases:
             self._handle, values, index, columns, aggfunc, request, margins, margins_name
         )
 
+    @fresh_aware
     def above_threshold(
         self,
         queries: Any,
@@ -235,6 +251,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         max_hits: int = 1,
         numeric: bool = False,
     ) -> Any:
@@ -263,6 +280,7 @@ class FrameReleases:
         )
         return self._run(node)
 
+    @fresh_aware
     def discover_keys(
         self,
         column: str | Sequence[str],
@@ -271,6 +289,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Any:
         """The keys of ``column`` that a private threshold lets through, sorted.
 
@@ -294,6 +313,7 @@ class FrameReleases:
         node = thresholds.discover_keys_node(self._handle, column, request)
         return list(self._run(node).index)
 
+    @fresh_aware
     def linear_regression(
         self,
         features: Sequence[str],
@@ -303,6 +323,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         analysis: str = "rdp",
         radius: float = 2.0,
         steps: int = 50,
@@ -341,6 +362,7 @@ class FrameReleases:
         node = models.regression_node(self._handle, "squared", features, target, request, options)
         return self._run(node)
 
+    @fresh_aware
     def logistic_regression(
         self,
         features: Sequence[str],
@@ -350,6 +372,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         analysis: str = "rdp",
         radius: float = 2.0,
         steps: int = 50,
@@ -377,6 +400,7 @@ class FrameReleases:
         node = models.regression_node(self._handle, "logistic", features, target, request, options)
         return self._run(node)
 
+    @fresh_aware
     def synthesize(
         self,
         *,
@@ -384,6 +408,7 @@ class FrameReleases:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         method: str = "mst",
         bins: int | Mapping[str, int | Sequence[float]] | None = None,
         rows: int | None = None,
@@ -426,6 +451,8 @@ class FrameReleases:
             rows: the copy's length; None (default) draws it from the noisy
                 marginals (the row count stays private).
             progress: show a progress bar while fitting (``tqdm.auto``).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Example:
             >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP

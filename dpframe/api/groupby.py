@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import GroupHandle
 from dpframe.api.teaching import REVEALING, missing_attribute
 from dpframe.api.verbs import aggregation, distinct, grouping
@@ -134,6 +135,7 @@ class PrivateGroupBy:
         node = aggregation.grouped_agg_node(handle, func, request, weights)
         return grouping.relabelled(handle, handle.frame.runner.run(node))
 
+    @fresh_aware
     def count(
         self,
         *,
@@ -141,6 +143,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """How many rows each group has (or present values of the selected column), with noise.
 
@@ -151,6 +154,7 @@ class PrivateGroupBy:
         """
         return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def size(
         self,
         *,
@@ -158,6 +162,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """How many rows each group has, with noise, as pandas' ``size``.
 
@@ -169,6 +174,7 @@ class PrivateGroupBy:
         whole = groupby_of(self._handle.selecting(None))
         return whole._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def sum(
         self,
         *,
@@ -176,6 +182,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """The total of the selected column in each group, with noise.
 
@@ -187,6 +194,7 @@ class PrivateGroupBy:
         """
         return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def mean(
         self,
         *,
@@ -194,6 +202,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """The average of the selected column in each group, with noise.
 
@@ -212,6 +221,7 @@ class PrivateGroupBy:
         """
         return self._aggregate("mean", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def var(
         self,
         *,
@@ -219,6 +229,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """How spread out the selected column is in each group (variance), with noise.
 
@@ -230,6 +241,7 @@ class PrivateGroupBy:
         """
         return self._aggregate("var", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def std(
         self,
         *,
@@ -237,6 +249,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """The standard deviation of the selected column in each group, with noise.
 
@@ -247,6 +260,7 @@ class PrivateGroupBy:
         """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def quantile(
         self,
         q: float | Sequence[float] = 0.5,
@@ -255,6 +269,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
         """The q-quantile(s) of the selected column in every group, in one charge.
@@ -286,6 +301,8 @@ class PrivateGroupBy:
             rho: zCDP cost.
             privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
             candidates: public candidate values (sorted, finite, within the bounds).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Example:
             >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
@@ -298,6 +315,7 @@ class PrivateGroupBy:
         result = handle.frame.runner.run(node)
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
+    @fresh_aware
     def median(
         self,
         *,
@@ -305,6 +323,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
         """The median of the selected column in every group (see :meth:`quantile`).
@@ -320,6 +339,7 @@ class PrivateGroupBy:
             0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
         )
 
+    @fresh_aware
     def nunique(
         self,
         *,
@@ -327,6 +347,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> pd.Series:
         """How many declared keys of the selected column occur in each group (one charge).
 
@@ -343,6 +364,7 @@ class PrivateGroupBy:
         request = request_of(epsilon, delta, rho, privacy)
         return distinct.grouped_nunique(self._handle, request)
 
+    @fresh_aware
     def argmax(
         self,
         agg: str = "count",
@@ -352,6 +374,7 @@ class PrivateGroupBy:
         delta: Number | None = None,
         rho: Number | None = None,
         privacy: Privacy | None = None,
+        fresh: bool = False,
     ) -> Any:
         """The key whose count, sum or mean is largest; only the key is released.
 
@@ -373,6 +396,8 @@ class PrivateGroupBy:
             delta: must be 0 except in approximate-DP sessions.
             rho: zCDP cost.
             privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)

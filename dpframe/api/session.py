@@ -13,6 +13,7 @@ from dpframe.api.handle import FrameHandle
 from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine import session as engine_session
 from dpframe.engine.loading import read_data
+from dpframe.engine.reruns import fresh_release
 from dpframe.plan.parameters import PrivacyUnit
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ class Session(engine_session.Session):
         privacy: Any = None,
         weights: Any = None,
         tables: Mapping[str, object] | None = None,
+        fresh: bool = False,
     ) -> Any:
         """Answer a SQL query (DuckDB's dialect) with one release, built as its pandas spelling.
 
@@ -240,6 +242,9 @@ class Session(engine_session.Session):
         ``tables=`` names more private frames of this session for this query
         only (``%%dpsql`` passes the notebook's variables); registered names
         win, and anything but a private frame of this session is ignored.
+        The same query asked again (the same node, privacy parameters and
+        data) is answered from the ledger, free; ``fresh=True`` asks for a
+        new, charged release.
 
         Returns:
             The facade's release for one aggregate without GROUP BY, else a
@@ -252,13 +257,14 @@ class Session(engine_session.Session):
         from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
 
         catalog = self._sql_tables if tables is None else self._sql_tables.with_frames(tables, self)
-        return run_sql(
-            self,
-            catalog,
-            query,
-            epsilon=epsilon,
-            delta=delta,
-            rho=rho,
-            privacy=privacy,
-            weights=weights,
-        )
+        with fresh_release(fresh):
+            return run_sql(
+                self,
+                catalog,
+                query,
+                epsilon=epsilon,
+                delta=delta,
+                rho=rho,
+                privacy=privacy,
+                weights=weights,
+            )

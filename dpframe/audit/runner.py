@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpframe.audit.hockey_stick import Feature, Vote, as_features, hockey_stick_vote, vote_level
 from dpframe.audit.neighbours import NeighbourPair
+from dpframe.engine.reruns import fresh_release
 from dpframe.errors import BudgetExceededError, InvalidArgumentError
 
 __all__ = ["AuditResult", "SessionSampler", "audit", "audit_pairs", "audit_query"]
@@ -106,7 +107,8 @@ def _check(epsilon: float, delta: float, samples: int, votes: int, pilot: float)
 
 def _one_at_a_time(release_fn: Callable[[Any], object]) -> Sampler:
     def sampler(data: Any, n: int) -> list[object]:
-        return [release_fn(data) for _ in range(n)]
+        with fresh_release(True):  # each sample a new release, never the ledger's answer
+            return [release_fn(data) for _ in range(n)]
 
     return sampler
 
@@ -346,14 +348,15 @@ class SessionSampler:
         """``n`` releases of the query on ``data``."""
         outputs: list[object] = []
         frame = None
-        for i in range(n):
-            if i % self._reload_every == 0:
-                frame = self._frame(data)
-            try:
-                outputs.append(self._query(frame))
-            except BudgetExceededError:
-                frame = self._frame(data)
-                outputs.append(self._query(frame))
+        with fresh_release(True):  # each sample a new release, never the ledger's answer
+            for i in range(n):
+                if i % self._reload_every == 0:
+                    frame = self._frame(data)
+                try:
+                    outputs.append(self._query(frame))
+                except BudgetExceededError:
+                    frame = self._frame(data)
+                    outputs.append(self._query(frame))
         return outputs
 
 

@@ -71,12 +71,17 @@ class Node(BaseModel):
 
 
 class QueryRequest(BaseModel):
-    """One release node, versioned; ``explain`` asks for its cost and accuracy only."""
+    """One release node, versioned; ``explain`` asks for its cost and accuracy only.
+
+    ``fresh`` asks for a new, charged release even when the analyst's ledger
+    already answered the same request (which is otherwise answered from it, free).
+    """
 
     model_config = ConfigDict(extra="forbid")
     v: StrictInt = Field(ge=1, le=1)  # not Literal[1]: pydantic takes true for 1
     node: Node
     explain: StrictBool = False  # "yes" is not true
+    fresh: StrictBool = False
 
 
 class ErrorBody(BaseModel):

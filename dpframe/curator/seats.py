@@ -96,10 +96,17 @@ class SeatLedger(Ledger):
             self.charged.extend(ids)
         return ids
 
-    def complete(self, release_id: int, value: str, status: str = "released") -> None:  # noqa: D102
+    def complete(  # noqa: D102  (Ledger.complete)
+        self,
+        release_id: int,
+        value: str,
+        status: str = "released",
+        *,
+        answer: bytes | None = None,
+    ) -> None:
         if status == "failed" or release_id in self._abandoned:
-            value, status = "", "abandoned"
-        super().complete(release_id, value, status)
+            value, status, answer = "", "abandoned", None
+        super().complete(release_id, value, status, answer=answer)
 
     def abandon(self) -> list[int]:
         """Give up on the running release: its charged rows say ``abandoned``; refuse new charges.
@@ -369,6 +376,7 @@ class Seats:
             limits=self.catalog.settings.limits,  # stricter than embedded
         )
         session.set_release_floor(self.catalog.settings.min_epsilon)  # ε per release, at least
+        session.keep_answers(False)  # the curator keeps its answers (same form, its own limit)
         return session
 
     @staticmethod

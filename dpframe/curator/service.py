@@ -31,6 +31,7 @@ from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
+from dpframe.engine.reruns import fresh_release
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError
 from dpframe.mechanisms.runtime.stopping import stoppable
@@ -88,10 +89,11 @@ class _Work:
     gives the seat back and lets its ledger charge again once it ends.
     """
 
-    def __init__(self, seat: Seat, node: Any, heavy: bool = False) -> None:
+    def __init__(self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False) -> None:
         self.seat = seat
         self.node = node
         self.heavy = heavy  # its row work in the heavy lane (a public estimate)
+        self.fresh = fresh  # a new, charged release even if the ledger answered it
         self.events: list[ReleaseEvent] = []
         self.result: Any = None
         self.error: BaseException | None = None
@@ -104,7 +106,7 @@ class _Work:
     def _run(self) -> None:
         unsubscribe = self.seat.session.subscribe(self.events.append)
         try:
-            with stoppable(self.stop), heavy_lane(self.heavy):
+            with stoppable(self.stop), heavy_lane(self.heavy), fresh_release(self.fresh):
                 self.result = self.seat.session.run(self.node)
         except BaseException as exc:  # handed to the waiting thread
             self.error = exc
@@ -298,16 +300,19 @@ class Curator:
         seat = self._seats.get(analyst, dataset)
         try:
             check_depth(body)
-            explain = body.get("explain", False)
+            explain, fresh = body.get("explain", False), body.get("fresh", False)
             if not isinstance(explain, bool):
                 raise ProtocolError("invalid_query", "explain must be true or false.")
-            envelope = {k: v for k, v in body.items() if k != "explain"}
+            if not isinstance(fresh, bool):
+                raise ProtocolError("invalid_query", "fresh must be true or false.")
+            envelope = {k: v for k, v in body.items() if k not in ("explain", "fresh")}
             node = decode_node(envelope, seat.source)  # on the curator's own source
             seconds = self._check_time(seat, node)
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
-            return self._release(seat, node, seconds >= self.catalog.settings.heavy_seconds)
+            heavy = seconds >= self.catalog.settings.heavy_seconds
+            return self._release(seat, node, heavy, fresh)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
@@ -335,8 +340,15 @@ class Curator:
             settings.text_chars,
         )
 
-    def _release(self, seat: Seat, node: Any, heavy: bool = False) -> dict[str, Any]:
+    def _release(
+        self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False
+    ) -> dict[str, Any]:
         """Release ``node`` on its seat, within the wall-clock limit (``heavy``: in the heavy lane).
+
+        A request the seat's ledger already answered (the same node, privacy
+        parameters and catalog version) is answered from it, free, unless
+        ``fresh`` (:mod:`dpframe.engine.reruns`); the answer then says
+        ``recorded``.
 
         The release runs in a thread of its own while this one waits at most
         ``release_seconds``.  If the limit fires (a server fault: it is set
@@ -358,7 +370,7 @@ class Curator:
         try:
             seat.check_pace(self._pace_clock(), settings)
             seat.note_charges(self._pace_clock())  # forget any row left from before
-            work = _Work(seat, node, heavy)
+            work = _Work(seat, node, heavy, fresh)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
                 killed = seat.kill_workers()  # it then ends at once (unless not in a worker)
@@ -466,12 +478,16 @@ class Curator:
             cost = cost + event.cost
         label = "; ".join(e.query for e in events) if events else default_label
         kept = {"result": encode_response(result), "cost": encode_response(cost), "query": label}
-        release = charged[-1] if charged else None  # its ledger id (None: explained)
+        release = charged[-1] if charged else None  # its ledger id (None: explained or recorded)
         number = None
         if release is not None:
             self._keep(seat, release, kept)
             number = seat.ledger.number_of(seat.session.name, release)  # the analyst's own
-        return {**kept, "budget": self._budget_state(seat), "release": number}
+        answer = {**kept, "budget": self._budget_state(seat), "release": number}
+        recorded = [e.recorded for e in events if e.recorded is not None]
+        if recorded:  # answered from the ledger, free: the note the analyst's meter shows
+            answer["recorded"] = recorded[-1]
+        return answer
 
     def _keep(self, seat: Seat, release: int, kept: Mapping[str, Any]) -> None:
         """Store a release's answer in the ledger for :meth:`recover` (best effort).

@@ -12,8 +12,13 @@ every kind of release, embedded or behind a curator:
    records it in one transaction, or refuses (nothing has touched the data);
 4. **compute and release**: the family evaluates the plan on the backend
    and adds noise;
-5. **record and notify**: the ledger row is completed and listeners (the
-   budget meter) hear of the release.
+5. **record and notify**: the ledger row is completed (with the answer
+   itself, kept so that the same request is answered again for free) and
+   listeners (the budget meter) hear of the release.
+
+Between steps 2 and 3, a request the ledger already answered (the same node
+by value, privacy parameters and data; :mod:`dpframe.engine.reruns`) is
+answered from the ledger instead: nothing is charged and no data is read.
 
 :meth:`ReleasePath.explain` is the same path stopped before the charge.  Each
 family (one per kind of node, :class:`dpframe.mechanisms.core.family.Family`) lives
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpframe.accounting.accountants import Charge
 from dpframe.engine.joins import joined_backend, joined_schema
+from dpframe.engine.reruns import pack, request_key, unpack
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import Explanation
@@ -109,11 +115,16 @@ class _Admitted:
 
 @dataclass(frozen=True)
 class Admission:
-    """A node admitted and charged (its ledger row written), not yet computed."""
+    """A node admitted and charged (its ledger row written), not yet computed.
+
+    ``request`` is the request's key (:func:`~dpframe.engine.reruns.request_key`;
+    None: its answer is not kept for a re-run).
+    """
 
     admitted: _Admitted
     backend: Backend
     release_id: int
+    request: str | None = None
 
 
 def size_of(node: Node, limits: ResourceLimits | None = None) -> ResourceEstimate:
@@ -162,7 +173,10 @@ class ReleasePath:
         limits: the largest request a release may make (sized before the charge).
         families: every release node type and its family.
         rng: the session's secure random source.
-        notify: called after every release with its label and cost.
+        notify: called after every release with its label, its cost and, for a
+            request answered from the ledger, its note (else None).
+        keep_answers: keep each answer in the ledger with its request's key
+            (a curator keeps them itself, in the same form, within its limits).
         schemas: the public schema of each loaded source.
         backends: the backend of each loaded source.
         joins: the backend of each private join released on so far.
@@ -176,7 +190,8 @@ class ReleasePath:
     limits: ResourceLimits
     families: Mapping[type, Family[Any]]
     rng: SecureRandom
-    notify: Callable[[str, Budget], None]
+    notify: Callable[[str, Budget, str | None], None]
+    keep_answers: bool = True
     schemas: dict[tuple[str, str], Schema] = field(default_factory=dict)
     backends: dict[tuple[str, str], Backend] = field(default_factory=dict)
     joins: dict[Join, Backend] = field(default_factory=dict)
@@ -276,9 +291,19 @@ class ReleasePath:
 
     # -- the charge ----------------------------------------------------------
 
-    def run(self, node: Node) -> Any:
-        """Release ``node``: validate, privacy map, charge, compute, release, record, notify."""
+    def run(self, node: Node, fresh: bool = False) -> Any:
+        """Release ``node``: validate, privacy map, charge, compute, release, record, notify.
+
+        A request the ledger already answered is answered from it after the
+        privacy map and before the charge (nothing charged, no data read),
+        unless ``fresh`` asks for a new, charged release.
+        """
         admitted = self.admit(node)
+        request = self.request_of(node)
+        if request is not None and not fresh:
+            answered = self._answered(admitted, request)
+            if answered is not None:
+                return answered
         backend = self.backend_of(node, admitted.family)
         backend.preflight()  # e.g. Dask workers that cannot run dpframe: refused, nothing charged
         accountant = self.accountant
@@ -291,8 +316,30 @@ class ReleasePath:
             admitted.family.mechanism_of(node, admitted.allocation),
             parts=_parts(admitted),
             privacy_unit=_unit_text(_source(node)),
+            request=request,
         )
-        return self.finish(Admission(admitted, backend, release_id))
+        return self.finish(Admission(admitted, backend, release_id, request))
+
+    def request_of(self, node: Node) -> str | None:
+        """The key of ``node``'s request (public inputs and the data's identity only)."""
+        source = _source(node)
+        return request_key(node, source, self.source_schema(source))
+
+    def _answered(self, admitted: _Admitted, request: str) -> Any:
+        """The ledger's answer to ``request``, marked and announced at no cost; None if none.
+
+        Reads the ledger only: never the data, whether or not it changed.
+        """
+        found = self.ledger.recorded_answer(self.name, request)
+        if found is None:
+            return None
+        _, recorded_at, body = found
+        rebuilt = unpack(body, recorded_at)
+        if rebuilt is None:  # an answer that no longer decodes: released anew
+            return None
+        result, note = rebuilt
+        self.notify(admitted.node.label, Budget(), note)
+        return result
 
     def admit_batch(self, nodes: list[Node]) -> list[Admission]:
         """Admit every node at once, or none: one filter check of the total, one ledger commit."""
@@ -310,6 +357,7 @@ class ReleasePath:
         total = Charge()
         for entry in admitted:
             total = total + entry.charge
+        requests = [self.request_of(a.node) for a in admitted]
         accountant = self.accountant
         if accountant.kind in ("zcdp", "gdp"):  # charges in ρ (GDP: ρ = μ²/2)
             asked = PrivacyRequest(rho=total.rho) if total.rho else PrivacyRequest(epsilon=1)
@@ -322,8 +370,9 @@ class ReleasePath:
                 a.family.mechanism_of(a.node, a.allocation),
                 parts=_parts(a),
                 privacy_unit=_unit_text(_source(a.node)),
+                request=request,
             )
-            for a in admitted
+            for a, request in zip(admitted, requests, strict=True)
         ]
         ids = self.ledger.charge_many(
             self.name,
@@ -331,7 +380,10 @@ class ReleasePath:
             items,
             lambda spent: accountant.check(spent, total, asked),
         )
-        return [Admission(a, b, i) for a, b, i in zip(admitted, backends, ids, strict=True)]
+        return [
+            Admission(a, b, i, r)
+            for a, b, i, r in zip(admitted, backends, ids, requests, strict=True)
+        ]
 
     def abandon(self, admission: Admission) -> None:
         """Mark an admitted release that was never computed as failed (its charge stands)."""
@@ -355,8 +407,14 @@ class ReleasePath:
                 "shown, not even the kind of failure, because it could depend on private "
                 "values: check the column types used in the query's conditions and expressions."
             ) from None
-        self.ledger.complete(release_id, shown)
-        self.notify(admitted.node.label, cost)
+        answer = None
+        if admission.request is not None and self.keep_answers:
+            answer = pack(released, cost, admitted.node.label)
+        if answer is None:
+            self.ledger.complete(release_id, shown)
+        else:
+            self.ledger.complete(release_id, shown, answer=answer)
+        self.notify(admitted.node.label, cost, None)
         return released
 
     def _release(self, admitted: _Admitted, backend: Backend, cost: Budget) -> Any:

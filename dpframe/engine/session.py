@@ -40,6 +40,7 @@ from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
 from dpframe.engine.loading import check_groups, check_unit
 from dpframe.engine.release_path import ReleasePath, families
+from dpframe.engine.reruns import asked_fresh
 from dpframe.errors import (
     DPError,
     InvalidArgumentError,
@@ -69,13 +70,18 @@ __all__ = ["Observable", "ReleaseEvent", "Session"]
 
 @dataclass(frozen=True)
 class ReleaseEvent:
-    """Sent to listeners after every release (one-way: listeners cannot change the budget)."""
+    """Sent to listeners after every release (one-way: listeners cannot change the budget).
+
+    ``recorded`` is set when the request was answered from the ledger (its note,
+    ``from the ledger, recorded 14:02``; ``cost`` is then zero).
+    """
 
     query: str
     cost: Budget
     spent: Budget
     remaining: Budget
     total: Budget
+    recorded: str | None = None
 
 
 class _Captured(Exception):  # noqa: N818  (a signal, not an error)
@@ -468,7 +474,10 @@ class Session(Observable):
 
         validate → privacy map → charge (refused here if over budget: nothing
         has touched the data) → compute → release → record → notify.  Inside
-        :meth:`explain` the node is captured instead and nothing is spent.
+        :meth:`explain` the node is captured instead and nothing is spent.  A
+        request this session's ledger already answered is answered from it,
+        free (:mod:`dpframe.engine.reruns`), unless the release method was
+        called with ``fresh=True`` (:func:`dpframe.engine.reruns.fresh_release`).
 
         Raises:
             BudgetExceededError: when the budget would be exceeded (nothing charged).
@@ -477,7 +486,7 @@ class Session(Observable):
         prepaid = prepaid_release(self, node)
         if not is_unset(prepaid):
             return prepaid
-        return self._path.run(node)
+        return self._path.run(node, asked_fresh())
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
@@ -512,6 +521,15 @@ class Session(Observable):
             raise InvalidBudgetError("The release floor must be an epsilon >= 0.")
         self._accountant.floor = floor
 
+    def keep_answers(self, keep: bool) -> None:
+        """Whether the engine keeps each answer in the ledger for a re-run (default True).
+
+        A curator keeps its answers itself (in the same form, within its
+        per-seat limit) and turns this off; the ledger's answers are found
+        either way.
+        """
+        self._path.keep_answers = bool(keep)
+
     def replace_backends(self, replace: Callable[[tuple[str, str], Backend], Backend]) -> None:
         """Put ``replace(key, backend)`` in place of each loaded source's backend.
 
@@ -522,7 +540,7 @@ class Session(Observable):
         for key, backend in list(backends.items()):
             backends[key] = replace(key, backend)
 
-    def _notify(self, query: str, cost: Budget) -> None:
+    def _notify(self, query: str, cost: Budget, recorded: str | None = None) -> None:
         if not self._listeners:
             return
         charges = self._charges()
@@ -532,5 +550,6 @@ class Session(Observable):
             self._accountant.spent(charges),
             self._accountant.remaining(charges),
             self.total,
+            recorded,
         )
         self._announce(event)

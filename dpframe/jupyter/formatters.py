@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpframe.engine.recorded import RECORDED_ATTR
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers import DPArray
 from dpframe.mechanisms.answers.display import LEVEL, frame_table_html, grouped_table_html
@@ -26,19 +27,24 @@ from dpframe.mechanisms.answers.results import FrameRelease, GroupedRelease, is_
 __all__ = ["frame_html", "install", "series_html", "uninstall"]
 
 
-def _caption(meta: object, fallback: str, derived: bool = False) -> str:
+def _caption(meta: object, fallback: str, derived: bool = False, recorded: object = None) -> str:
     """The query, cost and mechanism of a release's metadata, and its notes.
 
     ``derived``: the values shown are post-processed from the release (sorted,
-    scaled, edited): the caption says so.
+    scaled, edited): the caption says so.  ``recorded``: the note of an answer
+    from the ledger (``attrs[RECORDED_ATTR]``), said last.
     """
     source = "derived from " if derived else ""
     if isinstance(meta, GroupedRelease):
         text = f"{source}{meta.query} · cost {meta.cost} · {meta.mechanism}"
-        return " · ".join([text, *meta.notes])
-    if isinstance(meta, FrameRelease):
-        return f"{source}{meta.query} · cost {meta.cost} · ± is the {LEVEL:.0%} half-width"
-    return fallback
+        caption = " · ".join([text, *meta.notes])
+    elif isinstance(meta, FrameRelease):
+        caption = f"{source}{meta.query} · cost {meta.cost} · ± is the {LEVEL:.0%} half-width"
+    else:
+        caption = fallback
+    if isinstance(recorded, str) and recorded:
+        caption = f"{caption} · {recorded}, charged nothing" if caption else recorded
+    return caption
 
 
 def series_html(series: pd.Series) -> str | None:
@@ -52,7 +58,12 @@ def series_html(series: pd.Series) -> str | None:
         except DPError:  # a quantile's accuracy is a rank error, not a value interval
             return None
         derived = isinstance(meta, GroupedRelease) and not meta.matches(series)
-        caption = _caption(meta, f"released values · ± is the {LEVEL:.0%} half-width", derived)
+        caption = _caption(
+            meta,
+            f"released values · ± is the {LEVEL:.0%} half-width",
+            derived,
+            series.attrs.get(RECORDED_ATTR),
+        )
         return grouped_table_html(
             array.values, low, high, series.index, name, caption, integer=array.integer
         )
@@ -68,7 +79,7 @@ def series_html(series: pd.Series) -> str | None:
         high,
         series.index,
         name,
-        _caption(meta, ""),
+        _caption(meta, "", recorded=series.attrs.get(RECORDED_ATTR)),
         integer=is_count(meta.intervals),
     )
 
@@ -99,7 +110,12 @@ def frame_html(frame: pd.DataFrame) -> str | None:
         getattr(frame.iloc[:, j].array, "integer", False) for j in columns
     )
     derived = isinstance(meta, FrameRelease) and not meta.matches(frame)
-    caption = _caption(meta, f"released values · ± is the {LEVEL:.0%} half-width", derived)
+    caption = _caption(
+        meta,
+        f"released values · ± is the {LEVEL:.0%} half-width",
+        derived,
+        frame.attrs.get(RECORDED_ATTR),
+    )
     return frame_table_html(plain, np.asarray(lows), np.asarray(highs), caption, integer)
 
 

@@ -405,6 +405,11 @@ class DPMagics(Magics):
         action="store_true",
         help="What the query would cost and how accurate it would be; nothing is spent.",
     )
+    @argument(
+        "--fresh",
+        action="store_true",
+        help="A new, charged release even if the ledger already answered this query.",
+    )
     @argument("--name", default=None, help="Variable to bind the answer to.")
     @cell_magic
     def dpsql(self, line: str, cell: str) -> Any:
@@ -413,8 +418,10 @@ class DPMagics(Magics):
         Tables: those registered with ``session.register(name, table)``
         (public DataFrames only this way), and the session's private frames by
         their variable names.  The query is the node its pandas spelling
-        builds, charged once; the meter updates as for any release.  Refusals
-        (before any charge) print one line.
+        builds, charged once; the meter updates as for any release.  Re-running
+        the cell is answered from the ledger, free (``from the ledger`` in the
+        meter); ``--fresh`` asks for a new, charged release.  Refusals (before
+        any charge) print one line.
 
         Example::
 
@@ -441,6 +448,7 @@ class DPMagics(Magics):
                 delta=args.delta,
                 rho=args.rho,
                 tables=self._user_ns,
+                fresh=args.fresh,
             )
         except dp.DPError as error:
             self._fail("dpsql", error)

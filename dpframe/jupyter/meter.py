@@ -224,7 +224,11 @@ class BudgetMeter:
         self._status = budget_status(
             self._session.accounting, event.total, event.spent, event.remaining
         )
-        self._recent.append((_short(user_label(event.query)), str(event.cost)))
+        label = _short(user_label(event.query))
+        if event.recorded is None:
+            self._recent.append((label, str(event.cost)))
+        else:  # answered from the ledger: free
+            self._recent.append((label, f"{event.recorded}, charged nothing"))
         self._redraw()
         self._draw_renyi()
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.api.sql import Catalog, require_parser
+from dpframe.engine.reruns import asked_fresh, fresh_release
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
@@ -312,12 +313,14 @@ class RemoteSession(Observable):
         capture(self, node)
         answer = self._send(node, explain=False)
         cost = _budget(answer["cost"])
+        recorded = answer.get("recorded")
         event = ReleaseEvent(
             str(answer["query"]),
             cost,
             _budget(self._state["spent"]),
             _budget(self._state["remaining"]),
             self.total,
+            recorded if isinstance(recorded, str) else None,
         )
         self._announce(event)
         return answer["result"]
@@ -350,6 +353,8 @@ class RemoteSession(Observable):
         check_resources(size_of(node, self._limits), self._limits)
         body = encode_node(node)
         body["explain"] = explain
+        if not explain and asked_fresh():  # fresh=True: a new, charged release
+            body["fresh"] = True
         path = f"/v1/datasets/{urllib.parse.quote(self._dataset, safe='')}/query"
         try:
             answer: dict[str, Any] = self._http.request("POST", path, body)
@@ -383,6 +388,7 @@ class RemoteSession(Observable):
         privacy: Any = None,
         weights: Any = None,
         tables: Mapping[str, object] | None = None,
+        fresh: bool = False,
     ) -> Any:
         """Answer a SQL query as :meth:`dpframe.Session.sql` does (docs/sql.md).
 
@@ -391,7 +397,8 @@ class RemoteSession(Observable):
         (never the SQL text), charges and releases it.  HAVING, ORDER BY and
         LIMIT act on the released values here.
 
-        Privacy and Accuracy: as :meth:`dpframe.Session.sql` (so is ``tables=``).
+        Privacy and Accuracy: as :meth:`dpframe.Session.sql` (so are ``tables=`` and
+        ``fresh=``).
         """
         require_parser()
         from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
@@ -399,16 +406,17 @@ class RemoteSession(Observable):
         catalog = (
             self._sql_catalog if tables is None else self._sql_catalog.with_frames(tables, self)
         )
-        return run_sql(
-            self,
-            catalog,
-            query,
-            epsilon=epsilon,
-            delta=delta,
-            rho=rho,
-            privacy=privacy,
-            weights=weights,
-        )
+        with fresh_release(fresh):
+            return run_sql(
+                self,
+                catalog,
+                query,
+                epsilon=epsilon,
+                delta=delta,
+                rho=rho,
+                privacy=privacy,
+                weights=weights,
+            )
 
     def __repr__(self) -> str:
         return (

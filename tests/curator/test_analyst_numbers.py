@@ -38,7 +38,8 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 def _release(client: TestClient, token: str, body: dict[str, Any] = MEAN) -> int:
-    answer = client.post("/v1/datasets/cps/query", json=body, headers=auth(token))
+    fresh = {**body, "fresh": True}  # a new, charged release each time (issue 31)
+    answer = client.post("/v1/datasets/cps/query", json=fresh, headers=auth(token))
     assert answer.status_code == 200, answer.text
     number = answer.json()["release"]
     assert isinstance(number, int)

@@ -25,7 +25,7 @@ eps = float(sys.argv[3])
 done = 0
 try:
     while True:
-        pf.count(epsilon=eps)
+        pf.count(epsilon=eps, fresh=True)  # a new release each time (not from the ledger)
         done += 1
         print(done, flush=True)
 except dp.BudgetExceededError:

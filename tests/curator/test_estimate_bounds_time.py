@@ -231,6 +231,7 @@ def _check(release: Callable[[Frame], object], model: CostModel, data: pd.DataFr
     )
 
 
+@pytest.mark.fresh_releases
 @pytest.mark.parametrize("kind", list(RELEASES))
 def test_a_release_takes_at_most_twice_its_estimate(
     kind: str, model: CostModel, data: pd.DataFrame

@@ -70,7 +70,8 @@ def _rows(client: TestClient, token: str = ALICE) -> pd.DataFrame:
 
 
 def _post(client: TestClient, body: dict[str, Any], token: str = ALICE) -> Any:
-    return client.post("/v1/datasets/cps/query", json=body, headers=auth(token))
+    fresh = {**body, "fresh": True}  # a new, charged release each time (issue 31)
+    return client.post("/v1/datasets/cps/query", json=fresh, headers=auth(token))
 
 
 # -- labels ----------------------------------------------------------------------
@@ -279,7 +280,7 @@ def test_the_client_reads_every_page(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with served(create_app(curator)) as url:
         pf = dp.connect(url, token=BOB).open("cps")
         for _ in range(5):
-            pf.count(epsilon=0.01)
+            pf.count(epsilon=0.01, fresh=True)  # five releases, not answers from the ledger
         table = pf.session.ledger
     assert len(table) == 5 and list(table.index) == sorted(table.index)
     assert list(table["query"]) == ["count()"] * 5

@@ -610,7 +610,7 @@ def test_openapi_schema_lists_the_endpoints(client: TestClient) -> None:
         "/v1/datasets/{name}/query",
     }
     request = schema["components"]["schemas"]["QueryRequest"]
-    assert set(request["properties"]) == {"v", "node", "explain"}
+    assert set(request["properties"]) == {"v", "node", "explain", "fresh"}
     assert request["additionalProperties"] is False
 
 

@@ -160,7 +160,8 @@ def test_answers_are_kept_up_to_the_seats_store(tmp_path: Path) -> None:
     seat = curator._seats[("bob", "cps")]
     assert seat.stored is not None and 0 < seat.stored < 2_000
     seat.stored = 2**20 - 10  # as if the store were full
-    answer = client.post("/v1/datasets/cps/query", json=body, headers=auth(BOB))
+    fresh = {**body, "fresh": True}  # the same request again, charged (not from the ledger)
+    answer = client.post("/v1/datasets/cps/query", json=fresh, headers=auth(BOB))
     assert answer.status_code == 200  # answered, and charged
     dropped = answer.json()["release"]
     assert client.get(f"/v1/datasets/cps/releases/{kept}", headers=auth(BOB)).status_code == 200

@@ -46,6 +46,7 @@ def lone_cluster() -> Iterator[Any]:
         local.close()
 
 
+@pytest.mark.fresh_releases
 def test_a_matching_cluster_is_checked_once_and_runs(dask_client: Any) -> None:
     session = dp.Session(epsilon=10, ledger=":memory:", name="cluster-ok")
     pf = _frame(session)
