@@ -76,6 +76,9 @@ class _Timed(dp.Session):
 
     def __init__(self, model: CostModel, rows: int, tries: int = 1) -> None:
         super().__init__(epsilon=1e12, delta=1e-3, ledger=":memory:")
+        # as a curator's seat session (curator/seats.py): the curator keeps answers itself,
+        # after the timed release, so the engine's copy for re-runs is not part of it
+        self.keep_answers(False)
         self.model, self.rows, self.tries = model, rows, tries
         self.seen: list[tuple[str, float, float]] = []
 
