@@ -280,6 +280,11 @@ class DPMagics(Magics):
         metavar="DATASET[=NAME]",
         help="Datasets to open; each is bound to NAME (default: the dataset's name).",
     )
+    @argument(
+        "--cafile",
+        default=None,
+        help="PEM file of the CA that signed the curator's certificate (an internal CA).",
+    )
     @line_magic
     def dp_connect(self, line: str) -> None:
         """Connect to a curator (``dpframe serve``); binds ``dp_conn`` and opens datasets.
@@ -294,7 +299,7 @@ class DPMagics(Magics):
             self._fail("dp_connect", MagicInputError(f"${args.token_env} is not set."))
             return
         try:
-            conn = dp.connect(args.url, token=token)
+            conn = dp.connect(args.url, token=token, cafile=args.cafile)
             frames = []
             for item in args.open:
                 dataset, _, name = item.partition("=")

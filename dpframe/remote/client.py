@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -36,6 +37,8 @@ from dpframe.plan.schema import ColumnInfo, Schema
 from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
 
 if TYPE_CHECKING:
+    import ssl
+
     from dpframe.api.frame import PrivateFrame
     from dpframe.engine.release_path import Node
 
@@ -107,7 +110,14 @@ ERROR_CLASSES: Mapping[str, type[DPError]] = {
 class _Http:
     """JSON over HTTP with a bearer token; errors become :class:`DPError` subclasses."""
 
-    def __init__(self, url: str, token: str, timeout: float, busy_wait: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        timeout: float,
+        busy_wait: float = 30.0,
+        cafile: str | os.PathLike[str] | None = None,
+    ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise InvalidArgumentError(f"{url!r} is not an http(s) URL of a dpframe curator.")
@@ -119,6 +129,7 @@ class _Http:
         self._token = token
         self._timeout = timeout
         self._busy_wait = busy_wait
+        self._context = _tls_context(cafile, parsed.scheme)
 
     def __repr__(self) -> str:
         return f"_Http({self.url!r}, token=<hidden>)"
@@ -145,7 +156,9 @@ class _Http:
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+            with urllib.request.urlopen(
+                request, timeout=self._timeout, context=self._context
+            ) as response:
                 return loads(response.read())
         except urllib.error.HTTPError as exc:
             raise _error_from(exc) from None
@@ -154,6 +167,30 @@ class _Http:
             raise CuratorUnavailableError(
                 f"Cannot reach the curator at {self.url}: {reason}."
             ) from None
+
+
+def _tls_context(cafile: str | os.PathLike[str] | None, scheme: str) -> ssl.SSLContext | None:
+    """The TLS context that trusts ``cafile`` (a PEM bundle) besides nothing else; None: default.
+
+    The system's certificate authorities are not added: with ``cafile=`` the
+    curator's certificate must chain to one of the file's (an organisation's
+    own CA), as ``curl --cacert`` does.
+    """
+    if cafile is None:
+        return None
+    import ssl  # imported where first needed (import time)
+
+    if scheme != "https":
+        raise InvalidArgumentError("cafile= is for an https:// curator address.")
+    path = Path(cafile)
+    if not path.is_file():
+        raise InvalidArgumentError(f"cafile={str(cafile)!r}: no such file (a PEM CA certificate).")
+    try:
+        return ssl.create_default_context(cafile=str(path))
+    except (ssl.SSLError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"cafile={str(cafile)!r} holds no PEM certificate that can be read ({exc})."
+        ) from None
 
 
 def _error_from(exc: urllib.error.HTTPError) -> DPError:
@@ -498,7 +535,12 @@ def _column(data: Mapping[str, Any]) -> ColumnInfo:
 
 
 def connect(
-    url: str, token: str | None = None, *, timeout: float = 60.0, busy_wait: float = 30.0
+    url: str,
+    token: str | None = None,
+    *,
+    timeout: float = 60.0,
+    busy_wait: float = 30.0,
+    cafile: str | os.PathLike[str] | None = None,
 ) -> Connection:
     """Connect to a dpframe curator (``dpframe serve``).
 
@@ -509,6 +551,10 @@ def connect(
         busy_wait: seconds to keep sending a release again while the curator
             answers ``busy`` (another release of yours on the same dataset is
             running; nothing is charged); then :class:`CuratorBusyError`.
+        cafile: a PEM file of the certificate authority that signed the
+            curator's certificate (an organisation's internal CA); only it is
+            trusted for this connection.  Default: the system's authorities
+            (or ``SSL_CERT_FILE``).
 
     Raises:
         AuthenticationError: when the curator refuses the token.
@@ -518,6 +564,6 @@ def connect(
         token = os.environ.get("DPFRAME_TOKEN")
         if not token:
             raise InvalidArgumentError("Pass token=... or set the DPFRAME_TOKEN variable.")
-    connection = Connection(_Http(url, token, timeout, busy_wait))
+    connection = Connection(_Http(url, token, timeout, busy_wait, cafile))
     connection.datasets()  # fail now on a wrong token or address
     return connection
