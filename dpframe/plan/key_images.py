@@ -102,16 +102,16 @@ def _node_values(
     if isinstance(node, Col):
         return source
     if isinstance(node, Lit):
-        return np.float64(node.value) if _real(node.value) else None  # type: ignore[arg-type]
+        return np.asarray(node.value, dtype=np.float64) if _real(node.value) else None
     children = [values[id(child)] for child in node.children()]
     if isinstance(node, Arith) and node.op in _ARITH:
         return np.asarray(_ARITH[node.op](children[0], children[1]), dtype=np.float64)
     if isinstance(node, Neg):
-        return -children[0]
+        return np.asarray(np.negative(children[0]), dtype=np.float64)
     if isinstance(node, Abs):
-        return np.abs(children[0])
+        return np.asarray(np.abs(children[0]), dtype=np.float64)
     if isinstance(node, Clip):
-        return np.clip(children[0], node.lower, node.upper)
+        return np.asarray(np.clip(children[0], node.lower, node.upper), dtype=np.float64)
     if isinstance(node, UFunc):
         return np.asarray(getattr(np, node.name)(children[0]), dtype=np.float64)
     return None

@@ -61,8 +61,11 @@ class StrPart(Derived):
             raise SchemaError(
                 f"split() takes a separator of 1 to {MAX_PATTERN} characters (or None)."
             )
-        _index(self.n, "split(n=...)", -1)
-        _index(abs(self.index) if isinstance(self.index, int) else self.index, ".str[i]", 0)
+        if _index(self.n, "split(n=...)", -1) == 0:  # the facade reads pandas' n=0 as -1
+            raise SchemaError("split(n=...) is -1 (every split) or a whole number from 1.")
+        if isinstance(self.index, bool) or not isinstance(self.index, int):
+            raise SchemaError(".str[i] must be a whole number.")
+        _index(abs(self.index), ".str[i]", 0)
         if not isinstance(self.reverse, bool):
             raise SchemaError("reverse must be True or False.")
         if self.max_length is not None:
