@@ -24,7 +24,7 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.aggregates import value_counts_node
 from dpframe.api.verbs.aggregation import grouped_agg_node
-from dpframe.api.verbs.distinct import without_keys
+from dpframe.api.verbs.distinct import distinct_count
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
@@ -331,14 +331,16 @@ class PivotIntervals:
 
 
 def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
-    """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+    """How many distinct values occur, as ``pandas.Series.nunique``.
 
-    A key counts when its noisy count clears the count noise's one-sided 95%
-    quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),
-    as ``describe(include="all")``'s unique.
+    A column with public keys: one noisy histogram; a key counts when its
+    noisy count clears the count noise's one-sided 95% quantile
+    (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`), as
+    ``describe(include="all")``'s unique.  Any other column (an ID column):
+    one noisy distinct count (:func:`dpframe.api.verbs.distinct.distinct_count`).
     """
-    if public_keys(series.info) is None and isinstance(series.expr, Col):
-        raise without_keys(series.info.name, "nunique()")
+    if public_keys(series.info) is None:
+        return distinct_count(series, request)
     counts = series.runner.run(value_counts_node(series, request))
     if isinstance(series.expr, Col):
         warn_undeclared(counts)
