@@ -83,3 +83,10 @@ def test_a_public_table_merges_on_differently_named_keys_remotely(remote: Any) -
     got = merged["n"].sum(epsilon=0.2)
     assert remote.session.spent == before + dp.Budget(0.2)
     assert 70_000 < float(got) < 71_700  # 1·6,441 + 2·6,863 + 3·8,760 + 4·6,091 = 70,811
+
+
+def test_a_keyless_column_has_a_distinct_count_remotely(remote: Any) -> None:
+    before = remote.session.spent
+    got = remote["wage"].nunique(epsilon=0.05)
+    assert remote.session.spent == before + dp.Budget(0.05)
+    assert 5_000 < float(got) < 7_000  # the CPS has 5,956 distinct weekly wages (clamped)

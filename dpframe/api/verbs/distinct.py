@@ -14,8 +14,6 @@ needs public keys for every column (one histogram each).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
@@ -23,13 +21,20 @@ from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.answers.results import Release
 from dpframe.mechanisms.moments.describe_family import unique_threshold
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Describe, DistinctCount
 
-__all__ = ["distinct_count", "frame_nunique", "grouped_nunique", "without_keys"]
+__all__ = [
+    "distinct_count",
+    "distinct_count_node",
+    "frame_nunique",
+    "grouped_nunique",
+    "without_keys",
+]
 
 
 def without_keys(column: str, what: str) -> SchemaError:
@@ -44,17 +49,23 @@ def without_keys(column: str, what: str) -> SchemaError:
     )
 
 
-def distinct_count(series: SeriesHandle, request: PrivacyRequest) -> Any:
+def distinct_count(series: SeriesHandle, request: PrivacyRequest) -> Release:
     """The noisy number of distinct non-missing values of a column without public keys.
 
     Privacy and Accuracy: :mod:`dpframe.mechanisms.moments.distinct_family`
     (sensitivity the privacy unit's row limit; 1 for its own ID column).
     """
+    released: Release = series.runner.run(distinct_count_node(series, request))
+    return released
+
+
+def distinct_count_node(series: SeriesHandle, request: PrivacyRequest) -> DistinctCount:
+    """The :class:`DistinctCount` node of a column (a derived one is assigned first)."""
     frame, name = series.frame, series.info.name
     if not (isinstance(series.expr, Col) and series.expr.name == name):
         name = name if name not in frame.schema.names else f"{name}_values"
         frame = assign(frame, {name: series.expr})
-    return series.runner.run(DistinctCount(plan=frame.plan, privacy=request, column=name))
+    return DistinctCount(plan=frame.plan, privacy=request, column=name)
 
 
 def frame_nunique(frame: FrameHandle, request: PrivacyRequest) -> pd.Series:
@@ -103,7 +114,8 @@ def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
         node = DistinctCount(
             plan=grouped.frame.plan, privacy=request, column=column, by=grouped.keys
         )
-        return grouped.frame.runner.run(node)
+        released: pd.Series = grouped.frame.runner.run(node)
+        return released
     pairs = group(grouped.frame, (*grouped.names, column))
     counts = grouped.frame.runner.run(aggregate_node(pairs, "count", request))
     warn_undeclared(counts)
