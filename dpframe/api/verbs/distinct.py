@@ -44,7 +44,8 @@ def without_keys(column: str, what: str) -> SchemaError:
         f"values are private, so only declared keys can be counted. Declare them "
         f"(categories={{{column!r}: [...]}} when loading, or pf.with_categories({column}="
         f"[...]); an integer column's bounds declare its whole numbers), or, with a delta, "
-        f"find the common ones first: pf.discover_keys({column!r}, epsilon=..., delta=...). "
+        f"find the common ones first: pf.discover_keys({column!r}, epsilon=..., delta=...); "
+        f"or count its distinct values alone: pf[{column!r}].nunique(epsilon=...). "
         "Nothing was charged."
     )
 
