@@ -217,3 +217,27 @@ def test_sql_count_distinct_of_an_id_column(visits: pd.DataFrame) -> None:
     told = session.sql("EXPLAIN SELECT COUNT(DISTINCT person) FROM visits", epsilon=1)
     assert "distinct values: sensitivity 1" in str(told)
     assert len(session.ledger) == 1  # EXPLAIN spends nothing
+
+
+def test_frame_nunique_counts_keyless_columns_in_the_same_charge(visits: pd.DataFrame) -> None:
+    pf = _frame(visits)
+    got = pf[["person", "shop", "item"]].nunique(epsilon=BIG)
+    want = visits[["person", "shop", "item"]].nunique()
+    assert got.to_dict() == want.to_dict() and str(got.dtype) == "int64"
+    ledger = pf.session.ledger
+    assert len(ledger) == 1 and ledger["epsilon"].tolist() == [BIG]
+
+
+def test_frame_nunique_splits_the_request_evenly_over_columns(visits: pd.DataFrame) -> None:
+    from dpframe.plan.releases import Describe, FrameDistinct
+
+    pf = _frame(visits)
+    keyed = pf.groupby("shop")._handle.keys
+    node = FrameDistinct(
+        plan=pf._handle.plan, privacy=_request(0.9), columns=("person", "shop", "item"), keyed=keyed
+    )
+    parts = node.parts()
+    assert [type(p).__name__ for p in parts] == ["Describe", "DistinctCount", "DistinctCount"]
+    assert isinstance(parts[0], Describe)
+    shares = [p.privacy.epsilon for p in parts if p.privacy is not None]
+    assert shares == [Fraction(3, 10), Fraction(3, 10), Fraction(3, 10)]  # 0.9 / 3 columns

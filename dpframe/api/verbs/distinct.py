@@ -26,7 +26,7 @@ from dpframe.mechanisms.moments.describe_family import unique_threshold
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import PrivacyRequest
-from dpframe.plan.releases import Describe, DistinctCount
+from dpframe.plan.releases import Describe, DistinctCount, FrameDistinct
 
 __all__ = [
     "distinct_count",
@@ -70,17 +70,23 @@ def distinct_count_node(series: SeriesHandle, request: PrivacyRequest) -> Distin
 
 
 def frame_nunique(frame: FrameHandle, request: PrivacyRequest) -> pd.Series:
-    """``pf.nunique()``: the distinct declared keys that occur, per column (one charge).
+    """``pf.nunique()``: the distinct values per column (one charge, split evenly).
 
-    One noisy histogram per column (``describe(include="all")``'s unique: the
-    request is split evenly over the columns).  Every column needs public keys.
+    A column with public keys: the declared keys that occur, from one noisy
+    histogram (``describe(include="all")``'s unique); any other column: a
+    noisy distinct count (:func:`distinct_count`), rounded to a whole number.
     """
     keys = []
     for info in frame.schema.columns:
         declared = public_keys(info)
-        if declared is None:
-            raise without_keys(info.name, "pf.nunique()")
-        keys.append(GroupKey(info.name, Col(info.name), declared))
+        if declared is not None:
+            keys.append(GroupKey(info.name, Col(info.name), declared))
+    if len(keys) < len(frame.schema.columns):  # keyless columns: a distinct count each
+        columns = tuple(frame.schema.names)
+        counts: pd.Series = frame.runner.run(
+            FrameDistinct(plan=frame.plan, privacy=request, columns=columns, keyed=tuple(keys))
+        )
+        return counts
     node = Describe(plan=frame.plan, privacy=request, columns=(), categorical=tuple(keys))
     table = frame.runner.run(node)
     unique = table.loc["unique"]

@@ -46,9 +46,9 @@ from dpframe.mechanisms.moments.aggregates import IntervalModel
 from dpframe.plan.combine import Combine, read_combination
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Assign, lineage
-from dpframe.plan.releases.distinct import DistinctCount
+from dpframe.plan.releases.distinct import DistinctCount, FrameDistinct
 
-__all__ = ["DistinctCountFamily", "distinct_sensitivity"]
+__all__ = ["DistinctCountFamily", "FrameDistinctFamily", "distinct_sensitivity"]
 
 Planned = tuple[int, int, NoiseSpec]
 
@@ -152,3 +152,25 @@ class DistinctCountFamily(Family[DistinctCount]):
             asked.remaining_after,
             headline=f"within ±{half:.0f} of the true number of distinct values at 95%",
         )
+
+
+class FrameDistinctFamily(Family[FrameDistinct]):
+    """``pf.nunique()``: each part at its share, assembled as pandas' Series of counts."""
+
+    node_type = FrameDistinct
+
+    mechanism = "composite (one histogram, and a distinct count per keyless column)"
+
+    def release(self, run: Released[FrameDistinct]) -> tuple[Any, str]:
+        """Release every part, then one whole number per column (post-processing)."""
+        node = run.node
+        results = [run.part(part) for part in run.parts]
+        found: dict[str, int] = {}
+        if node.keyed:
+            table = results.pop(0)
+            for key in node.keyed:
+                found[key.name] = round(float(table.loc["unique", key.name]))
+        for column, release in zip(node.keyless(), results, strict=True):
+            found[column] = max(round(float(release)), 0)  # a count: whole, not negative
+        counts = pd.Series([found[c] for c in node.columns], index=pd.Index(node.columns))
+        return counts.astype("int64"), f"{len(node.columns)} columns"
