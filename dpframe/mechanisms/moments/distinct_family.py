@@ -41,7 +41,7 @@ from dpframe.mechanisms.calibration.additive import NoiseSpec, noise_for, releas
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import Explanation, MeasureExplanation
 from dpframe.mechanisms.core.family import Asked, Family, Released
-from dpframe.mechanisms.core.work import Units, Work
+from dpframe.mechanisms.core.work import PLAIN, Units, Work
 from dpframe.mechanisms.moments.aggregates import IntervalModel
 from dpframe.plan.combine import Combine, read_combination
 from dpframe.plan.expressions import Col
@@ -160,6 +160,10 @@ class FrameDistinctFamily(Family[FrameDistinct]):
     node_type = FrameDistinct
 
     mechanism = "composite (one histogram, and a distinct count per keyless column)"
+
+    def work(self, node: FrameDistinct) -> Work:
+        """Nothing of its own: its parts are sized one by one."""
+        return PLAIN
 
     def release(self, run: Released[FrameDistinct]) -> tuple[Any, str]:
         """Release every part, then one whole number per column (post-processing)."""
