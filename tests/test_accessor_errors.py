@@ -24,11 +24,13 @@ def frame() -> dp.PrivateFrame:
     )
 
 
-@pytest.mark.parametrize("method", ["split", "rsplit", "extract", "findall", "get"])
+@pytest.mark.parametrize("method", ["extract", "findall", "get", "partition"])
 def test_per_row_pieces_teach_the_way_forward(frame: dp.PrivateFrame, method: str) -> None:
+    # split and rsplit are methods now (.str.split(sep).str[i]: tests/test_text_parts.py)
     with pytest.raises(
         dp.DPError,
-        match=rf"\.str has no attribute .{method}. .*\.str\.contains/startswith/endswith",
+        match=rf"\.str has no attribute .{method}. .*take one part with \.str\.split\(sep\)"
+        r"\.str\[i\], test for the part you want with \.str\.contains/startswith/endswith",
     ) as info:
         getattr(frame["name"].str, method)
     assert isinstance(info.value, AttributeError)  # hasattr() stays False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -66,6 +66,30 @@ def test_a_missing_key_matches_the_tables_missing_key_as_pandas() -> None:
     assert got == pytest.approx(data.merge(table, on="k", how="left")["v"].sum(), abs=1e-3)
 
 
+@pytest.mark.parametrize("how", ["left", "inner"])
+def test_left_on_right_on_keeps_both_keys_as_pandas(
+    pf: dp.PrivateFrame, cps: pd.DataFrame, how: Literal["left", "inner"]
+) -> None:
+    table = REGIONS.rename(columns={"region": "area"})
+    merged = pf.merge(table, left_on="region", right_on="area", how=how)
+    truth = cps.merge(table, left_on="region", right_on="area", how=how)
+    assert list(merged.columns) == list(truth.columns)
+    truth["wage"] = truth["wage"].clip(*CPS1988_BOUNDS["wage"])  # as the frame reads it
+    counts = merged["area"].value_counts(epsilon=BIG, sort=False)
+    assert {k: round(v) for k, v in counts.items()} == truth["area"].value_counts().to_dict()
+    got = merged.groupby("division")["wage"].mean(epsilon=BIG)
+    want = truth.groupby("division")["wage"].mean()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-3), key
+    assert merged.count(epsilon=BIG).value == pytest.approx(len(truth), abs=1)
+    assert pf.session.ledger["epsilon"].tolist() == [BIG] * 3  # the merge itself is free
+
+
+def test_left_on_right_on_with_the_same_name_is_on(pf: dp.PrivateFrame) -> None:
+    merged = pf.merge(REGIONS, left_on="region", right_on="region")
+    assert list(merged.columns) == list(pf.merge(REGIONS, on="region").columns)
+
+
 def test_clashing_names_take_pandas_suffixes(pf: dp.PrivateFrame) -> None:
     table = pd.DataFrame({"region": ["south"], "wage": [1.0]})
     merged = pf.merge(table, on="region")
@@ -92,6 +116,25 @@ def test_clashing_names_take_pandas_suffixes(pf: dp.PrivateFrame) -> None:
         (lambda pf: pf.merge(REGIONS, on="region", validate="1:1"), "many-to-one"),
         (lambda pf: pf.join(REGIONS.set_index("region")), "needs on=column"),
         (lambda pf: pf.merge(REGIONS[["region"]], on="region"), "no column besides the key"),
+        (
+            lambda pf: pf.merge(REGIONS, on="region", left_on="region", right_on="region"),
+            "on= or left_on= with right_on=, not both",
+        ),
+        (lambda pf: pf.merge(REGIONS, left_on="region"), "needs both left_on="),
+        (lambda pf: pf.merge(REGIONS, right_on="region"), "needs both left_on="),
+        (lambda pf: pf.merge(REGIONS, left_on="nope", right_on="region"), "Unknown column 'nope'"),
+        (lambda pf: pf.merge(REGIONS, left_on="region", right_on="nope"), "no column 'nope'"),
+        (
+            lambda pf: pf.merge(REGIONS, left_on=["region", "wage"], right_on=["region", "x"]),
+            "takes one key column: left_on=",
+        ),
+        (
+            lambda pf: pf.merge(
+                REGIONS.assign(area=REGIONS["region"]), left_on="region", right_on="area"
+            ),
+            "has a column 'region' besides its key 'area'",
+        ),
+        (lambda pf: pf.merge(REGIONS, on="region", max_rows=2), "for merging two private frames"),
     ],
 )
 def test_bad_merges_are_refused_before_any_charge(

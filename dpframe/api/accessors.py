@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpframe.api.handle import SeriesHandle
 from dpframe.api.teaching import missing_attribute
+from dpframe.api.text_splits import SplitText, split_text
 from dpframe.api.verbs.columns import wrap
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
@@ -48,13 +49,11 @@ def _bool(value: object, name: str, method: str) -> bool:
 
 
 #: pandas text methods that make a list or a piece per row.
-_PER_ROW_PIECES = frozenset(
-    {"split", "rsplit", "partition", "rpartition", "extract", "extractall", "findall", "get"}
-)
+_PER_ROW_PIECES = frozenset({"partition", "rpartition", "extract", "extractall", "findall", "get"})
 _SPLITTING = (
-    " A list or a piece per row has no declared keys to group by: test for the part you "
-    "want with .str.contains/startswith/endswith, or split the column before loading and "
-    "declare the new columns' categories."
+    " A list or a piece per row has no declared keys to group by: take one part with "
+    ".str.split(sep).str[i], test for the part you want with .str.contains/startswith/"
+    "endswith, or split the column before loading and declare the new columns' categories."
 )
 
 
@@ -278,6 +277,28 @@ class StringAccessor:
         """True where the value ends with ``pat`` (or one of a tuple of suffixes)."""
         series, pats = self._checked(), pat if isinstance(pat, tuple) else (pat,)
         return self._derived(StrMatch(series.expr, "endswith", pats, na=na))
+
+    def split(
+        self,
+        pat: str | None = None,
+        *,
+        n: int | None = -1,
+        expand: bool = False,
+        regex: bool | None = None,
+    ) -> SplitText:
+        """The parts of each value, read one at a time: ``s.str.split(" ").str[0]`` (free).
+
+        As pandas (``n``: at most that many splits; no ``pat``: runs of
+        whitespace); ``.str[i]`` is a text column keyed by the parts of the
+        column's categories, when it has some.  See :mod:`dpframe.api.text_splits`.
+        """
+        return split_text(self._checked(), self._make, pat, n, expand, regex, reverse=False)
+
+    def rsplit(
+        self, pat: str | None = None, *, n: int | None = -1, expand: bool = False
+    ) -> SplitText:
+        """As :meth:`split`, the splits counted from the end (``n``), as pandas."""
+        return split_text(self._checked(), self._make, pat, n, expand, None, reverse=True)
 
     def replace(
         self,

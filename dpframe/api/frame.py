@@ -313,9 +313,11 @@ class PrivateFrame(FrameReleases, RowGuard):
                 share; for private frames, their ID columns).
             suffixes: for other columns present in both, as pandas.
             validate: public table only: None, ``"many_to_one"`` or ``"m:1"``.
-            left_on: private frames: the left keys (with ``right_on``); the
-                right keys take the left names (one key column each).
-            right_on: private frames: the right keys, paired with ``left_on``.
+            left_on: the left keys (with ``right_on``, instead of ``on``).
+                Private frames: the right keys take the left names (one key
+                column each).  A public table: one key; its ``right_on``
+                column is kept, as pandas keeps both keys.
+            right_on: the right keys, paired with ``left_on``.
             max_rows: private frames: the most rows one person keeps after the
                 join (default: the product of the two frames' limits; semi and
                 anti: the left frame's limit), or ``"auto"``: the 0.99 quantile
@@ -352,13 +354,16 @@ class PrivateFrame(FrameReleases, RowGuard):
                     bound_epsilon,
                 )
             )
-        if (left_on, right_on, max_rows, bound_epsilon) != (None,) * 4 or rows != "kept":
+        if (max_rows, bound_epsilon) != (None, None) or rows != "kept":
             raise SchemaError(
-                "left_on=, right_on=, max_rows=, rows= and bound_epsilon= are for merging two "
-                "private frames; "
-                "with a public table give on=."
+                "max_rows=, rows= and bound_epsilon= are for merging two private frames; "
+                "a public table keeps every private row once."
             )
-        return frame_of(lookup.merge(self._handle, right, how or "left", on, suffixes, validate))
+        return frame_of(
+            lookup.merge(
+                self._handle, right, how or "left", on, suffixes, validate, left_on, right_on
+            )
+        )
 
     def join(
         self,

@@ -230,9 +230,12 @@ class FrameReleases:
         One charge: a grouped ``agg`` over the key pairs (a list of aggregates
         splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
         column keys, or (aggregate, key) pairs for a list, as pandas.
-        ``margins=True`` (``count`` or ``sum``) adds the totals ``margins_name``,
-        derived from the released cells: free, each interval the sum of the
-        cells' (a mean's margins need their own release: refused, saying so).
+        ``margins=True`` (``count``, ``sum`` or ``mean``) adds the totals
+        ``margins_name``, derived from the released cells: free, each interval
+        the sum of the cells'.  With ``mean`` every entry is a released sum over
+        a released count (the request split between them), so the margins are
+        ratios of the totals; the cells are then ratio estimates rather than
+        the adaptive mean of ``aggfunc="mean"`` without margins.
 
         Privacy and Accuracy: as the grouped aggregate(s) at their share.
         """

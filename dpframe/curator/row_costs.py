@@ -54,7 +54,7 @@ LIST_TAGS = frozenset({"isin", "bucket", "bin", "recode"})
 #: The characters that make a pattern a regular expression (else it is matched as text).
 _META = frozenset(".^$*+?{}[]\\|()")
 #: Expression nodes that call Python once per distinct text value.
-TEXT_TAGS = frozenset({"str_map", "str_replace", "str_match", "str_len"})
+TEXT_TAGS = frozenset({"str_map", "str_replace", "str_match", "str_len", "str_part"})
 
 
 class UnitCosts(Protocol):
@@ -127,6 +127,8 @@ def _chars(tag: str, params: tuple[Any, ...], operand: float, text_chars: int) -
         if length is not None:
             return float(length)
         return operand * CASE_GROWTH if tag == "str_map" else operand  # replace: not longer
+    if tag == "str_part":
+        return operand  # a part is never longer than its value
     if tag == "lit":
         return float(len(params[0])) if isinstance(params[0], str) else 0.0
     return float(CASE_GROWTH * text_chars)  # text from where, recode, ...: not tracked

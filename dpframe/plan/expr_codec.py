@@ -32,6 +32,7 @@ from dpframe.plan.expressions import (
 from dpframe.plan.recode import recode_from_dict
 from dpframe.plan.temporal import temporal_from_dict
 from dpframe.plan.text import text_from_dict
+from dpframe.plan.text_parts import part_from_dict
 
 __all__ = ["expr_from_dict"]
 
@@ -70,6 +71,8 @@ def expr_from_dict(data: dict[str, Any]) -> Expr:
         return temporal_from_dict(data, operand)
     if op in ("str_map", "str_replace", "str_match", "str_len"):
         return text_from_dict(data, expr_from_dict(data["operand"]))
+    if op == "str_part":
+        return part_from_dict(data, expr_from_dict(data["operand"]))
     if op in ("ufunc", "where"):
         children = [expr_from_dict(data["operand"])]
         if op == "where":

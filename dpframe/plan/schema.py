@@ -32,6 +32,7 @@ from dpframe.plan.expressions import (
     Neg,
     Not,
 )
+from dpframe.plan.key_images import key_image
 from dpframe.plan.recode import Bin, Recode
 from dpframe.plan.temporal import DateLit, check_date_bounds, check_temporal
 
@@ -445,7 +446,7 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
         return ColumnInfo(name, "datetime", "datetime64[ns]", date_bounds=(expr.value, expr.value))
     facts = _derived_facts(order, infos, schema)
     if isinstance(expr, Derived):
-        return replace(facts[id(expr)], name=name)
+        return _keyed(replace(facts[id(expr)], name=name), order, infos)
     if isinstance(expr, Bucket):
         bins = tuple(range(len(expr.edges) - 1))
         return ColumnInfo(name, "categorical", "int64", (0.0, float(len(bins) - 1)), bins)
@@ -457,7 +458,17 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     for ref in _direct_refs(expr):
         if not infos[ref].summable and not isinstance(expr, Lit):
             raise SchemaError(f"Column {ref!r} is not numeric, so it cannot be used in arithmetic.")
-    return ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos, facts))
+    return _keyed(
+        ColumnInfo(name, "numeric", "float64", _expr_bounds(order, infos, facts)), order, infos
+    )
+
+
+def _keyed(info: ColumnInfo, order: list[Expr], infos: Mapping[str, ColumnInfo]) -> ColumnInfo:
+    """A number computed from one keyed column gets its keys' image as keys (:mod:`.key_images`)."""
+    if info.kind != "numeric" or info.categories is not None:
+        return info
+    image = key_image(order, infos)
+    return info if image is None else replace(info, categories=image)
 
 
 def _direct_refs(expr: Expr) -> list[str]:

@@ -59,6 +59,8 @@ __all__ = [
     "StrMatch",
     "StrReplace",
     "check_max_length",
+    "part_of",
+    "plain_pattern",
     "regex_engine",
     "text_from_dict",
     "text_function",
@@ -125,14 +127,23 @@ def _length(value: object) -> int | None:
     return None if value is None else check_max_length(value, "max_length")
 
 
-def _plain(pattern: str) -> bool:
+def plain_pattern(pattern: str) -> bool:
     """True when ``pattern`` has no regular-expression metacharacter (it matches itself)."""
     return not any(c in _META for c in pattern)
 
 
+def part_of(value: str, sep: str | None, n: int, index: int, reverse: bool) -> str | None:
+    """``value.split(sep, n)[index]`` (``rsplit`` with ``reverse``); None if there is no such part.
+
+    As pandas' ``.str.split(sep, n=n).str[index]`` on one value (``n=-1``: every split).
+    """
+    parts = value.rsplit(sep, n) if reverse else value.split(sep, n)
+    return parts[index] if -len(parts) <= index < len(parts) else None
+
+
 def _compile(pattern: str, case: bool, regex: bool) -> Any:
     """A compiled pattern: Python's ``re`` for plain text, RE2 for a regular expression."""
-    if not regex or _plain(pattern):
+    if not regex or plain_pattern(pattern):
         return re.compile(re.escape(pattern), 0 if case else re.IGNORECASE)
     engine = regex_engine()
     options = engine.Options()
@@ -217,6 +228,9 @@ def text_function(tag: str, params: tuple[Any, ...]) -> Callable[[str], Any]:
         return _truncated(getattr(str, method), length)
     if tag == "str_len":
         return len
+    if tag == "str_part":
+        sep, n, index, reverse, _ = params
+        return lambda value: part_of(value, sep, n, index, reverse)
     if tag == "str_replace":
         pat, repl, n, case, regex, length = params
         if case and not regex:

@@ -137,6 +137,8 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
     ),
     "discover keys": lambda pf: pf.discover_keys("note", epsilon=0.1, delta=1e-9),
     "discover then aggregate": lambda pf: pf.groupby("note")["wage"].mean(epsilon=0.1, delta=1e-9),
+    "distinct count": lambda pf: pf.groupby("region")["wage"].nunique(epsilon=0.1),
+    "frame distinct": lambda pf: pf[["wage", "region"]].nunique(epsilon=0.2),
     "describe": lambda pf: pf.describe(epsilon=0.3),
     "corr": lambda pf: pf[["wage", "education"]].corr(epsilon=0.3),
     "numpy, where, merge and key set": lambda pf: (

@@ -55,3 +55,38 @@ def test_a_float_column_says_how_to_declare_its_keys(remote: Any) -> None:
     with pytest.raises(dp.SchemaError, match=r"groupby\('experience'\) needs the public keys"):
         remote.groupby("experience")["wage"].mean(epsilon=0.25)
     assert remote.session.spent == before
+
+
+def test_a_derived_integer_column_groups_remotely_without_delta(remote: Any) -> None:
+    before = remote.session.spent
+    got = remote.groupby(remote["education"] // 4 * 4)["wage"].mean(epsilon=0.2)
+    assert list(got.index) == [0, 4, 8, 12, 16, 20]
+    assert remote.session.spent == before + dp.Budget(0.2)
+    assert 400 < float(got[12]) < 800
+
+
+def test_a_part_of_split_text_counts_remotely(remote: Any) -> None:
+    before = remote.session.spent
+    got = remote["region"].str.split("th").str[0].value_counts(epsilon=0.2, sort=False)
+    assert list(got.index) == ["nor", "midwest", "sou", "west"]
+    assert remote.session.spent == before + dp.Budget(0.2)
+    assert 8_000 < float(got["sou"]) < 10_000  # 8,760 people live in the south
+
+
+def test_a_public_table_merges_on_differently_named_keys_remotely(remote: Any) -> None:
+    import pandas as pd
+
+    table = pd.DataFrame({"area": ["northeast", "midwest", "south", "west"], "n": [1, 2, 3, 4]})
+    merged = remote.merge(table, left_on="region", right_on="area")
+    assert list(merged.columns)[-2:] == ["area", "n"]
+    before = remote.session.spent
+    got = merged["n"].sum(epsilon=0.2)
+    assert remote.session.spent == before + dp.Budget(0.2)
+    assert 70_000 < float(got) < 71_700  # 1·6,441 + 2·6,863 + 3·8,760 + 4·6,091 = 70,811
+
+
+def test_a_keyless_column_has_a_distinct_count_remotely(remote: Any) -> None:
+    before = remote.session.spent
+    got = remote["wage"].nunique(epsilon=0.05)
+    assert remote.session.spent == before + dp.Budget(0.05)
+    assert 5_000 < float(got) < 7_000  # the CPS has 5,970 distinct weekly wages

@@ -9,6 +9,7 @@ from tests.test_lookup import (
     test_a_missing_key_matches_the_tables_missing_key_as_pandas,
     test_inner_merge_and_join_keep_only_matched_rows,
     test_left_merge_adds_public_columns_with_their_keys_and_bounds,
+    test_left_on_right_on_keeps_both_keys_as_pandas,
 )
 
 pytestmark = [
@@ -21,4 +22,5 @@ __all__ = [
     "test_a_missing_key_matches_the_tables_missing_key_as_pandas",
     "test_inner_merge_and_join_keep_only_matched_rows",
     "test_left_merge_adds_public_columns_with_their_keys_and_bounds",
+    "test_left_on_right_on_keeps_both_keys_as_pandas",
 ]

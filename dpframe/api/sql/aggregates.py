@@ -8,7 +8,7 @@ SQL                                            the pandas spelling whose node it
 ``VARIANCE``, ``STDDEV`` (and ``_POP``)        ``.var()``, ``.std()`` (population: n divisor)
 ``MEDIAN(x)``, ``PERCENTILE_CONT(q) ...``      ``.median()``, ``.quantile(q)`` (a list:
                                                several levels of one column)
-``COUNT(DISTINCT x)``                          ``pf["x"].nunique()`` (declared keys)
+``COUNT(DISTINCT x)``                          ``pf["x"].nunique()`` (any column)
 ``MODE(x)``                                    ``pf["x"].mode()``
 several aggregates                             ``pf.agg({col: [names]})`` (one charge split
                                                equally, or by ``weights=``); ``COUNT(*)``
@@ -34,7 +34,8 @@ from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
 from dpframe.api.sql.errors import SQLRefusedError
 from dpframe.api.sql.scalars import Const, scalar
 from dpframe.api.sql.scope import Scope
-from dpframe.api.verbs import aggregates, aggregation, grouping, quantiles
+from dpframe.api.verbs import aggregates, aggregation, distinct, grouping, quantiles
+from dpframe.api.verbs.requests import public_keys
 from dpframe.plan.expressions import Col
 from dpframe.plan.privacy import PrivacyRequest
 
@@ -272,6 +273,8 @@ def _single(
         if cell.statistic == "mode":
             return aggregates.mode_node(cell.argument, request)
         if cell.statistic == "nunique":
+            if public_keys(cell.argument.info) is None:  # an ID column: a distinct count
+                return distinct.distinct_count_node(cell.argument, request)
             return aggregates.value_counts_node(cell.argument, request)
         return aggregates.aggregate_node(cell.argument, cell.statistic, request)  # type: ignore[arg-type]
     if cell.statistic in ("nunique", "mode"):

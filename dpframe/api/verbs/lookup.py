@@ -79,6 +79,8 @@ def merge(
     on: str | Sequence[str] | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
     validate: str | None = None,
+    left_on: str | Sequence[str] | None = None,
+    right_on: str | Sequence[str] | None = None,
 ) -> FrameHandle:
     """Add a public lookup table's columns, matched on a key, as ``DataFrame.merge`` (free).
 
@@ -93,6 +95,10 @@ def merge(
         on: the key column, in both tables (default: the one column they share).
         suffixes: for other columns present in both, as pandas.
         validate: None, ``"many_to_one"`` or ``"m:1"`` (always checked).
+        left_on: the private frame's key column when the table names it
+            otherwise (with ``right_on``, instead of ``on``).
+        right_on: the table's key column, matched to ``left_on``; kept as a
+            column, as pandas keeps both keys (missing where no row matched).
 
     Example:
         >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
@@ -100,6 +106,8 @@ def merge(
     """
     _refuse_private(right, "merge")
     assert isinstance(right, pd.DataFrame)
+    if left_on is not None or right_on is not None:
+        right, on = _keyed_as_left(self, right, on, left_on, right_on)
     if how not in ("left", "inner"):
         raise SchemaError(
             f"merge(how={how!r}) is refused: only 'left' and 'inner' keep each row a private "
@@ -136,6 +144,43 @@ def merge(
             condition = condition | IsNull(Col(key))
         frame = filter_rows(frame, condition)
     return assign(frame, new)
+
+
+def _one(name: str | Sequence[str], argument: str) -> str:
+    names = [name] if isinstance(name, str) else list(name)
+    if len(names) != 1 or not isinstance(names[0], str):
+        raise SchemaError(f"merge() with a public table takes one key column: {argument}='key'.")
+    return names[0]
+
+
+def _keyed_as_left(
+    self: FrameHandle,
+    right: pd.DataFrame,
+    on: str | Sequence[str] | None,
+    left_on: str | Sequence[str] | None,
+    right_on: str | Sequence[str] | None,
+) -> tuple[pd.DataFrame, str]:
+    """The table with its key ``right_on`` also under the name ``left_on`` (pandas keeps both)."""
+    if on is not None:
+        raise SchemaError("merge() takes on= or left_on= with right_on=, not both.")
+    if left_on is None or right_on is None:
+        raise SchemaError(
+            "merge() needs both left_on= (this frame's key) and right_on= (the table's)."
+        )
+    left_key, right_key = _one(left_on, "left_on"), _one(right_on, "right_on")
+    self.schema.get(left_key)  # an unknown column is refused here, naming the columns
+    if right_key not in right.columns:
+        raise SchemaError(f"The public table has no column {right_key!r} to match on.")
+    if left_key == right_key:
+        return right, left_key
+    if left_key in right.columns:
+        raise SchemaError(
+            f"The public table has a column {left_key!r} besides its key {right_key!r}: rename "
+            "it, or merge on=" + repr(left_key) + " if that column is the key."
+        )
+    table = right.copy()
+    table.insert(0, left_key, right[right_key])
+    return table, left_key
 
 
 def _key(self: FrameHandle, right: pd.DataFrame, on: str | Sequence[str] | None) -> str:

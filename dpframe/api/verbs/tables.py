@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +24,7 @@ import pandas as pd
 from dpframe.api.handle import FrameHandle, SeriesHandle
 from dpframe.api.verbs.aggregates import value_counts_node
 from dpframe.api.verbs.aggregation import grouped_agg_node
-from dpframe.api.verbs.distinct import without_keys
+from dpframe.api.verbs.distinct import distinct_count
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, grouped_result, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
@@ -254,15 +254,18 @@ def pivot_table(
 
     One charge: a grouped ``agg`` over the key pairs (see :meth:`PrivateFrame.pivot_table`).
     ``margins=True`` adds the row and column totals of a ``count`` or ``sum``
-    table, derived from the released cells (free; their intervals add up).
+    table, derived from the released cells (free; their intervals add up); of a
+    ``mean`` table, every mean is a released sum over a released count (one
+    charge split between them), so the margins are free ratios of their totals.
     """
+    if margins and aggfunc == "mean":
+        return _mean_with_margins(self, values, index, columns, request, margins_name)
     if margins and aggfunc not in ("count", "sum"):
         raise SchemaError(
             f"pivot_table(margins=True) derives the totals from the released cells, which "
-            f"works for aggfunc='count' or 'sum', not {aggfunc!r}: a margin of means needs "
-            "each cell's size. Release the margins on their own instead, e.g. "
-            f"pf.groupby({index!r})[{values!r}].mean(epsilon=...) and "
-            f"pf.groupby({columns!r})[{values!r}].mean(epsilon=...). Nothing was charged."
+            f"works for aggfunc='count', 'sum' or 'mean', not {aggfunc!r}. Release the "
+            f"margins on their own instead, e.g. pf.groupby({index!r})[{values!r}]."
+            f"{aggfunc if isinstance(aggfunc, str) else 'agg'}(epsilon=...). Nothing was charged."
         )
     for name in (index, columns):
         if not public_keys(self.schema.get(name)):
@@ -298,6 +301,34 @@ def pivot_table(
     return with_margins(answer, margins_name) if margins else answer
 
 
+def _mean_with_margins(
+    self: FrameHandle,
+    values: str,
+    index: str,
+    columns: str,
+    request: PrivacyRequest,
+    name: str,
+) -> pd.DataFrame:
+    """A table of means with margins: every mean a released sum over a released count.
+
+    One charge: a grouped ``agg(["sum", "count"])`` of the cells (the request
+    split evenly).  Each cell's mean, each margin's and the corner's are
+    ratios of sums of released cells (post-processing, free), clamped to the
+    column's bounds; their intervals follow by interval arithmetic.  The cells
+    are ratio estimates, not the adaptive mean of ``aggfunc="mean"`` without
+    margins (explain and the docstring say so).
+    """
+    table = pivot_table(self, values, index, columns, ["sum", "count"], request)
+    sums = with_margins(cast("pd.DataFrame", table["sum"]), name)
+    counts = with_margins(cast("pd.DataFrame", table["count"]), name)
+    means: pd.DataFrame = sums / counts
+    bounds = self.schema.get(values).bounds
+    if bounds is not None:
+        means = means.clip(bounds[0], bounds[1])
+    means.index.name, means.columns.name = index, columns
+    return means
+
+
 def with_margins(table: pd.DataFrame, name: str) -> pd.DataFrame:
     """Row and column totals of a released count or sum table (post-processing, free).
 
@@ -331,14 +362,16 @@ class PivotIntervals:
 
 
 def nunique(series: SeriesHandle, request: PrivacyRequest) -> Release:
-    """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+    """How many distinct values occur, as ``pandas.Series.nunique``.
 
-    A key counts when its noisy count clears the count noise's one-sided 95%
-    quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),
-    as ``describe(include="all")``'s unique.
+    A column with public keys: one noisy histogram; a key counts when its
+    noisy count clears the count noise's one-sided 95% quantile
+    (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`), as
+    ``describe(include="all")``'s unique.  Any other column (an ID column):
+    one noisy distinct count (:func:`dpframe.api.verbs.distinct.distinct_count`).
     """
-    if public_keys(series.info) is None and isinstance(series.expr, Col):
-        raise without_keys(series.info.name, "nunique()")
+    if public_keys(series.info) is None:
+        return distinct_count(series, request)
     counts = series.runner.run(value_counts_node(series, request))
     if isinstance(series.expr, Col):
         warn_undeclared(counts)

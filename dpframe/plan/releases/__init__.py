@@ -23,6 +23,7 @@ from dpframe.plan.releases.aggregations import Agg
 from dpframe.plan.releases.base import QUANTILE_BINS, ReleaseNode, canonical, privacy_key
 from dpframe.plan.releases.copies import SanitizedCopy
 from dpframe.plan.releases.discovery import DiscoverKeys, DiscoverThenAggregate, SparseVector
+from dpframe.plan.releases.distinct import DistinctCount, FrameDistinct
 from dpframe.plan.releases.models import KernelDensity, Regression
 from dpframe.plan.releases.moments import Moments
 from dpframe.plan.releases.selection import (
@@ -44,6 +45,8 @@ __all__ = [
     "Describe",
     "DiscoverKeys",
     "DiscoverThenAggregate",
+    "DistinctCount",
+    "FrameDistinct",
     "GroupedQuantile",
     "KernelDensity",
     "Mode",
