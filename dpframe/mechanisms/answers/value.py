@@ -12,14 +12,43 @@ Post-processing of released values and public noise facts: free of privacy cost.
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from dpframe.mechanisms.answers.array import DPArray
+__all__ = ["DPValue", "OneCellArray"]
 
-__all__ = ["DPValue"]
+
+class OneCellArray(Protocol):
+    """What a :class:`DPValue` asks of its one-cell array (a ``DPArray`` is one)."""
+
+    @property
+    def values(self) -> npt.NDArray[np.float64]:
+        """The released values."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def intervals(self, level: float = 0.95) -> tuple[Any, Any]:
+        """Per cell, (low, high) containing the truth with probability at least ``level``."""
+        ...
+
+    def cell_text(self, i: int) -> str:
+        """Cell ``i`` as shown."""
+        ...
+
+    def __add__(self, other: Any) -> Any: ...
+    def __radd__(self, other: Any) -> Any: ...
+    def __sub__(self, other: Any) -> Any: ...
+    def __rsub__(self, other: Any) -> Any: ...
+    def __mul__(self, other: Any) -> Any: ...
+    def __rmul__(self, other: Any) -> Any: ...
+    def __truediv__(self, other: Any) -> Any: ...
+    def __rtruediv__(self, other: Any) -> Any: ...
+
+
+_Array = TypeVar("_Array", bound=OneCellArray)
 
 
 def _cell(found: Any) -> Any:
@@ -27,8 +56,8 @@ def _cell(found: Any) -> Any:
     return found if found is NotImplemented else found[0]
 
 
-class DPValue(numbers.Real):
-    """One released number (a cell of a :class:`DPArray`): a float with its interval.
+class DPValue(numbers.Real, Generic[_Array]):
+    """One released number (a cell of a ``DPArray``): a float with its interval.
 
     Arithmetic with numbers and other released numbers keeps the interval;
     comparisons, ``float()`` and formatting use the value.
@@ -36,7 +65,7 @@ class DPValue(numbers.Real):
 
     __slots__ = ("_array",)
 
-    def __init__(self, array: DPArray) -> None:
+    def __init__(self, array: _Array) -> None:
         if len(array) != 1:
             raise ValueError("A DPValue is one cell.")
         self._array = array
@@ -51,7 +80,7 @@ class DPValue(numbers.Real):
         low, high = self._array.intervals(level)
         return float(low[0]), float(high[0])
 
-    def as_array(self) -> DPArray:
+    def as_array(self) -> _Array:
         """This value as a one-cell array."""
         return self._array
 
@@ -138,7 +167,7 @@ class DPValue(numbers.Real):
     def __neg__(self) -> Any:
         return _cell(self._array.__mul__(-1.0))
 
-    def __pos__(self) -> DPValue:
+    def __pos__(self) -> DPValue[_Array]:
         return self
 
     def __abs__(self) -> float:
