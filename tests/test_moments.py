@@ -104,6 +104,7 @@ def test_privacy_map_each_part_costs_its_share_and_no_less_noise_fits() -> None:
     assert len(session.ledger) == 1 and session.ledger["parts"].iloc[0].count('"name"') == 6
 
 
+@pytest.mark.fresh_releases  # 2,000 draws of one request: each a new release (issue 31)
 def test_product_sum_noise_has_the_stated_laplace_scale() -> None:
     """The released product sum minus the exact one is Laplace with the stated scale b = 6/ε.
 

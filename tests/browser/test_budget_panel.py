@@ -38,7 +38,7 @@ CELLS = [
     "from dpframe.examples.datasets import cps1988_path\n"
     "cps_path = cps1988_path()\n"
     "%dp_load pf $cps_path --bounds wage=0:5000 --categories region=northeast,midwest,south,west",
-    "for _ in range(4):\n    pf.count(epsilon=0.2)",
+    "for _ in range(4):\n    pf.count(epsilon=0.2, fresh=True)  # four charged releases",
     "%dp_budget --side",
     "%dp_budget",
 ]
