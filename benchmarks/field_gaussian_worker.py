@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.field_gaussian_libs import ADAPTERS, Variant
+from benchmarks.releases import new_releases
 
 __all__ = ["main", "measure"]
 
@@ -108,4 +109,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

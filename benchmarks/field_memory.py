@@ -24,6 +24,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.field_worker import peak_since, reset_peak
+from benchmarks.releases import new_releases
 from benchmarks.workload import Query
 
 __all__ = ["main", "measure"]
@@ -105,4 +106,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -56,6 +56,7 @@ from benchmarks.field_opendp import opendp_releases
 from benchmarks.field_pipelinedp import pipelinedp_releases
 from benchmarks.field_smartnoise import smartnoise_releases
 from benchmarks.field_spec import Built, Release, Releases, Spec
+from benchmarks.releases import new_releases
 
 __all__ = ["LIBRARIES", "main", "peak_since", "reset_peak"]
 
@@ -243,4 +244,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -33,6 +33,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.flights_steps import STEPS, Step
+from benchmarks.releases import new_releases
 
 EPSILON_TOTAL = 1e6
 GRADES = ("works", "documented change", "teaching refusal", "raw error", "silent trap")
@@ -262,4 +263,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.releases import new_releases
+
 __all__ = ["main"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -263,4 +265,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -45,6 +45,7 @@ from benchmarks.peer_tutorial_steps import (
     TUMULT,
     Step,
 )
+from benchmarks.releases import new_releases
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
 
 
@@ -179,4 +180,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        raise SystemExit(main())

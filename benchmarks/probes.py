@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.releases import new_releases
+
 __all__ = ["import_times", "memory_at_load", "slowest_imports"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -269,4 +271,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

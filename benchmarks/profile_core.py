@@ -40,6 +40,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
+from benchmarks.releases import new_releases
 from benchmarks.workload import svt_cuts
 
 __all__ = ["codes_by_arrow_index_in", "codes_by_factorize", "codes_by_get_indexer", "main"]
@@ -248,4 +249,5 @@ def _finish(out: list[str], no_save: bool, rows: int, keys: str, suffix: str) ->
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

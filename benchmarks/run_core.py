@@ -30,6 +30,7 @@ import dpframe as dp
 from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, as_key_dtype, categories, census_frame, key_dtypes
+from benchmarks.releases import new_releases
 from benchmarks.report import render_markdown, save_results, timing_rows, workload_rows
 from benchmarks.workload import Query, Timing, build_queries, time_query, workload_ratio
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
@@ -276,4 +277,5 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

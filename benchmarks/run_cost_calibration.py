@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.releases import new_releases
 from benchmarks.report import markdown_table, save_results
 from dpframe.curator.calibration import measure
 from dpframe.curator.worst_case import CostModel
@@ -55,4 +56,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

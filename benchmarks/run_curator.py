@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 import dpframe as dp
+from benchmarks.releases import new_releases
 from benchmarks.report import save_results
 from dpframe.curator.catalog import hash_token
 from dpframe.errors import DPError, QueryFailedError
@@ -551,4 +552,5 @@ def load(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

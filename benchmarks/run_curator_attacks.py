@@ -53,6 +53,7 @@ from benchmarks.curator_attacks import (
     attack_stall,
 )
 from benchmarks.curator_attacks_27 import holes_27
+from benchmarks.releases import new_releases
 from benchmarks.report import markdown_table, save_results
 from benchmarks.run_curator import _serve, _toml
 from dpframe.curator.catalog import hash_token
@@ -372,4 +373,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

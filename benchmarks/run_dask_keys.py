@@ -35,6 +35,7 @@ from typing import Any
 
 import dpframe as dp
 from benchmarks.data import BOUNDS, categories, census_frame
+from benchmarks.releases import new_releases
 
 OUT = Path(__file__).resolve().parent / "results"
 EPSILON = 1.0
@@ -155,4 +156,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
+from benchmarks.releases import new_releases
 from dpframe.mechanisms.moments.aggregates import measures_for
 from dpframe.plan.expressions import Col
 from dpframe.plan.measures import Measure
@@ -169,4 +170,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

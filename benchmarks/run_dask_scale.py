@@ -42,6 +42,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.data import BOUNDS, DEFAULT_SEED, categories, census_frame
+from benchmarks.releases import new_releases
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_dask.md"
 EPSILON = 1.0
@@ -317,4 +318,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
+from benchmarks.releases import new_releases
 
 
 def _timed(label: str, action: Any) -> Any:
@@ -68,4 +69,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -43,6 +43,7 @@ from benchmarks import probes
 from benchmarks.accuracy import accuracy_ratios
 from benchmarks.data import BOUNDS, categories, census_frame
 from benchmarks.field_report import CPS_LABEL, render
+from benchmarks.releases import new_releases
 from benchmarks.report import save_results
 from benchmarks.run_core import (
     RESULTS_DIR,
@@ -560,4 +561,5 @@ def _uptime() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -45,6 +45,7 @@ from scipy.stats import norm
 
 import dpframe as dp
 from benchmarks.data import census_frame
+from benchmarks.releases import new_releases
 from benchmarks.report import save_results
 from benchmarks.run_core import RESULTS_DIR, _environment
 from benchmarks.run_field import LIBRARIES, VENVS_DIR, Library, ensure_venv, venv_python
@@ -380,4 +381,5 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.special import logsumexp
 
+from benchmarks.releases import new_releases
 from dpframe.accounting import make_accountant
 from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.calibration.gdp_curves import gdp_delta, mu_from_epsilon_delta
@@ -97,4 +98,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

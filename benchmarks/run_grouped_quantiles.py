@@ -37,6 +37,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.data import COUNTIES, as_key_dtype, census_frame, key_dtypes
+from benchmarks.releases import new_releases
 from benchmarks.report import markdown_table, save_results
 
 TARGET = 1.5
@@ -162,4 +163,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -44,6 +44,7 @@ import pandas as pd
 
 import dpframe as dp
 from benchmarks.data import BOUNDS, census_frame
+from benchmarks.releases import new_releases
 from benchmarks.report import save_results
 from dpframe.accounting import Charge, Ledger
 from dpframe.accounting.ledger import PendingCharge
@@ -390,4 +391,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

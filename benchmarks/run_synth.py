@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchmarks.releases import new_releases
+
 SEED = 20240917
 EPSILON, DELTA = 1.0, 1e-6
 COLUMNS = ["wage", "education", "experience", "ethnicity", "smsa", "region", "parttime"]
@@ -242,4 +244,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

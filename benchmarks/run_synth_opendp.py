@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.releases import new_releases
 from benchmarks.run_synth import EXPERIENCE_EDGES, WAGE_EDGES, _sizes, coded, resampled
 
 EPSILON, DELTA = 1.0, 1e-6
@@ -277,4 +278,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 import dpframe as dp
+from benchmarks.releases import new_releases
 from dpframe.examples.datasets import CPS1988_CATEGORIES, load_cps1988
 
 BOUNDS = (0.0, 5000.0)
@@ -72,4 +73,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

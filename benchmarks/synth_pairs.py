@@ -29,6 +29,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from benchmarks.releases import new_releases
+
 COLUMNS = ["wage", "education", "experience", "ethnicity", "smsa", "region", "parttime"]
 WAGE_EDGES = np.linspace(0.0, 5000.0, 17)
 EXPERIENCE_EDGES = np.asarray([-8.5 + 5 * i for i in range(15)] + [64.5])
@@ -160,4 +162,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with new_releases():  # each call a new release, never a re-run (issue 31)
+        main()

@@ -270,6 +270,24 @@ def test_an_answer_over_the_limit_is_not_kept(monkeypatch: pytest.MonkeyPatch) -
     assert local_session(pf).spent == dp.Budget(1.0)
 
 
+def test_a_table_over_the_cell_limit_is_not_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above MAX_KEPT_CELLS values nothing is encoded (it would cost about 9 µs a cell)."""
+    monkeypatch.setattr(reruns, "MAX_KEPT_CELLS", 2)
+    encoded: list[object] = []
+    real = reruns.encode_response
+    monkeypatch.setattr(reruns, "encode_response", lambda r: encoded.append(r) or real(r))
+    pf = open_frame(frame())
+    with pytest.warns(RuntimeWarning, match=r"has 3 values, over the 2 the ledger keeps"):
+        pf.groupby("region").size(epsilon=0.5)  # 3 declared keys: 3 values
+    assert encoded == []
+    with pytest.warns(RuntimeWarning, match="not kept"):
+        again = pf.groupby("region").size(epsilon=0.5)
+    assert "dpframe_recorded" not in again.attrs
+    assert local_session(pf).spent == dp.Budget(1.0)
+    single = pf.count(epsilon=0.5)  # one value: kept
+    assert isinstance(pf.count(epsilon=0.5), RecordedRelease) and single is not None
+
+
 def test_a_batch_keeps_its_answers_for_a_re_run() -> None:
     pf = open_frame(frame())
     session = local_session(pf)
