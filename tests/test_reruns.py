@@ -275,7 +275,12 @@ def test_a_table_over_the_cell_limit_is_not_encoded(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(reruns, "MAX_KEPT_CELLS", 2)
     encoded: list[object] = []
     real = reruns.encode_response
-    monkeypatch.setattr(reruns, "encode_response", lambda r: encoded.append(r) or real(r))
+
+    def counted(result: object) -> object:
+        encoded.append(result)
+        return real(result)
+
+    monkeypatch.setattr(reruns, "encode_response", counted)
     pf = open_frame(frame())
     with pytest.warns(RuntimeWarning, match=r"has 3 values, over the 2 the ledger keeps"):
         pf.groupby("region").size(epsilon=0.5)  # 3 declared keys: 3 values
