@@ -34,7 +34,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.field_gaussian_libs import ADAPTERS, Variant
-from benchmarks.releases import new_releases
 
 __all__ = ["main", "measure"]
 
@@ -109,5 +108,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    with new_releases():  # each call a new release, never a re-run (issue 31)
-        main()
+    main()  # peers only: dpframe is never imported here

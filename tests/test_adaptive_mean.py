@@ -122,6 +122,7 @@ def test_error_near_a_bound_beats_the_midpoint_estimator(
     assert ratio < 1.25, (ratio, sem)
 
 
+@pytest.mark.fresh_releases  # 300 draws of one request: each a new release (issue 31)
 def test_interval_uses_the_chosen_centre(skewed: tuple[dp.PrivateFrame, float]) -> None:
     pf, exact = skewed
     release = pf["income"].mean(epsilon=1)
