@@ -164,6 +164,7 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
             assert low <= expected <= high, (case.name, name, key, low, expected, high)
 
 
+@pytest.mark.fresh_releases  # cases share one session: each query a new release
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_answer_is_inside_its_stated_intervals(world: World, case: Case) -> None:
     answer = ask(world, case)
