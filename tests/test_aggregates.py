@@ -226,6 +226,7 @@ def test_large_but_safe_bounds_give_finite_exact_sums() -> None:
     assert float(pf_int["n"].sum(epsilon=1e8)) == pytest.approx(2.0**62, rel=1e-6)
 
 
+@pytest.mark.fresh_releases  # repeats one request to sample its noise (issue 31)
 def test_neighbours_share_one_output_grid(cps: pd.DataFrame) -> None:
     """Mironov 2012: D and D' (one extra row at the bound) release on the same public grid.
 

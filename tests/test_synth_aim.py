@@ -254,6 +254,7 @@ def test_noise_is_the_stated_discrete_laplace(part: str, expected: float) -> Non
     assert chi2_pvalue(draws, dlaplace_pmf(scale / 1.3)) < ALPHA
 
 
+@pytest.mark.fresh_releases  # repeats one request to sample its noise (issue 31)
 def test_released_marginals_carry_the_stated_noise() -> None:
     """End to end: every released marginal of AIM copies minus the exact counts.
 

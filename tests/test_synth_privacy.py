@@ -105,6 +105,7 @@ def test_one_way_noise_is_the_stated_discrete_laplace() -> None:
     assert chi2_pvalue(draws, dlaplace_pmf(scale / 1.3)) < ALPHA
 
 
+@pytest.mark.fresh_releases  # repeats one request to sample its noise (issue 31)
 def test_released_one_way_marginals_carry_the_stated_noise() -> None:
     """End to end: the copies' released 1-way counts minus the exact counts.
 
