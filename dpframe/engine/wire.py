@@ -261,22 +261,22 @@ def _response_types() -> Mapping[str, type[Any]]:
 
 
 @functools.cache
-def _field_names(cls: type[Any]) -> tuple[str, ...]:
+def _field_names(cls: Any) -> tuple[str, ...]:
     """A dataclass's field names, looked up once per class."""
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def encode_response(value: Any) -> Any:
     """Encode a release (or anything a facade method returns) for the analyst."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
+    cls: type[Any] = type(value)
+    if cls is str or cls is bool or value is None:
         return value
-    if kind is float and math.isfinite(value):
+    if cls is float and math.isfinite(value):
         return value
-    if _response_types().get(kind.__name__) is kind:  # a result dataclass: the common case
+    if _response_types().get(cls.__name__) is cls:  # a result dataclass: the common case
         return {
-            "$dc": kind.__name__,
-            "fields": {name: encode_response(getattr(value, name)) for name in _field_names(kind)},
+            "$dc": cls.__name__,
+            "fields": {name: encode_response(getattr(value, name)) for name in _field_names(cls)},
         }
     plain = _encode_plain(value, encode_response)
     if plain is not NotImplemented:
@@ -375,7 +375,8 @@ def _decode_binary(dtype_text: Any, data: Any) -> np.ndarray:
     raw = base64.b64decode(data.encode("ascii"), validate=True)
     if len(raw) % dtype.itemsize:
         raise ProtocolError("invalid_value", "A binary $array's length is not whole values.")
-    return np.frombuffer(raw, dtype=dtype).copy()
+    array: np.ndarray = np.frombuffer(raw, dtype=dtype).copy()
+    return array
 
 
 def decode_response(data: Any) -> Any:
@@ -447,7 +448,8 @@ class _ResponseDecoder:
         names = self.decode(body["names"])
         if "tuples" in body:  # the form of answers stored before levels and codes
             tuples = self.decode(body["tuples"])
-            return pd.MultiIndex.from_tuples(tuples, names=names)
+            old: pd.MultiIndex = pd.MultiIndex.from_tuples(tuples, names=names)
+            return old
         # Object levels are inferred again (periods, text), as from tuples they were.
         levels = [self.decode(level) for level in body["levels"]]
         levels = [pd.Index(lv.tolist()) if lv.dtype == object else lv for lv in levels]
