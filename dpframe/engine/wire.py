@@ -26,11 +26,11 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -261,9 +261,9 @@ def _response_types() -> Mapping[str, type[Any]]:
 
 
 @functools.cache
-def _field_names(cls: Any) -> tuple[str, ...]:
+def _field_names(cls: Hashable) -> tuple[str, ...]:
     """A dataclass's field names, looked up once per class."""
-    return tuple(f.name for f in dataclasses.fields(cls))
+    return tuple(f.name for f in dataclasses.fields(cast(Any, cls)))
 
 
 def encode_response(value: Any) -> Any:
