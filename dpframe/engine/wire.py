@@ -268,7 +268,7 @@ def _field_names(cls: Hashable) -> tuple[str, ...]:
 
 def encode_response(value: Any) -> Any:
     """Encode a release (or anything a facade method returns) for the analyst."""
-    cls: type[Any] = type(value)
+    cls: Any = type(value)
     if cls is str or cls is bool or value is None:
         return value
     if cls is float and math.isfinite(value):
