@@ -26,11 +26,11 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -261,23 +261,22 @@ def _response_types() -> Mapping[str, type[Any]]:
 
 
 @functools.cache
-def _field_names(cls: Hashable) -> tuple[str, ...]:
-    """A dataclass's field names, looked up once per class."""
-    return tuple(f.name for f in dataclasses.fields(cast(Any, cls)))
+def _field_names(name: str) -> tuple[str, ...]:
+    """The field names of the response dataclass called ``name``, looked up once."""
+    return tuple(f.name for f in dataclasses.fields(_response_types()[name]))
 
 
 def encode_response(value: Any) -> Any:
     """Encode a release (or anything a facade method returns) for the analyst."""
-    cls: Any = type(value)
+    cls = type(value)
     if cls is str or cls is bool or value is None:
         return value
     if cls is float and math.isfinite(value):
         return value
-    if _response_types().get(cls.__name__) is cls:  # a result dataclass: the common case
-        return {
-            "$dc": cls.__name__,
-            "fields": {name: encode_response(getattr(value, name)) for name in _field_names(cls)},
-        }
+    name = cls.__name__
+    if _response_types().get(name) is cls:  # a result dataclass: the common case
+        fields = {field: encode_response(getattr(value, field)) for field in _field_names(name)}
+        return {"$dc": name, "fields": fields}
     plain = _encode_plain(value, encode_response)
     if plain is not NotImplemented:
         return plain
@@ -338,7 +337,6 @@ def encode_response(value: Any) -> Any:
         }
     if isinstance(value, Mapping):
         return {"$dict": [[encode_response(k), encode_response(v)] for k, v in value.items()]}
-    name = type(value).__name__
     raise ProtocolError("unencodable", f"A {name} cannot be sent to the analyst.")
 
 
