@@ -65,6 +65,28 @@ def test_grouping_by_a_derived_integer_column_releases_pandas_groups(
     empty = [k for k in released if k not in set(want.index)]
     assert all(np.isnan(released[k]) for k in empty)  # keys with no row: too thin, NaN
     assert len(pf.session.ledger) == 1  # the grouping column itself is free
+    assert got.index.name == want.index.name == "education"  # pandas' name, not education_key
+
+
+def test_a_derived_key_shows_its_column_name_in_every_grouped_result(
+    pf: dp.PrivateFrame, cps: pd.DataFrame
+) -> None:
+    """``education_key`` (the name is taken) is what the plan holds; results say ``education``."""
+    decade = pf["experience"] // 10 * 10
+    grouped = pf.groupby(decade)
+    mean = grouped["wage"].mean(epsilon=1)
+    assert mean.index.name == "experience"
+    assert mean.dp.ci(0.95).index.name == "experience"  # the intervals follow the name
+    table = grouped.agg({"wage": ["mean", "count"]}, epsilon=1)
+    assert table.index.name == "experience"
+    median = grouped["wage"].median(epsilon=1)
+    assert median.index.name == "experience"
+    both = pf.groupby([decade, "region"]).size(epsilon=1)
+    assert list(both.index.names) == ["experience", "region"]
+    pandas_both = cps.groupby([cps["experience"] // 10 * 10, "region"]).size()
+    assert list(both.index.names) == list(pandas_both.index.names)
+    distinct = grouped["region"].nunique(epsilon=1)
+    assert distinct.index.name == "experience"
 
 
 def test_derived_keys_are_the_image_of_the_declared_keys(pf: dp.PrivateFrame) -> None:

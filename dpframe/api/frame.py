@@ -237,8 +237,8 @@ class PrivateFrame(FrameReleases, RowGuard):
         each) groups by those instead of the cross product of declared
         categories (``dpframe.api.verbs.keysets``).
         """
-        frame, names = grouping.group_columns(self._handle, by)  # derived keys as columns
-        return groupby_of(grouping.group(frame, tuple(names), None, keys))
+        frame, names, shown = grouping.group_columns(self._handle, by)  # derived keys added
+        return groupby_of(grouping.group(frame, tuple(names), None, keys, tuple(shown)))
 
     def query(self, expr: str) -> PrivateFrame:
         """The rows where ``expr`` holds, as ``pandas.DataFrame.query`` (free; never ``eval``).

@@ -362,7 +362,8 @@ class PrivateGroupBy:
         rows than that threshold is rarely missed.
         """
         request = request_of(epsilon, delta, rho, privacy)
-        return distinct.grouped_nunique(self._handle, request)
+        released = distinct.grouped_nunique(self._handle, request)
+        return cast("pd.Series", grouping.relabelled(self._handle, released))
 
     @fresh_aware
     def argmax(

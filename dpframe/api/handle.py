@@ -141,6 +141,9 @@ class GroupHandle:
         column: the selected column (``grouped["wage"]``), or None.
         table: the public key set given as ``keys=`` (a pandas DataFrame), or None.
         index: the key set's combinations (the result's index), or None.
+        shown: the names the result's index shows, when they differ from
+            ``names``: a derived key added as ``age_key`` (``age`` being taken)
+            shows as ``age``, as pandas names ``df.groupby(df.age // 10)``'s index.
     """
 
     frame: FrameHandle
@@ -149,6 +152,7 @@ class GroupHandle:
     column: str | None = None
     table: Any = None
     index: Any = None
+    shown: tuple[str, ...] = ()
 
     def selecting(self, column: str | None) -> GroupHandle:
         """The same groups with ``column`` selected (None: the whole frame)."""

@@ -21,9 +21,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from fractions import Fraction
+from typing import Any
 
 from dpframe.errors import InvalidArgumentError, ResourceLimitError
 from dpframe.plan.dag import DagBuilder, TooLargeError
@@ -285,11 +287,15 @@ def public_lists(node: object) -> list[int]:
             if not set(map(type, item)) <= _SCALARS:  # a list of keys is not walked item by item
                 stack.extend(v for v in item if isinstance(v, (tuple, list)) or _is_dataclass(v))
         elif _is_dataclass(item):
-            stack.extend(
-                getattr(item, f.name)
-                for f in dataclasses.fields(item)  # type: ignore[arg-type]
-            )
+            kind: Any = type(item)
+            stack.extend(getattr(item, name) for name in _field_names(kind))
     return lengths
+
+
+@functools.cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    """A dataclass's field names, looked up once per class (every release sizes its node)."""
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes, Fraction})

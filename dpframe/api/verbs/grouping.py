@@ -12,6 +12,7 @@ its noise (see :func:`warn_undeclared`).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -40,29 +41,36 @@ __all__ = [
 ]
 
 
-def group_columns(frame: FrameHandle, by: object) -> tuple[FrameHandle, list[str]]:
-    """The frame and column names to group by: names, or derived columns (``groupby(s.cut(...))``).
+def group_columns(frame: FrameHandle, by: object) -> tuple[FrameHandle, list[str], list[str]]:
+    """The frame, the column names to group by, and the names the result shows.
 
-    A derived column (e.g. ``pf["age"].cut(bins)``, as pandas'
-    ``df.groupby(pd.cut(df.age, bins))``) is added under its name, or under
-    ``<name>_key`` when that name is taken by another column.
+    ``by`` holds names, or derived columns (``groupby(s.cut(...))``).  A derived
+    column (e.g. ``pf["age"].cut(bins)``, as pandas' ``df.groupby(pd.cut(df.age,
+    bins))``) is added under its name, or under ``<name>_key`` when that name is
+    taken by another column; the result's index still shows its name, as pandas'.
     """
     items = list(by) if isinstance(by, (list, tuple)) else [by]
     names: list[str] = []
+    shown: list[str] = []
     derived: dict[str, Any] = {}
     for item in items:
         found = handle_of(item)
         if isinstance(item, str):
             names.append(item)
+            shown.append(item)
         elif isinstance(found, SeriesHandle):
             to_expr(item, frame)  # a column of another frame is refused unless it means the same
             if isinstance(found.expr, Col) and found.expr.name in frame.schema.names:
                 names.append(found.expr.name)
+                shown.append(found.expr.name)
                 continue
             name = found.info.name
-            name = name if name not in frame.schema.names else f"{name}_key"
-            derived[name] = item
-            names.append(name)
+            added = name
+            while added in frame.schema.names or added in derived or added in names:
+                added = f"{added}_key"
+            derived[added] = item
+            names.append(added)
+            shown.append(_pandas_name(found.expr, name))
         else:
             raise SchemaError(
                 "groupby() takes a column name or a list of column names (or derived columns, "
@@ -70,13 +78,32 @@ def group_columns(frame: FrameHandle, by: object) -> tuple[FrameHandle, list[str
             )
     if not names:
         raise SchemaError("groupby() takes a column name or a list of column names.")
-    return (assign(frame, derived) if derived else frame), names
+    return (assign(frame, derived) if derived else frame), names, shown
+
+
+def _pandas_name(expr: Any, name: str) -> str:
+    """The name pandas gives a series computed from one column: that column's.
+
+    pandas keeps a Series' name through arithmetic with constants, ``abs``,
+    ``clip``, numpy ufuncs and ``pd.cut``, so ``df.groupby(df.age // 10 * 10)``
+    is indexed by ``age``; an expression of several columns keeps its text.
+    """
+    read = expr.columns()
+    return next(iter(read)) if len(read) == 1 else name
 
 
 def group(
-    frame: FrameHandle, names: tuple[str, ...], column: str | None = None, table: Any = None
+    frame: FrameHandle,
+    names: tuple[str, ...],
+    column: str | None = None,
+    table: Any = None,
+    shown: tuple[str, ...] = (),
 ) -> GroupHandle:
-    """The groups of ``frame`` by the columns ``names`` (or by the public key set ``table``)."""
+    """The groups of ``frame`` by the columns ``names`` (or by the public key set ``table``).
+
+    ``shown``: the names the result's index shows, when they differ (see
+    :func:`group_columns`).
+    """
     if not names:
         raise SchemaError("groupby() needs at least one column.")
     keys = []
@@ -102,7 +129,8 @@ def group(
         keys.append(GroupKey(name, Col(name), declared or ()))
     if column is not None:
         frame.schema.get(column)
-    return GroupHandle(frame, tuple(keys), names, column, table, index)
+    shown = shown if shown != names else ()
+    return GroupHandle(frame, tuple(keys), names, column, table, index, shown)
 
 
 def aggregate_node(grouped: GroupHandle, statistic: Statistic, request: PrivacyRequest) -> Any:
@@ -186,10 +214,27 @@ def grouped_result(grouped: GroupHandle, result: Any) -> Any:
 
 
 def relabelled(grouped: GroupHandle, result: Any) -> Any:
-    """A release over a ``keys=`` set, indexed by its combinations (post-processing)."""
-    if grouped.index is None:
+    """A grouped release as pandas indexes it (post-processing).
+
+    Over a ``keys=`` set, indexed by its combinations; a derived key added as
+    ``age_key`` is named ``age`` (:attr:`GroupHandle.shown`).
+    """
+    if grouped.index is not None:
+        return relabel(result, grouped.index, grouped.keys[0].categories)
+    if not grouped.shown or not isinstance(result, (pd.Series, pd.DataFrame)):
         return result
-    return relabel(result, grouped.index, grouped.keys[0].categories)
+    index = result.index
+    names = dict(zip(grouped.names, grouped.shown, strict=True))
+    renamed = index.set_names([names.get(n, n) if isinstance(n, str) else n for n in index.names])
+    shown = result.copy()
+    shown.index = renamed
+    shown.attrs = dict(result.attrs)
+    meta = result.attrs.get("dpframe")
+    if meta is not None and hasattr(meta, "index") and meta.index is not None:
+        shown.attrs["dpframe"] = dataclasses.replace(
+            meta, index=meta.index.set_names(renamed.names)
+        )
+    return shown
 
 
 def argmax_node(
