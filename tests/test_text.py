@@ -262,14 +262,22 @@ BAD: list[tuple[str, Call, type[dp.DPError], str]] = [
         "len without a maximum length",
         lambda pf: pf["region"].str.len(),
         dp.SchemaError,
-        r"\.str\.len\(\) needs the maximum length of 'region' for its bounds: declare it with "
-        r"dtypes=\{'region': 'text\(40\)'\}",
+        r"\.str\.len\(\) needs a maximum length for its bounds; 'region' has no declared "
+        r"maximum length: declare it with dtypes=\{'region': 'text\(40\)'\}",
+    ),
+    (
+        "len of a part of a split names the column to declare",
+        lambda pf: pf["region"].str.split("o").str[1].str.len(),
+        dp.SchemaError,
+        r"\.str\.len\(\) needs a maximum length for its bounds; \"region\.str\.split\('o'\)"
+        r"\.str\[1\]\" is at most as long as 'region', which has no declared maximum length: "
+        r"declare it with dtypes=\{'region': 'text\(40\)'\}",
     ),
     (
         "a lengthening replace without a maximum length",
         lambda pf: pf["region"].str.replace("s", "ss"),
         dp.SchemaError,
-        r"can make values longer, so it needs the maximum length of 'region'",
+        r"can make values longer, so it needs a maximum length; 'region' has no declared",
     ),
     (
         "a regex replace without a maximum length",

@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 from dpframe.errors import SchemaError
 from dpframe.plan.columns import ColumnInfo, Derived, ValueKind
-from dpframe.plan.expressions import Expr
+from dpframe.plan.expressions import Col, Expr
 
 __all__ = [
     "LENGTH_KEYS",
@@ -79,6 +79,23 @@ _ESCAPES = {"\\": "\\", "n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "
 _GROUP = re.compile(r"\\(?:([1-9][0-9]?)|g<([^<>]{1,64})>)")
 _OCTAL = re.compile(r"\\(?:0|[0-7]{3})")
 _FIX = "declare it with dtypes={{{name!r}: 'text(40)'}} (the longest value, in characters)"
+
+
+def _length_fix(operand: Expr, info: ColumnInfo) -> str:
+    """What to declare for a maximum length: the column itself, or the one text it comes from.
+
+    A text derived from one column (a part of a split, a lower-cased copy) is
+    at most as long as that column, so the fix names the column the analyst
+    can declare, never the derived expression's text.
+    """
+    read = operand.columns()
+    if isinstance(operand, Col) or len(read) != 1:
+        return f"{info.name!r} has no declared maximum length: " + _FIX.format(name=info.name)
+    column = next(iter(read))
+    return (
+        f"{info.name!r} is at most as long as {column!r}, which has no declared maximum "
+        "length: " + _FIX.format(name=column)
+    )
 
 
 def check_max_length(value: object, what: str) -> int:
@@ -406,8 +423,9 @@ class StrReplace(Derived):
         """Text, keyed by the operand's keys replaced; a lengthening replace needs a max length."""
         if self.lengthens and operand.max_length is None:
             raise SchemaError(
-                f"{self} can make values longer, so it needs the maximum length of "
-                f"{operand.name!r}: " + _FIX.format(name=operand.name) + "."
+                f"{self} can make values longer, so it needs a maximum length; "
+                + _length_fix(self.operand, operand)
+                + "."
             )
         return _mapped(self, name, operand)
 
@@ -505,8 +523,8 @@ class StrLen(Derived):
         length = operand.max_length
         if length is None:
             raise SchemaError(
-                f".str.len() needs the maximum length of {operand.name!r} for its bounds: "
-                + _FIX.format(name=operand.name)
+                ".str.len() needs a maximum length for its bounds; "
+                + _length_fix(self.operand, operand)
                 + "."
             )
         keys = tuple(range(length + 1)) if length <= LENGTH_KEYS else None
