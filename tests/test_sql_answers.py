@@ -62,3 +62,33 @@ def test_ungrouped_aggregates_are_one_row(session: dp.Session) -> None:
     assert isinstance(found, pd.DataFrame)
     assert list(found.columns) == ["n", "m"] and len(found) == 1
     assert dp.ci(found).shape == (1, 4)
+
+
+def test_count_distinct_per_group_is_the_facades_grouped_nunique() -> None:
+    """COUNT(DISTINCT x) ... GROUP BY k: keyed columns thresholded, ID columns counted."""
+    cps = load_cps1988()
+    cps["person"] = np.arange(len(cps)) % 5_000  # an ID-like column: no public keys
+    session = dp.Session(epsilon=1e7, ledger=":memory:")
+    pf = session.private_frame(cps, bounds=CPS1988_BOUNDS, categories=CPS1988_CATEGORIES)
+    session.register("cps", pf)
+    keyed = session.sql(
+        "SELECT region, COUNT(DISTINCT smsa) AS n FROM cps GROUP BY region", epsilon=1e6
+    )
+    truth = cps.groupby("region")["smsa"].nunique()
+    assert isinstance(keyed["n"].array, DPArray)
+    assert keyed["n"].to_numpy(dtype=float).tolist() == [float(truth[k]) for k in keyed.index]
+    facade = pf.groupby("region")["smsa"].nunique(epsilon=1e6)
+    assert keyed["n"].to_numpy(dtype=float).tolist() == facade.to_numpy(dtype=float).tolist()
+    ids = session.sql(
+        "SELECT region, COUNT(DISTINCT person) AS n FROM cps GROUP BY region", epsilon=1e6
+    )
+    want = cps.groupby("region")["person"].nunique()
+    for key, value in ids["n"].items():
+        assert float(value) == pytest.approx(want[key], abs=1e-3)
+    explained = session.sql(
+        "EXPLAIN SELECT region, COUNT(DISTINCT smsa) FROM cps GROUP BY region", epsilon=1
+    )
+    assert "by region, smsa" in str(explained)  # the (group, key) counts it thresholds
+    # Two charges: the facade's spelling is the same request as the SQL one, answered
+    # from the ledger (free); EXPLAIN spends nothing.
+    assert float(session.spent.epsilon) == pytest.approx(2e6)

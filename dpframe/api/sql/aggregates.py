@@ -199,13 +199,20 @@ def node_of(
 
     Shapes: ``"single"`` (one cell's verb), ``"levels"`` (quantiles of one column at
     several levels), ``"agg"`` (several cells, ``agg``), ``"nunique"`` (the caller
-    runs ``tables.nunique``, which post-processes its value counts).
+    runs ``tables.nunique``, which post-processes its value counts),
+    ``"grouped_nunique"`` (the caller runs ``distinct.grouped_nunique``: per
+    group, the keys whose noisy count clears the threshold).
 
     ``frame`` holds the derived columns already (for ``group``'s frame the same).
     """
     if len(cells) == 1:
         if weights is not None:
             raise SQLRefusedError("weights= splits several aggregates; this query asks for one.")
+        if cells[0].statistic == "nunique" and group is not None:  # COUNT(DISTINCT x) per group
+            node, thresholded = distinct.grouped_nunique_node(
+                group.selecting(column_name(cells[0])), request
+            )
+            return node, ("grouped_nunique" if thresholded else "single")
         shape = "nunique" if cells[0].statistic == "nunique" and group is None else "single"
         return _single(frame, group, cells[0], request), shape
     kinds = {c.statistic for c in cells}
@@ -277,7 +284,7 @@ def _single(
                 return distinct.distinct_count_node(cell.argument, request)
             return aggregates.value_counts_node(cell.argument, request)
         return aggregates.aggregate_node(cell.argument, cell.statistic, request)  # type: ignore[arg-type]
-    if cell.statistic in ("nunique", "mode"):
+    if cell.statistic == "mode":
         raise SQLRefusedError(
             f"{cell.text} per group is not available; ask it without GROUP BY on a filtered "
             "table (WHERE k = '...')."

@@ -83,7 +83,7 @@ def _meta(released: Any) -> Any:
 def _cells(compiled: Compiled, released: Any) -> tuple[pd.Index, list[Any]]:
     """The group index and each aggregate's released cells (a ``dp`` array), in cell order."""
     cells = compiled.cells
-    if compiled.shape in ("single", "nunique"):
+    if compiled.shape in ("single", "nunique", "grouped_nunique"):
         if isinstance(released, Release):
             return pd.RangeIndex(1), [answer_array([float(released)], released.intervals)]
         return released.index, [released.array]

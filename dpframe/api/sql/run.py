@@ -15,13 +15,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pandas as pd
+
 from dpframe.api.handle import Runner
+from dpframe.api.sql.aggregates import column_name
 from dpframe.api.sql.catalog import Catalog
 from dpframe.api.sql.compiler import Compiled, compile_query
 from dpframe.api.sql.parse import DIALECT, parse
 from dpframe.api.sql.results import answer, check_post_processing
-from dpframe.api.verbs import grouping, tables
+from dpframe.api.verbs import distinct, grouping, tables
 from dpframe.api.verbs.requests import request_of
+from dpframe.mechanisms.answers.results import NoInterval, answer_array
 
 __all__ = ["DIALECT", "Compiled", "compile_sql", "explain", "run_sql"]
 
@@ -64,6 +68,17 @@ def explain(compiled: Compiled) -> Any:
     return found
 
 
+def found_as_answer(found: pd.Series) -> pd.Series:
+    """Per-group distinct counts as ``dp`` cells with no value interval (shown as counts)."""
+    reason = NoInterval(
+        "COUNT(DISTINCT x) counts the declared keys whose noisy count clears the count "
+        "noise's 95% quantile; it has no value interval."
+    )
+    cells = answer_array(found.to_numpy(dtype=float), reason, integer=True)
+    answered: pd.Series = pd.Series(cells, index=found.index, name=found.name)
+    return answered
+
+
 def run_sql(runner: Runner, catalog: Catalog, query: str, **options: Any) -> Any:
     """Compile ``query``, release its node (charged once), and shape the answer.
 
@@ -77,6 +92,12 @@ def run_sql(runner: Runner, catalog: Catalog, query: str, **options: Any) -> Any
         assert argument is not None
         assert compiled.request is not None
         released = tables.nunique(argument, compiled.request)
+    elif compiled.shape == "grouped_nunique":
+        assert compiled.group is not None
+        assert compiled.request is not None
+        grouped = compiled.group.selecting(column_name(compiled.cells[0]))
+        found = distinct.grouped_nunique(grouped, compiled.request)
+        released = grouping.grouped_result(compiled.group, found_as_answer(found))
     else:
         released = runner.run(compiled.node)
         if compiled.group is not None and compiled.shape in ("single", "levels"):

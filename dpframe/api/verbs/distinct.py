@@ -14,6 +14,8 @@ needs public keys for every column (one histogram each).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
@@ -33,6 +35,8 @@ __all__ = [
     "distinct_count_node",
     "frame_nunique",
     "grouped_nunique",
+    "grouped_nunique_node",
+    "keys_found",
     "without_keys",
 ]
 
@@ -93,12 +97,14 @@ def frame_nunique(frame: FrameHandle, request: PrivacyRequest) -> pd.Series:
     return pd.Series([int(v) for v in unique], index=pd.Index(frame.schema.names), dtype="int64")
 
 
-def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
-    """``pf.groupby(key)[col].nunique()``: per group, the declared keys of ``col`` that occur.
+def grouped_nunique_node(grouped: GroupHandle, request: PrivacyRequest) -> tuple[Any, bool]:
+    """The node ``grouped[col].nunique()`` releases, and whether its counts are thresholded.
 
-    Privacy: one grouped count over the (group key, column key) cells, which
-    are disjoint (sensitivity 1 each): the cost of the request once; the
-    thresholding is post-processing.
+    A column with public keys: one grouped count over the (group key, column
+    key) cells (True: :func:`keys_found` thresholds it).  A column without
+    them (an ID column): one :class:`DistinctCount` per group (False).
+    Refused (before any charge) without a selected column, over a ``keys=``
+    table, for a group key itself, or for undeclared group keys.
     """
     column = grouped.column
     if column is None:
@@ -121,13 +127,33 @@ def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
         node = DistinctCount(
             plan=grouped.frame.plan, privacy=request, column=column, by=grouped.keys
         )
-        released: pd.Series = grouped.frame.runner.run(node)
-        return released
+        return node, False
     pairs = group(grouped.frame, (*grouped.names, column))
-    counts = grouped.frame.runner.run(aggregate_node(pairs, "count", request))
+    return aggregate_node(pairs, "count", request), True
+
+
+def keys_found(grouped: GroupHandle, counts: pd.Series) -> pd.Series:
+    """Per group, how many of the column's keys have a noisy count over the threshold.
+
+    Post-processing of the (group key, column key) counts that
+    :func:`grouped_nunique_node` releases.
+    """
     warn_undeclared(counts)
     occurs = pd.Series(counts.to_numpy(dtype=float) > unique_threshold(counts), index=counts.index)
     levels = list(range(len(grouped.names)))
     found: pd.Series = occurs.groupby(level=levels, sort=False).sum().astype("int64")
-    found.name = column
+    found.name = grouped.column
     return found
+
+
+def grouped_nunique(grouped: GroupHandle, request: PrivacyRequest) -> pd.Series:
+    """``pf.groupby(key)[col].nunique()``: per group, the declared keys of ``col`` that occur.
+
+    Privacy: one grouped count over the (group key, column key) cells, which
+    are disjoint (sensitivity 1 each): the cost of the request once; the
+    thresholding is post-processing.  A column without public keys: one
+    distinct count per group (:class:`DistinctCount`).
+    """
+    node, thresholded = grouped_nunique_node(grouped, request)
+    released: pd.Series = grouped.frame.runner.run(node)
+    return keys_found(grouped, released) if thresholded else released
