@@ -134,6 +134,10 @@ class FrameReleases:
         Example:
             >>> pf.describe(epsilon=1)  # doctest: +SKIP
 
+        pandas' rows but min and max, which are one row's value each;
+        ``pf[col].quantile([0, 1], epsilon=...)`` estimates them privately
+        (a value with few rows beyond it, between the data and the declared bound).
+
         Privacy: the request is split evenly over the columns, and within a
         column half to the moments (one ``var`` release) and half to the
         quartiles (one ``quantile`` release); the parts add up to the request.
