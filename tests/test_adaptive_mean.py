@@ -168,6 +168,7 @@ def test_grouped_means_take_their_own_paths_and_centres() -> None:
     assert mean.kept[1].parameter >= 10 / (EPS * Fraction(10, 20))
 
 
+@pytest.mark.fresh_releases  # repeats one request to sample its noise: new releases
 def test_grouped_mean_intervals_cover() -> None:
     rng = np.random.default_rng(9)
     values = [rng.uniform(0, 100, 2000), rng.uniform(400, 600, 2000), np.array([5.0, 7.0, 9.0])]
@@ -188,3 +189,43 @@ def test_grouped_mean_intervals_cover() -> None:
         table = dp.ci(release, level=0.9)
         misses += int(((table["low"] > exact) | (table["high"] < exact)).sum())
     assert misses <= 60  # 300 intervals at >= 90% coverage: P(> 60 misses) < 1e-7
+
+
+@pytest.mark.fresh_releases
+def test_a_small_group_beside_adaptive_ones_keeps_its_own_count_noise() -> None:
+    """Groups that took both paths: each cell's interval and "too thin" test use its count.
+
+    The adaptive groups divide by the first count (1/20 of ε: scale 20 at ε = 1); the small
+    ones by the second (9/20: scale 2.2).  Describing every cell by the wider noise made each
+    small group's "too thin" threshold 46 rows (all 30-row groups shown <NA>) and its
+    interval ten times too wide; this happened in CI whenever one of 40,000 small groups
+    crossed the adaptive threshold by chance.
+    """
+    big, small = 50, 50
+    sizes = [5_000] * big + [30] * small
+    df = pd.DataFrame(
+        {
+            "g": np.repeat(np.arange(big + small), sizes),
+            "x": np.tile([4.0, 6.0], sum(sizes) // 2),
+        }
+    )
+    session = dp.Session(epsilon=1e6, ledger=":memory:")
+    pf = session.private_frame(
+        df, bounds={"x": (0, 10)}, categories={"g": list(range(big + small))}
+    )
+    for statistic in ("mean", "var"):
+        released = getattr(pf.groupby("g")["x"], statistic)(epsilon=1)
+        model = released.attrs["dpframe"].intervals
+        assert model.count_noises, statistic  # both paths ran: one noise per path
+        assert model.count_noises[0].parameter == 20  # the first count, ε/20
+        paths = model.count_paths
+        assert paths is not None and (paths[:big] == 0).all()  # 5,000 rows: adaptive
+        assert (paths[big:] == 1).sum() >= small - 2  # 30 rows: fall back (rarely crosses)
+        shown = released.to_numpy(dtype=float)[big:][paths[big:] == 1]
+        assert np.isfinite(shown).all(), (statistic, shown)  # not "too thin" at 30 rows
+        truth = {"mean": 5.0, "var": 1.0}[statistic]
+        low, high = model.interval(0.95)
+        assert ((low <= truth) & (truth <= high)).mean() >= 0.9
+        # a small group's count half-width is the second count's, not the first's
+        half = model.count_quantile(0.95)
+        assert np.max(half[big:][paths[big:] == 1]) < 10 < np.min(half[:big])

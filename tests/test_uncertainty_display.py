@@ -111,6 +111,7 @@ def test_describe_has_intervals_on_screen_and_from_ci(pf: dp.PrivateFrame, html_
     pd.testing.assert_frame_equal(rounded, intervals)
 
 
+@pytest.mark.fresh_releases  # repeats one request to sample its noise: new releases
 def test_describe_intervals_cover_the_truth() -> None:
     """Over 600 describes of a small table, each 95% interval covers the exact answer in at
     least 91% of runs (they are conservative: Bonferroni over the noisy sums).

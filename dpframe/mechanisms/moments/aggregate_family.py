@@ -183,15 +183,16 @@ def thin_groups(
     """
     if statistic not in ("mean", "var", "std") or not intervals.noise:
         return values, ()
-    noise = intervals.noise[0]
-    threshold = noise.abs_quantile(1 - 2 * (1 - THIN_LEVEL)) + noise.rounding
+    # Each cell against its own count's noise (a mean's cells may divide by different counts).
+    threshold = intervals.count_quantile(1 - 2 * (1 - THIN_LEVEL))
     thin = np.asarray(intervals.noisy[0], dtype=float) <= threshold
     if not thin.any():
         return values, ()
     shown = np.where(thin, np.nan, values)
     groups = "group" if thin.sum() == 1 else "groups"
+    highest = float(np.max(np.where(thin, threshold, -np.inf)))
     note = (
         f"{int(thin.sum())} {groups} too thin to show a {statistic} (noisy count at most "
-        f"{threshold:.3g}, the count noise's one-sided {THIN_LEVEL:.0%} quantile): <NA>."
+        f"{highest:.3g}, the count noise's one-sided {THIN_LEVEL:.0%} quantile): <NA>."
     )
     return shown, (note,)

@@ -251,6 +251,24 @@ class IntervalModel:
     noise: tuple[NoiseSpec, ...]
     bounds: tuple[float, float] | None
     center: FloatArray | None = None  # the centre ĉ per cell (mean, var, std); None: midpoint
+    #: The count noises cells carry when they differ by cell (a mean's adaptive cells
+    #: divide by the first count, its small cells by a second one); ``()``: ``noise[0]``.
+    count_noises: tuple[NoiseSpec, ...] = ()
+    #: Per cell, the index in ``count_noises`` of its count's noise (with ``count_noises``).
+    count_paths: npt.NDArray[np.int64] | None = None
+
+    def count_quantile(self, level: float) -> FloatArray | float:
+        """Per cell, the ``level`` quantile of its count noise's absolute value, plus rounding.
+
+        One number when every cell's count carries ``noise[0]``; else one per
+        cell, from the noise that cell's count was released with.
+        """
+        if not self.count_noises or self.count_paths is None:
+            spec = self.noise[0]
+            return float(spec.abs_quantile(level) + spec.rounding)
+        each = np.array([s.abs_quantile(level) + s.rounding for s in self.count_noises])
+        found: FloatArray = each[self.count_paths]
+        return found
 
     def interval(self, level: float) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ends per cell; coverage at least ``level``."""
@@ -258,7 +276,8 @@ class IntervalModel:
             raise InvalidArgumentError("level must be a number strictly between 0 and 1.")
         k = len(self.noise)
         per = 1 - (1 - level) / k
-        half = [spec.abs_quantile(per) + spec.rounding for spec in self.noise]
+        half: list[Any] = [spec.abs_quantile(per) + spec.rounding for spec in self.noise]
+        half[0] = self.count_quantile(per)
         if self.statistic in ("count", "sum"):
             return self.noisy[0] - half[0], self.noisy[0] + half[0]
         assert self.bounds is not None
@@ -342,7 +361,14 @@ def release_aggregate(
             spread_of(agg),
             count_spread=first_spread(agg),
         )
-        model = IntervalModel("mean", (mean.count, mean.total), mean.kept, agg.bounds, mean.center)
+        model = IntervalModel(
+            "mean",
+            (mean.count, mean.total),
+            mean.kept,
+            agg.bounds,
+            mean.center,
+            *mean.count_noise,
+        )
         return AggregateResult(mean.values, mean.scales, mean.used, model)
     if agg.statistic in _CENTRED:
         assert agg.bounds is not None
@@ -358,7 +384,9 @@ def release_aggregate(
             weights=_moment_weights(agg),
         )
         measured = (var.count, var.total, var.squares)
-        model = IntervalModel(agg.statistic, measured, var.kept, agg.bounds, var.center)
+        model = IntervalModel(
+            agg.statistic, measured, var.kept, agg.bounds, var.center, *var.count_noise
+        )
         values, scales = (var.values, var.scales)
         if agg.statistic == "std":
             values, scales = _std(var.values, var.scales)

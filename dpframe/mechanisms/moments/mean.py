@@ -66,6 +66,7 @@ from dpframe.plan.measures import Measure
 __all__ = [
     "ADAPT_AT_STDS",
     "MeanRelease",
+    "count_paths",
     "mean_noise_plan",
     "release_mean",
     "sensitivity_levels",
@@ -114,6 +115,9 @@ class MeanRelease:
         total: per cell, the noisy sum of values minus ``center``.
         used: every noise that was drawn and used.
         kept: the noise of ``count`` and ``total`` (the widest over cells).
+        count_noise: when cells took both paths, the two count noises (first
+            count, second count) and per cell the index of the one its ``count``
+            carries; ``()`` when every cell's count carries ``kept[0]``.
     """
 
     values: FloatArray
@@ -123,6 +127,7 @@ class MeanRelease:
     total: FloatArray
     used: tuple[NoiseSpec, ...]
     kept: tuple[NoiseSpec, NoiseSpec]
+    count_noise: tuple[()] | tuple[tuple[NoiseSpec, ...], npt.NDArray[np.int64]] = ()
 
 
 def release_mean(
@@ -211,8 +216,31 @@ def release_mean(
     widest_count = max(kept_counts, key=lambda spec: spec.scale)
     widest_sum = max(kept_sums, key=lambda spec: spec.scale)
     return MeanRelease(
-        values, sum_scale / n, center, count, total, tuple(used), (widest_count, widest_sum)
+        values,
+        sum_scale / n,
+        center,
+        count,
+        total,
+        tuple(used),
+        (widest_count, widest_sum),
+        count_paths(kept_counts, adaptive),
     )
+
+
+def count_paths(
+    kept_counts: list[NoiseSpec], adaptive: npt.NDArray[np.bool_]
+) -> tuple[()] | tuple[tuple[NoiseSpec, ...], npt.NDArray[np.int64]]:
+    """The count noise of each cell when both paths ran: (first, second) and per cell 0 or 1.
+
+    An adaptive cell divides by the first count (a small share of the budget),
+    a small cell by the second; describing every cell by the wider of the two
+    made every small group's interval, and its "too thin" test, use the first
+    count's noise (20 times the scale at the default shares).
+    """
+    if len(kept_counts) < 2:
+        return ()
+    paths = np.where(adaptive, 0, 1).astype(np.int64)
+    return (kept_counts[0], kept_counts[1]), paths
 
 
 def sensitivity_levels(sens: npt.NDArray[np.int64], base: int) -> npt.NDArray[np.int64]:

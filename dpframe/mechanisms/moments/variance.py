@@ -85,7 +85,7 @@ from dpframe.mechanisms.calibration.additive import (
     release_integer_sums,
 )
 from dpframe.mechanisms.core.allocation import NoiseAllocation
-from dpframe.mechanisms.moments.mean import ADAPT_AT_STDS, sensitivity_levels
+from dpframe.mechanisms.moments.mean import ADAPT_AT_STDS, count_paths, sensitivity_levels
 from dpframe.noise import SecureRandom
 from dpframe.plan.measures import Measure
 
@@ -256,6 +256,8 @@ class VarianceRelease:
         squares: per cell, the noisy Σ(x − center)².
         used: every noise that was drawn and used.
         kept: the noise of ``count``, ``total`` and ``squares`` (the widest over cells).
+        count_noise: when cells took both paths, the two count noises and per
+            cell the index of its count's (:func:`~dpframe.mechanisms.moments.mean.count_paths`).
     """
 
     values: FloatArray
@@ -266,6 +268,7 @@ class VarianceRelease:
     squares: FloatArray
     used: tuple[NoiseSpec, ...]
     kept: tuple[NoiseSpec, NoiseSpec, NoiseSpec]
+    count_noise: tuple[()] | tuple[tuple[NoiseSpec, ...], npt.NDArray[np.int64]] = ()
 
 
 def release_variance(
@@ -393,6 +396,7 @@ def release_variance(
         squares,
         tuple(used),
         (widest[0], widest[1], widest[2]),
+        count_paths(kept[0], adaptive),
     )
 
 
