@@ -54,7 +54,7 @@ STEPS: tuple[Step, ...] = (
     Step(5, 'flights["dep_delay"].mean()', 'pf["dep_delay"].mean(epsilon=1)', NEAR),
     # describe() releases every row pandas shows but min and max, which are one row's value
     # each (as max() in step 44, a step that needs rows; the docstring says so).
-    Step(6, 'flights["dep_delay"].describe()', 'pf["dep_delay"].describe(epsilon=1)', "list(got.index) == [i for i in truth.index if i not in ('min', 'max')] and 'no min and max' in type(pf['dep_delay']).describe.__doc__"),
+    Step(6, 'flights["dep_delay"].describe()', 'pf["dep_delay"].describe(epsilon=1)', "list(got.index) == list(truth.drop(['min', 'max']).index)"),
     Step(7, 'flights["arr_delay"].median()', 'pf["arr_delay"].median(epsilon=1)', "abs(float(got) - truth) <= 3"),
     Step(8, 'flights["arr_delay"].quantile([0.25, 0.5, 0.75])', 'pf["arr_delay"].quantile([0.25, 0.5, 0.75], epsilon=1)', "all(abs(got - truth) <= 3)"),
     Step(9, 'flights["dep_delay"].isna().sum()', 'pf["dep_delay"].isna().sum(epsilon=1)', NEAR),
