@@ -31,6 +31,7 @@ data and random source, held nowhere else.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,7 +42,7 @@ from dpframe.engine.joins import joined_backend, joined_schema
 from dpframe.engine.reruns import pack, request_key, unpack
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
 from dpframe.mechanisms.core.allocation import NoiseAllocation
-from dpframe.mechanisms.core.explanations import Explanation
+from dpframe.mechanisms.core.explanations import Explanation, plain_number
 from dpframe.mechanisms.core.family import Asked, Family, Node, Released, discover
 from dpframe.plan.estimate import (
     ResourceEstimate,
@@ -269,10 +270,32 @@ class ReleasePath:
         return _Admitted(node, family, request, charge, allocation, noise, parts)
 
     def explain(self, node: Node) -> Explanation:
-        """What ``node`` would cost and release; nothing is charged and no data is read."""
+        """What ``node`` would cost and release; nothing is charged and no data is read.
+
+        A composite (``describe``, ``agg``, ...) also lists each part's own
+        accuracy line at its share (:attr:`Explanation.outputs`).
+        """
+        found = self._explain_one(node)
+        parts = _node_parts(node)
+        if not parts or found.outputs:
+            return found
+        templates = node.templates() if isinstance(node, ReleaseNode) else ()
+        outputs = []
+        for i, part in enumerate(parts):
+            if i in templates:  # completed from an earlier part's release: known only then
+                outputs.append((part.label, "its keys come from an earlier part's release"))
+                continue
+            each = self._explain_one(part, validate=True)
+            line = each.headline or _measures_line(each)
+            outputs.append((part.label, line))
+        return dataclasses.replace(found, outputs=tuple(outputs))
+
+    def _explain_one(self, node: Node, validate: bool = True) -> Explanation:
+        """One node's explanation by its family (a composite's parts not looked into)."""
         family = family_of(node, self.families)
         check_resources(size_of(node, self.limits), self.limits)  # sized first
-        validate_node(node, self.schema_of(node))
+        if validate:
+            validate_node(node, self.schema_of(node))
         request = _request(node)
         charge, allocation = self.accountant.allocate(
             request, mechanism_delta=self._delta_of_its_own(family, node)
@@ -465,3 +488,14 @@ class ReleasePath:
 def families() -> Mapping[type, Family[Any]]:
     """Every release node type and its family (read-only)."""
     return _families()
+
+
+def _measures_line(found: Explanation) -> str:
+    """A part without a plain accuracy line: its widest noisy measure, or its mechanism."""
+    if not found.measures:
+        return "accuracy as its method's docstring states (no additive noise to show)"
+    widest = max(found.measures, key=lambda m: m.half_width_95)
+    return (
+        f"its noisiest measure ({widest.name}) is within ±{plain_number(widest.half_width_95)} "
+        "at 95%"
+    )

@@ -93,6 +93,9 @@ class Explanation:
     accuracy: AccuracyFloor | None = None
     #: The answer's accuracy in plain words (e.g. "within ±600 of the true value at 95%").
     headline: str = ""
+    #: A composite's outputs (describe, agg, ...): each part's label and its own
+    #: accuracy line, at the part's share of the request.
+    outputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -114,6 +117,9 @@ class Explanation:
         lines.append(f"  cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else ""))
         if self.cells > 1:
             lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
+        if self.outputs:
+            lines.append(f"  {len(self.outputs)} outputs, one charge split between them:")
+            lines.extend(f"    {label}: {line}" for label, line in self.outputs)
         for m in self.measures:
             lines.append(
                 f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
@@ -201,6 +207,16 @@ def _headline(statistic: str, measures: list[MeasureExplanation], cells: int) ->
             f"counted (±{plain_number(width / 1e3)} at n = 1,000; "
             f"±{plain_number(width / 1e5)} at n = 100,000)"
         )
+    squares = [m.half_width_95 for m in measures if "squares" in m.name]
+    if statistic in ("var", "std") and squares:
+        # The sum of squares' noise over n leads (the count's and the sum's are second order).
+        width = max(squares)
+        line = (
+            f"the variance within about ±{plain_number(width)}/n at 95%{each}, n the rows "
+            f"counted (±{plain_number(width / 1e3)} at n = 1,000; "
+            f"±{plain_number(width / 1e5)} at n = 100,000)"
+        )
+        return line if statistic == "var" else line + "; the std's error is that over 2·std"
     return ""
 
 
