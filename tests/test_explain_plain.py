@@ -55,7 +55,14 @@ def test_a_count_says_its_half_width_cost_and_what_is_left(
         f"count() = within ±{plain_number(width)} of the true value at 95%; cost ε=0.1; ε=0.9 left"
     )
     assert str(explained).split("\n")[0] == explained.plain()
-    assert "row count: sensitivity 1" in str(explained)  # the detail follows
+    assert "row count: sensitivity 1" not in str(explained)  # the detail is asked for
+    assert "detail=True" in str(explained)  # ... and the short form says how
+    detailed = session.explain(lambda: pf.count(epsilon=0.1), detail=True)
+    assert "row count: sensitivity 1" in str(detailed)  # the mechanism's detail
+    assert "no mechanism with this guarantee can beat" in str(detailed)  # the floor
+    assert detailed.plain() == explained.plain()
+    with pytest.raises(dp.InvalidArgumentError, match=r"explain\(detail=...\) takes True"):
+        session.explain(lambda: pf.count(epsilon=0.1), detail="yes")  # type: ignore[arg-type]
     assert explained._repr_html_().startswith(
         f"<pre class='dpframe-explain'><b>{explained.plain()}"
     )

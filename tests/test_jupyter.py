@@ -145,7 +145,9 @@ def test_dp_explain_spends_nothing(shell: InteractiveShell, cps_csv: Path) -> No
     explained = shell.run_line_magic("dp_explain", "pf['wage'].mean(epsilon=0.1)")
     assert isinstance(explained, Explanation)
     assert explained.cost == dp.Budget(0.1) and explained.allowed
-    assert "centred sum" in str(explained)
+    assert "within about ±" in str(explained) and "centred sum" not in str(explained)
+    detailed = shell.run_line_magic("dp_explain", "--detail pf['wage'].mean(epsilon=0.1)")
+    assert "centred sum" in str(detailed)  # the measures behind it, with --detail
     too_much = shell.run_line_magic("dp_explain", "pf.count(epsilon=5)")
     assert isinstance(too_much, Explanation) and not too_much.allowed
     assert shell.user_ns["dp_session"].spent == dp.Budget(0)

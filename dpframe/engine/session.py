@@ -13,6 +13,7 @@ Order of work for every release (never changed):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -123,19 +124,26 @@ class Observable:
 
         return unsubscribe
 
-    def explain(self, query: Any) -> Any:
+    def explain(self, query: Any, detail: bool = False) -> Any:
         """What a release would cost and how accurate it would be; nothing is spent.
 
         ``query`` is a release node, or a function that makes one release
         (e.g. ``lambda: pf["wage"].mean(epsilon=0.1)``): the release's node is
         captured when it reaches the engine, and the function is not run further.
+        It shows the answer's accuracy in plain words (a composite: one line per
+        output), the cost and what would be left; ``detail=True`` adds every
+        noisy measure behind it (sensitivity, noise scale, 95% half-width) and
+        the accuracy floor.
 
         Example:
             >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
         """
-        if not callable(query):
-            return self._explain_node(query)
-        return self._explain_node(self.capture_node(query))
+        if not isinstance(detail, bool):
+            raise InvalidArgumentError("explain(detail=...) takes True or False.")
+        found = self._explain_node(query if not callable(query) else self.capture_node(query))
+        if detail and hasattr(found, "detailed"):
+            return dataclasses.replace(found, detailed=True)
+        return found
 
     def capture_node(self, function: Callable[[], Any]) -> Any:
         """The release node that ``function`` makes, captured before anything is spent."""

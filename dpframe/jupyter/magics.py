@@ -373,6 +373,11 @@ class DPMagics(Magics):
         return session.ledger if args.full else ledger_view(session.ledger)
 
     @magic_arguments()
+    @argument(
+        "--detail",
+        action="store_true",
+        help="also every noisy measure behind the answer (sensitivity, noise scale, half-width)",
+    )
     @argument("expression", nargs="+", help="A release, e.g. pf['wage'].mean(epsilon=0.1)")
     @line_magic
     def dp_explain(self, line: str) -> Any:
@@ -384,7 +389,7 @@ class DPMagics(Magics):
         source = " ".join(args.expression)
         try:
             code = compile(source, "<dp_explain>", "eval")
-            return session.explain(lambda: eval(code, self._user_ns))
+            return session.explain(lambda: eval(code, self._user_ns), detail=args.detail)
         except dp.DPError as error:
             self._fail("dp_explain", error)
         except SyntaxError:

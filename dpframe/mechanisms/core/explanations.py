@@ -96,6 +96,8 @@ class Explanation:
     #: A composite's outputs (describe, agg, ...): each part's label and its own
     #: accuracy line, at the part's share of the request.
     outputs: tuple[tuple[str, str], ...] = ()
+    #: Shown with every noisy measure and the accuracy floor (``explain(..., detail=True)``).
+    detailed: bool = False
 
     @property
     def allowed(self) -> bool:
@@ -120,13 +122,17 @@ class Explanation:
         if self.outputs:
             lines.append(f"  {len(self.outputs)} outputs, one charge split between them:")
             lines.extend(f"    {label}: {line}" for label, line in self.outputs)
-        for m in self.measures:
-            lines.append(
-                f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
-                f"{m.scale:.4g}, 95% of errors within ±{m.half_width_95:.4g}"
-            )
-        if self.accuracy is not None:
-            lines.append(f"  {self.accuracy}")
+        if self.detailed or (not self.headline and not self.outputs):
+            # The mechanism's detail: asked for, or all there is to say of its accuracy.
+            for m in self.measures:
+                lines.append(
+                    f"  {m.name}: sensitivity {m.sensitivity:.4g}, {m.mechanism} scale "
+                    f"{m.scale:.4g}, 95% of errors within ±{m.half_width_95:.4g}"
+                )
+            if self.accuracy is not None:
+                lines.append(f"  {self.accuracy}")
+        elif self.measures or self.accuracy is not None:
+            lines.append("  (explain(..., detail=True): every noisy measure behind it)")
         if self.remaining_after is None:
             lines.append(f"  would be REFUSED: remaining {self.remaining_before}")
         else:
