@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import dpframe as dp
 from dpframe.mechanisms.answers import Block, DPArray, DPValue, Forms, PlainResultWarning
 from dpframe.mechanisms.calibration.additive import NoiseSpec
 
@@ -208,3 +209,27 @@ def test_a_ratio_with_a_denominator_near_three_sigma_covers() -> None:
     truth = np.array([150.0, 60.0, 1.0, 1.0])
     limit = stats.binom.ppf(1 - ALPHA, TRIALS, 1 - level)
     assert (_misses(_ratio, truth, GAUSS, level) <= limit).all()
+
+
+def test_a_row_added_from_plain_numbers_has_no_interval_not_a_zero_width_one() -> None:
+    """pandas hands ``df.loc["All"] = df.sum()`` to the column as floats: the noise is lost.
+
+    Those cells used to be exact (``dp.ci`` gave ``[20932, 20932]`` for a sum of four
+    noisy counts); now they say their noise is unknown, and ``dp.ci`` names the way that
+    keeps every interval (through ``.T``), which is checked to work.
+    """
+    session = dp.Session(epsilon=10, ledger=":memory:")
+    frame = pd.DataFrame({"k": ["a", "b"] * 50, "j": ["x"] * 60 + ["y"] * 40})
+    pf = session.private_frame(frame, categories={"k": ["a", "b"], "j": ["x", "y"]})
+    table = dp.crosstab(pf["k"], pf["j"], epsilon=1)
+    totals = table.sum()
+    assert dp.ci(totals).notna().all().all()  # the sum of released cells has its interval
+    added = table.copy()
+    added.loc["All"] = totals
+    with pytest.raises(dp.DPError, match=r"a plain number placed in a released table"):
+        dp.ci(added)
+    through = table.T
+    through["All"] = through.sum(axis=1)
+    kept = dp.ci(through.T)
+    low, high = kept.loc["All", ("x", "low")], kept.loc["All", ("x", "high")]
+    assert low < float(through.T.loc["All", "x"]) < high  # the noise of two counts, kept

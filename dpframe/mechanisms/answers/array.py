@@ -37,11 +37,21 @@ from pandas.api.extensions import ExtensionDtype, register_extension_dtype
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers.arithmetic import ArrayArithmetic, scipy_sparse, warn_plain
 from dpframe.mechanisms.answers.cells import FloatArray
-from dpframe.mechanisms.answers.forms import Forms
+from dpframe.mechanisms.answers.forms import Block, Forms
 from dpframe.mechanisms.answers.value import DPValue
 
 # DPValue: the dtype's scalar type (``DPDtype.type``), also named here beside the dtype.
-__all__ = ["DPArray", "DPDtype", "DPValue"]
+__all__ = ["PLAIN_CELL", "DPArray", "DPDtype", "DPValue"]
+
+#: Why a cell made from a plain number has no interval.  pandas hands a dp column
+#: plain floats when a row is added (``df.loc["All"] = df.sum()``, ``pd.concat`` of a
+#: row built from released values): their noise is lost there, and calling them exact
+#: (a zero-width interval) would be a silent trap.
+PLAIN_CELL = (
+    "a plain number placed in a released table: its noise is not known here (rows added "
+    "with df.loc[...] = ... or pd.concat lose it; add them through .T, as t = df.T; "
+    "t['All'] = t.sum(axis=1); t.T, to keep every interval)"
+)
 
 _DENSE_LIMIT = 20_000_000  # cells x terms of a cumulative sum, as a dense matrix
 
@@ -93,9 +103,9 @@ class DPArray(ArrayArithmetic):
         for item in items:
             if isinstance(item, DPValue):
                 parts.append(item.as_array())
-            else:
+            else:  # a plain number as a cell: its noise, if it had any, is not known
                 value = np.nan if item is None or item is pd.NA else float(item)
-                parts.append(DPArray([value], Forms.exact(1)))
+                parts.append(DPArray([value], Forms.of_block(Block(1, reason=PLAIN_CELL))))
         if not parts:
             return DPArray([], Forms.exact(0))
         return cls._concat_same_type(parts)
@@ -125,10 +135,17 @@ class DPArray(ArrayArithmetic):
             new = value
         elif isinstance(value, DPValue):
             new = self._concat_same_type([value.as_array()] * len(positions))
-        else:
-            new = self._from_sequence(
-                np.broadcast_to(np.asarray(value, dtype=object), len(positions))
-            )
+        else:  # public numbers assigned on purpose (s[i] = 0, fillna(0)): exact cells
+            items = np.broadcast_to(np.asarray(value, dtype=object), len(positions))
+            parts = [
+                item.as_array()
+                if isinstance(item, DPValue)
+                else DPArray(
+                    [np.nan if item is None or item is pd.NA else float(item)], Forms.exact(1)
+                )
+                for item in items
+            ]
+            new = self._concat_same_type(parts) if parts else DPArray([], Forms.exact(0))
         if len(new) != len(positions):
             raise ValueError("as many values as positions")
         both = self._concat_same_type([self, new])
