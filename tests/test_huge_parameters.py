@@ -68,3 +68,13 @@ def test_a_huge_parameter_releases(name: str, epsilon: float, accounting: str) -
         result = QUERIES[name](pf, epsilon)
     assert result is not None
     assert set(pf.session.ledger["status"]) == {"released"}
+
+
+def test_a_refusal_after_a_huge_spend_says_its_guarantee_without_overflowing() -> None:
+    """e^ε overflows past ε = 709: the refusal's guarantee line said OverflowError instead."""
+    session = dp.Session(epsilon=5000, ledger=":memory:")
+    pf = session.private_frame(pd.DataFrame({"x": [1.0] * 100}), bounds={"x": (0, 2)})
+    pf.count(epsilon=4000)
+    with pytest.raises(dp.BudgetExceededError, match=r"a factor of 10\^1,737"):
+        pf["x"].sum(epsilon=2000)
+    assert session.spent == dp.Budget(4000)  # the refusal charged nothing

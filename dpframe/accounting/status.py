@@ -112,9 +112,13 @@ def guarantee_words(guarantee: Budget) -> str:
     """
     if guarantee.is_zero:
         return "nothing released yet"
-    factor = math.exp(float(guarantee.epsilon))
-    # near 1 the digits that matter are those of factor − 1 (e^0.01 is 1.011, not 1.1)
-    shown = _text(1 + _two_digits(factor - 1, +1)) if factor < 10 else round_up(factor)
+    epsilon = float(guarantee.epsilon)
+    if epsilon > 700:  # e^ε overflows a float past 709: say it in powers of ten
+        shown = f"10^{math.floor(epsilon / math.log(10)):,}"
+    else:
+        factor = math.exp(epsilon)
+        # near 1 the digits that matter are those of factor − 1 (e^0.01 is 1.011, not 1.1)
+        shown = _text(1 + _two_digits(factor - 1, +1)) if factor < 10 else round_up(factor)
     words = (
         f"({_budget_text(guarantee, 'up')})-DP: adding or removing any one person changes "
         f"the chance of any answer by at most a factor of {shown}"
