@@ -167,7 +167,7 @@ class QuantileFamily(Family[Quantile]):
                 picked[0], run.cost, _EM, errors[0], label, NoInterval(_QUANTILE_REASON), run.rho
             )
             return release, repr(picked[0])
-        index = pd.Index([float(q) for q in node.levels], name="q")
+        index = pd.Index([float(q) for q in node.levels])  # unnamed, as pandas
         meta = GroupedRelease(
             index, run.cost, _EM, np.array(errors), label, NoInterval(_QUANTILE_REASON), run.rho
         )
