@@ -139,8 +139,12 @@ def check_table(world: World, case: Case, answer: pd.DataFrame, reference: pd.Da
         keys = [0]
     rows = {key: i for i, key in enumerate(keys)}
     ours = [_key(key) for key in answer.index]
-    if "HAVING" in case.sql or "LIMIT" in case.sql or "ORDER BY" in case.sql:
+    if "ORDER BY" in case.sql:  # the rows kept, in the order asked
         assert ours == keys, (case.name, ours, keys)
+    elif "HAVING" in case.sql or "LIMIT" in case.sql:
+        # The rows kept; without ORDER BY their order is SQL's choice (DuckDB's hash
+        # aggregation once gave south before midwest, once after, in one CI run).
+        assert sorted(map(str, ours)) == sorted(map(str, keys)), (case.name, ours, keys)
     intervals = ColumnIntervals(answer, "mixed").interval(LEVEL)  # NaN: a quantile's column
     data = None
     if case.rows is not None:
