@@ -114,7 +114,7 @@ def child_dpframe(rows: int, method: str = "mst") -> dict[str, Any]:
     data = resampled(rows)
     real = coded(data)
     base = _peak_mib()
-    session = dp.Session(epsilon=EPSILON, delta=DELTA, ledger=":memory:")
+    session = dp.Session(epsilon=EPSILON, delta=DELTA, accounting="zcdp", ledger=":memory:")
     pf = session.private_frame(
         data,
         bounds=CPS1988_BOUNDS,
