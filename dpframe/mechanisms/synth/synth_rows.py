@@ -158,7 +158,9 @@ def _keyed(
         # column holds each row's bytes, never a Python string object per row (which took
         # 60 MiB a column at 10^6 rows, the bulk of a copy's peak memory).
         codes = np.where(absent, -1, safe)
-        categorical = pd.Categorical.from_codes(codes, categories=pd.Index(list(keys), dtype=object))
+        categorical = pd.Categorical.from_codes(
+            codes, categories=pd.Index(list(keys), dtype=object)
+        )
         return pd.Series(categorical).astype(pd.Series(["text"]).dtype).array
     values[absent] = None
     text: pd.Series = pd.Series(values, dtype=object)
