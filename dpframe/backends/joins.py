@@ -43,7 +43,15 @@ __all__ = ["fillable", "join_backends", "join_frames", "per_id_rows", "side_fram
 
 
 def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
-    """The rows ``plan`` keeps, with ``columns`` (evaluated on ``backend``; in memory)."""
+    """The rows ``plan`` keeps, with ``columns`` (evaluated on ``backend``; in memory).
+
+    A backend that sends its row work to other processes but holds its
+    in-memory backend as ``inner`` (a curator's worker backend) is read
+    through ``inner``: the join is computed in this process.
+    """
+    inner = getattr(backend, "inner", None)
+    if isinstance(inner, PandasBackend):
+        backend = inner
     if not isinstance(backend, PandasBackend):
         raise SchemaError(
             "A private join runs on in-memory pandas frames in this version; load both "

@@ -16,6 +16,7 @@ Example ``catalog.toml``::
     categories = { region = ["northeast", "midwest", "south", "west"] }
     dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
     # privacy_unit = "person_id"; max_rows_per_unit = 3
+    # id_space = "persons"               # datasets of one ID space may be joined (see below)
 
     [analysts.alice]
     token_sha256 = "9f86d08..."          # dpframe new-token prints a token and its hash
@@ -27,6 +28,15 @@ numbers or booleans) for a column with categories, and otherwise the kind
 given in ``dtypes`` (``"numeric"``, ``"boolean"`` or ``"text"``).  A column
 with no declaration is refused when the curator starts
 (:func:`dpframe.curator.data.check_columns`).
+
+Datasets that declare one ``id_space`` (each with its ``privacy_unit``: the
+column holding the same kind of identifier, e.g. ``people.id`` and
+``visits.person_id``) may be joined privately by an analyst granted every
+one of them: ``visits.merge(people, on=..., max_rows=k)`` on the remote
+frames.  The join is charged to the seat of the dataset the request is sent
+to (the left frame's); its row limit per ID is recomputed from this catalog
+(docs/proofs/private_joins.md, "Through a curator").  A dataset without an
+``id_space`` is never joined.
 
 Tokens are stored only as SHA-256 hashes: tokens are 256-bit random strings
 (``dpframe new-token``), so a plain hash is as strong as a slow one here.
@@ -118,6 +128,8 @@ class DatasetEntry:
         backend: ``"pandas"`` (read into memory; rows read in the worker
             processes) or ``"dask"`` (a Parquet file or folder, read lazily
             by Dask's own scheduler).
+        id_space: with ``privacy_unit``: the kind of identifier it holds;
+            datasets of one ID space may be joined on it (None: never joined).
     """
 
     name: str
@@ -131,6 +143,7 @@ class DatasetEntry:
     kinds: Mapping[str, str] = field(default_factory=dict)
     max_rows: int | None = None
     backend: str = "pandas"
+    id_space: str | None = None
 
     @property
     def identity(self) -> str:
@@ -256,6 +269,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "dtypes",
         "max_rows",
         "backend",
+        "id_space",
     }
     unknown = set(entry) - known
     if unknown:
@@ -300,6 +314,18 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= 10**12
     ):
         raise CatalogError(f"[datasets.{name}].max_rows must be a positive integer (rows).")
+    space = entry.get("id_space")
+    if space is not None:
+        if not isinstance(space, str) or not _NAME.match(space):
+            raise CatalogError(
+                f"[datasets.{name}].id_space names a kind of identifier: 1-64 letters, digits, "
+                "'_', '.', '-' (e.g. \"persons\")."
+            )
+        if not isinstance(entry.get("privacy_unit"), str) or entry.get("max_rows_per_unit") is None:
+            raise CatalogError(
+                f"[datasets.{name}].id_space needs privacy_unit (the column holding the ID) "
+                "and max_rows_per_unit: a join bounds rows per ID."
+            )
     return DatasetEntry(
         name,
         path,
@@ -312,6 +338,7 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         _kinds(name, entry.get("dtypes", {}), bounds, categories),
         max_rows,
         backend,
+        space,
     )
 
 

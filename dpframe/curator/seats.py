@@ -40,7 +40,7 @@ from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
 from dpframe.curator.settings import ServerSettings
 from dpframe.curator.workers import HEAVY_NICE, WorkerBackend, WorkerPool
-from dpframe.errors import LedgerError
+from dpframe.errors import LedgerError, SchemaError
 from dpframe.plan.nodes import Source
 
 __all__ = ["Seat", "SeatLedger", "Seats", "shown_ledger"]
@@ -183,6 +183,9 @@ class Seat:
         backends: the seat's backends whose row work runs in worker processes
             (empty when the catalog has ``workers = 0``).
         grant: the analyst's grant on the dataset (budget and accounting).
+        sides: the other datasets of the seat's ID space loaded in its
+            session for joins, by catalog name (their sources).
+        sides_lock: held while a side is loaded.
     """
 
     session: dp.Session
@@ -196,6 +199,8 @@ class Seat:
     suspended: bool = False
     backends: list[WorkerBackend] = field(default_factory=list)
     grant: Grant | None = None
+    sides: dict[str, Source] = field(default_factory=dict)
+    sides_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def kill_workers(self) -> int:
         """Kill the worker processes computing for this seat now; how many were."""
@@ -381,16 +386,62 @@ class Seats:
 
     @staticmethod
     def _load(session: dp.Session, entry: DatasetEntry, data: Any) -> tuple[Source, Any]:
+        unit: str | dp.PrivacyUnit | None = entry.privacy_unit
+        rows, groups = entry.max_rows_per_unit, entry.max_groups_per_unit
+        if entry.id_space is not None and entry.privacy_unit is not None and rows is not None:
+            unit = dp.PrivacyUnit(entry.privacy_unit, rows, groups, id_space=entry.id_space)
+            rows = groups = None
         return session.load(
             data,
             dict(entry.bounds),
             {k: list(v) for k, v in entry.categories.items()},
             dtypes=dict(entry.kinds),  # declared kinds: never inferred from the rows
-            privacy_unit=entry.privacy_unit,
-            max_rows_per_unit=entry.max_rows_per_unit,
-            max_groups_per_unit=entry.max_groups_per_unit,
+            privacy_unit=unit,
+            max_rows_per_unit=rows,
+            max_groups_per_unit=groups,
             identity=entry.identity,  # named, not fingerprinted
         )
+
+    def join_side(self, seat: Seat, analyst: Analyst, dataset: str) -> Source:
+        """The source of ``dataset`` in ``seat``'s session, for a join (loaded now if needed).
+
+        The seat's own dataset is its source; another one is loaded into the
+        seat's session once (its declared kinds, privacy unit and ID space,
+        from the catalog), so the join is computed and charged in that
+        session: one budget, the seat's.  Called before the charge.
+
+        Privacy: the side's row limit per ID and ID space are the catalog's;
+        the join's limit is recomputed from them (never the analyst's claim),
+        and the engine refuses frames of two ID spaces.
+
+        Raises:
+            ServiceError: 404 ``unknown_dataset`` for a dataset that is not in
+                the catalog or not granted to ``analyst`` (the same answer).
+            SchemaError: a dataset the data owner declared no ID space for.
+        """
+        if dataset not in analyst.budgets or dataset not in self.catalog.datasets:
+            raise UNKNOWN_DATASET
+        entry = self.catalog.datasets[dataset]
+        if entry.id_space is None:
+            raise SchemaError(
+                f"The data owner declared no ID space for the dataset {dataset!r}: it is "
+                "never joined. Ask on it alone, or ask the owner to declare its id_space."
+            )
+        if dataset == seat.entry.name:
+            return seat.source
+        with seat.sides_lock:
+            source = seat.sides.get(dataset)
+            if source is None:
+                source, _ = self._load(seat.session, entry, self._frame_data(entry))
+                seat.sides[dataset] = source
+        return source
+
+    def entry_of(self, source: Source) -> DatasetEntry:
+        """The catalog's dataset a loaded source reads (by its ledger identity)."""
+        for entry in self.catalog.datasets.values():
+            if entry.identity == source.dataset:
+                return entry
+        raise ServiceError(500, "internal", "A join side is not a dataset of the catalog.")
 
     def empty_twin(self, seat: Seat) -> tuple[dp.Session, Source] | None:
         """A throwaway session like ``seat``'s over the same schema and *no* rows (or None).

@@ -25,7 +25,9 @@ from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.backends.cluster import ClusterFailedError
 from dpframe.curator.catalog import Analyst, Catalog
+from dpframe.backends.declared import parse_kind
 from dpframe.curator.codes import ServiceError, classify, error_payload
+from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
 from dpframe.curator.data import check_columns
 from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
@@ -33,10 +35,11 @@ from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.reruns import fresh_release
 from dpframe.engine.session import ReleaseEvent
-from dpframe.errors import DPError
+from dpframe.errors import DPError, SchemaError
 from dpframe.mechanisms.runtime.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
+from dpframe.plan.nodes import Source, lineage
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
@@ -74,6 +77,24 @@ def private_ledger(path: Path) -> None:
         log("%s", message)
     if not path.exists():
         Ledger(path).close()
+
+
+def _unit_facts(seat: Seat) -> dict[str, Any] | None:
+    """A dataset's declared privacy unit and ID space (public, the catalog's), or None.
+
+    The analyst's client builds joins from them (the curator recomputes every
+    limit from its own catalog whatever the client claims).
+    """
+    entry = seat.entry
+    if entry.privacy_unit is None:
+        return None
+    source = seat.source
+    return {
+        "column": entry.privacy_unit,
+        "max_rows": source.unit_rows,
+        "max_groups": source.unit_groups,
+        "id_space": entry.id_space,
+    }
 
 
 def _infrastructure(error: BaseException) -> bool:
@@ -239,6 +260,7 @@ class Curator:
             "release_estimate_seconds": self.catalog.settings.release_estimate_seconds,
             "columns": columns,
             "budget": self._budget_state(seat),
+            "privacy_unit": _unit_facts(seat),
         }
 
     def budget(self, analyst: Analyst, dataset: str) -> dict[str, Any]:
@@ -306,7 +328,10 @@ class Curator:
             if not isinstance(fresh, bool):
                 raise ProtocolError("invalid_query", "fresh must be true or false.")
             envelope = {k: v for k, v in body.items() if k not in ("explain", "fresh")}
-            node = decode_node(envelope, seat.source)  # on the curator's own source
+            node = decode_node(  # on the curator's own sources (a join's too)
+                envelope, seat.source, lambda name: self._seats.join_side(seat, analyst, name)
+            )
+            self._check_addressed(seat, node)
             seconds = self._check_time(seat, node)
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
@@ -320,6 +345,26 @@ class Curator:
                 _log.warning("Unexpected error in a query", exc_info=exc)
             raise error from None
 
+    @staticmethod
+    def _check_addressed(seat: Seat, node: Any) -> None:
+        """A join is sent to the seat of one of its datasets (the one charged); else refused.
+
+        Raises:
+            SchemaError: before any charge.
+        """
+        source = lineage(node.plan)[0]
+        if source.join is not None and seat.source not in leaves(source):
+            raise SchemaError(
+                f"This join does not read the dataset {seat.entry.name!r} it was sent to; send "
+                "it to one of its datasets (the left frame's session does)."
+            )
+
+    def _leaf(self, source: Source) -> tuple[int, dict[str, int]]:
+        """A join side's declared row ceiling and maximum text lengths (public, the catalog's)."""
+        entry = self._seats.entry_of(source)
+        lengths = {c: parse_kind(c, k).max_length for c, k in entry.kinds.items()}
+        return self._seats.max_rows(entry), {c: n for c, n in lengths.items() if n is not None}
+
     def _check_time(self, seat: Seat, node: Any) -> float:
         """The request's worst-case seconds; refused, before the charge, over the curator's limit.
 
@@ -330,14 +375,21 @@ class Curator:
         settings = self.catalog.settings
         check_resources(size_of(node, settings.limits), settings.limits)
         rows = self._seats.max_rows(seat.entry)
+        lengths, chars, building = seat.text_lengths, settings.text_chars, 0.0
+        source = lineage(node.plan)[0]
+        if source.join is not None:  # the join's rows and its building, from the catalog
+            cost = join_cost(source, self._leaf, settings.cost, settings.limits, chars)
+            rows, building = cost.rows, cost.seconds
+            lengths, chars = {}, join_text_chars(source, self._leaf, chars)
         return check_worst_case(
             node,
             rows,
             settings.cost,
             settings.release_estimate_seconds,
             settings.limits,
-            seat.text_lengths,
-            settings.text_chars,
+            lengths,
+            chars,
+            building,
         )
 
     def _release(

@@ -250,14 +250,20 @@ def check_worst_case(
     limits: ResourceLimits | None = None,
     lengths: Mapping[str, int] | None = None,
     text_chars: int = TEXT_CHARS,
+    building: float = 0.0,
 ) -> float:
     """The worst case of a request; refused, before the charge, over ``ceiling`` seconds.
+
+    ``building`` is added once: the seconds of building the rows the request
+    reads when they are not a dataset's (a private join,
+    :func:`dpframe.curator.join_costs.join_cost`; ``rows`` is then the join's
+    row ceiling).
 
     Raises:
         ResourceLimitError: naming the estimate, the ceiling and the declared
             row ceiling (all public).
     """
-    seconds = worst_case_seconds(node, rows, model, limits, lengths, text_chars)
+    seconds = worst_case_seconds(node, rows, model, limits, lengths, text_chars) + building
     if seconds > ceiling:
         raise ResourceLimitError(
             f"This request could take up to {seconds:,.1f} s on this dataset's declared "

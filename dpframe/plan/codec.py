@@ -3,6 +3,11 @@
 ``encode_node(node)`` gives ``{"v": 1, "node": {...}}``; ``decode_node(data,
 source)`` rebuilds the node on the curator's own :class:`~dpframe.plan.nodes.Source`
 (the analyst never chooses the dataset's privacy-unit setting or view).
+A private join travels as the plan's first step, ``{"join": {...}}``, its
+sides each a list of steps that starts with ``{"dataset": name}`` (or a
+join of their own); a curator resolves the names from its catalog and
+recomputes the join's row limit per ID from its own sources (at most
+:data:`MAX_JOINS` joins a request).
 The format is strict:
 
 * the node types are the allow-list: :class:`~dpframe.plan.nodes.Aggregate`
@@ -45,7 +50,8 @@ from dpframe.errors import DPError, SchemaError
 from dpframe.plan.columns import ColumnInfo, DateBounds
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Expr
-from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Plan, Source, lineage
+from dpframe.plan.joins import join_source
+from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Join, Plan, Source, lineage
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.recode import label_from_json, label_to_json, plain_label
 from dpframe.plan.releases import ReleaseNode
@@ -55,7 +61,9 @@ from dpframe.plan.text import check_max_length
 __all__ = [
     "FORMAT_VERSION",
     "MAX_ITEMS",
+    "MAX_JOINS",
     "NodeFormatError",
+    "Resolver",
     "column_extras",
     "column_extras_from_json",
     "decode_node",
@@ -74,6 +82,8 @@ _DECIMAL = re.compile(r"(\d+)(?:\.(\d+))?(?:[eE]([-+]?\d{1,3}))?")
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 
 Node = Aggregate | ReleaseNode
+#: A curator's map from a dataset's catalog name to its own source (a join's sides).
+Resolver = Callable[[str], Source]
 
 
 class NodeFormatError(DPError):
@@ -418,12 +428,9 @@ def _fields(
 
 def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
     source, plan_steps = lineage(plan)
-    if source.join is not None:  # the wire carries steps only: the curator supplies the source
-        raise _bad(
-            "A private join (merge of two private frames) does not travel to a curator in this "
-            "version: the curator would read its own dataset instead. Ask on one dataset."
-        )
     steps: list[dict[str, Any]] = []
+    if source.join is not None:  # a join travels whole; the curator resolves its datasets
+        steps.append({"join": _encode_join(source.join)})
     for step in plan_steps:
         if isinstance(step, Filter):
             steps.append({"filter": step.predicate.to_dict()})
@@ -432,11 +439,107 @@ def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
     return steps
 
 
-def _decode_plan(data: object, source: Source) -> Plan:
+def _encode_side(plan: Plan) -> list[dict[str, Any]]:
+    """A join side: its dataset (by name) or its own join first, then its steps."""
+    source = lineage(plan)[0]
+    head = [] if source.join is not None else [{"dataset": source.dataset}]
+    return head + _encode_plan(plan)
+
+
+def _encode_join(join: Join) -> dict[str, Any]:
+    """A join's fields; its sides' row limits and ID spaces are not sent (the curator's own)."""
+    return {
+        "left": _encode_side(join.left),
+        "right": _encode_side(join.right),
+        "left_on": list(join.left_on),
+        "right_on": list(join.right_on),
+        "how": join.how,
+        "max_rows": join.max_rows,
+        "left_columns": list(join.left_columns),
+        "right_columns": list(join.right_columns),
+        "suffixes": list(join.suffixes),
+        "rows": join.rows,
+    }
+
+
+#: The most private joins one request may hold (nested joins multiply their sides' rows).
+MAX_JOINS = 4
+_JOIN_FIELDS = (
+    "left",
+    "right",
+    "left_on",
+    "right_on",
+    "how",
+    "max_rows",
+    "left_columns",
+    "right_columns",
+    "suffixes",
+    "rows",
+)
+_NAMES_CODEC = _tuple_of(TEXT, 1_000)
+
+
+class _Joins:
+    """How a decoded plan resolves a join's datasets (a curator's catalog), and a join count."""
+
+    def __init__(self, resolve: Resolver | None) -> None:
+        self.resolve = resolve
+        self.count = 0
+
+
+def _decode_join(data: object, joins: _Joins) -> Source:
+    """A join step, rebuilt on the sources the curator resolves (never the sender's limits)."""
+    if joins.resolve is None:
+        raise _bad(
+            "This request holds a private join, which this endpoint does not accept; ask on "
+            "one dataset."
+        )
+    joins.count += 1
+    if joins.count > MAX_JOINS:
+        raise _bad(f"A request holds at most {MAX_JOINS} private joins.")
+    fields = _fields(data, "join", _JOIN_FIELDS)
+    left = _decode_side(fields["left"], "join.left", joins)
+    right = _decode_side(fields["right"], "join.right", joins)
+    join = Join(
+        left,
+        right,
+        _NAMES_CODEC.decode(fields["left_on"], "join.left_on"),
+        _NAMES_CODEC.decode(fields["right_on"], "join.right_on"),
+        _text(fields["how"], "join.how"),
+        _integer(fields["max_rows"], "join.max_rows"),
+        _NAMES_CODEC.decode(fields["left_columns"], "join.left_columns"),
+        _NAMES_CODEC.decode(fields["right_columns"], "join.right_columns"),
+        _fixed((TEXT, TEXT)).decode(fields["suffixes"], "join.suffixes"),
+        _text(fields["rows"], "join.rows"),
+    )
+    # the join's source, with its row limit and ID space, follows from the curator's sides
+    return join_source(join, lineage(left)[0], lineage(right)[0])
+
+
+def _decode_side(data: object, what: str, joins: _Joins) -> Plan:
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+        raise _bad(f"{what} must be a list of steps starting with {{'dataset': name}}.")
+    head = data[0]
+    if set(head) == {"dataset"}:
+        assert joins.resolve is not None  # checked by the caller
+        source = joins.resolve(_text(head["dataset"], f"{what}.dataset"))
+        return _decode_plan(data[1:], source, joins)
+    if set(head) == {"join"}:
+        return _decode_plan(data, None, joins)
+    raise _bad(f"{what} must start with {{'dataset': name}} or {{'join': ...}}.")
+
+
+def _decode_plan(data: object, source: Source | None, joins: _Joins) -> Plan:
     if not isinstance(data, list):
         raise _bad("plan must be a list of steps.")
-    plan: Plan = source
-    for i, step in enumerate(data):
+    steps = list(data)
+    if steps and isinstance(steps[0], dict) and set(steps[0]) == {"join"}:
+        plan: Plan = _decode_join(steps.pop(0)["join"], joins)
+    elif source is None:
+        raise _bad("A join side must start with {'dataset': name} or {'join': ...}.")
+    else:
+        plan = source
+    for i, step in enumerate(steps):
         what = f"plan[{i}]"
         if isinstance(step, dict) and set(step) == {"filter"}:
             plan = Filter(plan, _expr(step["filter"], what))
@@ -485,8 +588,22 @@ def count_items(data: object, limit: int = MAX_ITEMS) -> int:
     return count
 
 
-def decode_node(data: object, source: Source) -> Node:
-    """Rebuild a release node on ``source`` from :func:`encode_node`'s form; strict."""
+def decode_node(data: object, source: Source, resolve: Resolver | None = None) -> Node:
+    """Rebuild a release node on ``source`` from :func:`encode_node`'s form; strict.
+
+    A plan that starts with a private join is rebuilt on the sources
+    ``resolve`` gives for the datasets it names (a curator's catalog: their
+    row limits and ID spaces are the curator's own, never the sender's), and
+    the join's source (its row limit per ID) is recomputed from them
+    (:func:`dpframe.plan.joins.join_source`); without ``resolve`` a join is
+    refused.  The names the join sends (keys, columns, ``max_rows``) are
+    checked again by the engine before anything is read.
+
+    Raises:
+        NodeFormatError: a malformed request, or a join without ``resolve``.
+        SchemaError: a join the engine would refuse (two ID spaces, keys
+            without the ID, ...), before any charge.
+    """
     count_items(data)
     envelope = _fields(data, "the request", ("v", "node"))
     if envelope["v"] != FORMAT_VERSION or isinstance(envelope["v"], bool):
@@ -498,7 +615,7 @@ def decode_node(data: object, source: Source) -> Node:
     fields = _fields(
         body, f"a {body['type']} node", ("type", "plan", "privacy", *codecs), _defaulted(cls)
     )
-    plan = _decode_plan(fields["plan"], source)
+    plan = _decode_plan(fields["plan"], source, _Joins(resolve))
     privacy = _decode_privacy(fields["privacy"])
     values = {
         name: codec.decode(fields[name], name) for name, codec in codecs.items() if name in fields

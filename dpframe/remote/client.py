@@ -408,6 +408,15 @@ class RemoteSession(Observable):
         answer["result"] = decode_response(answer["result"])
         return answer
 
+    def joins_with(self, other: object) -> bool:
+        """True for a session of another dataset of the same connection (a join may pair them).
+
+        A private join of frames of two datasets of one curator is sent to the
+        left frame's dataset and charged there (the curator checks that both
+        belong to one ID space and are granted to this analyst).
+        """
+        return isinstance(other, RemoteSession) and other._http is self._http
+
     def register(self, name: str, table: object) -> None:
         """Name a table for :meth:`sql`: a frame opened from this session, or a public DataFrame.
 
@@ -502,12 +511,34 @@ class Connection:
             {**info["budget"], "version": info.get("version")},
             _limits(info.get("limits")),
         )
-        frame = frame_of(FrameHandle(session, Source(dataset), schema))
+        frame = frame_of(FrameHandle(session, _source(dataset, info.get("privacy_unit")), schema))
         session.register(dataset, frame)  # SELECT ... FROM <dataset>
         return frame
 
     def __repr__(self) -> str:
         return f"Connection({self._http.url!r})"
+
+
+def _source(dataset: str, unit: object) -> Source:
+    """A remote dataset's source: its name and the privacy unit its catalog declares.
+
+    The unit's facts let this client build a private join of two datasets of
+    one ID space (``visits.merge(people, ...)``); the curator recomputes every
+    limit from its own catalog, whatever this source says.
+    """
+    if not isinstance(unit, Mapping):
+        return Source(dataset)
+    try:
+        column, rows = str(unit["column"]), int(unit["max_rows"])
+        groups = int(unit.get("max_groups") or rows)
+        space = unit.get("id_space")
+    except (KeyError, TypeError, ValueError):
+        raise ProtocolError("invalid_value", "The curator sent an invalid privacy unit.") from None
+    if space is None:  # the owner declared no ID space: never joined
+        return Source(dataset)
+    return Source(
+        dataset, unit_rows=rows, unit_column=column, unit_groups=groups, id_space=str(space)
+    )
 
 
 def _limits(data: object) -> ResourceLimits | None:

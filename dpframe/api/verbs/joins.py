@@ -55,7 +55,7 @@ def private_merge(
         SchemaError: frames of two sessions, or any refusal of
             :func:`dpframe.plan.joins.id_join` (before any charge).
     """
-    if left.runner is not right.runner:
+    if left.runner is not right.runner and not _same_curator(left, right):
         raise SchemaError(
             "merge() of private frames of two sessions is refused: one budget must cover "
             "both. Load both frames in one session."
@@ -70,6 +70,17 @@ def private_merge(
             "bound_epsilon=)."
         )
     return _joined(left, right, how, on, left_on, right_on, suffixes, max_rows, rows)
+
+
+def _same_curator(left: FrameHandle, right: FrameHandle) -> bool:
+    """Two remote frames of one curator connection (their sessions say so: ``joins_with``).
+
+    The join is sent to the left frame's dataset; the curator resolves both
+    datasets from its catalog, checks their ID space and the analyst's grants,
+    and charges the left frame's seat.
+    """
+    joins_with = getattr(left.runner, "joins_with", None)
+    return bool(callable(joins_with) and joins_with(right.runner))
 
 
 def _joined(
