@@ -486,10 +486,13 @@ def test_max_rows_auto_without_its_cost_is_refused_before_any_charge(session: dp
 
 
 def test_a_join_never_travels_to_a_curator_as_another_dataset(session: dp.Session) -> None:
-    from dpframe.plan.codec import NodeFormatError, encode_node
+    from dpframe.plan.codec import NodeFormatError, decode_node, encode_node
+    from dpframe.plan.nodes import Source
 
     visits, people = _frames(session)
     joined = visits.merge(people, left_on="person_id", right_on="id")
     node = session.capture_node(lambda: joined.count(epsilon=1))
-    with pytest.raises(NodeFormatError, match="does not travel to a curator"):
-        encode_node(node)
+    body = encode_node(node)
+    assert "join" in body["node"]["plan"][0]  # the join travels whole, never as one dataset
+    with pytest.raises(NodeFormatError, match="does not accept"):
+        decode_node(body, Source("cps"))  # an endpoint without a catalog to resolve it

@@ -134,6 +134,7 @@ def join_cost(
     seconds = 0.0
     for plan, columns in sides:
         side_source = lineage(plan)[0]
+        lengths: Mapping[str, int]
         if side_source.join is not None:
             inner = join_cost(side_source, leaf, model, limits, text_chars)
             rows, lengths = inner.rows, _longest(side_source, leaf)
@@ -153,7 +154,9 @@ def join_cost(
     return JoinCost(matched, seconds)
 
 
-def _longest(source: Source, leaf: Callable[[Source], tuple[int, Mapping[str, int]]]) -> dict[str, int]:
+def _longest(
+    source: Source, leaf: Callable[[Source], tuple[int, Mapping[str, int]]]
+) -> dict[str, int]:
     """The declared lengths of a join's columns: the longest each name has in any of its datasets.
 
     A column of a join keeps its dataset's declared length (a suffixed name
@@ -191,4 +194,3 @@ def join_text_chars(
     """
     longest = max((n for d in leaves(source) for n in leaf(d)[1].values()), default=0)
     return max(text_chars, longest)
-

@@ -24,11 +24,11 @@ from typing import Any
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.backends.cluster import ClusterFailedError
-from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.backends.declared import parse_kind
+from dpframe.curator.catalog import Analyst, Catalog
 from dpframe.curator.codes import ServiceError, classify, error_payload
-from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
 from dpframe.curator.data import check_columns
+from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
 from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case

@@ -40,26 +40,33 @@ PEOPLE = 120
 
 def _people() -> pd.DataFrame:
     rng = np.random.default_rng(7)
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "person_id": np.arange(PEOPLE, dtype=np.int64),
             "region": rng.choice(["north", "south"], PEOPLE),
             "age": rng.integers(20, 80, PEOPLE).astype(np.int64),
         }
     )
+    return frame
 
 
 def _visits() -> pd.DataFrame:
     rng = np.random.default_rng(11)
     per_person = rng.integers(0, VISITS_LIMIT + 1, PEOPLE)  # within the limit: no load-time cut
     ids = np.repeat(np.arange(PEOPLE, dtype=np.int64), per_person)
-    return pd.DataFrame({"person_id": ids, "cost": rng.integers(0, 100, len(ids)).astype(float)})
+    costs = rng.integers(0, 100, len(ids)).astype(float)
+    frame: pd.DataFrame = pd.DataFrame({"person_id": ids, "cost": costs})
+    return frame
 
 
 def _jobs() -> pd.DataFrame:
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {"person_id": np.arange(PEOPLE, dtype=np.int64), "salary": np.full(PEOPLE, 10.0)}
     )
+    return frame
+
+
+GRANTS = ", ".join(f"{d} = {{ epsilon = 5000.0 }}" for d in ("people", "visits", "jobs", "plain"))
 
 
 def write_join_catalog(folder: Path) -> Path:
@@ -110,7 +117,7 @@ dtypes = {{ person_id = "numeric" }}
 
 [analysts.alice]
 token_sha256 = "{hash_token(ALICE)}"
-budgets = {{ people = {{ epsilon = 5000.0 }}, visits = {{ epsilon = 5000.0 }}, jobs = {{ epsilon = 5000.0 }}, plain = {{ epsilon = 5000.0 }} }}
+budgets = {{ {GRANTS} }}
 
 [analysts.bob]
 token_sha256 = "{hash_token(BOB)}"
