@@ -405,3 +405,18 @@ def test_a_join_over_the_estimate_is_refused_before_any_charge(
         assert visits.session.spent.epsilon == 1
     finally:
         running.stop()
+
+
+def test_a_join_in_a_curator_with_worker_processes(tmp_path: Path) -> None:
+    """The seat's own dataset is read by worker processes: the join reads its rows here."""
+    catalog = write_join_catalog(tmp_path)
+    catalog.write_text(catalog.read_text().replace("workers = 0", "workers = 1"))
+    running = start_server(catalog)
+    try:
+        conn = dp.connect(running.url, token=ALICE)
+        visits = conn.open("visits")
+        release = visits.merge(conn.open("people"), max_rows=3).count(epsilon=EPS)
+        assert abs(float(release) - _truncated_inner(3)) < 1
+        assert float(visits.count(epsilon=EPS)) == pytest.approx(len(_visits()), abs=1)
+    finally:
+        running.stop()
