@@ -103,8 +103,22 @@ def test_clashing_names_take_pandas_suffixes(pf: dp.PrivateFrame) -> None:
         (lambda pf: pf.merge(pf, on="region"), "has no ID space .* cannot be joined privately"),
         (lambda pf: pf.join(pf, on="region"), "two private frames is refused"),
         (
-            lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region"),
-            "repeats in the public table",
+            lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region", validate="m:1"),
+            "repeats in the public table, so the merge is not many-to-one",
+        ),
+        (
+            lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region", how="outer"),
+            "only 'left' and 'inner'",
+        ),
+        (
+            lambda pf: pf.merge(
+                pd.concat([REGIONS, REGIONS, REGIONS.assign(region=None)]), on="region"
+            ),
+            "repeats and has missing values",
+        ),
+        (
+            lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region", max_rows=1),
+            "has no ID column",
         ),
         (lambda pf: pf.merge(REGIONS, on="region", how="outer"), "only 'left' and 'inner'"),
         (lambda pf: pf.merge(REGIONS, on="nope"), "Unknown column 'nope'"),
@@ -134,7 +148,8 @@ def test_clashing_names_take_pandas_suffixes(pf: dp.PrivateFrame) -> None:
             ),
             "has a column 'region' besides its key 'area'",
         ),
-        (lambda pf: pf.merge(REGIONS, on="region", max_rows=2), "for merging two private frames"),
+        (lambda pf: pf.merge(REGIONS, on="region", max_rows=2), "for a table whose key repeats"),
+        (lambda pf: pf.merge(REGIONS, on="region", rows="dropped"), "for merging two private"),
     ],
 )
 def test_bad_merges_are_refused_before_any_charge(

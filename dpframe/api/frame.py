@@ -354,14 +354,23 @@ class PrivateFrame(FrameReleases, RowGuard):
                     bound_epsilon,
                 )
             )
-        if (max_rows, bound_epsilon) != (None, None) or rows != "kept":
+        if isinstance(max_rows, str) or bound_epsilon is not None or rows != "kept":
             raise SchemaError(
-                "max_rows=, rows= and bound_epsilon= are for merging two private frames; "
-                "a public table keeps every private row once."
+                "max_rows='auto', rows= and bound_epsilon= are for merging two private "
+                "frames; with a public table, max_rows= is an integer (a table whose key "
+                "repeats, on a frame with an ID column)."
             )
         return frame_of(
             lookup.merge(
-                self._handle, right, how or "left", on, suffixes, validate, left_on, right_on
+                self._handle,
+                right,
+                how or "left",
+                on,
+                suffixes,
+                validate,
+                left_on,
+                right_on,
+                max_rows,
             )
         )
 

@@ -187,7 +187,7 @@ def join_backends(
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
     joined = join_frames(left_rows, right_rows, join)
-    per_id = PandasBackend(per_id_rows(joined, unit_column))
+    per_id = PandasBackend(per_id_rows(joined, unit_column) if unit_column else joined.iloc[:0])
     if join.max_rows >= most:
         return PandasBackend(joined), PandasBackend(joined.iloc[:0]), per_id
     kept, dropped = truncate(joined, unit_column, join.max_rows, rng)

@@ -189,8 +189,13 @@ class JoinedRows:
 
 
 def unit_column_of(join: Join, left: Source, right: Source) -> str:
-    """The joined rows' ID column (the left key paired with the right ID column)."""
-    return join.left_on[check_join(join, left, right)]
+    """The joined rows' ID column (the left key paired with the right ID column).
+
+    A merge with a public table keeps the left frame's ID column ("" for a
+    row-level frame: no truncation per ID is then possible, nor asked).
+    """
+    position = check_join(join, left, right)
+    return left.unit_column if position < 0 else join.left_on[position]
 
 
 def _rows_of(backend: Backend) -> Backend:

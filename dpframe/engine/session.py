@@ -40,6 +40,7 @@ from dpframe.backends.factory import make_backend
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
 from dpframe.engine.loading import check_groups, check_unit
+from dpframe.engine.public_tables import public_table
 from dpframe.engine.release_path import ReleasePath, families
 from dpframe.engine.reruns import asked_fresh
 from dpframe.errors import (
@@ -52,6 +53,7 @@ from dpframe.errors import (
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
+from dpframe.plan.joins import PUBLIC_VIEW
 from dpframe.plan.nodes import Source
 from dpframe.plan.parameters import PrivacyUnit
 from dpframe.plan.privacy import Budget, Number, to_fraction
@@ -474,6 +476,26 @@ class Session(Observable):
             dataset, unit_rows=k, view=view, unit_column=column, unit_groups=groups, id_space=space
         )
         return source, schema
+
+    def load_public(
+        self, table: pd.DataFrame, key: str, max_rows: int = 10_000
+    ) -> tuple[Source, Schema]:
+        """Hold a public table whose ``key`` repeats, as the public side of a join.
+
+        At most ``max_rows`` rows (the facade's lookup-table limit).
+
+        Its source has ``unit_rows`` = the most rows one key has in the table
+        (a public fact): a merge multiplies each private row by at most that
+        (:func:`dpframe.plan.joins.public_join`).  See
+        :mod:`dpframe.engine.public_tables`.
+
+        Raises:
+            SchemaError: as :func:`~dpframe.engine.public_tables.public_table`.
+        """
+        name, rows, schema, most = public_table(table, key, max_rows)
+        self._path.backends.setdefault((name, PUBLIC_VIEW), make_backend(rows))
+        self._path.schemas.setdefault((name, PUBLIC_VIEW), schema)
+        return Source(name, unit_rows=most, view=PUBLIC_VIEW), schema
 
     # -- releasing -----------------------------------------------------------
 

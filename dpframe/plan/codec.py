@@ -51,7 +51,17 @@ from dpframe.plan.columns import ColumnInfo, DateBounds
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Expr
 from dpframe.plan.joins import join_source
-from dpframe.plan.nodes import Aggregate, Assign, Filter, GroupKey, Join, Plan, Source, lineage
+from dpframe.plan.nodes import (
+    PUBLIC_VIEW,
+    Aggregate,
+    Assign,
+    Filter,
+    GroupKey,
+    Join,
+    Plan,
+    Source,
+    lineage,
+)
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.recode import label_from_json, label_to_json, plain_label
 from dpframe.plan.releases import ReleaseNode
@@ -442,6 +452,11 @@ def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
 def _encode_side(plan: Plan) -> list[dict[str, Any]]:
     """A join side: its dataset (by name) or its own join first, then its steps."""
     source = lineage(plan)[0]
+    if source.view == PUBLIC_VIEW:
+        raise _bad(
+            "A merge with a public table whose key repeats does not travel to a curator in "
+            "this version; give the table one row per key."
+        )
     head = [] if source.join is not None else [{"dataset": source.dataset}]
     return head + _encode_plan(plan)
 

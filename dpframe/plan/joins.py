@@ -28,18 +28,22 @@ from dataclasses import replace
 
 from dpframe.errors import SchemaError
 from dpframe.plan.columns import ColumnInfo
-from dpframe.plan.nodes import Join, Plan, Source, lineage
+from dpframe.plan.nodes import PUBLIC_VIEW, Join, Plan, Source, lineage
 from dpframe.plan.schema import Schema
 
 __all__ = [
     "PER_ID_ROWS",
+    "PUBLIC_VIEW",
     "check_join",
     "default_max_rows",
     "id_join",
+    "is_public",
     "join_columns",
     "join_schema",
     "join_source",
     "per_id_schema",
+    "public_join",
+    "public_name",
     "unit_of",
 ]
 
@@ -77,7 +81,7 @@ def _keys(
 
 
 def _side(source: Source, what: str) -> None:
-    if source.join is None and (not source.id_space or not source.unit_column):
+    if not source.id_space or not source.unit_column:
         raise SchemaError(
             f"The {what} frame has no ID space (one row per person): a private join needs "
             "both frames loaded with privacy_unit=dp.PrivacyUnit(id_column, max_rows=..., "
@@ -86,8 +90,45 @@ def _side(source: Source, what: str) -> None:
         )
 
 
+def is_public(source: Source) -> bool:
+    """True for a public table's source (its ``unit_rows``: the most rows one key has)."""
+    return source.view == PUBLIC_VIEW and source.join is None
+
+
+def public_name(digest: str, most: int) -> str:
+    """The dataset name of a public table: its digest and its most rows per key.
+
+    The engine registers a public table only under the name its own rows give
+    (:meth:`~dpframe.engine.session.Session.load_public`), so a source claiming
+    another multiplicity names no table and is refused.
+    """
+    return f"public:{most}:{digest}"
+
+
+def _check_public(join: Join, left: Source, right: Source) -> None:
+    """A merge with a public table whose keys repeat: left or inner, any keys."""
+    if right.dataset.split(":")[:2] != ["public", str(right.unit_rows)]:
+        raise SchemaError("This public table's source does not match its table.")
+    if join.how not in ("inner", "left", "semi", "anti"):
+        raise SchemaError(
+            f"merge(how={join.how!r}) with a public table is refused: only 'left', 'inner' "
+            "(and 'semi', 'anti') keep each row a private row ('right' and 'outer' would add "
+            "rows that belong to no one)."
+        )
+    if join.rows != "kept":
+        raise SchemaError("merge(rows=...) is for joins of two private frames.")
+    if not left.unit_column and join.max_rows < default_max_rows(join.how, left, right):
+        raise SchemaError(
+            "merge(max_rows=...) keeps at most that many rows per ID: the frame has no ID "
+            "column (row-level data), so nothing can be truncated per person. Leave max_rows "
+            "out: each row then counts the most times its key repeats in the table."
+        )
+
+
 def check_join(join: Join, left: Source, right: Source) -> int:
     """Refuse a join that is not on the ID of one ID space; the key position of the ID.
+
+    A merge with a public table (``right`` is public) has no ID position: -1.
 
     Args:
         join: the join.
@@ -97,6 +138,9 @@ def check_join(join: Join, left: Source, right: Source) -> int:
     Raises:
         SchemaError: saying why (never naming a private value).
     """
+    if is_public(right):
+        _check_public(join, left, right)
+        return -1
     _side(left, "left")
     _side(right, "right")
     if left.id_space != right.id_space:
@@ -172,9 +216,10 @@ def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
     Raises:
         SchemaError: unknown columns, or key columns of different kinds.
     """
+    public = is_public(unit_of(join.right))  # its keys' kind checked from its values
     for key_l, key_r in zip(join.left_on, join.right_on, strict=True):
         a, b = left.get(key_l), right.get(key_r)
-        if a.kind != b.kind:
+        if a.kind != b.kind and not public:
             raise SchemaError(
                 f"The join keys {key_l!r} ({a.kind}) and {key_r!r} ({b.kind}) are of "
                 "different kinds: convert one so both are of the same kind."
@@ -220,6 +265,16 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     """
     position = check_join(join, left, right)
     rows = join.max_rows
+    if position < 0:  # a public table: each row counts up to its key's repeats (or max_rows)
+        rows = min(rows, default_max_rows(join.how, left, right))
+        return Source(
+            f"join({left.dataset},{right.dataset})",
+            unit_rows=rows,
+            unit_column=left.unit_column,
+            unit_groups=rows,
+            id_space=left.id_space,
+            join=join,
+        )
     if join.rows == "per_id":
         rows = 1  # one row per person
     elif join.rows == "dropped":
@@ -306,3 +361,48 @@ def id_join(
     )
     source = join_source(join, left, right)
     return source, join_schema(join, left_schema, right_schema)
+
+
+def public_join(
+    left_plan: Plan,
+    left_schema: Schema,
+    table: Source,
+    table_schema: Schema,
+    *,
+    how: str,
+    on: str,
+    max_rows: int | None = None,
+    suffixes: tuple[str, str] = ("_x", "_y"),
+) -> tuple[Source, Schema]:
+    """A merge with a public table whose key repeats: its source and public schema.
+
+    Privacy (docs/proofs/private_joins.md, "A public table whose keys
+    repeat"): the table is public and a key occurs at most ``d`` =
+    ``table.unit_rows`` times in it, so each private row becomes at most ``d``
+    rows, all of the same owner: a unit of ``m`` rows contributes at most
+    ``m·d`` rows (semi/anti: ``m``) and every later release is charged for
+    that many (or for ``max_rows`` per ID when the frame has an ID column and
+    the engine truncates to it).  Missing keys never match.
+
+    Raises:
+        SchemaError: ``how`` other than left, inner, semi or anti, or
+            ``max_rows`` on a frame without an ID column (before any charge).
+    """
+    left = unit_of(left_plan)
+    for name, schema in ((on, left_schema), (on, table_schema)):
+        schema.get(name)
+    if max_rows is None:
+        max_rows = default_max_rows(how, left, table)
+    join = Join(
+        left_plan,
+        table,
+        (on,),
+        (on,),
+        how,
+        max_rows,
+        left_schema.names,
+        table_schema.names,
+        tuple(suffixes),  # type: ignore[arg-type]
+    )
+    source = join_source(join, left, table)
+    return source, join_schema(join, left_schema, table_schema)

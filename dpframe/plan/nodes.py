@@ -29,6 +29,7 @@ from dpframe.plan.schema import Schema, check_keys, check_node_bounds, keys_fit,
 
 __all__ = [
     "JOIN_HOWS",
+    "PUBLIC_VIEW",
     "Aggregate",
     "Assign",
     "Filter",
@@ -446,6 +447,9 @@ class Aggregate:
         return size
 
 
+#: The view of a public table's source (a merge with a public table whose keys repeat).
+PUBLIC_VIEW = "public"
+
 #: The longest plan summary in a label (the ledger stores labels; a long plan is elided).
 _PLAN_TEXT = 500
 
@@ -459,7 +463,14 @@ def describe_plan(plan: Plan) -> str:
         keys = ", ".join(join.left_on)
         article = "an" if join.how in ("inner", "outer", "anti") else "a"
         joined = f"{article} {join.how} join on {keys}"
-        if join.rows == "per_id":
+        table = lineage(join.right)[0]
+        if table.view == PUBLIC_VIEW and table.join is None:
+            parts.append(
+                f"of {article} {join.how} merge on {keys} with a public table whose keys repeat "
+                f"up to {table.unit_rows} times (at most {source.unit_rows} rows per "
+                f"{'ID' if source.unit_column else 'row of the frame'})"
+            )
+        elif join.rows == "per_id":
             parts.append(f"of the rows per ID of {joined}")
         elif join.rows == "dropped":
             parts.append(f"of the rows dropped from {joined} (over {join.max_rows} per ID)")

@@ -420,3 +420,16 @@ def test_a_join_in_a_curator_with_worker_processes(tmp_path: Path) -> None:
         assert float(visits.count(epsilon=EPS)) == pytest.approx(len(_visits()), abs=1)
     finally:
         running.stop()
+
+
+def test_remote_auto_bound_and_dropped_rows(server: Server) -> None:
+    conn = dp.connect(server.url, token=ALICE)
+    visits, people = conn.open("visits"), conn.open("people")
+    before = visits.session.spent.epsilon
+    joined = visits.merge(people, max_rows="auto", bound_epsilon=EPS)  # a charged quantile
+    assert visits.session.spent.epsilon == before + EPS
+    assert "rows per ID" in str(visits.session.ledger["query"].iloc[-1])
+    dropped = visits.merge(people, max_rows=1, rows="dropped").count(epsilon=EPS)
+    sizes = _visits().groupby("person_id").size().to_numpy()
+    assert abs(float(dropped) - int(np.maximum(sizes - 1, 0).sum())) < 1
+    assert float(joined.count(epsilon=EPS)) > 0

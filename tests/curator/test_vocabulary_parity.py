@@ -88,7 +88,10 @@ def test_remote_discovers_combinations_as_embedded(remote: Any, embedded: Any) -
     ("call", "match"),
     [
         (lambda pf: np.tan(pf["wage"]), r"np\.tan\(\).*cannot be given public bounds"),
-        (lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region"), "repeats"),
+        (
+            lambda pf: pf.merge(pd.concat([REGIONS, REGIONS]), on="region", validate="m:1"),
+            "repeats",
+        ),
         (lambda pf: pf.merge(pf, on="region"), "has no ID space .* cannot be joined privately"),
         (lambda pf: pf["wage"].fillna("x"), "mix numbers and text"),
         (lambda pf: pf[["wage", "region"]].corr(epsilon=1), "at least two numeric"),
@@ -103,4 +106,15 @@ def test_remote_refusals_match_and_charge_nothing(
     with pytest.raises(dp.DPError, match=match) as local:
         call(embedded)
     assert str(far.value) == str(local.value)
+    assert remote.session.spent == spent
+
+
+def test_a_public_table_whose_key_repeats_is_refused_remotely_and_charges_nothing(
+    remote: Any,
+) -> None:
+    """Embedded, such a merge multiplies the stability (tests/test_public_repeats.py); a
+    curator does not take the table in this version: refused in the client, nothing sent."""
+    spent = remote.session.spent
+    with pytest.raises(dp.DPError, match="A curator does not take such a table"):
+        remote.merge(pd.concat([REGIONS, REGIONS]), on="region")
     assert remote.session.spent == spent

@@ -10,10 +10,12 @@ table gives missing values (``how="left"``) or drops the row
 
 Privacy: the table is public and each private row matches at most one of
 its rows (a unique key: many-to-one), so each person still contributes the
-same rows: sensitivity unchanged, nothing charged.  Refused, saying why:
-a key that repeats in the table (one row would become several), joins of
-two private frames (a person's rows would multiply with the other table's),
-``how="right"`` / ``"outer"`` / ``"cross"`` (rows that are not private rows).
+same rows: sensitivity unchanged, nothing charged.  A key that repeats in
+the table (at most ``d`` rows per key) makes each private row up to ``d``
+rows of the same owner: the merge is then a join with a public side whose
+stability is ``d`` times the frame's (:func:`dpframe.plan.joins.public_join`;
+embedded sessions only).  Refused, saying why: ``how="right"`` /
+``"outer"`` / ``"cross"`` (rows that are not private rows).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dpframe.api.verbs.transforms import rename
 from dpframe.errors import SchemaError
 from dpframe.plan.elementwise import Where
 from dpframe.plan.expressions import Col, Expr, IsIn, IsNull, Not
+from dpframe.plan.joins import public_join
 from dpframe.plan.recode import Recode
 
 __all__ = ["MAX_LOOKUP_ROWS", "join", "merge"]
@@ -81,11 +84,18 @@ def merge(
     validate: str | None = None,
     left_on: str | Sequence[str] | None = None,
     right_on: str | Sequence[str] | None = None,
+    max_rows: int | None = None,
 ) -> FrameHandle:
     """Add a public lookup table's columns, matched on a key, as ``DataFrame.merge`` (free).
 
     Privacy: many-to-one on a public table, so every private row stays one
     row: the sensitivity of every later release is unchanged; nothing is charged.
+    When the key repeats in the table (at most ``d`` rows per key), each
+    private row becomes at most ``d`` rows of the same owner: every later
+    release counts ``d`` times the frame's rows per person (or ``max_rows``
+    per ID, kept by a random truncation, for a frame with an ID column); the
+    explanation and the ledger say so (docs/proofs/private_joins.md, "A public
+    table whose keys repeat").  Embedded sessions only.
 
     Args:
         self: the private frame (each of its rows stays one row).
@@ -94,7 +104,11 @@ def merge(
             or ``"inner"`` (those rows are dropped).
         on: the key column, in both tables (default: the one column they share).
         suffixes: for other columns present in both, as pandas.
-        validate: None, ``"many_to_one"`` or ``"m:1"`` (always checked).
+        validate: None, ``"many_to_one"`` or ``"m:1"`` (checked: refused when
+            the key repeats).
+        max_rows: a table whose key repeats, on a frame with an ID column:
+            the most rows one person keeps after the merge (default: their
+            rows times the most rows one key has).
         left_on: the private frame's key column when the table names it
             otherwise (with ``right_on``, instead of ``on``).
         right_on: the table's key column, matched to ``left_on``; kept as a
@@ -120,12 +134,19 @@ def merge(
         raise SchemaError(f"A public lookup table has at most {MAX_LOOKUP_ROWS:,} rows.")
     keys = [_plain(v) for v in right[key].tolist()]
     present = [k for k in keys if k is not None]
-    if len(set(present)) != len(present) or keys.count(None) > 1:
-        raise SchemaError(
-            f"The key {key!r} repeats in the public table: a private row would match several "
-            "rows and be counted several times. Give the table one row per key."
-        )
     _check_key_kind(self, key, present)
+    if len(set(present)) != len(present) or keys.count(None) > 1:
+        if validate is not None:
+            raise SchemaError(
+                f"The key {key!r} repeats in the public table, so the merge is not "
+                "many-to-one (validate=...); leave validate out to multiply the rows."
+            )
+        return _repeated(self, right, key, how, suffixes, max_rows)
+    if max_rows is not None:
+        raise SchemaError(
+            "merge(max_rows=...) with a public table is for a table whose key repeats (each "
+            "row then becomes several); with one row per key every private row stays one row."
+        )
     added = [c for c in right.columns if c != key]
     if not added:
         raise SchemaError("The public table has no column besides the key to add.")
@@ -144,6 +165,41 @@ def merge(
             condition = condition | IsNull(Col(key))
         frame = filter_rows(frame, condition)
     return assign(frame, new)
+
+
+def _repeated(
+    self: FrameHandle,
+    table: pd.DataFrame,
+    key: str,
+    how: str,
+    suffixes: tuple[str, str],
+    max_rows: int | None,
+) -> FrameHandle:
+    """A merge with a public table whose key repeats: a join whose stability is multiplied.
+
+    Privacy: see :func:`dpframe.plan.joins.public_join` (each row becomes at
+    most ``d`` rows of its owner; checked again by the engine before any row
+    is read).
+    """
+    load = getattr(self.runner, "load_public", None)
+    if not callable(load):
+        raise SchemaError(
+            f"The key {key!r} repeats in the public table: each private row would become "
+            "several. A curator does not take such a table in this version: give the table "
+            "one row per key (e.g. aggregate it per key)."
+        )
+    source, schema = load(table, key, MAX_LOOKUP_ROWS)
+    joined, joined_schema = public_join(
+        self.plan,
+        self.schema,
+        source,
+        schema,
+        how=how,
+        on=key,
+        max_rows=max_rows,
+        suffixes=suffixes,
+    )
+    return self.derive(plan=joined, schema=joined_schema)
 
 
 def _one(name: str | Sequence[str], argument: str) -> str:
