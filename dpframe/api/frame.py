@@ -282,6 +282,9 @@ class PrivateFrame(FrameReleases, RowGuard):
         max_rows: int | str | None = None,
         rows: str = "kept",
         bound_epsilon: float | None = None,
+        k: int | None = None,
+        k_left: int | None = None,
+        k_right: int | None = None,
     ) -> PrivateFrame:
         """Join a public lookup table, or another private frame of the same ID space (free).
 
@@ -330,6 +333,12 @@ class PrivateFrame(FrameReleases, RowGuard):
                 limits minus ``max_rows`` such rows); or ``"per_id"``: one row
                 per person, ``rows`` their number of joined rows.
             bound_epsilon: the cost of ``max_rows="auto"``.
+            k: private frames joined on another key than the ID (household,
+                store): the most rows each side keeps per key value (a random
+                subset); each later release then counts 2·(m_L·k + m_R·k)
+                rows per person, and the result has no ID.
+            k_left: as ``k``, for the left side only (with ``k_right``).
+            k_right: as ``k``, for the right side only (with ``k_left``).
 
         Example:
             >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
@@ -352,8 +361,13 @@ class PrivateFrame(FrameReleases, RowGuard):
                     max_rows,
                     rows,
                     bound_epsilon,
+                    k,
+                    k_left,
+                    k_right,
                 )
             )
+        if (k, k_left, k_right) != (None, None, None):
+            raise SchemaError("k=, k_left= and k_right= are for joins of two private frames.")
         if isinstance(max_rows, str) or bound_epsilon is not None or rows != "kept":
             raise SchemaError(
                 "max_rows='auto', rows= and bound_epsilon= are for merging two private "

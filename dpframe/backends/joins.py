@@ -39,7 +39,15 @@ from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.joins import PER_ID_ROWS, join_columns
 from dpframe.plan.nodes import Join, Plan
 
-__all__ = ["fillable", "join_backends", "join_frames", "per_id_rows", "side_frame", "truncate"]
+__all__ = [
+    "fillable",
+    "join_backends",
+    "join_frames",
+    "per_id_rows",
+    "per_key",
+    "side_frame",
+    "truncate",
+]
 
 
 def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -158,6 +166,24 @@ def truncate(
     return kept, dropped
 
 
+def per_key(frame: pd.DataFrame, keys: list[str], k: int, rng: SecureRandom) -> pd.DataFrame:
+    """At most ``k`` rows per value of ``keys`` (a uniformly random subset from the secure source).
+
+    Rows with a missing key are kept (they never match: each stays one row).
+    """
+    codes = frame.groupby(keys, sort=False, dropna=True).ngroup().to_numpy()
+    present = codes >= 0
+    if not present.any():
+        return frame
+    kept = np.flatnonzero(present)[kept_positions(pd.Series(codes[present]), k, rng)]
+    keep = ~present
+    keep[kept] = True
+    if keep.all():
+        return frame
+    out: pd.DataFrame = frame.loc[keep].reset_index(drop=True)
+    return out
+
+
 def per_id_rows(joined: pd.DataFrame, unit_column: str) -> pd.DataFrame:
     """One row per ID: its number of joined rows (a row with a missing ID is an ID of its own)."""
     units = joined[unit_column]
@@ -186,6 +212,11 @@ def join_backends(
     """
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
+    if join.on_key:  # each side cut per key value first; no per-ID step after
+        left_rows = per_key(left_rows, list(join.left_on), join.k_left, rng)
+        right_rows = per_key(right_rows, list(join.right_on), join.k_right, rng)
+        joined = join_frames(left_rows, right_rows, join)
+        return PandasBackend(joined), PandasBackend(joined.iloc[:0]), PandasBackend(joined.iloc[:0])
     joined = join_frames(left_rows, right_rows, join)
     per_id = PandasBackend(per_id_rows(joined, unit_column) if unit_column else joined.iloc[:0])
     if join.max_rows >= most:

@@ -18,7 +18,10 @@ right rows and a right row at most ``k_l`` left rows):
 * semi and anti: ``n_l`` (left rows only);
 
 the truncation to ``max_rows`` per ID only removes rows.  A side that is a
-join has the ceiling of its own join and ``k`` its ``max_rows``.
+join has the ceiling of its own join and ``k`` its ``max_rows``.  In a join
+on another key (``k_left``, ``k_right``), each side keeps at most that many
+rows per key value, so a left row matches at most ``k_right`` right rows:
+the same formulas with those.
 
 Its seconds: each side's plan once over its rows (as a release's plan:
 evaluation nodes + 2 vectorized passes, plus :mod:`dpframe.curator.row_costs`
@@ -151,6 +154,8 @@ def join_cost(
         seconds += rows * per_row
         counts.append(rows)
     k_l, k_r = lineage(join.left)[0].unit_rows, lineage(join.right)[0].unit_rows
+    if join.on_key:  # each side cut to k rows per key value: a row matches at most k others
+        k_l, k_r = join.k_left, join.k_right
     matched = joined_rows(join.how, counts[0], counts[1], k_l, k_r)
     seconds += (counts[0] + counts[1] + matched) * JOIN_ROW_OPS * model.row_op_seconds
     return JoinCost(matched, seconds)

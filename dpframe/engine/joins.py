@@ -195,6 +195,8 @@ def unit_column_of(join: Join, left: Source, right: Source) -> str:
     row-level frame: no truncation per ID is then possible, nor asked).
     """
     position = check_join(join, left, right)
+    if position == -2:  # a join on another key: its rows have no single owner
+        return ""
     return left.unit_column if position < 0 else join.left_on[position]
 
 
@@ -215,6 +217,11 @@ def joined_backend(path: Sources, source: Source) -> Backend:
     if kept is None:
         joined_schema(path, source)  # every check again, before any row is read
         sides = (path.source_backend(left), path.source_backend(right))
+        if join.on_key and not all(side.holds_rows for side in sides):
+            raise SchemaError(
+                "A join on another key (k=) runs on in-memory pandas frames only in this "
+                "version; load both frames as pandas DataFrames."
+            )
         if join.rows != "kept" and not all(side.holds_rows for side in sides):
             raise SchemaError(
                 f"merge(rows={join.rows!r}) runs on in-memory pandas frames only; a join of "

@@ -474,6 +474,8 @@ def _encode_join(join: Join) -> dict[str, Any]:
         "right_columns": list(join.right_columns),
         "suffixes": list(join.suffixes),
         "rows": join.rows,
+        "k_left": join.k_left,
+        "k_right": join.k_right,
     }
 
 
@@ -490,6 +492,8 @@ _JOIN_FIELDS = (
     "right_columns",
     "suffixes",
     "rows",
+    "k_left",
+    "k_right",
 )
 _NAMES_CODEC = _tuple_of(TEXT, 1_000)
 
@@ -512,7 +516,7 @@ def _decode_join(data: object, joins: _Joins) -> Source:
     joins.count += 1
     if joins.count > MAX_JOINS:
         raise _bad(f"A request holds at most {MAX_JOINS} private joins.")
-    fields = _fields(data, "join", _JOIN_FIELDS)
+    fields = _fields(data, "join", _JOIN_FIELDS, frozenset({"k_left", "k_right"}))
     left = _decode_side(fields["left"], "join.left", joins)
     right = _decode_side(fields["right"], "join.right", joins)
     join = Join(
@@ -526,6 +530,8 @@ def _decode_join(data: object, joins: _Joins) -> Source:
         _NAMES_CODEC.decode(fields["right_columns"], "join.right_columns"),
         _fixed((TEXT, TEXT)).decode(fields["suffixes"], "join.suffixes"),
         _text(fields["rows"], "join.rows"),
+        _integer(fields.get("k_left", 0), "join.k_left"),
+        _integer(fields.get("k_right", 0), "join.k_right"),
     )
     # the join's source, with its row limit and ID space, follows from the curator's sides
     return join_source(join, lineage(left)[0], lineage(right)[0])

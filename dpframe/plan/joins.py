@@ -41,6 +41,7 @@ __all__ = [
     "join_columns",
     "join_schema",
     "join_source",
+    "key_join_stability",
     "per_id_schema",
     "public_join",
     "public_name",
@@ -128,7 +129,8 @@ def _check_public(join: Join, left: Source, right: Source) -> None:
 def check_join(join: Join, left: Source, right: Source) -> int:
     """Refuse a join that is not on the ID of one ID space; the key position of the ID.
 
-    A merge with a public table (``right`` is public) has no ID position: -1.
+    A merge with a public table (``right`` is public) has no ID position: -1;
+    a join on another key (``join.on_key``): -2.
 
     Args:
         join: the join.
@@ -150,12 +152,25 @@ def check_join(join: Join, left: Source, right: Source) -> int:
             "owner. Join frames of one ID space (dp.PrivacyUnit(..., id_space=...))."
         )
     pairs = list(zip(join.left_on, join.right_on, strict=True))
+    if join.on_key:
+        if (left.unit_column, right.unit_column) in pairs:
+            raise SchemaError(
+                "The keys include the ID columns: this is a join on the ID. Give max_rows= "
+                "(the most rows per person after the join), not k=."
+            )
+        if join.rows != "kept":
+            raise SchemaError(
+                "merge(rows=...) is for joins on the ID; a join on another key has no rows "
+                "per person to count or drop."
+            )
+        return -2
     if (left.unit_column, right.unit_column) not in pairs:
         raise SchemaError(
             f"A private join must match the ID columns ({left.unit_column!r} with "
             f"{right.unit_column!r}) among its keys: on another key (household, store) a "
             "person's rows could match many people's rows and the join's stability has no "
-            "bound here. Add the ID to the keys, or join before loading."
+            "bound. Add the ID to the keys, or bound both sides per key value: merge(..., "
+            "k=3) (or k_left= and k_right=)."
         )
     return pairs.index((left.unit_column, right.unit_column))
 
@@ -265,6 +280,14 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     """
     position = check_join(join, left, right)
     rows = join.max_rows
+    if position == -2:  # on another key: no single owner, no per-ID step may follow
+        rows = key_join_stability(join, left, right)
+        return Source(
+            f"join({left.dataset},{right.dataset})",
+            unit_rows=rows,
+            unit_groups=rows,
+            join=join,
+        )
     if position < 0:  # a public table: each row counts up to its key's repeats (or max_rows)
         rows = min(rows, default_max_rows(join.how, left, right))
         return Source(
@@ -295,6 +318,21 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     )
 
 
+def key_join_stability(join: Join, left: Source, right: Source) -> int:
+    """How many joined rows one person can change in a join on another key: 2·(m_L·k_R + m_R·k_L).
+
+    Each side holds at most m rows of a person (its row limit) and keeps at
+    most k rows per key value; a left row matches at most k_R right rows and a
+    right row at most k_L left rows (semi/anti: a left row gives at most one
+    row, so k_R counts as 1).  Removing the person removes at most m rows of
+    each side, and the per-key cut can then keep, in their place, as many rows
+    that it had evicted: twice the rows change (docs/proofs/private_joins.md,
+    "Joins on another key").
+    """
+    k_r = 1 if join.how in ("semi", "anti") else join.k_right
+    return 2 * (left.unit_rows * k_r + right.unit_rows * join.k_left)
+
+
 def default_max_rows(how: str, left: Source, right: Source) -> int:
     """The most rows one ID can have after the join, from the sides' limits (no truncation)."""
     if how in ("semi", "anti"):
@@ -315,8 +353,14 @@ def id_join(
     max_rows: int | None = None,
     suffixes: tuple[str, str] = ("_x", "_y"),
     rows: str = "kept",
+    k_left: int = 0,
+    k_right: int = 0,
 ) -> tuple[Source, Schema]:
-    """The source and public schema of a private join on the ID (all checks before any charge).
+    """The source and public schema of a private join (all checks before any charge).
+
+    On the ID (``k_left`` = ``k_right`` = 0), or on another key with each side
+    cut to at most ``k_left`` / ``k_right`` rows per key value (then
+    ``max_rows`` must be None: no per-ID truncation follows).
 
     Args:
         left_plan: the left frame's plan.
@@ -333,6 +377,9 @@ def id_join(
         suffixes: for other columns present in both, as pandas.
         rows: ``"kept"``, or ``"dropped"``: the rows the truncation dropped
             (each person has at most the sides' product minus ``max_rows``).
+        k_left: a join on another key: the most rows the left side keeps per
+            key value (0, with ``k_right``: a join on the ID).
+        k_right: the same for the right side.
 
     Raises:
         SchemaError: for every refusal listed in the module docstring.
@@ -345,7 +392,14 @@ def id_join(
         left_schema.get(key)
     for key in rkeys:
         right_schema.get(key)
-    if max_rows is None:
+    if k_left or k_right:
+        if max_rows is not None:
+            raise SchemaError(
+                "max_rows= bounds the rows per person after a join on the ID; a join on "
+                "another key (k=) keeps no ID: leave max_rows out."
+            )
+        max_rows = 1  # unused: no per-ID truncation
+    elif max_rows is None:
         max_rows = default_max_rows(str(how), left, right)
     join = Join(
         left_plan,
@@ -358,6 +412,8 @@ def id_join(
         right_schema.names,
         tuple(suffixes),  # type: ignore[arg-type]
         rows,
+        k_left,
+        k_right,
     )
     source = join_source(join, left, right)
     return source, join_schema(join, left_schema, right_schema)

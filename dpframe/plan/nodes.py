@@ -218,6 +218,12 @@ class Join:
             the bound cut?"), or ``"per_id"`` (one row per ID: the ID and
             ``rows``, its number of joined rows before the truncation; one
             row per person, for choosing ``max_rows`` privately).
+        k_left: a join on another key (household, store): each side is first
+            cut to at most ``k_left`` (left) and ``k_right`` (right) rows per
+            key value, a random subset; no truncation per ID follows and the
+            joined rows belong to no single ID (docs/proofs/private_joins.md,
+            "Joins on another key").  0 for both: a join on the ID.
+        k_right: see ``k_left``.
     """
 
     left: Plan
@@ -230,11 +236,26 @@ class Join:
     right_columns: tuple[str, ...]
     suffixes: tuple[str, str] = ("_x", "_y")
     rows: str = "kept"
+    k_left: int = 0
+    k_right: int = 0
 
     __eq__ = _node_eq
     __hash__ = _node_hash
 
+    @property
+    def on_key(self) -> bool:
+        """A join on another key than the ID (each side cut to k rows per key value)."""
+        return self.k_left > 0
+
     def __post_init__(self) -> None:
+        ks = (self.k_left, self.k_right)
+        if any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in ks) or (
+            min(ks) == 0 < max(ks)
+        ):
+            raise SchemaError(
+                "merge(k=...) (or k_left= and k_right=, both) takes integers >= 1: the most "
+                "rows each side keeps per key value."
+            )
         if self.rows not in ("kept", "dropped", "per_id"):
             raise SchemaError("merge(rows=...) takes 'kept' (default) or 'dropped'.")
         if self.how not in JOIN_HOWS:
@@ -273,6 +294,8 @@ class Join:
                 self.right_columns,
                 self.suffixes,
                 self.rows,
+                self.k_left,
+                self.k_right,
             )
             return ("join", self.left.key(), self.right.key(), scalar_key(fields))
 
@@ -292,6 +315,8 @@ class Join:
             "right_columns": list(self.right_columns),
             "suffixes": list(self.suffixes),
             "rows": self.rows,
+            "k_left": self.k_left,
+            "k_right": self.k_right,
         }
 
 
@@ -469,6 +494,11 @@ def describe_plan(plan: Plan) -> str:
                 f"of {article} {join.how} merge on {keys} with a public table whose keys repeat "
                 f"up to {table.unit_rows} times (at most {source.unit_rows} rows per "
                 f"{'ID' if source.unit_column else 'row of the frame'})"
+            )
+        elif join.on_key:
+            parts.append(
+                f"of {joined} (at most {join.k_left} and {join.k_right} rows per key value; "
+                f"at most {source.unit_rows} rows change with one person)"
             )
         elif join.rows == "per_id":
             parts.append(f"of the rows per ID of {joined}")

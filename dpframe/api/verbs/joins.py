@@ -41,8 +41,18 @@ def private_merge(
     max_rows: int | str | None = None,
     rows: str = "kept",
     bound_epsilon: Number | None = None,
+    k: int | None = None,
+    k_left: int | None = None,
+    k_right: int | None = None,
 ) -> FrameHandle:
     """The private join of two frames of one session and ID space (see the module).
+
+    On another key than the ID (``k=``, or ``k_left=`` and ``k_right=``): each
+    side keeps at most that many rows per key value (a random subset), and a
+    person then changes at most 2·(m_L·k_R + m_R·k_L) joined rows (m: the
+    sides' row limits; docs/proofs/private_joins.md, "Joins on another key"):
+    every later release counts that many, and the joined frame has no ID (no
+    per-ID step, no further private join).
 
     Free, except ``max_rows="auto"``: the bound is then the
     :data:`AUTO_LEVEL` quantile of the join's rows per person (before any
@@ -60,6 +70,27 @@ def private_merge(
             "merge() of private frames of two sessions is refused: one budget must cover "
             "both. Load both frames in one session."
         )
+    cuts = _key_limits(k, k_left, k_right)
+    if cuts != (0, 0):
+        if max_rows is not None or bound_epsilon is not None or rows != "kept":
+            raise SchemaError(
+                "A join on another key (k=) keeps no ID: max_rows=, rows= and "
+                "bound_epsilon= are for joins on the ID; leave them out."
+            )
+        source, schema = id_join(
+            left.plan,
+            left.schema,
+            right.plan,
+            right.schema,
+            how=how,
+            on=on,
+            left_on=left_on,
+            right_on=right_on,
+            suffixes=suffixes,
+            k_left=cuts[0],
+            k_right=cuts[1],
+        )
+        return left.derive(plan=source, schema=schema)
     if max_rows == "auto":
         max_rows = _auto_bound(left, right, how, on, left_on, right_on, suffixes, bound_epsilon)
     elif bound_epsilon is not None:
@@ -70,6 +101,28 @@ def private_merge(
             "bound_epsilon=)."
         )
     return _joined(left, right, how, on, left_on, right_on, suffixes, max_rows, rows)
+
+
+def _key_limits(k: int | None, k_left: int | None, k_right: int | None) -> tuple[int, int]:
+    """The rows per key value each side keeps (0, 0: a join on the ID)."""
+    if k is not None and (k_left is not None or k_right is not None):
+        raise SchemaError("Give merge() k= (both sides), or k_left= and k_right=, not both.")
+    if k is not None:
+        k_left = k_right = k
+    if (k_left is None) != (k_right is None):
+        raise SchemaError(
+            "A join on another key bounds both sides: give k_left= and k_right= together "
+            "(or one k=)."
+        )
+    if k_left is None or k_right is None:
+        return 0, 0
+    for value in (k_left, k_right):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SchemaError(
+                "merge(k=...) takes an integer >= 1: the most rows each side keeps per key "
+                "value ('auto' is not offered for joins on another key)."
+            )
+    return k_left, k_right
 
 
 def _same_curator(left: FrameHandle, right: FrameHandle) -> bool:
