@@ -433,3 +433,19 @@ def test_remote_auto_bound_and_dropped_rows(server: Server) -> None:
     sizes = _visits().groupby("person_id").size().to_numpy()
     assert abs(float(dropped) - int(np.maximum(sizes - 1, 0).sum())) < 1
     assert float(joined.count(epsilon=EPS)) > 0
+
+
+def test_remote_join_on_another_key(server: Server) -> None:
+    """people ⋈ people on region, k = 2 per side: 2·2 rows per region, stability 2(1·2 + 1·2)."""
+    conn = dp.connect(server.url, token=ALICE)
+    people = conn.open("people")
+    joined = people.merge(conn.open("people"), on="region", k=2)
+    release = joined.count(epsilon=EPS)
+    assert abs(float(release) - 2 * 2 * 2) < 1  # two regions, each with more than 2 people
+    embedded = dp.Session(epsilon=10**6, ledger=":memory:")
+    local = embedded.private_frame(
+        _people(), privacy_unit=dp.PrivacyUnit("person_id", 1, id_space="persons")
+    )
+    want = local.merge(local, on="region", k=2).count(epsilon=EPS)
+    assert release.scale == pytest.approx(want.scale, rel=1e-12)
+    assert release.scale >= 8 / EPS * 0.999
