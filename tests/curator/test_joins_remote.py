@@ -66,7 +66,9 @@ def _jobs() -> pd.DataFrame:
     return frame
 
 
-GRANTS = ", ".join(f"{d} = {{ epsilon = 5000.0 }}" for d in ("people", "visits", "jobs", "plain"))
+GRANTS = ", ".join(
+    f"{d} = {{ epsilon = 1000000.0 }}" for d in ("people", "visits", "jobs", "plain")
+)
 
 
 def write_join_catalog(folder: Path) -> Path:
