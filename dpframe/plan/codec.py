@@ -36,47 +36,63 @@ column's date bounds (ISO 8601 text) and maximum text length travel as
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
 from fractions import Fraction
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-import pandas as pd
-
-from dpframe.errors import DPError, SchemaError
-from dpframe.plan.columns import ColumnInfo, DateBounds
-from dpframe.plan.expr_codec import expr_from_dict
-from dpframe.plan.expressions import Expr
-from dpframe.plan.joins import join_source
-from dpframe.plan.nodes import (
-    PUBLIC_VIEW,
-    Aggregate,
-    Assign,
-    Filter,
-    GroupKey,
-    Join,
-    Plan,
-    Source,
-    lineage,
+from dpframe.errors import SchemaError
+from dpframe.plan.codec_fields import (
+    BOOLEAN,
+    BOUNDS,
+    EXACT,
+    EXPR,
+    INTEGER,
+    KEYS,
+    NUMBER,
+    TEXT,
+    NodeFormatError,
+    _bad,
+    _choice,
+    _Codec,
+    _expr,
+    _fields,
+    _fixed,
+    _optional,
+    _text,
+    _tuple_of,
+    decode_exact,
+    encode_exact,
 )
+from dpframe.plan.columns import ColumnInfo, DateBounds
+from dpframe.plan.expressions import Expr
+from dpframe.plan.nodes import Aggregate, GroupKey, Source
+from dpframe.plan.plan_codec import MAX_JOINS, Joins, Resolver, decode_plan, encode_plan
 from dpframe.plan.privacy import PrivacyRequest
-from dpframe.plan.recode import label_from_json, label_to_json, plain_label
 from dpframe.plan.releases import ReleaseNode
-from dpframe.plan.temporal import date_from_json, date_to_json, period_from_json, period_to_json
+from dpframe.plan.temporal import date_from_json, date_to_json
 from dpframe.plan.text import check_max_length
 
 __all__ = [
+    "BOOLEAN",
+    "BOUNDS",
+    "EXACT",
+    "EXPR",
     "FORMAT_VERSION",
+    "INTEGER",
+    "KEYS",
     "MAX_ITEMS",
     "MAX_JOINS",
+    "NUMBER",
+    "TEXT",
     "NodeFormatError",
     "Resolver",
     "column_extras",
     "column_extras_from_json",
+    "decode_exact",
     "decode_node",
+    "encode_exact",
     "encode_node",
     "node_type_names",
 ]
@@ -84,68 +100,8 @@ __all__ = [
 FORMAT_VERSION = 1
 #: The most JSON objects and arrays one encoded node may hold.
 MAX_ITEMS = 50_000
-_MAX_DIGITS = 40
-_MAX_EXPONENT = 99
-_MAX_PART = 2**64
-_MAX_TEXT = 1_000
-_DECIMAL = re.compile(r"(\d+)(?:\.(\d+))?(?:[eE]([-+]?\d{1,3}))?")
-_FRACTION = re.compile(r"(\d+)/(\d+)")
 
 Node = Aggregate | ReleaseNode
-#: A curator's map from a dataset's catalog name to its own source (a join's sides).
-Resolver = Callable[[str], Source]
-
-
-class NodeFormatError(DPError):
-    """An encoded release node does not follow the format (nothing was charged)."""
-
-
-def _bad(message: str) -> NodeFormatError:
-    return NodeFormatError(message)
-
-
-# -- exact numbers -------------------------------------------------------------------
-
-
-def encode_exact(value: Fraction) -> str:
-    """A fraction as a short exact decimal when it has one, else ``"n/d"``."""
-    d = value.denominator
-    twos = fives = 0
-    while d % 2 == 0:
-        d //= 2
-        twos += 1
-    while d % 5 == 0:
-        d //= 5
-        fives += 1
-    if d == 1:
-        places = max(twos, fives)
-        digits = str(value.numerator * 10**places // value.denominator)
-        if len(digits.lstrip("-0")) <= _MAX_DIGITS and places <= _MAX_EXPONENT:
-            return f"{digits}e-{places}" if places else digits
-    return f"{value.numerator}/{value.denominator}"
-
-
-def decode_exact(text: object, what: str) -> Fraction:
-    """Read a privacy parameter: a bounded decimal string or a fraction of 64-bit parts."""
-    if not isinstance(text, str) or len(text) > 200:
-        raise _bad(f"{what} must be a decimal string or a fraction 'n/d'.")
-    fraction = _FRACTION.fullmatch(text)
-    if fraction is not None:
-        n, d = int(fraction[1]), int(fraction[2])
-        if d == 0 or n >= _MAX_PART or d >= _MAX_PART:
-            raise _bad(f"{what}: a fraction needs a nonzero denominator and parts below 2**64.")
-        return Fraction(n, d)
-    decimal = _DECIMAL.fullmatch(text)
-    if decimal is None:
-        raise _bad(f"{what} must be a decimal string or a fraction 'n/d'.")
-    whole, part, exponent = decimal[1], decimal[2] or "", int(decimal[3] or 0)
-    digits = (whole + part).lstrip("0")
-    if len(digits) > _MAX_DIGITS or abs(exponent) > _MAX_EXPONENT:
-        raise _bad(
-            f"{what} has more than {_MAX_DIGITS} significant digits or an exponent beyond "
-            f"±{_MAX_EXPONENT}."
-        )
-    return Fraction(int(whole + part), 10 ** len(part)) * Fraction(10) ** exponent
 
 
 def _privacy(request: PrivacyRequest) -> dict[str, Any]:
@@ -161,130 +117,6 @@ def _decode_privacy(data: object) -> PrivacyRequest:
     epsilon = None if fields["epsilon"] is None else decode_exact(fields["epsilon"], "epsilon")
     rho = None if fields["rho"] is None else decode_exact(fields["rho"], "rho")
     return PrivacyRequest(epsilon=epsilon, delta=decode_exact(fields["delta"], "delta"), rho=rho)
-
-
-# -- field codecs --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Codec:
-    encode: Callable[[Any], Any]
-    decode: Callable[[Any, str], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-def _number(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(f"{what} must be a number.")
-    if not math.isfinite(value):
-        raise _bad(f"{what} must be finite.")
-    return float(value)
-
-
-def _integer(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(f"{what} must be an integer.")
-    return value
-
-
-def _boolean(value: object, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise _bad(f"{what} must be true or false.")
-    return value
-
-
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or len(value) > _MAX_TEXT:
-        raise _bad(f"{what} must be a string of at most {_MAX_TEXT} characters.")
-    return value
-
-
-def _expr(value: object, what: str) -> Expr:
-    try:
-        return expr_from_dict(value)  # type: ignore[arg-type]
-    except DPError as exc:
-        raise _bad(f"{what}: {exc}") from None
-    except (KeyError, TypeError, ValueError, OverflowError, RecursionError):
-        raise _bad(f"{what} is not a valid column expression.") from None
-
-
-def _optional(codec: _Codec) -> _Codec:
-    return _Codec(
-        lambda v: None if v is None else codec.encode(v),
-        lambda v, what: None if v is None else codec.decode(v, what),
-    )
-
-
-def _tuple_of(codec: _Codec, limit: int = 100_000) -> _Codec:
-    def decode(value: object, what: str) -> tuple[Any, ...]:
-        if not isinstance(value, list) or len(value) > limit:
-            raise _bad(f"{what} must be a list of at most {limit} items.")
-        return tuple(codec.decode(v, f"{what}[{i}]") for i, v in enumerate(value))
-
-    return _Codec(lambda v: [codec.encode(x) for x in v], decode)
-
-
-def _pair(first: _Codec, second: _Codec) -> _Codec:
-    def decode(value: object, what: str) -> tuple[Any, Any]:
-        if not isinstance(value, list) or len(value) != 2:
-            raise _bad(f"{what} must be a pair.")
-        return first.decode(value[0], what), second.decode(value[1], what)
-
-    return _Codec(lambda v: [first.encode(v[0]), second.encode(v[1])], decode)
-
-
-def _choice(*options: str) -> _Codec:
-    def decode(value: object, what: str) -> str:
-        if value not in options:
-            raise _bad(f"{what} must be one of {', '.join(options)}.")
-        return str(value)
-
-    return _Codec(_identity, decode)
-
-
-def _key_value(value: object, what: str) -> Hashable:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    if isinstance(value, dict) and set(value) == {"$float"} and value["$float"] == "nan":
-        return float("nan")
-    if isinstance(value, dict) and set(value) == {"$interval"}:
-        try:
-            return label_from_json(value, what)  # the keys of a binned column (cut)
-        except DPError as exc:
-            raise _bad(str(exc)) from None
-    if isinstance(value, dict) and set(value) == {"$period"}:
-        try:
-            return period_from_json(value, what)  # the keys of .dt.to_period
-        except DPError as exc:
-            raise _bad(str(exc)) from None
-    raise _bad(f"{what} must be a string, number, boolean, null or interval (or period).")
-
-
-def _encode_key_value(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return {"$float": "nan"}
-    if isinstance(value, pd.Interval):
-        return label_to_json(plain_label(value))
-    if isinstance(value, pd.Period):
-        return period_to_json(value)
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        return value.item()
-    return value
-
-
-NUMBER = _Codec(_identity, _number)
-INTEGER = _Codec(_identity, _integer)
-BOOLEAN = _Codec(_identity, _boolean)
-TEXT = _Codec(_identity, _text)
-EXPR = _Codec(lambda e: e.to_dict(), _expr)
-EXACT = _Codec(encode_exact, decode_exact)
-BOUNDS = _pair(NUMBER, NUMBER)
-KEYS = _tuple_of(_Codec(_encode_key_value, _key_value), 2**24)
 
 
 def _group_key(value: object, what: str) -> GroupKey:
@@ -337,15 +169,6 @@ def _codec_for(hint: Any) -> _Codec:
     if simple is None:
         raise TypeError(f"No wire codec for a node field of type {hint!r}.")
     return simple
-
-
-def _fixed(codecs: tuple[_Codec, ...]) -> _Codec:
-    def decode(value: object, what: str) -> tuple[Any, ...]:
-        if not isinstance(value, list) or len(value) != len(codecs):
-            raise _bad(f"{what} must be a list of {len(codecs)} items.")
-        return tuple(c.decode(v, what) for c, v in zip(codecs, value, strict=True))
-
-    return _Codec(lambda v: [c.encode(x) for c, x in zip(codecs, v, strict=True)], decode)
 
 
 def _wire_fields(cls: type) -> dict[str, _Codec]:
@@ -415,168 +238,6 @@ def node_type_names() -> tuple[str, ...]:
     return tuple(_KINDS)
 
 
-def _fields(
-    data: object, what: str, names: tuple[str, ...], optional: frozenset[str] = frozenset()
-) -> dict[str, Any]:
-    """``data`` as an object with exactly ``names`` (those in ``optional`` may be absent)."""
-    if not isinstance(data, dict):
-        raise _bad(f"{what} must be an object.")
-    if not set(names) - optional <= set(data) <= set(names):
-        unknown = sorted(set(map(str, data)) - set(names))[:5]
-        missing = sorted(set(names) - optional - set(data))
-        raise _bad(
-            f"{what} has exactly the fields {', '.join(names)}"
-            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-            + (f"; missing: {', '.join(missing)}" if missing else "")
-            + "."
-        )
-    return data
-
-
-# -- plans and nodes -----------------------------------------------------------------
-
-
-def _encode_plan(plan: Plan) -> list[dict[str, Any]]:
-    source, plan_steps = lineage(plan)
-    steps: list[dict[str, Any]] = []
-    if source.join is not None:  # a join travels whole; the curator resolves its datasets
-        steps.append({"join": _encode_join(source.join)})
-    for step in plan_steps:
-        if isinstance(step, Filter):
-            steps.append({"filter": step.predicate.to_dict()})
-        else:
-            steps.append({"assign": [step.name, step.expr.to_dict()]})
-    return steps
-
-
-def _encode_side(plan: Plan) -> list[dict[str, Any]]:
-    """A join side: its dataset (by name) or its own join first, then its steps."""
-    source = lineage(plan)[0]
-    if source.view == PUBLIC_VIEW:
-        raise _bad(
-            "A merge with a public table whose key repeats does not travel to a curator in "
-            "this version; give the table one row per key."
-        )
-    head = [] if source.join is not None else [{"dataset": source.dataset}]
-    return head + _encode_plan(plan)
-
-
-def _encode_join(join: Join) -> dict[str, Any]:
-    """A join's fields; its sides' row limits and ID spaces are not sent (the curator's own)."""
-    return {
-        "left": _encode_side(join.left),
-        "right": _encode_side(join.right),
-        "left_on": list(join.left_on),
-        "right_on": list(join.right_on),
-        "how": join.how,
-        "max_rows": join.max_rows,
-        "left_columns": list(join.left_columns),
-        "right_columns": list(join.right_columns),
-        "suffixes": list(join.suffixes),
-        "rows": join.rows,
-        "k_left": join.k_left,
-        "k_right": join.k_right,
-    }
-
-
-#: The most private joins one request may hold (nested joins multiply their sides' rows).
-MAX_JOINS = 4
-_JOIN_FIELDS = (
-    "left",
-    "right",
-    "left_on",
-    "right_on",
-    "how",
-    "max_rows",
-    "left_columns",
-    "right_columns",
-    "suffixes",
-    "rows",
-    "k_left",
-    "k_right",
-)
-_NAMES_CODEC = _tuple_of(TEXT, 1_000)
-
-
-class _Joins:
-    """How a decoded plan resolves a join's datasets (a curator's catalog), and a join count."""
-
-    def __init__(self, resolve: Resolver | None) -> None:
-        self.resolve = resolve
-        self.count = 0
-
-
-def _decode_join(data: object, joins: _Joins) -> Source:
-    """A join step, rebuilt on the sources the curator resolves (never the sender's limits)."""
-    if joins.resolve is None:
-        raise _bad(
-            "This request holds a private join, which this endpoint does not accept; ask on "
-            "one dataset."
-        )
-    joins.count += 1
-    if joins.count > MAX_JOINS:
-        raise _bad(f"A request holds at most {MAX_JOINS} private joins.")
-    fields = _fields(data, "join", _JOIN_FIELDS, frozenset({"k_left", "k_right"}))
-    left = _decode_side(fields["left"], "join.left", joins)
-    right = _decode_side(fields["right"], "join.right", joins)
-    join = Join(
-        left,
-        right,
-        _NAMES_CODEC.decode(fields["left_on"], "join.left_on"),
-        _NAMES_CODEC.decode(fields["right_on"], "join.right_on"),
-        _text(fields["how"], "join.how"),
-        _integer(fields["max_rows"], "join.max_rows"),
-        _NAMES_CODEC.decode(fields["left_columns"], "join.left_columns"),
-        _NAMES_CODEC.decode(fields["right_columns"], "join.right_columns"),
-        _fixed((TEXT, TEXT)).decode(fields["suffixes"], "join.suffixes"),
-        _text(fields["rows"], "join.rows"),
-        _integer(fields.get("k_left", 0), "join.k_left"),
-        _integer(fields.get("k_right", 0), "join.k_right"),
-    )
-    # the join's source, with its row limit and ID space, follows from the curator's sides
-    return join_source(join, lineage(left)[0], lineage(right)[0])
-
-
-def _decode_side(data: object, what: str, joins: _Joins) -> Plan:
-    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
-        raise _bad(f"{what} must be a list of steps starting with {{'dataset': name}}.")
-    head = data[0]
-    if set(head) == {"dataset"}:
-        assert joins.resolve is not None  # checked by the caller
-        source = joins.resolve(_text(head["dataset"], f"{what}.dataset"))
-        return _decode_plan(data[1:], source, joins)
-    if set(head) == {"join"}:
-        return _decode_plan(data, None, joins)
-    raise _bad(f"{what} must start with {{'dataset': name}} or {{'join': ...}}.")
-
-
-def _decode_plan(data: object, source: Source | None, joins: _Joins) -> Plan:
-    if not isinstance(data, list):
-        raise _bad("plan must be a list of steps.")
-    steps = list(data)
-    if steps and isinstance(steps[0], dict) and set(steps[0]) == {"join"}:
-        plan: Plan = _decode_join(steps.pop(0)["join"], joins)
-    elif source is None:
-        raise _bad("A join side must start with {'dataset': name} or {'join': ...}.")
-    else:
-        plan = source
-    for i, step in enumerate(steps):
-        what = f"plan[{i}]"
-        if isinstance(step, dict) and set(step) == {"filter"}:
-            plan = Filter(plan, _expr(step["filter"], what))
-        elif isinstance(step, dict) and set(step) == {"assign"}:
-            pair = step["assign"]
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise _bad(f"{what}: an assignment is [name, expression].")
-            name = _text(pair[0], what)
-            if not name:
-                raise _bad(f"{what}: an assignment needs a non-empty column name.")
-            plan = Assign(plan, name, _expr(pair[1], what))
-        else:
-            raise _bad(f"{what} must be {{'filter': expression}} or {{'assign': [name, expr]}}.")
-    return plan
-
-
 def encode_node(node: Node) -> dict[str, Any]:
     """The JSON-ready form of a release node (its source is left out: the curator knows it)."""
     kind = _NAMES.get(type(node))
@@ -587,7 +248,7 @@ def encode_node(node: Node) -> dict[str, Any]:
     _, codecs = _KINDS[kind]
     body: dict[str, Any] = {
         "type": kind,
-        "plan": _encode_plan(node.plan),
+        "plan": encode_plan(node.plan),
         "privacy": _privacy(node.privacy),
     }
     for name, codec in codecs.items():
@@ -636,7 +297,7 @@ def decode_node(data: object, source: Source, resolve: Resolver | None = None) -
     fields = _fields(
         body, f"a {body['type']} node", ("type", "plan", "privacy", *codecs), _defaulted(cls)
     )
-    plan = _decode_plan(fields["plan"], source, _Joins(resolve))
+    plan = decode_plan(fields["plan"], source, Joins(resolve))
     privacy = _decode_privacy(fields["privacy"])
     values = {
         name: codec.decode(fields[name], name) for name, codec in codecs.items() if name in fields
