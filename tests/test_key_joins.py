@@ -93,7 +93,7 @@ def test_the_stated_stability(
     joined = people.merge(spending, on="hh", how=how, k_left=k_left, k_right=k_right)
     source = lineage(joined._handle.plan)[0]
     assert source.unit_rows == stability and source.unit_column == "" and source.id_space == ""
-    text = str(session.explain(lambda: joined.count(epsilon=1)))
+    text = str(session.explain(lambda: joined.count(epsilon=1), detail=True))
     assert f"sensitivity {stability}" in text and "rows per key value" in text
     assert session.ledger.empty
 

@@ -189,7 +189,7 @@ def test_count_and_sum_noise_scale_with_max_rows(
     )
     assert total.scale == alone["cost"].sum(epsilon=2).scale
     assert total.scale == pytest.approx(expected * 100 / 2, rel=1e-3)
-    shown = str(session.explain(lambda: joined.count(epsilon=2)))
+    shown = str(session.explain(lambda: joined.count(epsilon=2), detail=True))
     assert f"sensitivity {expected}," in shown
 
 

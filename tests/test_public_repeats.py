@@ -57,7 +57,7 @@ def test_rows_are_pandas_merge_and_the_stability_is_multiplied() -> None:
         got = merged["weight"].sum(epsilon=BIG).value
         assert got == pytest.approx(truth["weight"].sum(), abs=1)
         assert merged["weight"].bounds == (1.0, 6.0)
-    text = str(session.explain(lambda: pf.merge(TABLE, on="region").count(epsilon=1)))
+    text = str(session.explain(lambda: pf.merge(TABLE, on="region").count(epsilon=1), detail=True))
     assert "keys repeat up to 3 times" in text and "sensitivity 3" in text
     assert "keys repeat up to 3 times" in str(session.ledger["query"].iloc[-1])
 
@@ -68,9 +68,9 @@ def test_an_id_frame_counts_its_rows_times_the_repeats_or_max_rows() -> None:
     pf = session.private_frame(_visits(), bounds={"x": (0, 10)}, categories=CATS, privacy_unit=unit)
     merged = pf.merge(TABLE, on="region")
     assert lineage(merged._handle.plan)[0].unit_rows == 15  # 5 rows x 3 repeats
-    assert "sensitivity 15" in str(session.explain(lambda: merged.count(epsilon=1)))
+    assert "sensitivity 15" in str(session.explain(lambda: merged.count(epsilon=1), detail=True))
     capped = pf.merge(TABLE, on="region", how="inner", max_rows=4)
-    assert "sensitivity 4" in str(session.explain(lambda: capped.count(epsilon=1)))
+    assert "sensitivity 4" in str(session.explain(lambda: capped.count(epsilon=1), detail=True))
     # truncated per person after the merge: the exact count of min(rows, 4) per person
     truth = _visits().merge(TABLE, on="region")
     want = int(np.minimum(truth.groupby("pid").size().to_numpy(), 4).sum())
