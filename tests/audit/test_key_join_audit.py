@@ -84,7 +84,8 @@ TABLE = pd.DataFrame({"key": ["a"] * 8 + ["b"], "w": np.arange(9.0)})
 
 def _rows(with_row: bool) -> pd.DataFrame:
     keys = ["b"] * 30 + (["a"] if with_row else [])
-    return pd.DataFrame({"key": keys, "x": np.ones(len(keys))})
+    rows: pd.DataFrame = pd.DataFrame({"key": keys, "x": np.ones(len(keys))})
+    return rows
 
 
 def _public_sampler(multiplied: bool) -> Callable[[pd.DataFrame, int], list[float]]:
