@@ -444,7 +444,13 @@ class ColumnReleases:
         privacy: Any = None,
         weights: object = None,
     ) -> Any:
-        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        """Several statistics of the column at once, as ``Series.agg``, for one budget.
+
+        Example:
+            >>> pf["wage"].agg(["mean", "std", "median"], epsilon=0.6)  # doctest: +SKIP
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.agg` (the request split over the cells).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         if isinstance(func, str):  # pandas: a scalar, as the named method gives it
             return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)

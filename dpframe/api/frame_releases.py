@@ -114,7 +114,33 @@ class FrameReleases:
         privacy: Any = None,
         weights: object = None,
     ) -> Any:
-        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        """Several statistics at once, as pandas' ``agg``, for one budget.
+
+        Example:
+            >>> pf.agg({"wage": ["mean", "std"], "education": "sum"}, epsilon=1)  # doctest: +SKIP
+
+        The result has pandas' shape; ``dp.ci(result)`` gives every cell's
+        interval (a median's: NaN).  The same on a column and a group-by.
+
+        Args:
+            func: an aggregate name (count, sum, mean, var, std, median), a list
+                of names, or a dict ``{column: name or [names]}``.
+            epsilon: the cost of the whole call (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: the cost as a zCDP ρ.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            weights: positive integers, one per (column, aggregate) in the order
+                asked, splitting the request; equal shares by default.
+
+        Privacy: one charge of the request, split over the (column, aggregate)
+        cells by the weights; each cell is the named release at its share
+        (sequential composition; per group, disjoint cells compose in
+        parallel). The split is in ``explain`` and in the ledger's parts.
+
+        Accuracy: each cell as its own release at its share: with k equal
+        cells each gets ε/k, so k times the noise scale of the aggregate asked
+        alone (ρ/k: √k times the Gaussian σ).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(aggregation.agg_node(self._handle, func, request, weights=weights))
 

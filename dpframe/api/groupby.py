@@ -103,9 +103,17 @@ class PrivateGroupBy:
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
     def agg(self, func: object = None, **kwargs: Any) -> Any:
-        """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (see ``AGG_DOC``).
+        """Several statistics per group at once, as pandas' ``GroupBy.agg``, for one budget.
 
-        Privacy and Accuracy: as the grouped aggregates at their share.
+        Example:
+            >>> pf.groupby("region")["wage"].agg(["count", "mean"], epsilon=0.4)  # doctest: +SKIP
+            >>> by = pf.groupby("region")  # doctest: +SKIP
+            >>> by.agg(n=("wage", "size"), m=("wage", "mean"), epsilon=0.4)  # doctest: +SKIP
+
+        Privacy: one charge, split over the (column, aggregate) cells as
+        :meth:`PrivateFrame.agg`; the groups are disjoint (parallel composition).
+
+        Accuracy: each cell as the grouped aggregate alone at its share.
         """
         handle = self._handle
         weights = kwargs.pop("weights", None)
