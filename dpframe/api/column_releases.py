@@ -190,24 +190,15 @@ class ColumnReleases:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Any:
-        """The q-quantile(s) among public candidate values, by the exponential mechanism.
+        """The value below which a share ``q`` of the column lies (a quantile), chosen privately.
 
-        The candidates are public: by default 4,097 equally spaced values over
-        the declared bounds; for a column declared integer
-        (``dtypes={col: "integer"}``; the declared schema shows ``Int64``,
-        never read from the values) the integers within the bounds (or
-        4,097 equally spaced integers when more would fit), so the answer is a
-        whole number; ``candidates=`` gives your own.
+        Example:
+            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
 
-        Privacy: ε-DP (permute-and-flip over the C candidates, utility
-        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
-        a list of q splits ε evenly (stated in the ledger's label).  Only public
-        inputs choose the candidates.
-
-        Accuracy: with probability 1 − β the rank error exceeds the best
-        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
-        holds the 95% figure; ``explain`` states it); default candidates are
-        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
+        The answer is one of public candidate values: by default 4,097 equally
+        spaced values over the declared bounds; for a column declared integer
+        (``dtypes={col: "integer"}``) the integers within the bounds (or 4,097
+        equally spaced integers when more would fit); ``candidates=`` gives your own.
 
         Args:
             q: a level in [0, 1], or a list of levels (as pandas).
@@ -223,9 +214,15 @@ class ColumnReleases:
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
 
-        Example:
-            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
-            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
+        Privacy: ε-DP (permute-and-flip over the C candidates, utility
+        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
+        a list of q splits ε evenly (stated in the ledger's label).  Only public
+        inputs choose the candidates.
+
+        Accuracy: with probability 1 − β the rank error exceeds the best
+        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
+        holds the 95% figure; ``explain`` states it); default candidates are
+        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
         """
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(quantile_node(self._handle, q, request, candidates))
@@ -241,7 +238,16 @@ class ColumnReleases:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Release:
-        """The 0.5-quantile; Privacy and Accuracy as :meth:`quantile` (rank error (2/ε)·ln(C/β))."""
+        """The middle value of the column (the median), chosen privately among public candidates.
+
+        Example:
+            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
+
+        Privacy: as :meth:`quantile` at q = 0.5 (ε-DP, one selection).
+
+        Accuracy: rank error at most (k/ε)·ln(C/β) beyond the best of the C candidates
+        (k: the privacy unit's row limit, 1 by default).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
 
@@ -467,7 +473,10 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> float:
-        """The correlation of two columns, as ``Series.corr`` (one charge).
+        """How two columns move together (their correlation), as ``Series.corr``, with noise.
+
+        Example:
+            >>> pf["wage"].corr(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
         Privacy and Accuracy: as :meth:`PrivateFrame.corr` on the two columns.
         """
@@ -486,7 +495,10 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> float:
-        """The covariance of two columns, as ``Series.cov`` (one charge).
+        """How two columns move together (their covariance), as ``Series.cov``, with noise.
+
+        Example:
+            >>> pf["wage"].cov(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
         Privacy and Accuracy: as :meth:`PrivateFrame.cov` on the two columns.
         """

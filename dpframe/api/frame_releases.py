@@ -219,7 +219,31 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.DataFrame:
-        """The correlation matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        """How the numeric columns move together: their correlation matrix, with noise.
+
+        Example:
+            >>> pf[["wage", "education"]].corr(epsilon=1.0)  # doctest: +SKIP
+
+        As ``DataFrame.corr`` (Pearson), over the rows with no missing value;
+        every column needs declared bounds.
+
+        Args:
+            method: ``"pearson"`` (the only one available privately).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)``.
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
+
+        Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
+        noisy moments of the k clamped columns (count, sums, sums of products;
+        sensitivities 1, h_i, h_i·h_j, h_i the half-width of column i's bounds).
+
+        Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows
+        (m = 6 for two columns); a correlation by that over σ_i·σ_j.
+        ``dp.ci(result)`` gives each entry a conservative interval.
+        """
         if method != "pearson":
             raise SchemaError("corr(): only method='pearson' is available privately.")
         request = request_of(epsilon, delta, rho, privacy)
@@ -236,7 +260,30 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.DataFrame:
-        """The covariance matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        """How the numeric columns move together: their covariance matrix, with noise.
+
+        Example:
+            >>> pf[["wage", "education"]].cov(epsilon=1.0)  # doctest: +SKIP
+
+        As ``DataFrame.cov`` (Pearson), over the rows with no missing value;
+        every column needs declared bounds.
+
+        Args:
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)``.
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
+
+        Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
+        noisy moments of the k clamped columns (count, sums, sums of products;
+        sensitivities 1, h_i, h_i·h_j, h_i the half-width of column i's bounds).
+
+        Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows
+        (m = 6 for two columns); a correlation by that over σ_i·σ_j.
+        ``dp.ci(result)`` gives each entry a conservative interval.
+        """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.moments_node(self._handle, "cov", request)
         return cast("pd.DataFrame", self._run(node))

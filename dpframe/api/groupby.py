@@ -280,13 +280,26 @@ class PrivateGroupBy:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
-        """The q-quantile(s) of the selected column in every group, in one charge.
+        """The quantiles of the selected column in every group (e.g. quartiles), chosen privately.
+
+        Example:
+            >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
 
         As pandas: a scalar q gives a Series indexed by the keys; a list gives
         a Series indexed by (key, q).  Keys must be declared (refused before
         the charge otherwise).  Candidates as :meth:`PrivateSeries.quantile`:
         the 4,097-point grid over the bounds, the integers within the bounds
         for a column declared integer, or ``candidates=``.
+
+        Args:
+            q: a level in [0, 1], or a list of levels.
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            candidates: public candidate values (sorted, finite, within the bounds).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: ε-DP.  One exponential-mechanism selection (permute-and-flip,
         utility sensitivity max(q, 1 − q) ranks) per group and level; the
@@ -301,19 +314,6 @@ class PrivateGroupBy:
         rank in its group misses q·n_group by at most (2·max(q, 1 − q)·k/ε_q)·
         ln(C/β) more than the best of the C candidates (``explain`` states the
         95% figure); a group with few rows is close to a uniform choice.
-
-        Args:
-            q: a level in [0, 1], or a list of levels.
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
-            candidates: public candidate values (sorted, finite, within the bounds).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
-
-        Example:
-            >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
@@ -334,14 +334,18 @@ class PrivateGroupBy:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
-        """The median of the selected column in every group (see :meth:`quantile`).
-
-        Privacy: ε-DP, one charge for all groups (disjoint).  Accuracy: in each
-        group the rank error is within (2k/ε)·ln(C/β) of the best candidate's
-        with probability 1 − β.
+        """The middle value of the selected column in every group, chosen privately.
 
         Example:
             >>> pf.groupby("region")["wage"].median(epsilon=1).idxmax()  # doctest: +SKIP
+
+        Candidates and keys as :meth:`quantile` at q = 0.5.
+
+        Privacy: ε-DP, one charge for all groups (disjoint), as :meth:`quantile`.
+
+        Accuracy: in each group, with probability 1 − β, the rank error is within
+        (k/ε)·ln(C/β) of the best of the C candidates' (k: the privacy unit's row
+        limit, 1 by default).
         """
         return self.quantile(
             0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
