@@ -335,11 +335,32 @@ class FrameReleases:
         max_hits: int = 1,
         numeric: bool = False,
     ) -> Any:
-        """Which row conditions hold for more than ``threshold`` rows (the sparse vector technique).
+        """Which of many row conditions hold for more than ``threshold`` rows, for one budget.
 
-        ``queries`` is a dict ``{name: condition}`` or a list of conditions; the
-        conditions are examined in order and the names of those found above the
-        threshold are returned, stopping after ``max_hits``.
+        Example:
+            >>> pf.above_threshold(  # doctest: +SKIP
+            ...     {"graduates": pf["education"] >= 16, "high wage": pf["wage"] > 3000},
+            ...     threshold=100, epsilon=0.5, max_hits=2)
+
+        The conditions are examined in order and the names of those found above
+        the threshold are returned, stopping after ``max_hits``; the cost does
+        not grow with the number of conditions (the sparse vector technique).
+
+        Args:
+            queries: a dict ``{name: condition}`` or a list of conditions.
+            threshold: the public row count to compare against.
+            epsilon: privacy cost of the whole run (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: the cost as a zCDP ρ.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            max_hits: stop after this many conditions are found above (c below).
+            numeric: also release a noisy count of each condition found.
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
+
+        Returns:
+            The list of names found above the threshold; with ``numeric=True`` a
+            Series of their noisy counts.
 
         Privacy: ε-DP in total however many queries are asked (Lyu, Su, Li 2017,
         Alg. 1): ε/2 for the noisy threshold (scale 2/ε), ε/2 for the queries
@@ -349,10 +370,6 @@ class FrameReleases:
         Accuracy: with probability 1 − β every reported query has a count above
         threshold − α and every passed-over one below threshold + α, with
         α = 8c·(ln k + ln(4c/β))/ε for k queries (12c·... for ``numeric``).
-
-        Returns:
-            The list of names found above the threshold; with ``numeric=True`` a
-            Series of their noisy counts.
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = thresholds.sparse_vector_node(
@@ -371,10 +388,15 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Any:
-        """The keys of ``column`` that a private threshold lets through, sorted.
+        """The values a column takes often enough to be shown safely, sorted (keys to group by).
+
+        Example:
+            >>> keys = pf.discover_keys("education", epsilon=0.1, delta=1e-6)  # doctest: +SKIP
+            >>> pf.with_categories(education=keys).groupby("education")  # doctest: +SKIP
 
         A list of columns finds the combinations that occur, as a DataFrame
         for ``groupby(columns, keys=...)`` (``dpframe.api.verbs.keysets``).
+        Values with only a few rows stay hidden: showing them would reveal those rows.
 
         Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
         per key, released only above the smallest threshold τ with
