@@ -224,17 +224,7 @@ class FrameReleases:
         Example:
             >>> pf[["wage", "education"]].corr(epsilon=1.0)  # doctest: +SKIP
 
-        As ``DataFrame.corr`` (Pearson), over the rows with no missing value;
-        every column needs declared bounds.
-
-        Args:
-            method: ``"pearson"`` (the only one available privately).
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)``.
-            fresh: True asks for a new, charged release; False (the default)
-                answers a request the ledger already answered from it, free.
+        As ``DataFrame.corr`` (Pearson), over rows with no missing value; bounds needed.
 
         Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
         noisy moments of the k clamped columns (count, sums, sums of products;
@@ -265,16 +255,7 @@ class FrameReleases:
         Example:
             >>> pf[["wage", "education"]].cov(epsilon=1.0)  # doctest: +SKIP
 
-        As ``DataFrame.cov`` (Pearson), over the rows with no missing value;
-        every column needs declared bounds.
-
-        Args:
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)``.
-            fresh: True asks for a new, charged release; False (the default)
-                answers a request the ledger already answered from it, free.
+        As ``DataFrame.cov`` (Pearson), over rows with no missing value; bounds needed.
 
         Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
         noisy moments of the k clamped columns (count, sums, sums of products;
@@ -434,7 +415,32 @@ class FrameReleases:
         progress: bool = True,
         accounting: str | None = None,
     ) -> Any:
-        """Least squares by noisy projected gradient descent; a model with ``coef_``, ``predict``.
+        """A linear model predicting ``target`` from ``features``, fitted privately (least squares).
+
+        Example:
+            >>> model = pf.linear_regression(["education"], "wage", epsilon=1)  # doctest: +SKIP
+            >>> model.coef_, model.intercept_  # doctest: +SKIP
+
+        Returns a model with ``coef_``, ``intercept_`` and ``predict``, fitted by
+        noisy projected gradient descent.
+
+        Args:
+            features: the predicting columns (bounded numeric or boolean).
+            target: the predicted column (bounded).
+            epsilon: privacy cost (the session needs δ > 0: Gaussian noise).
+            delta: the request's δ where the accounting takes one (not Gaussian DP).
+            rho: the cost as a zCDP ρ, instead of ``epsilon``.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            analysis: ``"rdp"`` (full-batch steps) or ``"iteration"`` (noisy SGD
+                passes, amplification by iteration); see Privacy.
+            radius: the bound R on the parameters' norm (normalized units).
+            steps: full-batch steps (``analysis="rdp"``).
+            passes: passes over the rows (``analysis="iteration"``).
+            step_size: the step η (default: chosen from the loss's smoothness).
+            progress: show a progress bar while fitting.
+            accounting: deprecated name of ``analysis`` (a FutureWarning).
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
 
         Privacy: features and target are clamped to their declared bounds and
         rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
@@ -449,8 +455,10 @@ class FrameReleases:
         count (1/10 of ρ) normalises the gradients / sets the pass length.
         Needs δ > 0 (Gaussian noise).
 
-        Accuracy: see ``dpframe.mechanisms.models.regression``; the notebook
-        ``notebooks/regression.ipynb`` compares with ordinary least squares.
+        Accuracy: with ``analysis="rdp"`` each step's averaged gradient has noise
+        of standard deviation about k·L·sqrt(T/(2ρ))/ñ per coordinate (T steps,
+        ñ the noisy count, L = R + 1); see ``dpframe.mechanisms.models.regression``.
+        The notebook ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
         options = {
             "analysis": models.analysis_of(analysis, accounting),
@@ -483,12 +491,20 @@ class FrameReleases:
         progress: bool = True,
         accounting: str | None = None,
     ) -> Any:
-        """Logistic regression (boolean or [0, 1] target) by noisy projected gradient descent.
+        """A model of the chance that ``target`` is true given ``features``, fitted privately.
+
+        Example:
+            >>> high = pf.assign(high=pf["wage"] > 1000)  # doctest: +SKIP
+            >>> model = high.logistic_regression(["education"], "high", epsilon=1)  # doctest: +SKIP
+
+        Logistic regression (a boolean or [0, 1] target) by noisy projected
+        gradient descent; Args as :meth:`linear_regression`.
 
         Privacy: as :meth:`linear_regression`, with the logistic loss
         (per-row gradient norm ≤ 1, smoothness 1/4).
 
-        Accuracy: see ``dpframe.mechanisms.models.regression``.
+        Accuracy: as :meth:`linear_regression` with L = 1; see
+        ``dpframe.mechanisms.models.regression``.
         """
         options = {
             "analysis": models.analysis_of(analysis, accounting),
@@ -516,7 +532,29 @@ class FrameReleases:
         rows: int | None = None,
         progress: bool = True,
     ) -> pd.DataFrame:
-        """A synthetic copy of the frame's rows (MST or AIM): a public DataFrame, one charge.
+        """A made-up table with the frame's columns and similar statistics, safe to share.
+
+        Example:
+            >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
+            >>> copy.groupby("education")["wage"].mean()  # doctest: +SKIP
+
+        Args:
+            epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
+            delta: the δ of the request (default: the session's).
+            rho: the cost as a zCDP ρ, instead of ``epsilon``.
+            privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
+            method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
+                chosen 2- and 3-way marginals, a junction-tree model; slower,
+                closer on pairs outside MST's tree).
+            bins: numeric columns' bins: a number for every numeric column, or
+                ``{column: number or list of edges}``; default: one bin per value
+                for integer columns with at most 32 values, else 16 equal bins
+                over the declared bounds.
+            rows: the copy's length; None (default) draws it from the noisy
+                marginals (the row count stays private).
+            progress: show a progress bar while fitting (``tqdm.auto``).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
         third for the noisy 1-way marginals of every column, a third for
@@ -537,28 +575,6 @@ class FrameReleases:
         in ``copy.attrs["dpframe_synth"]``; ``dpframe.synth_report(copy)`` gives
         the error bars and the pairs the model kept.  Pairs of columns not joined
         in the tree are modelled as conditionally independent along the tree.
-
-        Args:
-            epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
-            delta: the δ of the request (default: the session's).
-            rho: the cost as a zCDP ρ, instead of ``epsilon``.
-            privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
-            method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
-                chosen 2- and 3-way marginals, a junction-tree model; slower,
-                closer on pairs outside MST's tree).
-            bins: numeric columns' bins: a number for every numeric column, or
-                ``{column: number or list of edges}``; default: one bin per value
-                for integer columns with at most 32 values, else 16 equal bins
-                over the declared bounds.
-            rows: the copy's length; None (default) draws it from the noisy
-                marginals (the row count stays private).
-            progress: show a progress bar while fitting (``tqdm.auto``).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
-
-        Example:
-            >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
-            >>> copy.groupby("education")["wage"].mean()  # doctest: +SKIP
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = synthesis_node(self._handle, request, method, bins, rows, progress)

@@ -361,9 +361,12 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """How many declared keys of the selected column occur in each group (one charge).
+        """How many different declared values the selected column has in each group.
 
-        As ``pandas.SeriesGroupBy.nunique``; the column needs public keys
+        Example:
+            >>> pf.groupby("region")["ethnicity"].nunique(epsilon=0.2)  # doctest: +SKIP
+
+        As ``pandas.SeriesGroupBy.nunique``, one charge; the column needs public keys
         (declared categories, or an integer column's bounds).
 
         Privacy: one grouped count over the (group, column key) cells, which
@@ -389,7 +392,20 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Any:
-        """The key whose count, sum or mean is largest; only the key is released.
+        """Which group has the most rows (or the largest sum or mean); only its key is released.
+
+        Example:
+            >>> pf.groupby("region").argmax("mean", "wage", epsilon=0.2)  # doctest: +SKIP
+
+        Args:
+            agg: ``"count"``, ``"sum"`` or ``"mean"``.
+            column: the column summed or averaged (default: the selected one).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: counts and sums: ε-DP by permute-and-flip (report noisy max
         with exponential noise) over the declared keys, utility sensitivity 1
@@ -401,16 +417,6 @@ class PrivateGroupBy:
         value is within (2Δ/ε)·ln(k/β) of the best of k keys.  Means: each
         key's mean is off by about (U − L)/(ε·n_key), so keys whose means
         differ by several of those are told apart.
-
-        Args:
-            agg: ``"count"``, ``"sum"`` or ``"mean"``.
-            column: the column summed or averaged (default: the selected one).
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
