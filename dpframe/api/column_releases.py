@@ -425,7 +425,10 @@ class ColumnReleases:
         rho: Any = None,
         privacy: Any = None,
     ) -> Release:
-        """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+        """How many different declared values the column takes, as ``Series.nunique``.
+
+        Example:
+            >>> pf["region"].nunique(epsilon=0.2)  # doctest: +SKIP
 
         A key counts when its noisy count clears the count noise's one-sided 95%
         quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),

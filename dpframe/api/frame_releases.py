@@ -193,7 +193,10 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """How many declared keys occur in each column, as ``DataFrame.nunique`` (one charge).
+        """How many different declared values each column takes, as ``DataFrame.nunique``.
+
+        Example:
+            >>> pf[["region", "ethnicity"]].nunique(epsilon=0.2)  # doctest: +SKIP
 
         Every column needs public keys (declared categories, or an integer
         column's bounds); select them first otherwise (``pf[cols].nunique(...)``).
@@ -283,7 +286,10 @@ class FrameReleases:
         rho: Any = None,
         privacy: Any = None,
     ) -> pd.DataFrame:
-        """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
+        """A table of ``values`` summarised per pair of keys, as ``pandas.pivot_table``.
+
+        Example:
+            >>> pf.pivot_table("wage", "region", "smsa", epsilon=0.5)  # doctest: +SKIP
 
         One charge: a grouped ``agg`` over the key pairs (a list of aggregates
         splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
