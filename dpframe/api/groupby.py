@@ -159,6 +159,8 @@ class PrivateGroupBy:
             >>> pf.groupby("region")["wage"].count(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
         return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
@@ -178,6 +180,8 @@ class PrivateGroupBy:
             >>> pf.groupby("region").size(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
         whole = groupby_of(self._handle.selecting(None))
         return whole._aggregate("count", request_of(epsilon, delta, rho, privacy))
@@ -199,6 +203,8 @@ class PrivateGroupBy:
 
         Privacy: values clamped to [L, U], sensitivity max(|L|, |U|); one charge for
         all groups.
+
+        Accuracy: each total has noise scale max(|L|, |U|)/ε, as :meth:`PrivateSeries.sum`.
         """
         return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
@@ -264,7 +270,9 @@ class PrivateGroupBy:
         Example:
             >>> pf.groupby("region")["wage"].std(epsilon=0.2)  # doctest: +SKIP
 
-        The square root of :meth:`var` (same cost and guarantee).
+        The square root of :meth:`var`.
+
+        Privacy and Accuracy: as :meth:`var` (same cost and guarantee).
         """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
