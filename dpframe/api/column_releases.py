@@ -175,7 +175,13 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Release:
-        """The square root of :meth:`var` (same privacy cost and guarantee)."""
+        """How spread out the column's values are (the standard deviation), with noise.
+
+        Example:
+            >>> pf["wage"].std(epsilon=0.2)  # doctest: +SKIP
+
+        Privacy and Accuracy: as :meth:`var` (its square root; the same cost).
+        """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
     @fresh_aware
@@ -298,8 +304,7 @@ class ColumnReleases:
         Example:
             >>> pf.with_bounds(wage=pf["wage"].approx_bounds(epsilon=0.1))  # doctest: +SKIP
 
-        Pass the result to ``with_bounds`` (``pf.with_bounds(wage=pf["wage"].approx_bounds(
-        epsilon=0.1))``).  The column needs no bounds of its own.
+        Pass the result to ``with_bounds``; the column needs no bounds of its own.
 
         Privacy: one noisy histogram of the column over 101 fixed public bins
         ±2^k (k = −10…40, a zero bin, values beyond ±2^40 in the end bins):
@@ -333,7 +338,6 @@ class ColumnReleases:
 
         ``pf["region"].mode(epsilon=...)[0]`` is the key, as ``df["region"].mode()[0]``:
         one key (pandas lists every tied key; a private release names one).
-        Only the key is released.
 
         Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
         distribution as report-noisy-max with exponential noise; one charge for

@@ -147,6 +147,9 @@ CORR_DOC = """How the numeric columns move together: their {what} matrix, with n
 #: The docstring of the frame's ``sum`` and ``mean`` (formatted with ``name`` and ``detail``).
 FRAME_DOC = """The {name} of every boolean or bounded numeric column, as ``DataFrame.{name}``.
 
+    Example:
+        >>> pf[["wage", "education"]].{name}(epsilon=0.2)  # doctest: +SKIP
+
     One charge split equally over the columns (sequential composition).
     {detail}
 
