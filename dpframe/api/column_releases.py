@@ -524,7 +524,7 @@ class ColumnReleases:
         fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
-        """A sanitized copy of a categorical column by randomized response (a public Series).
+        """A copy of a categorical column safe to share: some values swapped at random.
 
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
         its category with probability 1 − m·p and each of the other m declared
@@ -553,7 +553,7 @@ class ColumnReleases:
         fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
-        """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
+        """A copy of a numeric column safe to share: each value plus random noise (Laplace).
 
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
         clamped to the bounds [L, U] and get noise of scale
@@ -580,7 +580,7 @@ class ColumnReleases:
         fresh: bool = False,
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
-        """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).
+        """A smooth curve of how the column's values are spread (a density estimate), with noise.
 
         Privacy: Gaussian-process noise whose covariance is the kernel, so
         the released curve is smooth; the RKHS sensitivity of the kernel sum
@@ -588,8 +588,8 @@ class ColumnReleases:
         the row count used to normalise is a noisy count.  Needs δ > 0
         (an approx or zCDP session).
 
-        Accuracy: pointwise standard deviation in
-        ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
+        Accuracy: pointwise standard deviation in ``result.attrs["dpframe_kde"].std``;
+        ``.plot()`` draws it.  Source: Hall, Rinaldo, Wasserman 2013.
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = copies.kde_node(self._handle, bandwidth, grid, request)
