@@ -83,7 +83,7 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """The sum of every boolean or bounded numeric column, with noise (see ``FRAME_DOC``)."""
+        """The sum of every boolean or bounded numeric column, with noise, for one budget."""
         request = request_of(epsilon, delta, rho, privacy)
         return cast(
             "pd.Series", self._run(relations.frame_cells_node(self._handle, "sum", request))
@@ -99,7 +99,7 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """The mean of every boolean or bounded numeric column, with noise (see ``FRAME_DOC``)."""
+        """The mean of every boolean or bounded numeric column, with noise, for one budget."""
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.frame_cells_node(self._handle, "mean", request)
         return cast("pd.Series", self._run(node))
