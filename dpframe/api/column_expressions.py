@@ -124,30 +124,54 @@ class ColumnExpressions:
     __hash__ = None  # type: ignore[assignment]
 
     def abs(self: S) -> S:
-        """Absolute value (free)."""
+        """Each value's absolute value, as ``Series.abs`` (free: nothing is charged).
+
+        Example:
+            >>> (pf["experience"] - 20).abs().mean(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(columns.wrap(self._handle, abs(self._handle.expr)))
 
     def isin(self: S, values: Iterable[Any]) -> S:
-        """True where the value is one of the public ``values`` (free)."""
+        """True where the value is one of the public ``values``, as ``Series.isin`` (free).
+
+        Example:
+            >>> pf[pf["region"].isin(["south", "west"])].count(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(columns.isin(self._handle, values))
 
     def between(self: S, left: Any, right: Any) -> S:
-        """``left <= x <= right`` (free)."""
+        """True where ``left <= x <= right``, as ``Series.between`` (free).
+
+        Example:
+            >>> pf[pf["education"].between(12, 16)]["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(columns.between(self._handle, left, right))
 
     def isna(self: S) -> S:
-        """True where missing (free)."""
+        """True where the value is missing, as ``Series.isna`` (free).
+
+        Example:
+            >>> pf["wage"].isna().sum(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(columns.wrap(self._handle, self._handle.expr.isna()))
 
     def notna(self: S) -> S:
-        """True where present (free)."""
+        """True where the value is present, as ``Series.notna`` (free).
+
+        Example:
+            >>> pf["wage"].notna().mean(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(columns.wrap(self._handle, self._handle.expr.notna()))
 
     def clip(self: S, lower: float | None = None, upper: float | None = None) -> S:
-        """Clamp to public ``[lower, upper]``; the result has these bounds (free).
+        """Values limited to public ``[lower, upper]``, as ``Series.clip`` (free).
 
-        As pandas, one end may be left out (``clip(upper=120)``): the column's
-        declared bound is the other end (releases clamp to it anyway).
+        Example:
+            >>> pf["wage"].clip(0, 2000).mean(epsilon=0.1)  # doctest: +SKIP
+
+        ``[lower, upper]`` become the result's bounds.  As pandas, one end may be
+        left out (``clip(upper=120)``): the column's declared bound is the other
+        end (releases clamp to it anyway).
         """
         return self._derived(columns.clip(self._handle, lower, upper))
 
@@ -158,12 +182,15 @@ class ColumnExpressions:
         ``method=``/``ffill`` are not available: they copy values between rows.
 
         Example:
-            >>> pf["age"].fillna(0).mean(epsilon=0.1)  # doctest: +SKIP
+            >>> pf["wage"].fillna(0).mean(epsilon=0.1)  # doctest: +SKIP
         """
         return self._derived(elementwise.fillna(self._handle, value))
 
     def where(self: S, cond: object, other: object = float("nan")) -> S:
         """The values where ``cond`` holds, else ``other`` (default missing), as ``Series.where``.
+
+        Example:
+            >>> pf["wage"].where(pf["parttime"] == "no").mean(epsilon=0.1)  # doctest: +SKIP
 
         ``cond`` is a condition on the same frame; ``other`` a public constant.
         A missing condition counts as false.  Free.
@@ -171,11 +198,18 @@ class ColumnExpressions:
         return self._derived(elementwise.where(self._handle, cond, other))
 
     def mask(self: S, cond: object, other: object = float("nan")) -> S:
-        """``other`` where ``cond`` holds, the values elsewhere, as ``Series.mask`` (free)."""
+        """``other`` where ``cond`` holds, the values elsewhere, as ``Series.mask`` (free).
+
+        Example:
+            >>> pf["wage"].mask(pf["wage"] > 3000, 3000).mean(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(elementwise.mask(self._handle, cond, other))
 
     def astype(self: S, dtype: object) -> S:
         """The column as another declared kind, as ``Series.astype`` (free).
+
+        Example:
+            >>> pf["education"].astype(float).mean(epsilon=0.1)  # doctest: +SKIP
 
         * numbers to ``float`` (bounds kept), ``int`` (truncated toward zero, as
           pandas; a missing value stays missing), ``bool`` (``x != 0``);
@@ -187,11 +221,18 @@ class ColumnExpressions:
         return self._derived(elementwise.astype(self._handle, dtype))
 
     def round(self: S, decimals: int = 0) -> S:
-        """Rounded to ``decimals`` places (half to even, as pandas), free."""
+        """Each value rounded to ``decimals`` places (half to even, as pandas), free.
+
+        Example:
+            >>> pf["wage"].round(-2).mean(epsilon=0.1)  # doctest: +SKIP
+        """
         return self._derived(elementwise.round_values(self._handle, decimals))
 
     def map(self: S, arg: object, na_action: object = None) -> S:
         """Each listed value's label, missing for any other (``pandas.Series.map`` with a dict).
+
+        Example:
+            >>> pf["region"].map({"south": "S", "west": "W"}).mode(epsilon=1)  # doctest: +SKIP
 
         Privacy: a public recoding of each row's value: free, nothing charged.
         """
@@ -199,6 +240,9 @@ class ColumnExpressions:
 
     def replace(self: S, to_replace: object, value: object = None) -> S:
         """The listed values replaced, the others kept (``pandas.Series.replace``).
+
+        Example:
+            >>> pf["smsa"].replace({"yes": "city", "no": "town"}).mode(epsilon=1)  # doctest: +SKIP
 
         ``replace({old: new, ...})``, ``replace(old, new)`` or
         ``replace([old, ...], new)``.  Privacy: free (a public recoding).
@@ -216,7 +260,11 @@ class ColumnExpressions:
         duplicates: str = "raise",
         ordered: bool = True,
     ) -> Any:
-        """Public bins, as ``pandas.cut`` (free); see :func:`dpframe.cut`."""
+        """The column cut into public bins, as ``pandas.cut`` (free); see :func:`dpframe.cut`.
+
+        Example:
+            >>> pf["wage"].cut([0, 500, 1000, 5000]).value_counts(epsilon=0.1)  # doctest: +SKIP
+        """
         found = binning.cut(
             self._handle, bins, right, labels, retbins, precision, include_lowest, duplicates,
             ordered,
@@ -238,7 +286,13 @@ class ColumnExpressions:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Any:
-        """Bins at private quantiles, as ``pandas.qcut`` (charged); see :func:`dpframe.qcut`."""
+        """The column cut into groups of about equal size, as ``pandas.qcut`` (charged once).
+
+        Example:
+            >>> pf["wage"].qcut(4, epsilon=0.2).value_counts(epsilon=0.1)  # doctest: +SKIP
+
+        Privacy and Accuracy: as :func:`dpframe.qcut` (one quantile release).
+        """
         found = binning.qcut(
             self._handle, q, labels, retbins, precision, duplicates,
             epsilon=epsilon, delta=delta, rho=rho, privacy=privacy,

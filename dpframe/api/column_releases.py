@@ -175,7 +175,13 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Release:
-        """The square root of :meth:`var` (same privacy cost and guarantee)."""
+        """How spread out the column's values are (the standard deviation), with noise.
+
+        Example:
+            >>> pf["wage"].std(epsilon=0.2)  # doctest: +SKIP
+
+        Privacy and Accuracy: as :meth:`var` (its square root; the same cost).
+        """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
     @fresh_aware
@@ -190,24 +196,15 @@ class ColumnReleases:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Any:
-        """The q-quantile(s) among public candidate values, by the exponential mechanism.
+        """The value below which a share ``q`` of the column lies (a quantile), chosen privately.
 
-        The candidates are public: by default 4,097 equally spaced values over
-        the declared bounds; for a column declared integer
-        (``dtypes={col: "integer"}``; the declared schema shows ``Int64``,
-        never read from the values) the integers within the bounds (or
-        4,097 equally spaced integers when more would fit), so the answer is a
-        whole number; ``candidates=`` gives your own.
+        Example:
+            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
 
-        Privacy: ε-DP (permute-and-flip over the C candidates, utility
-        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
-        a list of q splits ε evenly (stated in the ledger's label).  Only public
-        inputs choose the candidates.
-
-        Accuracy: with probability 1 − β the rank error exceeds the best
-        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
-        holds the 95% figure; ``explain`` states it); default candidates are
-        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
+        The answer is one of public candidate values: by default 4,097 equally
+        spaced values over the declared bounds; for a column declared integer
+        (``dtypes={col: "integer"}``) the integers within the bounds (or 4,097
+        equally spaced integers when more would fit); ``candidates=`` gives your own.
 
         Args:
             q: a level in [0, 1], or a list of levels (as pandas).
@@ -223,9 +220,15 @@ class ColumnReleases:
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
 
-        Example:
-            >>> pf["wage"].quantile([0.25, 0.75], epsilon=0.5)  # doctest: +SKIP
-            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
+        Privacy: ε-DP (permute-and-flip over the C candidates, utility
+        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
+        a list of q splits ε evenly (stated in the ledger's label).  Only public
+        inputs choose the candidates.
+
+        Accuracy: with probability 1 − β the rank error exceeds the best
+        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
+        holds the 95% figure; ``explain`` states it); default candidates are
+        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
         """
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(quantile_node(self._handle, q, request, candidates))
@@ -241,7 +244,16 @@ class ColumnReleases:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> Release:
-        """The 0.5-quantile; Privacy and Accuracy as :meth:`quantile` (rank error (2/ε)·ln(C/β))."""
+        """The middle value of the column (the median), chosen privately among public candidates.
+
+        Example:
+            >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
+
+        Privacy: as :meth:`quantile` at q = 0.5 (ε-DP, one selection).
+
+        Accuracy: rank error at most (k/ε)·ln(C/β) beyond the best of the C candidates
+        (k: the privacy unit's row limit, 1 by default).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))
 
@@ -292,8 +304,7 @@ class ColumnReleases:
         Example:
             >>> pf.with_bounds(wage=pf["wage"].approx_bounds(epsilon=0.1))  # doctest: +SKIP
 
-        Pass the result to ``with_bounds`` (``pf.with_bounds(wage=pf["wage"].approx_bounds(
-        epsilon=0.1))``).  The column needs no bounds of its own.
+        Pass the result to ``with_bounds``; the column needs no bounds of its own.
 
         Privacy: one noisy histogram of the column over 101 fixed public bins
         ±2^k (k = −10…40, a zero bin, values beyond ±2^40 in the end bins):
@@ -327,7 +338,6 @@ class ColumnReleases:
 
         ``pf["region"].mode(epsilon=...)[0]`` is the key, as ``df["region"].mode()[0]``:
         one key (pandas lists every tied key; a private release names one).
-        Only the key is released.
 
         Privacy: ε-DP by permute-and-flip on the counts (sensitivity 1), the same
         distribution as report-noisy-max with exponential noise; one charge for
@@ -419,7 +429,10 @@ class ColumnReleases:
         rho: Any = None,
         privacy: Any = None,
     ) -> Release:
-        """How many declared keys occur, as ``pandas.Series.nunique``: one noisy histogram.
+        """How many different declared values the column takes, as ``Series.nunique``.
+
+        Example:
+            >>> pf["region"].nunique(epsilon=0.2)  # doctest: +SKIP
 
         A key counts when its noisy count clears the count noise's one-sided 95%
         quantile (:func:`dpframe.mechanisms.moments.describe_family.unique_threshold`),
@@ -444,7 +457,13 @@ class ColumnReleases:
         privacy: Any = None,
         weights: object = None,
     ) -> Any:
-        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        """Several statistics of the column at once, as ``Series.agg``, for one budget.
+
+        Example:
+            >>> pf["wage"].agg(["mean", "std", "median"], epsilon=0.6)  # doctest: +SKIP
+
+        Privacy and Accuracy: as :meth:`PrivateFrame.agg` (the request split over the cells).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         if isinstance(func, str):  # pandas: a scalar, as the named method gives it
             return getattr(self, aggregation.named_aggregate(func, weights))(privacy=request)
@@ -461,7 +480,10 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> float:
-        """The correlation of two columns, as ``Series.corr`` (one charge).
+        """How two columns move together (their correlation), as ``Series.corr``, with noise.
+
+        Example:
+            >>> pf["wage"].corr(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
         Privacy and Accuracy: as :meth:`PrivateFrame.corr` on the two columns.
         """
@@ -480,7 +502,10 @@ class ColumnReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> float:
-        """The covariance of two columns, as ``Series.cov`` (one charge).
+        """How two columns move together (their covariance), as ``Series.cov``, with noise.
+
+        Example:
+            >>> pf["wage"].cov(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
         Privacy and Accuracy: as :meth:`PrivateFrame.cov` on the two columns.
         """
@@ -499,7 +524,7 @@ class ColumnReleases:
         fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
-        """A sanitized copy of a categorical column by randomized response (a public Series).
+        """A copy of a categorical column safe to share: some values swapped at random.
 
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
         its category with probability 1 − m·p and each of the other m declared
@@ -528,7 +553,7 @@ class ColumnReleases:
         fresh: bool = False,
         length_share: float = 0.05,
     ) -> pd.Series:
-        """A sanitized copy of a bounded numeric column: each value plus Laplace noise.
+        """A copy of a numeric column safe to share: each value plus random noise (Laplace).
 
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
         clamped to the bounds [L, U] and get noise of scale
@@ -555,7 +580,7 @@ class ColumnReleases:
         fresh: bool = False,
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
-        """A private Gaussian kernel density estimate on a grid (Hall, Rinaldo, Wasserman 2013).
+        """A smooth curve of how the column's values are spread (a density estimate), with noise.
 
         Privacy: Gaussian-process noise whose covariance is the kernel, so
         the released curve is smooth; the RKHS sensitivity of the kernel sum
@@ -563,8 +588,8 @@ class ColumnReleases:
         the row count used to normalise is a noisy count.  Needs δ > 0
         (an approx or zCDP session).
 
-        Accuracy: pointwise standard deviation in
-        ``result.attrs["dpframe_kde"].std``; ``.plot()`` draws it.
+        Accuracy: pointwise standard deviation in ``result.attrs["dpframe_kde"].std``;
+        ``.plot()`` draws it.  Source: Hall, Rinaldo, Wasserman 2013.
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = copies.kde_node(self._handle, bandwidth, grid, request)

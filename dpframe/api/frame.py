@@ -201,23 +201,55 @@ class PrivateFrame(FrameReleases, RowGuard):
         return FrameLocator(self)
 
     def select(self, columns: Sequence[str]) -> PrivateFrame:
-        """Keep only ``columns`` (free)."""
+        """The frame with only some of its columns, as ``pf[columns]`` (free: nothing is charged).
+
+        Example:
+            >>> pf.select(["wage", "education"]).describe(epsilon=0.5)  # doctest: +SKIP
+        """
         return frame_of(frames.select(self._handle, columns))
 
     def filter(self, condition: PrivateSeries | Expr) -> PrivateFrame:
-        """Keep the rows where ``condition`` holds (free; missing counts as false)."""
+        """The rows where ``condition`` holds, as ``pf[condition]`` (free: nothing is charged).
+
+        Example:
+            >>> pf.filter(pf["education"] >= 12)["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+
+        A missing value in the condition counts as false.
+        """
         return frame_of(frames.filter_rows(self._handle, condition))
 
     def assign(self, **columns: PrivateSeries | Expr | float | int | bool) -> PrivateFrame:
-        """Add derived columns; bounds follow by interval arithmetic (see ``with_bounds``)."""
+        """The frame with new columns computed from its columns, as ``DataFrame.assign`` (free).
+
+        Example:
+            >>> pf = pf.assign(weekly=pf["wage"] * 5)  # doctest: +SKIP
+            >>> pf["weekly"].mean(epsilon=0.1)  # doctest: +SKIP
+
+        A new column's bounds follow from its inputs' by interval arithmetic;
+        ``with_bounds`` declares tighter ones.
+        """
         return frame_of(frames.assign(self._handle, columns))
 
     def with_bounds(self, **bounds: tuple[float, float]) -> PrivateFrame:
-        """Declare (public) clamping bounds for numeric columns, e.g. ``with_bounds(x=(0, 1))``."""
+        """The frame with public bounds declared for numeric columns (values are clipped to them).
+
+        Example:
+            >>> pf.with_bounds(wage=(0, 3000))["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+
+        Sums and means need bounds; tighter bounds mean less noise, and values
+        outside them are clamped.  Free: nothing is charged.
+        """
         return frame_of(frames.with_bounds(self._handle, bounds))
 
     def with_categories(self, **categories: Sequence[Hashable]) -> PrivateFrame:
-        """Declare (public) group keys for columns, e.g. ``with_categories(region=[...])``."""
+        """The frame with public keys declared for columns, to group by or count.
+
+        Example:
+            >>> by_smsa = pf.with_categories(smsa=["yes", "no"]).groupby("smsa")  # doctest: +SKIP
+            >>> by_smsa.size(epsilon=0.1)  # doctest: +SKIP
+
+        Rows whose value is not declared are in no group.  Free: nothing is charged.
+        """
         return frame_of(frames.with_categories(self._handle, categories))
 
     def groupby(self, by: Any, keys: Any = None) -> PrivateGroupBy:
@@ -241,17 +273,23 @@ class PrivateFrame(FrameReleases, RowGuard):
         return groupby_of(grouping.group(frame, tuple(names), None, keys, tuple(shown)))
 
     def query(self, expr: str) -> PrivateFrame:
-        """The rows where ``expr`` holds, as ``pandas.DataFrame.query`` (free; never ``eval``).
+        """The rows where ``expr`` holds, as ``pandas.DataFrame.query`` (free: nothing is charged).
+
+        Example:
+            >>> pf.query("education >= 12 and region == 'south'").count(epsilon=1)  # doctest: +SKIP
 
         Columns by name (backquoted if they hold spaces), literals, comparisons
         (also chained: ``18 <= age < 65``), ``and``/``or``/``not`` (or ``&``,
         ``|``, ``~``), ``+ - * /`` and ``in [...]`` / ``not in [...]``; any
-        other syntax is refused, naming what it found.
+        other syntax is refused, naming what it found (it never calls ``eval``).
         """
         return frame_of(transforms.query(self._handle, expr))
 
     def rename(self, columns: Mapping[str, str] | None = None) -> PrivateFrame:
-        """Columns under new names, as ``pandas.DataFrame.rename(columns=...)`` (free).
+        """The frame with columns under new names, as ``DataFrame.rename(columns=...)`` (free).
+
+        Example:
+            >>> pf.rename(columns={"wage": "weekly_wage"})  # doctest: +SKIP
 
         Each renamed column keeps its declared facts (bounds, categories); the
         old name is gone from the result.
@@ -259,7 +297,11 @@ class PrivateFrame(FrameReleases, RowGuard):
         return frame_of(transforms.rename(self._handle, columns))
 
     def dropna(self, subset: Sequence[str] | None = None) -> PrivateFrame:
-        """The rows with no missing value in ``subset`` (default: every column), free."""
+        """The rows with no missing value in ``subset`` (default: every column), free.
+
+        Example:
+            >>> pf.dropna(subset=["wage"]).count(epsilon=0.1)  # doctest: +SKIP
+        """
         return frame_of(transforms.dropna(self._handle, subset))
 
     def fillna(self, value: object = None) -> PrivateFrame:

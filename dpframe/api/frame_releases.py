@@ -83,7 +83,7 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """Per-column sums in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
+        """The sum of every boolean or bounded numeric column, with noise, for one budget."""
         request = request_of(epsilon, delta, rho, privacy)
         return cast(
             "pd.Series", self._run(relations.frame_cells_node(self._handle, "sum", request))
@@ -99,7 +99,7 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """Per-column means in one charge (see :data:`dpframe.api.verbs.relations.FRAME_DOC`)."""
+        """The mean of every boolean or bounded numeric column, with noise, for one budget."""
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.frame_cells_node(self._handle, "mean", request)
         return cast("pd.Series", self._run(node))
@@ -114,7 +114,33 @@ class FrameReleases:
         privacy: Any = None,
         weights: object = None,
     ) -> Any:
-        """Several aggregates in one call, as pandas' ``agg`` (see ``AGG_DOC``)."""
+        """Several statistics at once, as pandas' ``agg``, for one budget.
+
+        Example:
+            >>> pf.agg({"wage": ["mean", "std"], "education": "sum"}, epsilon=1)  # doctest: +SKIP
+
+        The result has pandas' shape; ``dp.ci(result)`` gives every cell's
+        interval (a median's: NaN).  The same on a column and a group-by.
+
+        Args:
+            func: an aggregate name (count, sum, mean, var, std, median), a list
+                of names, or a dict ``{column: name or [names]}``.
+            epsilon: the cost of the whole call (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: the cost as a zCDP ρ.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            weights: positive integers, one per (column, aggregate) in the order
+                asked, splitting the request; equal shares by default.
+
+        Privacy: one charge of the request, split over the (column, aggregate)
+        cells by the weights; each cell is the named release at its share
+        (sequential composition; per group, disjoint cells compose in
+        parallel). The split is in ``explain`` and in the ledger's parts.
+
+        Accuracy: each cell as its own release at its share: with k equal
+        cells each gets ε/k, so k times the noise scale of the aggregate asked
+        alone (ρ/k: √k times the Gaussian σ).
+        """
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(aggregation.agg_node(self._handle, func, request, weights=weights))
 
@@ -167,7 +193,10 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """How many declared keys occur in each column, as ``DataFrame.nunique`` (one charge).
+        """How many different declared values each column takes, as ``DataFrame.nunique``.
+
+        Example:
+            >>> pf[["region", "ethnicity"]].nunique(epsilon=0.2)  # doctest: +SKIP
 
         Every column needs public keys (declared categories, or an integer
         column's bounds); select them first otherwise (``pf[cols].nunique(...)``).
@@ -193,7 +222,21 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.DataFrame:
-        """The correlation matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        """How the numeric columns move together: their correlation matrix, with noise.
+
+        Example:
+            >>> pf[["wage", "education"]].corr(epsilon=1.0)  # doctest: +SKIP
+
+        As ``DataFrame.corr`` (Pearson), over rows with no missing value; bounds needed.
+
+        Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
+        noisy moments of the k clamped columns (count, sums, sums of products;
+        sensitivities 1, h_i, h_i·h_j, h_i the half-width of column i's bounds).
+
+        Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows
+        (m = 6 for two columns); a correlation by that over σ_i·σ_j.
+        ``dp.ci(result)`` gives each entry a conservative interval.
+        """
         if method != "pearson":
             raise SchemaError("corr(): only method='pearson' is available privately.")
         request = request_of(epsilon, delta, rho, privacy)
@@ -210,7 +253,21 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.DataFrame:
-        """The covariance matrix of the bounded numeric columns, in one charge (see CORR_DOC)."""
+        """How the numeric columns move together: their covariance matrix, with noise.
+
+        Example:
+            >>> pf[["wage", "education"]].cov(epsilon=1.0)  # doctest: +SKIP
+
+        As ``DataFrame.cov`` (Pearson), over rows with no missing value; bounds needed.
+
+        Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
+        noisy moments of the k clamped columns (count, sums, sums of products;
+        sensitivities 1, h_i, h_i·h_j, h_i the half-width of column i's bounds).
+
+        Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows
+        (m = 6 for two columns); a correlation by that over σ_i·σ_j.
+        ``dp.ci(result)`` gives each entry a conservative interval.
+        """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.moments_node(self._handle, "cov", request)
         return cast("pd.DataFrame", self._run(node))
@@ -229,7 +286,10 @@ class FrameReleases:
         rho: Any = None,
         privacy: Any = None,
     ) -> pd.DataFrame:
-        """``values`` aggregated per (index, columns) key pair, as ``pandas.pivot_table``.
+        """A table of ``values`` summarised per pair of keys, as ``pandas.pivot_table``.
+
+        Example:
+            >>> pf.pivot_table("wage", "region", "smsa", epsilon=0.5)  # doctest: +SKIP
 
         One charge: a grouped ``agg`` over the key pairs (a list of aggregates
         splits the request evenly, as :meth:`PrivateFrame.agg`); columns are the
@@ -262,11 +322,32 @@ class FrameReleases:
         max_hits: int = 1,
         numeric: bool = False,
     ) -> Any:
-        """Which row conditions hold for more than ``threshold`` rows (the sparse vector technique).
+        """Which of many row conditions hold for more than ``threshold`` rows, for one budget.
 
-        ``queries`` is a dict ``{name: condition}`` or a list of conditions; the
-        conditions are examined in order and the names of those found above the
-        threshold are returned, stopping after ``max_hits``.
+        Example:
+            >>> pf.above_threshold(  # doctest: +SKIP
+            ...     {"graduates": pf["education"] >= 16, "high wage": pf["wage"] > 3000},
+            ...     threshold=100, epsilon=0.5, max_hits=2)
+
+        The conditions are examined in order and the names of those found above
+        the threshold are returned, stopping after ``max_hits``; the cost does
+        not grow with the number of conditions (the sparse vector technique).
+
+        Args:
+            queries: a dict ``{name: condition}`` or a list of conditions.
+            threshold: the public row count to compare against.
+            epsilon: privacy cost of the whole run (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: the cost as a zCDP ρ.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            max_hits: stop after this many conditions are found above (c below).
+            numeric: also release a noisy count of each condition found.
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
+
+        Returns:
+            The list of names found above the threshold; with ``numeric=True`` a
+            Series of their noisy counts.
 
         Privacy: ε-DP in total however many queries are asked (Lyu, Su, Li 2017,
         Alg. 1): ε/2 for the noisy threshold (scale 2/ε), ε/2 for the queries
@@ -276,10 +357,6 @@ class FrameReleases:
         Accuracy: with probability 1 − β every reported query has a count above
         threshold − α and every passed-over one below threshold + α, with
         α = 8c·(ln k + ln(4c/β))/ε for k queries (12c·... for ``numeric``).
-
-        Returns:
-            The list of names found above the threshold; with ``numeric=True`` a
-            Series of their noisy counts.
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = thresholds.sparse_vector_node(
@@ -298,10 +375,15 @@ class FrameReleases:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Any:
-        """The keys of ``column`` that a private threshold lets through, sorted.
+        """The values a column takes often enough to be shown safely, sorted (keys to group by).
+
+        Example:
+            >>> keys = pf.discover_keys("education", epsilon=0.1, delta=1e-6)  # doctest: +SKIP
+            >>> pf.with_categories(education=keys).groupby("education")  # doctest: +SKIP
 
         A list of columns finds the combinations that occur, as a DataFrame
         for ``groupby(columns, keys=...)`` (``dpframe.api.verbs.keysets``).
+        Values with only a few rows stay hidden: showing them would reveal those rows.
 
         Privacy: (ε, δ)-DP and needs δ > 0: discrete Laplace counts (scale 1/ε)
         per key, released only above the smallest threshold τ with
@@ -339,7 +421,32 @@ class FrameReleases:
         progress: bool = True,
         accounting: str | None = None,
     ) -> Any:
-        """Least squares by noisy projected gradient descent; a model with ``coef_``, ``predict``.
+        """A linear model predicting ``target`` from ``features``, fitted privately (least squares).
+
+        Example:
+            >>> model = pf.linear_regression(["education"], "wage", epsilon=1)  # doctest: +SKIP
+            >>> model.coef_, model.intercept_  # doctest: +SKIP
+
+        Returns a model with ``coef_``, ``intercept_`` and ``predict``, fitted by
+        noisy projected gradient descent.
+
+        Args:
+            features: the predicting columns (bounded numeric or boolean).
+            target: the predicted column (bounded).
+            epsilon: privacy cost (the session needs δ > 0: Gaussian noise).
+            delta: the request's δ where the accounting takes one (not Gaussian DP).
+            rho: the cost as a zCDP ρ, instead of ``epsilon``.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            analysis: ``"rdp"`` (full-batch steps) or ``"iteration"`` (noisy SGD
+                passes, amplification by iteration); see Privacy.
+            radius: the bound R on the parameters' norm (normalized units).
+            steps: full-batch steps (``analysis="rdp"``).
+            passes: passes over the rows (``analysis="iteration"``).
+            step_size: the step η (default: chosen from the loss's smoothness).
+            progress: show a progress bar while fitting.
+            accounting: deprecated name of ``analysis`` (a FutureWarning).
+            fresh: True asks for a new, charged release; False (the default)
+                answers a request the ledger already answered from it, free.
 
         Privacy: features and target are clamped to their declared bounds and
         rescaled (design vectors of norm ≤ 1, target in [−1, 1]); parameters
@@ -354,8 +461,10 @@ class FrameReleases:
         count (1/10 of ρ) normalises the gradients / sets the pass length.
         Needs δ > 0 (Gaussian noise).
 
-        Accuracy: see ``dpframe.mechanisms.models.regression``; the notebook
-        ``notebooks/regression.ipynb`` compares with ordinary least squares.
+        Accuracy: with ``analysis="rdp"`` each step's averaged gradient has noise
+        of standard deviation about k·L·sqrt(T/(2ρ))/ñ per coordinate (T steps,
+        ñ the noisy count, L = R + 1); see ``dpframe.mechanisms.models.regression``.
+        The notebook ``notebooks/regression.ipynb`` compares with ordinary least squares.
         """
         options = {
             "analysis": models.analysis_of(analysis, accounting),
@@ -388,12 +497,20 @@ class FrameReleases:
         progress: bool = True,
         accounting: str | None = None,
     ) -> Any:
-        """Logistic regression (boolean or [0, 1] target) by noisy projected gradient descent.
+        """A model of the chance that ``target`` is true given ``features``, fitted privately.
+
+        Example:
+            >>> high = pf.assign(high=pf["wage"] > 1000)  # doctest: +SKIP
+            >>> model = high.logistic_regression(["education"], "high", epsilon=1)  # doctest: +SKIP
+
+        Logistic regression (a boolean or [0, 1] target) by noisy projected
+        gradient descent; Args as :meth:`linear_regression`.
 
         Privacy: as :meth:`linear_regression`, with the logistic loss
         (per-row gradient norm ≤ 1, smoothness 1/4).
 
-        Accuracy: see ``dpframe.mechanisms.models.regression``.
+        Accuracy: as :meth:`linear_regression` with L = 1; see
+        ``dpframe.mechanisms.models.regression``.
         """
         options = {
             "analysis": models.analysis_of(analysis, accounting),
@@ -421,7 +538,29 @@ class FrameReleases:
         rows: int | None = None,
         progress: bool = True,
     ) -> pd.DataFrame:
-        """A synthetic copy of the frame's rows (MST or AIM): a public DataFrame, one charge.
+        """A made-up table with the frame's columns and similar statistics, safe to share.
+
+        Example:
+            >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
+            >>> copy.groupby("education")["wage"].mean()  # doctest: +SKIP
+
+        Args:
+            epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
+            delta: the δ of the request (default: the session's).
+            rho: the cost as a zCDP ρ, instead of ``epsilon``.
+            privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
+            method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
+                chosen 2- and 3-way marginals, a junction-tree model; slower,
+                closer on pairs outside MST's tree).
+            bins: numeric columns' bins: a number for every numeric column, or
+                ``{column: number or list of edges}``; default: one bin per value
+                for integer columns with at most 32 values, else 16 equal bins
+                over the declared bounds.
+            rows: the copy's length; None (default) draws it from the noisy
+                marginals (the row count stays private).
+            progress: show a progress bar while fitting (``tqdm.auto``).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: the request (ε, or ρ in zCDP sessions) is split as MST does: a
         third for the noisy 1-way marginals of every column, a third for
@@ -442,28 +581,6 @@ class FrameReleases:
         in ``copy.attrs["dpframe_synth"]``; ``dpframe.synth_report(copy)`` gives
         the error bars and the pairs the model kept.  Pairs of columns not joined
         in the tree are modelled as conditionally independent along the tree.
-
-        Args:
-            epsilon: the cost of the whole copy (ε; converted to ρ in zCDP sessions).
-            delta: the δ of the request (default: the session's).
-            rho: the cost as a zCDP ρ, instead of ``epsilon``.
-            privacy: the cost as ``dp.Privacy(...)``, instead of the three above.
-            method: ``"mst"`` (a tree of pairs; fast) or ``"aim"`` (adaptively
-                chosen 2- and 3-way marginals, a junction-tree model; slower,
-                closer on pairs outside MST's tree).
-            bins: numeric columns' bins: a number for every numeric column, or
-                ``{column: number or list of edges}``; default: one bin per value
-                for integer columns with at most 32 values, else 16 equal bins
-                over the declared bounds.
-            rows: the copy's length; None (default) draws it from the noisy
-                marginals (the row count stays private).
-            progress: show a progress bar while fitting (``tqdm.auto``).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
-
-        Example:
-            >>> copy = pf.synthesize(epsilon=1.0)  # doctest: +SKIP
-            >>> copy.groupby("education")["wage"].mean()  # doctest: +SKIP
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = synthesis_node(self._handle, request, method, bins, rows, progress)

@@ -30,7 +30,13 @@ def cut(
     duplicates: str = "raise",
     ordered: bool = True,
 ) -> Any:
-    """Bin a numeric column into public bins, as :func:`pandas.cut` (free)."""
+    """Bin a numeric column into public bins, as :func:`pandas.cut` (free: nothing is charged).
+
+    Example:
+        >>> dp.cut(pf["wage"], [0, 500, 1000, 5000]).value_counts(epsilon=0.1)  # doctest: +SKIP
+
+    Privacy: none spent; the bins are public, never derived from the data.
+    """
     found = binning.cut(
         handle_of(x), bins, right, labels, retbins, precision, include_lowest, duplicates, ordered
     )
@@ -50,7 +56,16 @@ def qcut(
     rho: Any = None,
     privacy: Any = None,
 ) -> Any:
-    """Bin a column at private quantiles, as :func:`pandas.qcut` (one charged release)."""
+    """Bin a column into groups of about equal size, as :func:`pandas.qcut` (charged once).
+
+    Example:
+        >>> quartiles = dp.qcut(pf["wage"], 4, epsilon=0.2)  # doctest: +SKIP
+
+    Privacy: the cost of one ``quantile(levels, epsilon=...)`` release over the
+    interior levels; the cut itself is free.
+
+    Accuracy: each edge as :meth:`PrivateSeries.quantile` at its share of ε.
+    """
     found = binning.qcut(
         handle_of(x),
         q,
@@ -78,7 +93,10 @@ def crosstab(
     rho: Any = None,
     privacy: Any = None,
 ) -> pd.DataFrame:
-    """Counts per pair of keys, as ``pandas.crosstab``: one charge over disjoint cells.
+    """Counts of rows per pair of keys, as ``pandas.crosstab``, with noise.
+
+    Example:
+        >>> dp.crosstab(pf["region"], pf["parttime"], margins=True, epsilon=0.2)  # doctest: +SKIP
 
     ``margins=True`` adds row and column totals (sums of the released cells:
     free); ``normalize`` (True or "all", "index", "columns") gives shares
@@ -89,9 +107,6 @@ def crosstab(
 
     Accuracy: each cell's noise scale is 1/ε (Laplace); a margin over m
     cells sums m noises; ``dp.ci(table)`` gives every interval.
-
-    Example:
-        >>> dp.crosstab(pf["region"], pf["parttime"], margins=True, epsilon=0.2)  # doctest: +SKIP
     """
     return tables.crosstab(
         handle_of(index),

@@ -103,9 +103,17 @@ class PrivateGroupBy:
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
     def agg(self, func: object = None, **kwargs: Any) -> Any:
-        """Several aggregates in one charge, as pandas' ``GroupBy.agg`` (see ``AGG_DOC``).
+        """Several statistics per group at once, as pandas' ``GroupBy.agg``, for one budget.
 
-        Privacy and Accuracy: as the grouped aggregates at their share.
+        Example:
+            >>> pf.groupby("region")["wage"].agg(["count", "mean"], epsilon=0.4)  # doctest: +SKIP
+            >>> by = pf.groupby("region")  # doctest: +SKIP
+            >>> by.agg(n=("wage", "size"), m=("wage", "mean"), epsilon=0.4)  # doctest: +SKIP
+
+        Privacy: one charge, split over the (column, aggregate) cells as
+        :meth:`PrivateFrame.agg`; the groups are disjoint (parallel composition).
+
+        Accuracy: each cell as the grouped aggregate alone at its share.
         """
         handle = self._handle
         weights = kwargs.pop("weights", None)
@@ -151,6 +159,8 @@ class PrivateGroupBy:
             >>> pf.groupby("region")["wage"].count(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
         return self._aggregate("count", request_of(epsilon, delta, rho, privacy))
 
@@ -170,6 +180,8 @@ class PrivateGroupBy:
             >>> pf.groupby("region").size(epsilon=0.1)  # doctest: +SKIP
 
         Privacy: sensitivity 1; one charge for all groups (they are disjoint).
+
+        Accuracy: each count has noise scale 1/ε (Laplace) or σ = 1/sqrt(2ρ).
         """
         whole = groupby_of(self._handle.selecting(None))
         return whole._aggregate("count", request_of(epsilon, delta, rho, privacy))
@@ -191,6 +203,8 @@ class PrivateGroupBy:
 
         Privacy: values clamped to [L, U], sensitivity max(|L|, |U|); one charge for
         all groups.
+
+        Accuracy: each total has noise scale max(|L|, |U|)/ε, as :meth:`PrivateSeries.sum`.
         """
         return self._aggregate("sum", request_of(epsilon, delta, rho, privacy))
 
@@ -256,7 +270,9 @@ class PrivateGroupBy:
         Example:
             >>> pf.groupby("region")["wage"].std(epsilon=0.2)  # doctest: +SKIP
 
-        The square root of :meth:`var` (same cost and guarantee).
+        The square root of :meth:`var`.
+
+        Privacy and Accuracy: as :meth:`var` (same cost and guarantee).
         """
         return self._aggregate("std", request_of(epsilon, delta, rho, privacy))
 
@@ -272,13 +288,26 @@ class PrivateGroupBy:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
-        """The q-quantile(s) of the selected column in every group, in one charge.
+        """The quantiles of the selected column in every group (e.g. quartiles), chosen privately.
+
+        Example:
+            >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
 
         As pandas: a scalar q gives a Series indexed by the keys; a list gives
         a Series indexed by (key, q).  Keys must be declared (refused before
         the charge otherwise).  Candidates as :meth:`PrivateSeries.quantile`:
         the 4,097-point grid over the bounds, the integers within the bounds
         for a column declared integer, or ``candidates=``.
+
+        Args:
+            q: a level in [0, 1], or a list of levels.
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            candidates: public candidate values (sorted, finite, within the bounds).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: ε-DP.  One exponential-mechanism selection (permute-and-flip,
         utility sensitivity max(q, 1 − q) ranks) per group and level; the
@@ -293,19 +322,6 @@ class PrivateGroupBy:
         rank in its group misses q·n_group by at most (2·max(q, 1 − q)·k/ε_q)·
         ln(C/β) more than the best of the C candidates (``explain`` states the
         95% figure); a group with few rows is close to a uniform choice.
-
-        Args:
-            q: a level in [0, 1], or a list of levels.
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
-            candidates: public candidate values (sorted, finite, within the bounds).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
-
-        Example:
-            >>> pf.groupby("region")["wage"].quantile([0.25, 0.75], epsilon=1)  # doctest: +SKIP
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
@@ -326,14 +342,18 @@ class PrivateGroupBy:
         fresh: bool = False,
         candidates: Iterable[float] | None = None,
     ) -> pd.Series:
-        """The median of the selected column in every group (see :meth:`quantile`).
-
-        Privacy: ε-DP, one charge for all groups (disjoint).  Accuracy: in each
-        group the rank error is within (2k/ε)·ln(C/β) of the best candidate's
-        with probability 1 − β.
+        """The middle value of the selected column in every group, chosen privately.
 
         Example:
             >>> pf.groupby("region")["wage"].median(epsilon=1).idxmax()  # doctest: +SKIP
+
+        Candidates and keys as :meth:`quantile` at q = 0.5.
+
+        Privacy: ε-DP, one charge for all groups (disjoint), as :meth:`quantile`.
+
+        Accuracy: in each group, with probability 1 − β, the rank error is within
+        (k/ε)·ln(C/β) of the best of the C candidates' (k: the privacy unit's row
+        limit, 1 by default).
         """
         return self.quantile(
             0.5, epsilon=epsilon, delta=delta, rho=rho, privacy=privacy, candidates=candidates
@@ -349,9 +369,12 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> pd.Series:
-        """How many declared keys of the selected column occur in each group (one charge).
+        """How many different declared values the selected column has in each group.
 
-        As ``pandas.SeriesGroupBy.nunique``; the column needs public keys
+        Example:
+            >>> pf.groupby("region")["ethnicity"].nunique(epsilon=0.2)  # doctest: +SKIP
+
+        As ``pandas.SeriesGroupBy.nunique``, one charge; the column needs public keys
         (declared categories, or an integer column's bounds).
 
         Privacy: one grouped count over the (group, column key) cells, which
@@ -377,7 +400,20 @@ class PrivateGroupBy:
         privacy: Privacy | None = None,
         fresh: bool = False,
     ) -> Any:
-        """The key whose count, sum or mean is largest; only the key is released.
+        """Which group has the most rows (or the largest sum or mean); only its key is released.
+
+        Example:
+            >>> pf.groupby("region").argmax("mean", "wage", epsilon=0.2)  # doctest: +SKIP
+
+        Args:
+            agg: ``"count"``, ``"sum"`` or ``"mean"``.
+            column: the column summed or averaged (default: the selected one).
+            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: zCDP cost.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            fresh: True asks for a new, charged release; False (the default) answers a
+                request the ledger already answered from it, free (marked ``from the ledger``).
 
         Privacy: counts and sums: ε-DP by permute-and-flip (report noisy max
         with exponential noise) over the declared keys, utility sensitivity 1
@@ -389,16 +425,6 @@ class PrivateGroupBy:
         value is within (2Δ/ε)·ln(k/β) of the best of k keys.  Means: each
         key's mean is off by about (U − L)/(ε·n_key), so keys whose means
         differ by several of those are told apart.
-
-        Args:
-            agg: ``"count"``, ``"sum"`` or ``"mean"``.
-            column: the column summed or averaged (default: the selected one).
-            epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-            delta: must be 0 except in approximate-DP sessions.
-            rho: zCDP cost.
-            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
-            fresh: True asks for a new, charged release; False (the default) answers a
-                request the ledger already answered from it, free (marked ``from the ledger``).
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)

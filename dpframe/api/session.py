@@ -74,7 +74,13 @@ class Session(engine_session.Session):
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
     ) -> PrivateFrame:
-        """Wrap a DataFrame (held by reference, not copied) as a :class:`PrivateFrame`.
+        """Protect a DataFrame: a :class:`PrivateFrame` that answers only with noisy releases.
+
+        Example:
+            >>> pf = session.private_frame(  # doctest: +SKIP
+            ...     df, bounds={"wage": (0, 5000)}, categories={"region": ["south", "west"]})
+
+        The DataFrame is held by reference, not copied.
 
         Args:
             df: the private data.  Neighbouring datasets differ by one row, or,
@@ -143,6 +149,9 @@ class Session(engine_session.Session):
     ) -> PrivateFrame:
         """Read a CSV file straight into a :class:`PrivateFrame` (see :meth:`private_frame`).
 
+        Example:
+            >>> pf = session.read_csv("cps.csv", bounds={"wage": (0, 5000)})  # doctest: +SKIP
+
         ``backend="dask"`` opens it (or a glob of files) lazily as a partitioned
         dask DataFrame instead of reading it into memory (needs ``dpframe[dask]``).
         """
@@ -172,6 +181,9 @@ class Session(engine_session.Session):
     ) -> PrivateFrame:
         """Read a Parquet file (needs pyarrow) into a :class:`PrivateFrame`.
 
+        Example:
+            >>> pf = session.read_parquet("cps.parquet", {"wage": (0, 5000)})  # doctest: +SKIP
+
         ``backend="dask"`` opens it (or a directory of files) lazily as a
         partitioned dask DataFrame instead of reading it into memory.
         """
@@ -199,14 +211,14 @@ class Session(engine_session.Session):
     def register(self, name: str, table: object) -> None:
         """Name a table for :meth:`sql`: a private frame of this session, or a public DataFrame.
 
-        A public DataFrame is a lookup table: queries may JOIN it to a
-        private table (``DataFrame.merge`` of the facade, one row per key),
-        never select from it alone.  Registering a name again replaces it.
-
         Example:
             >>> session.register("cps", pf)  # doctest: +SKIP
             >>> regions = pd.DataFrame({"region": ["south"], "pop_m": [126.0]})  # doctest: +SKIP
             >>> session.register("regions", regions)  # doctest: +SKIP
+
+        A public DataFrame is a lookup table: queries may JOIN it to a
+        private table (``DataFrame.merge`` of the facade, one row per key),
+        never select from it alone.  Registering a name again replaces it.
         """
         self._sql_tables.register(name, table, self)
 
@@ -222,22 +234,18 @@ class Session(engine_session.Session):
         tables: Mapping[str, object] | None = None,
         fresh: bool = False,
     ) -> Any:
-        """Answer a SQL query (DuckDB's dialect) with one release, built as its pandas spelling.
+        """Answer a SQL query over private tables with noisy results, for one budget.
 
+        Example:
+            >>> session.register("cps", pf)  # doctest: +SKIP
+            >>> session.sql(  # doctest: +SKIP
+            ...     "SELECT region, AVG(wage) FROM cps GROUP BY region", epsilon=0.2)
+
+        DuckDB's dialect, built as its pandas spelling:
         ``SELECT region, AVG(wage) FROM cps WHERE education >= 12 GROUP BY region``
         is ``pf[pf.education >= 12].groupby("region")["wage"].mean(...)``: the
         same node, charged once.  ``EXPLAIN SELECT ...`` returns what
         :meth:`explain` says of it, spending nothing.  See docs/sql.md.
-
-        Privacy: the request (``epsilon=``, or ``rho=``; ``delta=`` pays for
-        finding undeclared GROUP BY keys privately) is split equally over the
-        aggregates of the query (``weights=``: positive integers, one per
-        aggregate) in one charge; an aggregate used only by HAVING or ORDER BY
-        is released and charged too.  HAVING, ORDER BY and LIMIT act on the
-        released values (post-processing, free).
-
-        Accuracy: each aggregate as its facade method at its share of the
-        request; ``dp.ci(answer)`` gives the intervals.
 
         ``tables=`` names more private frames of this session for this query
         only (``%%dpsql`` passes the notebook's variables); registered names
@@ -252,6 +260,16 @@ class Session(engine_session.Session):
 
         Raises:
             SQLSyntaxError, SQLRefusedError, SQLError: before anything is charged.
+
+        Privacy: the request (``epsilon=``, or ``rho=``; ``delta=`` pays for
+        finding undeclared GROUP BY keys privately) is split equally over the
+        aggregates of the query (``weights=``: positive integers, one per
+        aggregate) in one charge; an aggregate used only by HAVING or ORDER BY
+        is released and charged too.  HAVING, ORDER BY and LIMIT act on the
+        released values (post-processing, free).
+
+        Accuracy: each aggregate as its facade method at its share of the
+        request; ``dp.ci(answer)`` gives the intervals.
         """
         require_parser()
         from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency

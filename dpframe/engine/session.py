@@ -129,16 +129,19 @@ class Observable:
     def explain(self, query: Any, detail: bool = False) -> Any:
         """What a release would cost and how accurate it would be; nothing is spent.
 
-        ``query`` is a release node, or a function that makes one release
-        (e.g. ``lambda: pf["wage"].mean(epsilon=0.1)``): the release's node is
-        captured when it reaches the engine, and the function is not run further.
-        It shows the answer's accuracy in plain words (a composite: one line per
-        output), the cost and what would be left; ``detail=True`` adds every
-        noisy measure behind it (sensitivity, noise scale, 95% half-width) and
-        the accuracy floor.
-
         Example:
             >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
+            >>> session.explain(lambda: pf.describe(epsilon=1), detail=True)  # doctest: +SKIP
+
+        It shows the answer's accuracy in plain words (a composite: one line per
+        output), the cost and what would be left.
+
+        Args:
+            query: a release node, or a function that makes one release (e.g.
+                ``lambda: pf["wage"].mean(epsilon=0.1)``): the release's node is
+                captured when it reaches the engine, and the function is not run further.
+            detail: also show every noisy measure behind it (sensitivity, noise
+                scale, 95% half-width) and the accuracy floor.
         """
         if not isinstance(detail, bool):
             raise InvalidArgumentError("explain(detail=...) takes True or False.")

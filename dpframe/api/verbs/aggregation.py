@@ -159,21 +159,36 @@ def _weights(weights: object, count: int) -> tuple[int, ...]:
 
 
 #: The docstring of every ``agg`` method (frame, column, group-by).
-AGG_DOC = """Several aggregates in one call, as pandas' ``agg``, in one charge.
+AGG_DOC = """Several statistics at once, as pandas' ``agg``, for one budget.
 
-        ``func`` is an aggregate name ({names}), a list of names, or (on a frame
-        or group-by) a dict ``{{column: name or [names]}}``; the result has
-        pandas' shape. ``weights=`` (positive integers, one per (column,
-        aggregate) in the order asked) splits the request; equal by default.
-        ``dp.ci(result)`` gives every cell's interval (a median's: NaN).
+        Example:
+            >>> pf["wage"].agg(["mean", "std"], epsilon=0.5)  # doctest: +SKIP
+            >>> pf.agg({{"wage": ["mean", "std"], "education": "sum"}}, epsilon=1)  # doctest: +SKIP
+            >>> pf.groupby("region")["wage"].agg(["count", "mean"], epsilon=0.4)  # doctest: +SKIP
+
+        The result has pandas' shape; ``dp.ci(result)`` gives every cell's
+        interval (a median's: NaN).  On a group-by, named aggregation
+        (``agg(n=("wage", "size"), m=("wage", "mean"))``) is one charge too.
+
+        Args:
+            func: an aggregate name ({names}), a list of names, or (on a frame
+                or group-by) a dict ``{{column: name or [names]}}``.
+            epsilon: the cost of the whole call (or ``rho=`` in zCDP sessions).
+            delta: must be 0 except in approximate-DP sessions.
+            rho: the cost as a zCDP ρ.
+            privacy: the cost as one ``dp.Privacy(...)`` (instead of the three above).
+            weights: positive integers, one per (column, aggregate) in the order
+                asked, splitting the request; equal shares by default.
 
         Privacy: one charge of the request, split over the (column, aggregate)
         cells by the weights; each cell is the named release at its share
         (sequential composition; per group, disjoint cells compose in
-        parallel). The split is in ``explain`` and in the ledger's parts.
+        parallel). The split is in ``explain`` and in the ledger's parts
+        (``dpframe/mechanisms/moments/agg_family.py``).
 
         Accuracy: each cell as its own release at its share: with k equal
-        cells, k times the noise scale of the aggregate asked alone.
+        cells each gets ε/k, so k times the noise scale of the aggregate asked
+        alone (ρ/k: √k times the Gaussian σ).
         """.format(names=", ".join(AGGREGATES))
 
 

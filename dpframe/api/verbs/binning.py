@@ -50,6 +50,11 @@ def cut(
 ) -> Any:
     """Bin a numeric column into public bins, as :func:`pandas.cut` (free: nothing is charged).
 
+    Example:
+        >>> bands = pf["wage"].cut([0, 500, 1000, 5000])  # doctest: +SKIP
+        >>> bands.value_counts(epsilon=0.1)  # doctest: +SKIP
+        >>> pf.assign(band=bands).groupby("band")["education"].mean(epsilon=0.1)  # doctest: +SKIP
+
     The result is a derived column whose public categories are the bins:
     :class:`pandas.Interval` objects (those pandas would make: ``precision``
     significant digits, the first widened with ``include_lowest``) when
@@ -58,9 +63,6 @@ def cut(
     ``mode()``, ``groupby`` (after ``assign(band=...)``) and ``isin`` work
     without declaring categories.  Values outside the bins and missing
     values belong to no bin (pandas' NaN): they are counted in no category.
-
-    Privacy: none spent; the bins are public (given, or cut from the declared
-    bounds), never derived from the data.
 
     Args:
         x: a numeric column (``pf["wage"]``, or a numeric expression).
@@ -89,10 +91,8 @@ def cut(
             of bins without declared bounds, labels of the wrong number,
             repeated (with ``ordered=True``) or not plain values.
 
-    Example:
-        >>> bands = pf["wage"].cut([0, 500, 1000, 5000])  # doctest: +SKIP
-        >>> bands.value_counts(epsilon=0.1)  # doctest: +SKIP
-        >>> pf.assign(band=bands).groupby("band")["education"].mean(epsilon=0.1)  # doctest: +SKIP
+    Privacy: none spent; the bins are public (given, or cut from the declared
+    bounds), never derived from the data.
     """
     series = _numeric_series(x, "cut")
     _check_flags(right=right, retbins=retbins, include_lowest=include_lowest, ordered=ordered)
@@ -122,7 +122,12 @@ def qcut(
     rho: Number | None = None,
     privacy: Privacy | None = None,
 ) -> Any:
-    """Bin a column at private quantiles, as :func:`pandas.qcut` (one charged release).
+    """Bin a column into groups of about equal size, as :func:`pandas.qcut` (charged once).
+
+    Example:
+        >>> quartiles = pf["wage"].qcut(4, epsilon=0.2)  # doctest: +SKIP
+        >>> by_quartile = pf.assign(quartile=quartiles).groupby("quartile")  # doctest: +SKIP
+        >>> by_quartile["education"].mean(epsilon=0.2)  # doctest: +SKIP
 
     The edges are the column's quantiles at the levels ``q`` (``q=4``: 0,
     1/4, 1/2, 3/4, 1), released by :meth:`PrivateSeries.quantile` (one
@@ -132,16 +137,6 @@ def qcut(
     quantiles are sorted (post-processing: each level is estimated on its own,
     so noise may swap two), then the column is cut into the bins
     ``[e0, e1], (e1, e2], ...`` (pandas' ``include_lowest=True``) for free.
-
-    Privacy: the cost of one ``quantile(levels, epsilon=...)`` release over
-    the interior levels (ε-DP, permute-and-flip over 4,097 public candidates,
-    ε split evenly over the levels); nothing else is charged.  With no
-    interior level (``q=1``) nothing is spent.
-
-    Accuracy: as :meth:`PrivateSeries.quantile`: with probability 1 − β each
-    edge's rank error exceeds the best candidate's by at most
-    (2·max(p, 1 − p)/ε_p)·ln(4097/β) for level p; edges lie on a grid of
-    (U − L)/4096, so bins hold about, not exactly, equal shares.
 
     Coinciding edges: the quantiles are charged before the edges are known,
     so ``duplicates="drop"`` is the default here (pandas' is ``"raise"``):
@@ -168,10 +163,15 @@ def qcut(
         SchemaError: before anything is charged, for a column that is not
             numeric or has no bounds (or L = U), bad levels, labels or options.
 
-    Example:
-        >>> quartiles = pf["wage"].qcut(4, epsilon=0.2)  # doctest: +SKIP
-        >>> by_quartile = pf.assign(quartile=quartiles).groupby("quartile")  # doctest: +SKIP
-        >>> by_quartile["education"].mean(epsilon=0.2)  # doctest: +SKIP
+    Privacy: the cost of one ``quantile(levels, epsilon=...)`` release over
+    the interior levels (ε-DP, permute-and-flip over 4,097 public candidates,
+    ε split evenly over the levels); nothing else is charged.  With no
+    interior level (``q=1``) nothing is spent.
+
+    Accuracy: as :meth:`PrivateSeries.quantile`: with probability 1 − β each
+    edge's rank error exceeds the best candidate's by at most
+    (2·max(p, 1 − p)/ε_p)·ln(4097/β) for level p; edges lie on a grid of
+    (U − L)/4096, so bins hold about, not exactly, equal shares.
     """
     series = _numeric_series(x, "qcut")
     _check_flags(retbins=retbins)

@@ -112,13 +112,25 @@ def frame_cells_node(frame: FrameHandle, statistic: str, request: PrivacyRequest
 
 
 #: The docstring of ``corr`` and ``cov`` (formatted with ``what`` and ``name``).
-CORR_DOC = """The {what} matrix of the numeric columns (bounded), in one charge.
+CORR_DOC = """How the numeric columns move together: their {what} matrix, with noise.
+
+    Example:
+        >>> pf[["wage", "education"]].{name}(epsilon=1.0)  # doctest: +SKIP
 
     As ``pandas.DataFrame.{name}`` (Pearson; rows with a missing value in
-    any column are left out: listwise, where pandas drops pairwise).  Select
-    columns first: ``pf[["wage", "age"]].{name}(epsilon=1)``.
+    any column are left out: listwise, where pandas drops pairwise).  Every
+    column needs declared bounds; select columns first:
+    ``pf[["wage", "education"]].{name}(epsilon=1)``.
 
-    Privacy: ε-DP (ρ-zCDP), one charge split equally over 1 + k + k(k+1)/2
+    Args:
+        epsilon: privacy cost (or ``rho=`` in zCDP sessions).
+        delta: must be 0 except in approximate-DP sessions.
+        rho: zCDP cost.
+        privacy: the cost as one ``dp.Privacy(...)``.
+        fresh: True asks for a new, charged release; False (the default)
+            answers a request the ledger already answered from it, free.
+
+    Privacy: ε-DP (ρ-zCDP), one charge split equally over m = 1 + k + k(k+1)/2
     noisy moments of the k clamped columns (count, sums, sums of products;
     sensitivities 1, h_i, h_i·h_j with h_i the half-width of column i's
     bounds); the matrix is post-processing
@@ -126,20 +138,17 @@ CORR_DOC = """The {what} matrix of the numeric columns (bounded), in one charge.
 
     Accuracy: a covariance is off by about 1.4·m·h_i·h_j/(ε·n) for n rows and
     m parts (6 for two columns); a correlation by that over σ_i·σ_j.  Tight
-    bounds and many rows matter.  ``ci()`` has no interval here.
-
-    Args:
-        epsilon: privacy cost (or ``rho=`` in zCDP sessions).
-        delta: must be 0 except in approximate-DP sessions.
-        rho: zCDP cost.
-        privacy: the cost as one ``dp.Privacy(...)``.
-
-    Example:
-        >>> pf[["wage", "age"]].{name}(epsilon=1.0)  # doctest: +SKIP
+    bounds and many rows matter.  ``dp.ci(result)`` (the ``±`` shown) gives
+    each entry a conservative interval (Bonferroni over the m parts, then
+    interval arithmetic); a correlation whose interval spans more than half
+    of [−1, 1] warns, with the ε at which it would not.
     """
 
 #: The docstring of the frame's ``sum`` and ``mean`` (formatted with ``name`` and ``detail``).
 FRAME_DOC = """The {name} of every boolean or bounded numeric column, as ``DataFrame.{name}``.
+
+    Example:
+        >>> pf[["wage", "education"]].{name}(epsilon=0.2)  # doctest: +SKIP
 
     One charge split equally over the columns (sequential composition).
     {detail}
