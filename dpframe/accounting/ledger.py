@@ -39,6 +39,7 @@ import pandas as pd
 
 from dpframe.accounting.accountants import Charge
 from dpframe.accounting.ledger_answers import KeptAnswers
+from dpframe.accounting.ledger_chain import Head, head_of, link_budget, link_row, link_state
 from dpframe.accounting.ledger_frames import FrameRecord, read_frames, record_frame
 from dpframe.accounting.ledger_location import default_ledger_path
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
@@ -210,6 +211,7 @@ class Ledger(KeptAnswers):
                         reserve,
                     ),
                 )
+                link_budget(conn, session)  # the session's chain starts with its budget
                 self._accounting[session] = accounting
                 return
             recorded = Budget(Fraction(row[1]), Fraction(row[2]))
@@ -397,6 +399,7 @@ class Ledger(KeptAnswers):
             for row in rows:
                 release_id = conn.execute(*row).lastrowid
                 assert release_id is not None
+                link_row(conn, release_id)  # in the charge's transaction
                 ids.append(release_id)
         # Only once committed (a failed COMMIT rolls the ids back for reuse): every row
         # up to the last one was read in the transaction, under the write lock, or is ours.
@@ -412,10 +415,12 @@ class Ledger(KeptAnswers):
         status: str = "released",
         *,
         answer: bytes | None = None,
+        noise: str | None = None,
     ) -> None:
         """Store the (public) released value of a charged row, and its whole answer if given.
 
-        One transaction (one statement without ``answer``), so atomic.  In WAL
+        One transaction: the row's outcome, its answer and its ``state`` link
+        in the hash chain (:mod:`~dpframe.accounting.ledger_chain`).  In WAL
         mode it commits with ``synchronous=NORMAL`` (no sync: it survives a
         crash of the process, and a power loss can only leave the row
         ``charged``, which still counts toward the spend, with no answer kept);
@@ -428,21 +433,22 @@ class Ledger(KeptAnswers):
             status: ``"released"`` or ``"failed"``.
             answer: the encoded answer (public: the release as returned), kept
                 for :meth:`recorded_answer` and :meth:`answer`; None keeps none.
+            noise: the noise calibrations the release used (JSON text, public:
+                :func:`dpframe.mechanisms.calibration.recorded.encode`); None: not recorded.
         """
-        update = "UPDATE releases SET status=?, value=? WHERE id=?"
+        update = "UPDATE releases SET status=?, value=?, noise=? WHERE id=?"
         insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
         with self._lock, ledger_errors(self.path):
             wal = self._journal == "wal"
             if wal:
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                if answer is None:
-                    self._conn.execute(update, (status, value, release_id))
-                    return
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    self._conn.execute(update, (status, value, release_id))
-                    self._conn.execute(insert, (release_id, answer, time.time()))
+                    self._conn.execute(update, (status, value, noise, release_id))
+                    if answer is not None:
+                        self._conn.execute(insert, (release_id, answer, time.time()))
+                    link_state(self._conn, release_id)
                 except BaseException:
                     self._conn.execute("ROLLBACK")
                     raise
@@ -450,6 +456,16 @@ class Ledger(KeptAnswers):
             finally:
                 if wal:
                     self._conn.execute("PRAGMA synchronous=FULL")
+
+    def head(self, session: str) -> Head | None:
+        """``session``'s chain head (its newest link's position and hash), or None if unknown.
+
+        Record it elsewhere (an export, a notebook's output, a curator's
+        signed response): ``dpframe ledger verify --anchor`` then catches a
+        rewrite of the whole tail of the chain, which the chain alone cannot.
+        """
+        with self._lock, ledger_errors(self.path):
+            return head_of(self._conn, session)
 
     def releases(self, session: str) -> pd.DataFrame:
         """One row per release of ``session``, oldest first.

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 
+from dpframe.accounting.ledger_chain import link_state
 from dpframe.accounting.ledger_schema import ledger_errors
 
 __all__ = ["KeptAnswers"]
@@ -31,8 +32,9 @@ class KeptAnswers:
     def store_answer(self, release_id: int, body: bytes) -> None:
         """Keep the public answer sent for a release (a curator's), for :meth:`answer`.
 
-        One statement in autocommit mode, like :meth:`complete` (``NORMAL``
-        sync in WAL mode: a crash of the process never loses it).
+        One transaction with the row's new ``state`` link in the hash chain
+        (``NORMAL`` sync in WAL mode, like :meth:`complete`: a crash of the
+        process never loses it).
 
         Args:
             release_id: the release's id (from :meth:`charge`).
@@ -40,14 +42,21 @@ class KeptAnswers:
         """
         insert = "INSERT OR REPLACE INTO answers (release_id, body, time) VALUES (?, ?, ?)"
         with self._lock, ledger_errors(self.path):
-            if self._journal != "wal":
-                self._conn.execute(insert, (release_id, body, time.time()))
-                return
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            wal = self._journal == "wal"
+            if wal:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._conn.execute(insert, (release_id, body, time.time()))
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._conn.execute(insert, (release_id, body, time.time()))
+                    link_state(self._conn, release_id)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
             finally:
-                self._conn.execute("PRAGMA synchronous=FULL")
+                if wal:
+                    self._conn.execute("PRAGMA synchronous=FULL")
 
     def answer(self, session: str, release_id: int) -> tuple[str, bytes | None] | None:
         """The status and stored answer of release ``release_id`` of ``session``.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.ledger_chain import link_row
 from dpframe.backends.data_sketch import SketchKey
 from dpframe.errors import LedgerError
 
@@ -78,10 +79,19 @@ def rekey(conn: sqlite3.Connection, fingerprint: str, identity: str) -> int:
     Returns:
         The number of releases renamed.
     """
-    cursor = conn.execute("UPDATE releases SET dataset=? WHERE dataset=?", (identity, fingerprint))
+    renamed = _rename(conn, fingerprint, identity)
     conn.execute("DELETE FROM unkeyed_digests WHERE dataset=?", (fingerprint,))
     conn.execute("DELETE FROM unkeyed_datasets WHERE dataset=?", (fingerprint,))
-    return int(cursor.rowcount)
+    return renamed
+
+
+def _rename(conn: sqlite3.Connection, old: str, new: str) -> int:
+    """Rename a dataset in the releases; each renamed row's charge is linked again (the chain)."""
+    ids = [int(i) for (i,) in conn.execute("SELECT id FROM releases WHERE dataset=?", (old,))]
+    conn.execute("UPDATE releases SET dataset=? WHERE dataset=?", (new, old))
+    for release_id in ids:
+        link_row(conn, release_id)
+    return len(ids)
 
 
 def scrub(conn: sqlite3.Connection, keyed: Callable[[str], str]) -> tuple[int, int]:
@@ -96,7 +106,7 @@ def scrub(conn: sqlite3.Connection, keyed: Callable[[str], str]) -> tuple[int, i
     """
     names = [str(d) for (d,) in conn.execute("SELECT dataset FROM unkeyed_datasets")]
     for name in names:
-        conn.execute("UPDATE releases SET dataset=? WHERE dataset=?", (keyed(name), name))
+        _rename(conn, name, keyed(name))
     digests = int(conn.execute("SELECT COUNT(*) FROM unkeyed_digests").fetchone()[0])
     conn.execute("DELETE FROM unkeyed_digests")
     conn.execute("DELETE FROM unkeyed_datasets")

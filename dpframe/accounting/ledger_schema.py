@@ -31,11 +31,13 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from dpframe.accounting.ledger_chain import link_existing
 from dpframe.accounting.ledger_modes import link_into_place, new_file_name
 from dpframe.errors import LedgerError
 
@@ -91,11 +93,14 @@ class Migration:
         summary: what the step changes, for readers of the code and the docs.
         statements: the SQL run in order, inside the migration's transaction
             (one statement each; no BEGIN or COMMIT).
+        then: work on the rows run after the statements, in the same transaction
+            (None: none); the tables' layout is the statements' alone.
     """
 
     version: int
     summary: str
     statements: tuple[str, ...]
+    then: Callable[[sqlite3.Connection], None] | None = None
 
 
 #: Every step after :data:`BASE_SCHEMA`, oldest first; a later issue appends one here.
@@ -201,6 +206,29 @@ MIGRATIONS: tuple[Migration, ...] = (
             " WHERE request IS NOT NULL",
         ),
     ),
+    Migration(
+        9,
+        "A hash chain per session (issue 31, docs/ledger-verify.md): the chain table holds "
+        "one link per change of what the ledger records (genesis: the budget; charge: a "
+        "release's charge; state: its outcome and stored answer), each with the SHA-256 "
+        "digest of what it covers and a hash over the previous link's hash; releases record "
+        "the noise calibrations a release used (JSON, NULL where none was recorded). An "
+        "existing ledger gets each session's genesis link and links for its rows.",
+        (
+            "ALTER TABLE releases ADD COLUMN noise TEXT",
+            """CREATE TABLE chain (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    release_id INTEGER,
+    digest TEXT NOT NULL,
+    hash TEXT NOT NULL
+)""",
+            "CREATE INDEX chain_by_session ON chain (session, seq)",
+        ),
+        link_existing,
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes
@@ -278,6 +306,8 @@ def _apply_steps(conn: sqlite3.Connection, version: int) -> None:
         if step.version > version:
             for statement in step.statements:
                 conn.execute(statement)
+            if step.then is not None:
+                step.then(conn)
     conn.execute(f"PRAGMA user_version={_newest()}")
     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
 

@@ -103,10 +103,11 @@ class SeatLedger(Ledger):
         status: str = "released",
         *,
         answer: bytes | None = None,
+        noise: str | None = None,
     ) -> None:
         if status == "failed" or release_id in self._abandoned:
             value, status, answer = "", "abandoned", None
-        super().complete(release_id, value, status, answer=answer)
+        super().complete(release_id, value, status, answer=answer, noise=noise)
 
     def abandon(self) -> list[int]:
         """Give up on the running release: its charged rows say ``abandoned``; refuse new charges.

@@ -41,6 +41,7 @@ from dpframe.accounting.accountants import Charge
 from dpframe.engine.joins import joined_backend, joined_schema
 from dpframe.engine.reruns import pack, request_key, unpack
 from dpframe.errors import DPError, InvalidBudgetError, QueryFailedError, SchemaError
+from dpframe.mechanisms.calibration.recorded import encode, recording
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.explanations import Explanation, plain_number
 from dpframe.mechanisms.core.family import Asked, Family, Node, Released, discover
@@ -321,27 +322,28 @@ class ReleasePath:
         privacy map and before the charge (nothing charged, no data read),
         unless ``fresh`` asks for a new, charged release.
         """
-        admitted = self.admit(node)
-        request = self.request_of(node)
-        if request is not None and not fresh:
-            answered = self._answered(admitted, request)
-            if answered is not None:
-                return answered
-        backend = self.backend_of(node, admitted.family)
-        backend.preflight()  # e.g. Dask workers that cannot run dpframe: refused, nothing charged
-        accountant = self.accountant
-        release_id = self.ledger.charge(
-            self.name,
-            _source(node).dataset,
-            admitted.charge,
-            lambda spent: accountant.check(spent, admitted.charge, admitted.request),
-            node.label,
-            admitted.family.mechanism_of(node, admitted.allocation),
-            parts=_parts(admitted),
-            privacy_unit=_unit_text(_source(node)),
-            request=request,
-        )
-        return self.finish(Admission(admitted, backend, release_id, request))
+        with recording() as noted:  # the calibrations of the privacy map and the release
+            admitted = self.admit(node)
+            request = self.request_of(node)
+            if request is not None and not fresh:
+                answered = self._answered(admitted, request)
+                if answered is not None:
+                    return answered
+            backend = self.backend_of(node, admitted.family)
+            backend.preflight()  # e.g. Dask workers that cannot run dpframe: refused, no charge
+            accountant = self.accountant
+            release_id = self.ledger.charge(
+                self.name,
+                _source(node).dataset,
+                admitted.charge,
+                lambda spent: accountant.check(spent, admitted.charge, admitted.request),
+                node.label,
+                admitted.family.mechanism_of(node, admitted.allocation),
+                parts=_parts(admitted),
+                privacy_unit=_unit_text(_source(node)),
+                request=request,
+            )
+            return self.finish(Admission(admitted, backend, release_id, request), noted)
 
     def request_of(self, node: Node) -> str | None:
         """The key of ``node``'s request (public inputs and the data's identity only)."""
@@ -414,12 +416,21 @@ class ReleasePath:
 
     # -- after the charge ----------------------------------------------------
 
-    def finish(self, admission: Admission) -> Any:
-        """Compute and release an admitted, charged node; complete its ledger row and notify."""
+    def finish(self, admission: Admission, noted: list[dict[str, Any]] | None = None) -> Any:
+        """Compute and release an admitted, charged node; complete its ledger row and notify.
+
+        ``noted``: the calibrations recorded so far for this release (its
+        privacy map's); those of the release itself are added, and the row
+        records them all (``noise``, checked by ``dpframe ledger verify``).
+        """
         admitted, backend, release_id = admission.admitted, admission.backend, admission.release_id
         cost = self.accountant.cost(admitted.request, admitted.charge)
         try:
-            released, shown = self._release(admitted, backend, cost)
+            if noted is None:
+                with recording() as noted:
+                    released, shown = self._release(admitted, backend, cost)
+            else:
+                released, shown = self._release(admitted, backend, cost)
         except DPError:
             self.ledger.complete(release_id, "", status="failed")
             raise
@@ -433,10 +444,7 @@ class ReleasePath:
         answer = None
         if admission.request is not None and self.keep_answers:
             answer = pack(released, cost, admitted.node.label)
-        if answer is None:
-            self.ledger.complete(release_id, shown)
-        else:
-            self.ledger.complete(release_id, shown, answer=answer)
+        self.ledger.complete(release_id, shown, answer=answer, noise=encode(noted))
         self.notify(admitted.node.label, cost, None)
         return released
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from dpframe.errors import InvalidArgumentError, InvalidBudgetError
 from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_rho
+from dpframe.mechanisms.calibration.recorded import current
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.noise import (
     SecureRandom,
@@ -165,6 +166,20 @@ def noise_for(
         raise InvalidBudgetError(_TOO_SMALL)
     grid = float(grid_q) * quantum
     rounding = 0.0 if grid_q == 1 else grid / 2
+    noted = current()
+    if noted is not None:  # a release is recording its calibrations for the ledger
+        noted.append(
+            {
+                "kind": allocation.kind,
+                "allocation": str(allocation.parameter),
+                "currency": allocation.currency,
+                "sensitivity": sensitivity,
+                "quantum": quantum,
+                "spread": spread,
+                "parameter": str(parameter),
+                "grid": grid,
+            }
+        )
     return grid_q, sensitivity_units, NoiseSpec(allocation.kind, parameter, grid, rounding)
 
 
