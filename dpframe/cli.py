@@ -6,6 +6,9 @@ Examples::
                                            # and its hash (put it in the catalog)
     dpframe ledger scrub ledger.sqlite     # removes the unkeyed digests and fingerprints
                                            # an older dpframe (schema <= 5) left in a ledger
+    dpframe ledger verify ledger.sqlite    # checks the hash chains, spends and noise scales
+    dpframe ledger export ledger.sqlite --session NAME --out DIR   # a release bundle
+    dpframe ledger backup ledger.sqlite copy.sqlite                # a consistent 0600 copy
     dpframe serve --catalog catalog.toml   # binds 127.0.0.1:8765 by default
     dpframe serve --catalog catalog.toml --host 0.0.0.0 --ssl-certfile cert.pem \
         --ssl-keyfile key.pem              # beyond loopback: TLS
@@ -70,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     scrub.add_argument("path", help="the ledger file (e.g. ~/.local/share/dpframe/ledger.sqlite)")
+    from dpframe.ledger_cli import add_commands
+
+    add_commands(ledger_commands)
     return parser
 
 
@@ -126,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ledger(args: argparse.Namespace) -> int:
     """``dpframe ledger scrub PATH``: print what was removed; exit 2 if the file is refused."""
+    if args.ledger_command != "scrub":
+        from dpframe.ledger_cli import run
+
+        return run(args)
     from dpframe.accounting.ledger_legacy import scrub_file
     from dpframe.errors import LedgerError
 

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "BUDGET_FIELDS",
+    "CHARGE_FIELDS",
     "GENESIS_PREV",
     "Head",
     "append",
@@ -44,10 +46,11 @@ __all__ = [
     "canonical",
     "charge_digest",
     "head_of",
+    "link_budget",
+    "link_existing",
     "link_hash",
     "link_row",
     "link_state",
-    "link_existing",
     "state_digest",
 ]
 

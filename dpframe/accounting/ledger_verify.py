@@ -51,7 +51,18 @@ from dpframe.accounting.ledger_rows import decode_parts
 from dpframe.errors import LedgerError
 from dpframe.plan.privacy import Budget
 
-__all__ = ["Finding", "Report", "SessionReport", "check_chain", "open_read_only", "verify_file"]
+__all__ = [
+    "VALUES_NOTE",
+    "Finding",
+    "Link",
+    "Report",
+    "SessionReport",
+    "check_chain",
+    "open_read_only",
+    "read_session",
+    "verify_file",
+    "verify_records",
+]
 
 #: What every report says about values.
 VALUES_NOTE = (
@@ -157,9 +168,7 @@ def verify_file(path: str | Path, anchors: Iterable[Head] = ()) -> Report:
     return report
 
 
-def check_chain(
-    session: str, links: list[tuple[int, str, int | None, str, str]], problems: list[Finding]
-) -> Head | None:
+def check_chain(session: str, links: list[Link], problems: list[Finding]) -> Head | None:
     """Check one session's links (n, kind, release, digest, hash) follow each other; its head."""
     prev = GENESIS_PREV
     for position, (n, kind, release, digest, hashed) in enumerate(links):
@@ -186,10 +195,14 @@ def check_chain(
     return Head(session, len(links) - 1, prev) if links else None
 
 
-def _verify_session(
-    conn: sqlite3.Connection, session: str, anchors: list[Head], report: Report
-) -> None:
-    problems = report.problems
+#: One link as read: (position, kind, release id or None, digest, hash).
+Link = tuple[int, str, int | None, str, str]
+
+
+def read_session(
+    conn: sqlite3.Connection, session: str
+) -> tuple[list[Link], dict[str, Any] | None, list[dict[str, Any]]]:
+    """One session's links (in order), budget row (None if missing) and release rows."""
     links = [
         (int(n), str(k), None if r is None else int(r), str(d), str(h))
         for n, k, r, d, h in conn.execute(
@@ -197,14 +210,44 @@ def _verify_session(
             (session,),
         )
     ]
-    head = check_chain(session, links, problems)
-    if not links:
-        problems.append(Finding(session, "chain", "the session has no chain (links deleted)"))
     budget_row = conn.execute(
         f"SELECT {', '.join(BUDGET_FIELDS)} FROM budgets WHERE session=? AND dataset='*'",
         (session,),
     ).fetchone()
     budget = None if budget_row is None else dict(zip(BUDGET_FIELDS, budget_row, strict=True))
+    return links, budget, _rows(conn, session)
+
+
+def _verify_session(
+    conn: sqlite3.Connection, session: str, anchors: list[Head], report: Report
+) -> None:
+    links, budget, rows = read_session(conn, session)
+    verify_records(session, links, budget, rows, anchors, report)
+
+
+def verify_records(
+    session: str,
+    links: list[Link],
+    budget: dict[str, Any] | None,
+    rows: list[dict[str, Any]],
+    anchors: list[Head],
+    report: Report,
+) -> None:
+    """Verify one session's records (from a ledger file or a bundle); add to ``report``.
+
+    Args:
+        session: the session's name.
+        links: its chain links, in order.
+        budget: its budget row (:data:`BUDGET_FIELDS`), None if missing.
+        rows: its release rows (the charge fields, ``status``, ``value``,
+            ``noise`` and ``body``, the stored answer or None), in id order.
+        anchors: heads recorded elsewhere for this session.
+        report: where findings and the session's summary go.
+    """
+    problems = report.problems
+    head = check_chain(session, links, problems)
+    if not links:
+        problems.append(Finding(session, "chain", "the session has no chain (links deleted)"))
     genesis = [d for _, k, _, d, _ in links if k == "genesis"]
     if budget is None:
         problems.append(Finding(session, "budget", "the session's budget row is missing"))
@@ -216,12 +259,14 @@ def _verify_session(
     for _, kind, release, digest, _ in links:
         if release is not None:
             latest[release, kind] = digest
-    rows = _rows(conn, session)
     seen = {int(r["id"]) for r in rows}
     for release_id in sorted({r for r, _ in latest} - seen):
         problems.append(
-            Finding(session, f"release {release_id}", "the row is in the chain but not in the "
-                    "ledger (deleted)")
+            Finding(
+                session,
+                f"release {release_id}",
+                "the row is in the chain but not in the ledger (deleted)",
+            )
         )
     accountant = _accountant(session, budget, problems)
     spent, calibrations = Charge(), 0
@@ -240,15 +285,23 @@ def _verify_session(
         pristine = row["status"] == "charged" and row["value"] is None and row["body"] is None
         if (state is None and not pristine) or (state is not None and state != now):
             problems.append(
-                Finding(session, where, "its outcome (status, value, noise or stored answer) "
-                        "differs from its chain link (edited)")
+                Finding(
+                    session,
+                    where,
+                    "its outcome (status, value, noise or stored answer) "
+                    "differs from its chain link (edited)",
+                )
             )
         charge = _charge(row, session, where, problems)
         if accountant is not None and charge is not None:
             if row["currency"] not in (None, accountant.kind):
                 problems.append(
-                    Finding(session, where, f"charged in {row['currency']}, not in the "
-                            f"session's {accountant.kind} accounting")
+                    Finding(
+                        session,
+                        where,
+                        f"charged in {row['currency']}, not in the "
+                        f"session's {accountant.kind} accounting",
+                    )
                 )
             if not accountant.admits(spent, charge):
                 problems.append(
@@ -307,7 +360,9 @@ def _accountant(
     return None
 
 
-def _charge(row: dict[str, Any], session: str, where: str, problems: list[Finding]) -> Charge | None:
+def _charge(
+    row: dict[str, Any], session: str, where: str, problems: list[Finding]
+) -> Charge | None:
     try:
         charge = Charge(Fraction(row["epsilon"]), Fraction(row["delta"]), Fraction(row["rho"]))
         parts = decode_parts(row["parts"])
@@ -335,9 +390,7 @@ def _count(noise: str | None) -> int:
     return len(entries) if isinstance(entries, list) else 0
 
 
-def _check_anchor(
-    anchor: Head, links: list[tuple[int, str, int | None, str, str]], problems: list[Finding]
-) -> None:
+def _check_anchor(anchor: Head, links: list[Link], problems: list[Finding]) -> None:
     if anchor.n >= len(links):
         problems.append(
             Finding(

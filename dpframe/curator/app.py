@@ -246,9 +246,13 @@ def create_app(
         return _error(ServiceError(exc.status_code, code, str(exc.detail)))
 
     @app.get("/v1/health")
-    async def health() -> dict[str, str]:
-        """Liveness check (no token needed, no data), answered off the worker threads."""
-        return {"status": "ok"}
+    async def health() -> dict[str, str | None]:
+        """Liveness check (no token needed, no data), answered off the worker threads.
+
+        ``public_key``: the Ed25519 key (base64) that signs the chain heads of responses.
+        """
+        signer = curator.signer
+        return {"status": "ok", "public_key": None if signer is None else signer.public_key}
 
     @app.get("/v1/datasets")
     def datasets(who: Analyst = Depends(analyst)) -> dict[str, list[str]]:  # noqa: B008

@@ -193,6 +193,8 @@ class Catalog:
     ledger: Path
     latency_quantum: float = LATENCY_QUANTUM_MS / 1000
     settings: ServerSettings = field(default_factory=ServerSettings)
+    #: The Ed25519 key that signs chain heads (None: ``<ledger>.ed25519`` beside the ledger).
+    signing_key: Path | None = None
 
     @classmethod
     def load(cls, path: str | Path) -> Catalog:
@@ -238,7 +240,9 @@ class Catalog:
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
         settings = server_settings(server, CatalogError)
-        return cls(datasets, analysts, ledger, float(quantum) / 1000, settings)
+        key = server.get("signing_key")
+        signing = None if key is None else base / str(key)
+        return cls(datasets, analysts, ledger, float(quantum) / 1000, settings, signing)
 
     def analyst_for(self, token: str) -> Analyst | None:
         """The analyst whose token this is (every analyst is compared, in constant time each)."""

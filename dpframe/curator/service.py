@@ -21,11 +21,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpframe.accounting.head_signatures import HeadSigner
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.backends.cluster import ClusterFailedError
 from dpframe.backends.declared import parse_kind
-from dpframe.curator.catalog import Analyst, Catalog
+from dpframe.curator.catalog import Analyst, Catalog, CatalogError
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
@@ -35,7 +36,7 @@ from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
 from dpframe.engine.reruns import fresh_release
 from dpframe.engine.session import ReleaseEvent
-from dpframe.errors import DPError, SchemaError
+from dpframe.errors import DPError, LedgerError, SchemaError
 from dpframe.mechanisms.runtime.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
@@ -185,6 +186,7 @@ class Curator:
         self._sleep = sleep
         private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
         self._seats = Seats(catalog)
+        self.signer = head_signer(catalog)  # signs each response's chain head (None: no key)
         self.unexpected_errors = 0
         self.default_releases = 0  # computations that failed after their charge (last resort)
         for entry in catalog.datasets.values():
@@ -536,6 +538,9 @@ class Curator:
             self._keep(seat, release, kept)
             number = seat.ledger.number_of(seat.session.name, release)  # the analyst's own
         answer = {**kept, "budget": self._budget_state(seat), "release": number}
+        head = seat.ledger.head(seat.session.name)
+        if head is not None and self.signer is not None:  # the analyst's anchor
+            answer["ledger_head"] = self.signer.sign(head)
         recorded = [e.recorded for e in events if e.recorded is not None]
         if recorded:  # answered from the ledger, free: the note the analyst's meter shows
             answer["recorded"] = recorded[-1]
@@ -591,3 +596,19 @@ class Curator:
             "Your ledger on this dataset has no stored answer for this release id "
             "(explanations and failed releases have none).",
         )
+
+
+def head_signer(catalog: Catalog) -> HeadSigner | None:
+    """The key that signs chain heads: the catalog's ``signing_key``, else beside the ledger.
+
+    Created (0600) on first start.  A key the catalog names must load; the
+    default one is skipped with a warning when ``cryptography`` is missing.
+    """
+    default = catalog.ledger.with_name(catalog.ledger.name + ".ed25519")
+    try:
+        return HeadSigner(catalog.signing_key or default)
+    except LedgerError as exc:
+        if catalog.signing_key is not None:
+            raise CatalogError(f"[server] signing_key: {exc}") from None
+        _log.warning("Chain heads are not signed: %s", exc)
+        return None

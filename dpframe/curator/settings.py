@@ -4,6 +4,7 @@ Example::
 
     [server]
     ledger = "curator-ledger.sqlite"
+    signing_key = "curator.ed25519"    # signs chain heads (default: beside the ledger)
     releases_per_minute = 120          # per analyst, on each dataset
     max_ledger_rows = 10000            # per analyst, on each dataset
     min_epsilon = "1e-6"               # the least ε (share) one release may cost
@@ -112,8 +113,11 @@ class ServerSettings:
     cost: CostModel = field(default_factory=CostModel)
 
 
-#: The keys of ``[server]`` (besides the settings above: the ledger path and latency quantum).
-SERVER_KEYS = frozenset({"ledger", "latency_quantum_ms"} | {f.name for f in fields(ServerSettings)})
+#: The keys of ``[server]`` (besides the settings above: the ledger and signing key paths, the
+#: latency quantum).
+SERVER_KEYS = frozenset(
+    {"ledger", "latency_quantum_ms", "signing_key"} | {f.name for f in fields(ServerSettings)}
+)
 
 
 def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSettings:

@@ -244,6 +244,8 @@ class RemoteSession(Observable):
         self._sql_catalog = Catalog()  # tables of sql(): private frames by name, public lookups
         #: The ledger id of the last release answered (None before any).
         self.last_release: int | None = None
+        #: The last chain head the curator signed for this session (None: none yet).
+        self.ledger_head: dict[str, Any] | None = None
         #: The budget figures when this client opened the dataset (an earlier kernel's spend).
         self._opened_with = dict(self._state)
 
@@ -405,6 +407,8 @@ class RemoteSession(Observable):
         self._state.update(answer["budget"])
         if answer.get("release") is not None:
             self.last_release = int(answer["release"])
+        if isinstance(answer.get("ledger_head"), dict):  # the curator's signed chain head
+            self.ledger_head = answer["ledger_head"]
         answer["result"] = decode_response(answer["result"])
         return answer
 
@@ -416,6 +420,30 @@ class RemoteSession(Observable):
         belong to one ID space and are granted to this analyst).
         """
         return isinstance(other, RemoteSession) and other._http is self._http
+
+    def check_ledger_head(self, public_key: str | None = None) -> dict[str, Any]:
+        """Check the signature of the last chain head the curator sent; return that head.
+
+        Keep the head (``json.dump(session.ledger_head, file)``): it is an
+        anchor for ``dpframe ledger verify --anchor file``, which then catches
+        any later rewrite of your session's ledger rows up to it.
+
+        Args:
+            public_key: the curator's key (base64), pinned; None: the key
+                ``/v1/health`` shows now.
+
+        Raises:
+            LedgerError: no head was received yet, or its signature does not verify.
+        """
+        from dpframe.accounting.head_signatures import check_signed_head
+
+        head = self.ledger_head
+        if head is None:
+            raise LedgerError("No chain head received yet: the curator sends one per release.")
+        if public_key is None:
+            public_key = self._http.request("GET", "/v1/health").get("public_key")
+        check_signed_head(head, public_key)
+        return dict(head)
 
     def register(self, name: str, table: object) -> None:
         """Name a table for :meth:`sql`: a frame opened from this session, or a public DataFrame.
