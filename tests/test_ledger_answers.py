@@ -46,8 +46,14 @@ def test_a_version_2_ledger_gains_the_answers_table(
         old._conn.execute(
             "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?)", ("s", "*", "pure", "1", "0", 0.0)
         )
-        first = old.charge("s", "d", Charge(epsilon=Fraction(1, 10)), _accept, "count()", "m")
-        old.complete(first, "12")
+        # the release row as a version-2 dpframe wrote it (charge() now also links it in the
+        # hash chain of version 9, which a version-2 file has no table for)
+        first = old._conn.execute(
+            "INSERT INTO releases (session, dataset, time, query, mechanism, epsilon, delta, rho,"
+            " status, value, currency) VALUES ('s', 'd', 0.0, 'count()', 'm', '1/10', '0', '0',"
+            " 'released', '12', 'pure')"
+        ).lastrowid
+        assert first is not None
         old.close()
     assert "answers" not in _tables(path)
     conn = sqlite3.connect(path)
@@ -56,7 +62,7 @@ def test_a_version_2_ledger_gains_the_answers_table(
 
     ledger = Ledger(path)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     conn.close()
     assert _tables(path) == _tables_of_a_new_ledger(tmp_path)

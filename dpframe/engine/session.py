@@ -28,6 +28,7 @@ import pandas as pd
 from dpframe.accounting.accountants import Accountant, Charge
 from dpframe.accounting.choice import make_accountant
 from dpframe.accounting.ledger import Ledger
+from dpframe.accounting.ledger_chain import Head
 from dpframe.accounting.ledger_frames import FrameRecord
 from dpframe.backends.base import Backend, is_dask_frame
 from dpframe.backends.declared import (
@@ -360,6 +361,17 @@ class Session(Observable):
         return self._ledger.releases(self._name)
 
     @property
+    def ledger_head(self) -> Head | None:
+        """This session's chain head in the ledger: its newest link's position and hash.
+
+        Free (the ledger only).  Keep it somewhere the ledger's owner cannot
+        rewrite (a notebook's output, an export): ``dpframe ledger verify
+        --anchor`` then catches a rewrite of every row up to it, which the
+        hash chain alone cannot (see docs/ledger-verify.md).
+        """
+        return self._ledger.head(self._name)
+
+    @property
     def frames(self) -> pd.DataFrame:
         """The frames this session loaded, with their ID spaces and row limits (from the ledger).
 
@@ -399,7 +411,7 @@ class Session(Observable):
     def __repr__(self) -> str:
         return (
             f"Session(name={self._name!r}, {self.accounting} accounting, total {self.total}, "
-            f"spent {self.spent}, remaining {self.remaining})"
+            f"spent {self.spent}, remaining {self.remaining}, ledger head {self.ledger_head})"
         )
 
     def __reduce__(self) -> Any:

@@ -370,6 +370,11 @@ class DPMagics(Magics):
         session = self._require_session("dp_ledger")
         if session is None:
             return None
+        head = getattr(session, "ledger_head", None)  # a curator's: its signed head (a dict)
+        if isinstance(head, dict):
+            print(f"ledger head {head['n']}:{head['hash']} (signed by the curator)")
+        elif head is not None:
+            print(f"ledger head {head.n}:{head.hash} (an anchor for dpframe ledger verify)")
         return session.ledger if args.full else ledger_view(session.ledger)
 
     @magic_arguments()
