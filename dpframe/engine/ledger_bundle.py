@@ -18,6 +18,7 @@ import base64
 import json
 import math
 import zlib
+from fractions import Fraction
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,7 @@ def _derived(body: bytes | None, noise: str | None) -> tuple[Any, Any, list[floa
     """The stored answer as JSON, its 95% intervals, and the noise scales (value units)."""
     scales: list[float] = []
     for entry in json.loads(noise) if noise else []:
-        parameter = float(entry["parameter"])
+        parameter = float(Fraction(entry["parameter"]))
         unit = parameter if entry["kind"] == "laplace" else math.sqrt(parameter)
         scales.append(unit * float(entry["grid"]))
     if body is None:
@@ -161,15 +162,14 @@ def _table(releases: list[dict[str, Any]]) -> Any:
     if importlib.util.find_spec("pyarrow") is None:  # to_parquet needs it
         return None
 
-    return pd.DataFrame(
-        {
-            column: [
-                json.dumps(r[column]) if column in ("noise_scale", "interval") else r[column]
-                for r in releases
-            ]
-            for column in _TABLE
-        }
-    )
+    def cell(release: dict[str, Any], column: str) -> Any:
+        if column in ("epsilon", "delta", "rho"):
+            return release["cost"][column]
+        if column in ("noise_scale", "interval"):
+            return json.dumps(release[column])
+        return release[column]
+
+    return pd.DataFrame({column: [cell(r, column) for r in releases] for column in _TABLE})
 
 
 def is_bundle(path: str | Path) -> bool:
