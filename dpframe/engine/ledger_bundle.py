@@ -18,8 +18,8 @@ import base64
 import json
 import math
 import zlib
-from fractions import Fraction
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ def _table(releases: list[dict[str, Any]]) -> Any:
         if column in ("epsilon", "delta", "rho"):
             return release["cost"][column]
         if column in ("noise_scale", "interval"):
-            return json.dumps(release[column])
+            return _same(release[column])
         return release[column]
 
     return pd.DataFrame({column: [cell(r, column) for r in releases] for column in _TABLE})
@@ -216,7 +216,7 @@ def verify_bundle(path: str | Path, anchors: list[Head] | None = None) -> Report
                 problems.append(
                     Finding(session, f"release {row['id']}", f"its {key} differs from its record")
                 )
-        if json.dumps(release.get("interval")) != json.dumps(expected["interval"]):
+        if _same(release.get("interval")) != _same(expected["interval"]):
             problems.append(
                 Finding(session, f"release {row['id']}", "its interval differs from its answer")
             )
@@ -224,6 +224,11 @@ def verify_bundle(path: str | Path, anchors: list[Head] | None = None) -> Report
     if parquet.is_file():
         _check_table(parquet, releases, session, problems)
     return report
+
+
+def _same(value: Any) -> str:
+    """A value's JSON text as the bundle writes it (sorted keys), for comparisons."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:
