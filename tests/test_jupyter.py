@@ -39,7 +39,9 @@ def _magics(ip: InteractiveShell) -> DPMagics:
     return magics
 
 
-def test_session_load_and_release(shell: InteractiveShell, cps_csv: Path, tmp_path: Path) -> None:
+def test_session_load_and_release(
+    shell: InteractiveShell, cps_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ledger = tmp_path / "nb.sqlite"
     shell.run_line_magic("dp_session", f"--epsilon 1 --name nb --ledger {ledger}")
     session = shell.user_ns["dp_session"]
@@ -58,8 +60,11 @@ def test_session_load_and_release(shell: InteractiveShell, cps_csv: Path, tmp_pa
     assert meter.fraction == pytest.approx(0.5)
     assert meter.spent == dp.Budget(0.5)
     assert meter.recent[-1] == ("mean(wage)", "ε=0.5")
+    capsys.readouterr()
     ledger_table = shell.run_line_magic("dp_ledger", "")
     assert isinstance(ledger_table, pd.DataFrame) and len(ledger_table) == 1
+    head = session.ledger_head  # issue 31: the chain head, an anchor kept in the notebook
+    assert f"ledger head {head.n}:{head.hash} (an anchor" in capsys.readouterr().out
 
 
 @pytest.mark.fresh_releases

@@ -3,8 +3,8 @@
 A curator signs the chain head of the analyst's session in every response
 (:class:`HeadSigner`); its public key is in ``/v1/health``.  A signed head
 is a head (session, n, hash) with ``signature`` and ``public_key`` (both
-base64); the signed message is the canonical JSON of
-``{"dpframe_head": 1, "session", "n", "hash"}``.  A head the analyst kept
+base64); the signed message is the chain's canonical encoding of
+(session, n, hash) (:func:`~dpframe.accounting.ledger_chain.canonical`, kind ``head``).  A head the analyst kept
 is an anchor for ``dpframe ledger verify --anchor``: the curator cannot
 later rewrite that session's chain up to it without the verifier noticing.
 
@@ -28,7 +28,7 @@ __all__ = ["HeadSigner", "check_signed_head", "head_message"]
 
 def head_message(head: Head) -> bytes:
     """The bytes a curator signs for ``head``."""
-    return canonical({"dpframe_head": 1, "session": head.session, "n": head.n, "hash": head.hash})
+    return canonical("head", (head.session, head.n, head.hash))
 
 
 class HeadSigner:

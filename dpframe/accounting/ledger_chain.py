@@ -16,9 +16,9 @@ Every change to what a ledger records about a session appends one *link*
   transaction, and again whenever the outcome or the stored answer changes.
 
 A link stores the *digest* of what it covers (the SHA-256 of the canonical
-JSON of those fields, :func:`canonical`) and its *hash*, the SHA-256 of the
-canonical JSON of ``{"prev": previous hash, "n": position, "kind", "release",
-"digest"}``; link 0's previous hash is 64 zeros.  The newest link's position
+encoding of those fields, :func:`canonical`) and its *hash*, the SHA-256 of
+the canonical encoding of (previous hash, position, kind, release id,
+digest); link 0's previous hash is 64 zeros.  The newest link's position
 and hash are the session's *head*.
 
 The chain proves that the records it covers were not edited, deleted,
@@ -31,7 +31,6 @@ head).  See ``docs/ledger-verify.md``.
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -99,13 +98,34 @@ class Head:
         return f"{self.n}:{self.hash[:16]}"
 
 
-def canonical(value: Any) -> bytes:
-    """The canonical encoding hashed by the chain: compact JSON, sorted keys, ASCII only.
+def _field(value: Any) -> str:
+    """One field, typed and unambiguous: N (NULL), i<int>, f<float repr>, s<length>:<text>."""
+    kind = type(value)
+    if kind is str:
+        return f"s{len(value)}:{value}"
+    if value is None:
+        return "N"
+    if kind is int or kind is bool:
+        return f"i{int(value)}"
+    if kind is float:
+        return f"f{value!r}"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"x{bytes(value).hex()}"
+    text = str(value)
+    return f"s{len(text)}:{text}"
 
-    Floats (the row times) are written by Python's shortest round-trip
-    repr, so a value read back from SQLite encodes to the same bytes.
+
+def canonical(kind: str, values: tuple[Any, ...]) -> bytes:
+    """The canonical encoding of a record hashed by the chain: its kind and typed fields.
+
+    ``dpframe-chain-1|<kind>|<field>|<field>...``, each field as :func:`_field`
+    writes it (text is length-prefixed, so no separator inside a field is
+    ambiguous; floats, the row times, by Python's shortest round-trip repr, so
+    a value read back from SQLite encodes to the same bytes).
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    return f"dpframe-chain-1|{kind}|{'|'.join(map(_field, values))}".encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def _sha(data: bytes) -> str:
@@ -113,8 +133,8 @@ def _sha(data: bytes) -> str:
 
 
 def charge_digest(row: dict[str, Any]) -> str:
-    """The digest of a release row's charge fields (:data:`CHARGE_FIELDS`)."""
-    return _sha(canonical({"kind": "charge", **{f: row.get(f) for f in CHARGE_FIELDS}}))
+    """The digest of a release row's charge fields (:data:`CHARGE_FIELDS`, in order)."""
+    return _sha(canonical("charge", tuple(row.get(f) for f in CHARGE_FIELDS)))
 
 
 def state_digest(
@@ -122,30 +142,17 @@ def state_digest(
 ) -> str:
     """The digest of a release row's outcome and stored answer (by its SHA-256)."""
     answered = None if answer is None else _sha(bytes(answer))
-    return _sha(
-        canonical(
-            {
-                "kind": "state",
-                "id": release_id,
-                "status": status,
-                "value": value,
-                "noise": noise,
-                "answer": answered,
-            }
-        )
-    )
+    return _sha(canonical("state", (release_id, status, value, noise, answered)))
 
 
 def budget_digest(row: dict[str, Any]) -> str:
-    """The digest of a session's budget row (:data:`BUDGET_FIELDS`)."""
-    return _sha(canonical({"kind": "genesis", **{f: row.get(f) for f in BUDGET_FIELDS}}))
+    """The digest of a session's budget row (:data:`BUDGET_FIELDS`, in order)."""
+    return _sha(canonical("genesis", tuple(row.get(f) for f in BUDGET_FIELDS)))
 
 
 def link_hash(prev: str, n: int, kind: str, release: int | None, digest: str) -> str:
     """A link's hash: over the previous hash, its position, kind, release id and digest."""
-    return _sha(
-        canonical({"prev": prev, "n": n, "kind": kind, "release": release, "digest": digest})
-    )
+    return _sha(canonical("link", (prev, n, kind, release, digest)))
 
 
 def head_of(conn: sqlite3.Connection, session: str) -> Head | None:
