@@ -85,11 +85,14 @@ def test_completion_is_written_without_a_sync_and_restores_full(ledger_path: Pat
     ledger._conn.set_trace_callback(seen.append)
     ledger.complete(release_id, "12")
     ledger._conn.set_trace_callback(None)
-    assert seen == [
+    # one transaction: the row's outcome and its link in the hash chain (issue 31)
+    assert seen[:3] == [
         "PRAGMA synchronous=NORMAL",
-        f"UPDATE releases SET status='released', value='12' WHERE id={release_id}",
-        "PRAGMA synchronous=FULL",
+        "BEGIN IMMEDIATE",
+        f"UPDATE releases SET status='released', value='12', noise=NULL WHERE id={release_id}",
     ]
+    assert seen[-2:] == ["COMMIT", "PRAGMA synchronous=FULL"]
+    assert [s for s in seen if s.startswith("INSERT INTO chain")] == [seen[-3]]
     assert ledger._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
     assert _rows(ledger_path) == [(release_id, "released")]
 

@@ -168,6 +168,8 @@ def append(
 ) -> Head:
     """Append one link to ``session``'s chain (inside the caller's write transaction)."""
     head = head_of(conn, session)
+    if head is None and kind != "genesis":  # a session charged before it was registered
+        head = link_budget(conn, session)
     prev, n = (GENESIS_PREV, 0) if head is None else (head.hash, head.n + 1)
     hashed = link_hash(prev, n, kind, release, digest)
     conn.execute(
@@ -207,7 +209,7 @@ def link_budget(conn: sqlite3.Connection, session: str) -> Head:
         f"SELECT {', '.join(BUDGET_FIELDS)} FROM budgets WHERE session=? AND dataset='*'",
         (session,),
     ).fetchone()
-    row = dict(zip(BUDGET_FIELDS, values, strict=True))
+    row = {"session": session} if values is None else dict(zip(BUDGET_FIELDS, values, strict=True))
     return append(conn, session, "genesis", None, budget_digest(row))
 
 
@@ -225,10 +227,8 @@ def link_existing(conn: sqlite3.Connection) -> None:
         "SELECT DISTINCT session FROM releases WHERE session NOT IN"
         " (SELECT session FROM budgets WHERE dataset='*')"
     ).fetchall()
-    for session in sorted(sessions):
+    for session in sorted(sessions) + sorted(str(s) for (s,) in orphans):
         link_budget(conn, session)
-    for (session,) in orphans:
-        append(conn, str(session), "genesis", None, budget_digest({"session": str(session)}))
     ids = conn.execute(
         "SELECT r.id, r.status, a.release_id IS NOT NULL FROM releases AS r"
         " LEFT JOIN answers AS a ON a.release_id = r.id ORDER BY r.id"
