@@ -18,6 +18,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def _releases(rows: int, count: int, folder: Path) -> dict[str, float]:
     pf = session.private_frame(
         data, bounds={"age": BOUNDS["age"], "income": BOUNDS["income"]}, categories=categories()
     )
-    kinds = {
+    kinds: dict[str, Callable[[float], object]] = {
         "count": lambda e: pf.count(epsilon=e, fresh=True),
         "sum": lambda e: pf["income"].sum(epsilon=e, fresh=True),
         "mean": lambda e: pf["income"].mean(epsilon=e, fresh=True),

@@ -64,6 +64,7 @@ def test_session_load_and_release(
     ledger_table = shell.run_line_magic("dp_ledger", "")
     assert isinstance(ledger_table, pd.DataFrame) and len(ledger_table) == 1
     head = session.ledger_head  # issue 31: the chain head, an anchor kept in the notebook
+    assert head is not None
     assert f"ledger head {head.n}:{head.hash} (an anchor" in capsys.readouterr().out
 
 
