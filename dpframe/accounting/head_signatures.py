@@ -5,8 +5,9 @@ A curator signs the chain head of the analyst's session in every response
 is a head (session, n, hash) with ``signature`` and ``public_key`` (both
 base64); the signed message is the chain's canonical encoding of
 (session, n, hash) (:func:`~dpframe.accounting.ledger_chain.canonical`, kind
-``head``).  A head the analyst kept is an anchor for ``dpframe ledger verify --anchor``: the curator cannot
-later rewrite that session's chain up to it without the verifier noticing.
+``head``).  A head the analyst kept is an anchor for ``dpframe ledger
+verify --anchor``: the curator cannot later rewrite that session's chain up
+to it without the verifier noticing.
 
 Needs the ``cryptography`` package (the ``curator`` extra).  The private key
 is generated on the curator's first start and stored (PEM, PKCS#8, mode
