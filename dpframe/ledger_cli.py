@@ -53,7 +53,9 @@ def add_commands(ledger_commands: Any) -> None:
     )
     export.add_argument("path", help="the ledger file")
     export.add_argument("--session", required=True, help="the session's name")
-    export.add_argument("--out", required=True, help="the folder to write the bundle into")
+    export.add_argument(
+        "--out", help="the folder to write the bundle into (default: ./<session>-bundle)"
+    )
     backup = ledger_commands.add_parser(
         "backup",
         help="a consistent copy of a ledger (SQLite's backup API), mode 0600",
@@ -115,7 +117,10 @@ def _verify(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from dpframe.engine.ledger_bundle import export_session
 
-    target, head = export_session(args.path, args.session, args.out)
+    out = args.out or "".join(c if c.isalnum() or c in "-_." else "_" for c in args.session)
+    if args.out is None:
+        out += "-bundle"
+    target, head = export_session(args.path, args.session, out)
     tail = "" if head is None else f"; chain head {head.n}:{head.hash}"
     print(f"{args.path}: session {args.session!r} exported to {target}{tail}")
     return 0

@@ -133,6 +133,17 @@ def test_an_edited_parquet_table_fails(
     ]
 
 
+def test_export_defaults_to_a_folder_named_after_the_session(
+    released: tuple[dp.Session, list[object]],
+    ledger_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["ledger", "export", str(ledger_path), "--session", "ana"]) == 0
+    assert verify_bundle(tmp_path / "ana-bundle").ok
+
+
 def test_export_of_an_unknown_session_is_refused(
     released: tuple[dp.Session, list[object]],
     ledger_path: Path,
