@@ -201,10 +201,12 @@ def test_the_loss_distribution_catches_the_old_calibration(cps: pd.DataFrame) ->
 #: Where a ``NoiseAllocation(...)`` may be built: the accountants (from a request),
 #: the allocation's own arithmetic, and ``model_family._split_rdp`` (a zCDP
 #: allocation on purpose: a model analysed in Rényi DP spends the allocation's
-#: ``rdp_rho`` in zCDP).
+#: ``rdp_rho`` in zCDP), and ``ledger verify`` (it rebuilds an allocation a ledger row
+#: recorded, currency included, to recompute that row's noise: issue 31).
 ALLOWED = {
     "dpframe/accounting/accountants.py",
     "dpframe/accounting/gdp.py",
+    "dpframe/accounting/ledger_noise.py",
     "dpframe/mechanisms/core/allocation.py",
     "dpframe/mechanisms/models/model_family.py",
 }
