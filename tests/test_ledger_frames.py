@@ -61,6 +61,8 @@ def test_a_version_6_file_gains_the_frames_table(tmp_path: Path) -> None:
         conn.execute("DROP TABLE frames")
         conn.execute("DROP INDEX releases_by_request")  # and version 8's request keys
         conn.execute("ALTER TABLE releases DROP COLUMN request")
+        conn.execute("DROP TABLE chain")  # and version 9's hash chain
+        conn.execute("ALTER TABLE releases DROP COLUMN noise")
         conn.execute("PRAGMA user_version=6")
     assert [m.version for m in ledger_schema.MIGRATIONS][6] == 7
     resumed = dp.Session(epsilon=1, ledger=path, name="s")

@@ -11,6 +11,7 @@ comes from the catalog's declarations.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from fractions import Fraction
@@ -73,6 +74,7 @@ def test_no_response_holds_a_hash_of_the_rows(
     client: TestClient, curator: Curator, tmp_path: Path
 ) -> None:
     texts: list[str] = []
+    heads: list[dict[str, Any]] = []
     for name in sorted(RELEASES):
         body = release_body(RELEASES[name])
         for explain in (True, False):
@@ -80,7 +82,12 @@ def test_no_response_holds_a_hash_of_the_rows(
                 "/v1/datasets/sentinel/query", json=dict(body, explain=explain), headers=auth()
             )
             assert answer.status_code == 200, answer.text
-            texts.append(answer.text)
+            # The signed chain head (issue 31) is a hash of the analyst's own ledger
+            # records (labels, costs, released values, the catalog's name@version),
+            # nothing computed from the rows: checked against the ledger below.
+            data = answer.json()
+            heads.append(data.pop("ledger_head"))
+            texts.append(json.dumps(data))
     bad = dict(release_body(RELEASES["mean"]))
     bad["node"] = dict(bad["node"], expr={"op": "col", "name": "nope"})
     texts.append(client.post("/v1/datasets/sentinel/query", json=bad, headers=auth()).text)
@@ -99,6 +106,9 @@ def test_no_response_holds_a_hash_of_the_rows(
     # the curator's own ledger records the catalog's identity, not a fingerprint
     recorded = curator._seats[("alice", "sentinel")].session._ledger.page("alice/sentinel")
     assert set(recorded["dataset"]) == {"sentinel@2024-06"}
+    last = curator._seats[("alice", "sentinel")].ledger.head("alice/sentinel")
+    assert last is not None and heads[-1]["hash"] == last.hash
+    assert {h["session"] for h in heads} == {"alice/sentinel"}
 
 
 def test_rows_an_older_curator_recorded_with_the_fingerprint_show_the_name_only(
