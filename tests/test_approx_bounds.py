@@ -171,7 +171,7 @@ def test_bad_requests_are_refused_before_the_charge(cps: pd.DataFrame) -> None:
 def test_explain_shows_the_histogram_and_charges_nothing(cps: pd.DataFrame) -> None:
     session = _session(epsilon=1)
     pf = session.private_frame(cps)
-    text = str(session.explain(lambda: pf["wage"].approx_bounds(epsilon=0.5)))
+    text = str(session.explain(lambda: pf["wage"].approx_bounds(epsilon=0.5), detail=True))
     assert text.startswith(
         "approx_bounds(wage) = a (low, high) suggestion from 101 public log-scale bins (each "
         "bin's count within ±6.0 at 95%); cost ε=0.5; ε=0.5 left\n"

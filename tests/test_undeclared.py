@@ -248,7 +248,7 @@ def test_discovered_keys_have_no_undeclared_cell(cps: pd.DataFrame) -> None:
 
 def test_explain_lists_the_cell_and_charges_nothing(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
-    text = str(pf.session.explain(lambda: pf.groupby("region")["wage"].sum(epsilon=1)))
+    text = str(pf.session.explain(lambda: pf.groupby("region")["wage"].sum(epsilon=1), detail=True))
     assert "rows with undeclared keys (one more cell, free): sensitivity 1" in text
     assert pf.session.spent == dp.Budget(0)
 
