@@ -46,8 +46,11 @@ class Runner(Protocol):
     def run(self, node: Any) -> Any:
         """Validate, charge and release ``node``; the released result."""
 
-    def explain(self, query: Any) -> Any:
-        """What a release would cost and how accurate it would be; nothing spent."""
+    def explain(self, query: Any, detail: bool = False) -> Any:
+        """What a release would cost and how accurate it would be; nothing spent.
+
+        ``detail=True`` adds every noisy measure behind the answer.
+        """
 
     @property
     def limits(self) -> ResourceLimits:
