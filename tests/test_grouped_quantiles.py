@@ -104,8 +104,9 @@ def test_a_list_of_levels_splits_each_groups_epsilon(cps: pd.DataFrame) -> None:
     one = pf.groupby("region")["wage"].median(epsilon=2)
     two = pf.groupby("region")["wage"].quantile([0.5, 0.9], epsilon=2)
     half = Fraction(1, 2)
-    assert one.attrs["dpframe"].scales[0] == pytest.approx(rank_error(2.0, 0.95, half))
-    assert two.attrs["dpframe"].scales[0] == pytest.approx(rank_error(1.0, 0.95, half))
+    # each level's point gets half its ε (the rest selects its interval's ends)
+    assert one.attrs["dpframe"].scales[0] == pytest.approx(rank_error(1.0, 0.95, half))
+    assert two.attrs["dpframe"].scales[0] == pytest.approx(rank_error(0.5, 0.95, half))
     text = pf.session.explain(
         lambda: pf.groupby("region")["wage"].quantile([0.5, 0.9], epsilon=2)
     ).plain()
@@ -115,7 +116,7 @@ def test_a_list_of_levels_splits_each_groups_epsilon(cps: pd.DataFrame) -> None:
 def test_explain_states_each_groups_rank_error(cps: pd.DataFrame) -> None:
     pf = _frame(cps)
     text = pf.session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=0.5)).plain()
-    expected = dp.mechanisms.core.explanations.plain_number(rank_error(0.5, 0.95, Fraction(1, 2)))
+    expected = dp.mechanisms.core.explanations.plain_number(rank_error(0.25, 0.95, Fraction(1, 2)))
     assert text.startswith(
         f"quantile(wage, q=[0.5]) by region = in each of 4 groups, a value whose rank in its "
         f"group is within ±{expected} rows"
@@ -145,7 +146,10 @@ def test_agg_takes_a_median_per_group(cps: pd.DataFrame) -> None:
         got[("wage", "median")], want[("wage", "median")][got.index], atol=4 * WIDTH
     )
     assert got[("education", "median")].to_dict() == want[("education", "median")].to_dict()
-    assert np.isnan(dp.ci(got)[(("wage", "median"), "low")]).all()  # a rank error, no interval
+    intervals = dp.ci(got)
+    medians = got[("wage", "median")].to_numpy(dtype=float)
+    assert (intervals[(("wage", "median"), "low")].to_numpy() <= medians).all()
+    assert (intervals[(("wage", "median"), "high")].to_numpy() >= medians).all()
     parts = json.loads(pf.session.ledger["parts"].iloc[-1])
     assert [p["name"] for p in parts][1] == "quantile(wage, q=[0.5]) by region"
     single = pf.groupby("region")["wage"].agg("median", epsilon=BIG)
@@ -195,11 +199,12 @@ def test_privacy_units_calibrate_each_group_to_the_units_rows(
     )
     got = pf.groupby("region")["wage"].quantile([0.5, 0.9], epsilon=2)
     half, ninety = Fraction(1, 2), Fraction(9, 10)
-    assert calls == [(Fraction(1), utility_sensitivity(half) * 3), (Fraction(1), 9 * 3)]
-    assert got.attrs["dpframe"].scales[1] == pytest.approx(rank_error(1.0, 0.95, ninety, 3))
+    # each level's ε = 1: half selects the point
+    assert calls == [(half, utility_sensitivity(half) * 3), (half, 9 * 3)]
+    assert got.attrs["dpframe"].scales[1] == pytest.approx(rank_error(0.5, 0.95, ninety, 3))
     assert session.spent == dp.Budget(2)
     explained = session.explain(lambda: pf.groupby("region")["wage"].median(epsilon=2)).plain()
-    expected = dp.mechanisms.core.explanations.plain_number(rank_error(2.0, 0.95, half, 3))
+    expected = dp.mechanisms.core.explanations.plain_number(rank_error(1.0, 0.95, half, 3))
     assert f"±{expected} rows" in explained
 
 

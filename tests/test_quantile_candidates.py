@@ -62,7 +62,8 @@ def test_integer_columns_choose_among_the_integers_in_their_bounds(cps: pd.DataF
     assert float(release) == cps["experience"].quantile(0.9) and float(release).is_integer()
     quartiles = pf["education"].quantile([0.25, 0.5, 0.75], epsilon=BIG)
     assert quartiles.tolist() == cps["education"].quantile([0.25, 0.5, 0.75]).tolist()
-    assert release.scale == pytest.approx(rank_error(BIG, 0.95, Fraction(9, 10), 1, 73))
+    # half the ε picks the point (the rest its interval's ends)
+    assert release.scale == pytest.approx(rank_error(BIG / 2, 0.95, Fraction(9, 10), 1, 73))
     assert integer_candidates((-8.0, 64.0)) == tuple(float(v) for v in range(-8, 65))
 
 
@@ -106,7 +107,7 @@ def test_one_candidate_is_released_without_reading_the_data(cps: pd.DataFrame) -
 def test_explain_names_the_candidates(cps: pd.DataFrame) -> None:
     pf = _frame(cps, dtypes={"education": "integer"})
     text = pf.session.explain(lambda: pf["education"].median(epsilon=0.5)).plain()
-    expected = plain_number(rank_error(0.5, 0.95, Fraction(1, 2), 1, 21))
+    expected = plain_number(rank_error(0.25, 0.95, Fraction(1, 2), 1, 21))  # point: half ε
     assert text.startswith(
         f"quantile(education, q=[0.5], 21 candidates) = a value whose rank is within "
         f"±{expected} rows"

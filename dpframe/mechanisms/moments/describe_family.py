@@ -35,6 +35,7 @@ import pandas as pd
 from dpframe.mechanisms.answers.results import FrameRelease, as_answer
 from dpframe.mechanisms.core.family import Family, Released
 from dpframe.mechanisms.core.work import PLAIN, Work
+from dpframe.mechanisms.quantiles.quantile_intervals import INTERVAL_LEVEL
 from dpframe.plan.releases import Describe
 
 __all__ = ["DescribeFamily", "DescribeIntervals", "split_text", "unique_threshold"]
@@ -78,6 +79,7 @@ class DescribeFamily(Family[Describe]):
         rows = ALL_ROWS if wide else NUMERIC_ROWS
         table: dict[str, list[Any]] = {}
         models: list[Any] = []
+        quartile_ends: list[tuple[tuple[float, ...], tuple[float, ...]]] = []
         for i, (name, _, bounds) in enumerate(node.columns):
             var = run.part(parts[2 * i])
             quarts = run.part(parts[2 * i + 1])
@@ -89,6 +91,7 @@ class DescribeFamily(Family[Describe]):
             mean = float(np.clip(center + noisy[1][0] / max(count, 1.0), low, high))
             # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
             quartiles = sorted(quarts.tolist())
+            quartile_ends.append(_quartile_ends(quarts, quartiles))
             middle = [np.nan] * 3 if wide else []
             table[name] = [count, *middle, mean, float(var) ** 0.5, *quartiles]
             models.append(var.intervals)
@@ -108,7 +111,9 @@ class DescribeFamily(Family[Describe]):
             run.cost,
             self.mechanism,
             node.label,
-            DescribeIntervals(tuple(models), len(rows), len(result.columns), wide),
+            DescribeIntervals(
+                tuple(models), len(rows), len(result.columns), wide, tuple(quartile_ends)
+            ),
             result.to_numpy(dtype=object),
         )
         result = as_answer(result)
@@ -122,14 +127,16 @@ class DescribeIntervals:
     count, mean and std are functions of the variance release's three noisy
     sums (count, sum and sum of squares around its centre ĉ), so their intervals are
     that release's: the count's alone, the mean's from the count and the sum,
-    the std's from all three (each with its own Bonferroni split).  Quartiles
-    (a rank error, not a value interval) and categorical columns' cells: NaN.
+    the std's from all three (each with its own Bonferroni split).  Quartiles:
+    the 95% intervals released with them (NaN above 95%: they were chosen for
+    that level).  Categorical columns' cells: NaN.
     """
 
     models: tuple[Any, ...]  # one IntervalModel (statistic "var") per numeric column
     rows: int = len(NUMERIC_ROWS)
     columns: int = 0
     wide: bool = False
+    quartiles: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
 
     def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         """(low, high), each of the table's shape."""
@@ -147,7 +154,26 @@ class DescribeIntervals:
             for row, part in zip(positions, (count, mean, std), strict=True):
                 lo, hi = part.interval(level)
                 low[row, j], high[row, j] = float(lo[0]), float(hi[0])
+        if level <= INTERVAL_LEVEL + 1e-12:
+            first = self.rows - 3  # the 25%, 50% and 75% rows are the last three
+            for j, (lows, highs) in enumerate(self.quartiles):
+                low[first:, j], high[first:, j] = lows, highs
         return low, high
+
+
+def _quartile_ends(
+    quarts: pd.Series, shown: list[float]
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Each quartile's released 95% interval, widened to the value shown in its row.
+
+    The shown values are the released ones sorted (free); an interval covers
+    its level's true quantile whatever value sits beside it, and widening it
+    to include that value keeps the coverage.
+    """
+    lows, highs = quarts.attrs["dpframe"].intervals.interval(INTERVAL_LEVEL)
+    low = np.minimum(lows, shown)
+    high = np.maximum(highs, shown)
+    return tuple(float(v) for v in low), tuple(float(v) for v in high)
 
 
 def split_text(node: Describe) -> str:

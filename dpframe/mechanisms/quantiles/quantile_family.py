@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import InvalidBudgetError, SchemaError
-from dpframe.mechanisms.answers.results import GroupedRelease, NoInterval, Release, grouped_series
+from dpframe.mechanisms.answers.results import GroupedRelease, Release, grouped_series
 from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.explanations import Explanation, plain_number
@@ -52,6 +52,12 @@ from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.moments.aggregate_family import undeclared_release
 from dpframe.mechanisms.moments.aggregates import MAX_CELLS
 from dpframe.mechanisms.moments.undeclared import FALSE_ALARM, UndeclaredNoise
+from dpframe.mechanisms.quantiles.quantile_intervals import (
+    QuantileIntervals,
+    end_epsilon,
+    point_epsilon,
+    quantile_ends,
+)
 from dpframe.mechanisms.quantiles.quantiles import (
     CandidateBins,
     below_candidates,
@@ -59,10 +65,10 @@ from dpframe.mechanisms.quantiles.quantiles import (
     candidate_values,
     quantile_utilities,
     rank_error,
-    select_quantile,
     utility_sensitivity,
 )
 from dpframe.mechanisms.selection.grouped_selection import permute_and_flip_rows
+from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Bucket
 from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Aggregate, GroupKey, unit_rows
@@ -74,17 +80,15 @@ _EM = "exponential mechanism (permute-and-flip)"
 # Every ε-DP mechanism is ε²/2-zCDP. The tighter ε²/8 of bounded-range mechanisms needs
 # utility changes of spread at most Δ, which not every use guarantees; stay safe.
 _EM_ZCDP = Fraction(1, 2)
-_QUANTILE_REASON = (
-    "Quantiles come from the exponential mechanism, whose error is a rank, not an "
-    "additive noise: with probability 1-β the released value's rank is within "
-    "(2/ε_q)·ln(C/β) of q·n for C candidates (see Release.scale)."
-)
 
 
 def _level_epsilon(levels: int, allocation: NoiseAllocation, candidates: int) -> Fraction:
     """The ε of each level; refused when its rank error would exceed 2**52 ranks."""
     eps_each = pure_epsilon(allocation, _EM_ZCDP) / levels
-    if not float(eps_each) > 0 or rank_error(float(eps_each), 0.95, candidates=candidates) > 2**52:
+    if (
+        not float(eps_each) > 0
+        or rank_error(float(point_epsilon(eps_each)), 0.95, candidates=candidates) > 2**52
+    ):
         raise InvalidBudgetError(
             "The privacy parameter is so small that a quantile's rank error would exceed "
             "2**52 ranks; ask for a larger epsilon (or rho), or fewer levels at once."
@@ -111,12 +115,48 @@ def _bins(
     return bins, GroupKey("_bin", bucket, tuple(range(bins.bins)))
 
 
+def _select_levels(
+    node: Quantile | GroupedQuantile,
+    below: np.ndarray,
+    upto: np.ndarray,
+    totals: np.ndarray,
+    candidates: np.ndarray,
+    eps_level: Fraction,
+    rng: SecureRandom,
+    rows: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group and level: the point's candidate index and its interval's ends.
+
+    Each level's ε: half to the point (permute-and-flip), a quarter to each
+    end (:func:`~dpframe.mechanisms.quantiles.quantile_intervals.quantile_ends`).
+
+    Returns:
+        (points, lows, highs), each of shape (groups, levels).
+    """
+    points, lows, highs = [], [], []
+    for q in node.levels:
+        utilities = quantile_utilities(below, upto, totals, q)
+        sensitivity = utility_sensitivity(q) * rows
+        picked = permute_and_flip_rows(utilities, point_epsilon(eps_level), sensitivity, rng)
+        low, high = quantile_ends(
+            utilities, picked, candidates, node.bounds, end_epsilon(eps_level), sensitivity, rng
+        )
+        points.append(picked)
+        lows.append(low)
+        highs.append(high)
+    return np.stack(points, axis=1), np.stack(lows, axis=1), np.stack(highs, axis=1)
+
+
 class QuantileFamily(Family[Quantile]):
     """Quantiles by permute-and-flip over public candidates (ε split over the levels)."""
 
     node_type = Quantile
 
     mechanism = _EM
+
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (QuantileIntervals,)
 
     def work(self, node: Quantile) -> Work:
         """One evaluation; a utility per candidate and level (its cells)."""
@@ -130,10 +170,12 @@ class QuantileFamily(Family[Quantile]):
         """The cost, and each level's 95% rank error (public: ε, q, C and the unit's rows)."""
         eps_each = self.privacy_map(node, asked.allocation)
         rows, count = unit_rows(node.plan), _count(node)
-        errors = [rank_error(float(eps_each), 0.95, q, rows, count) for q in node.levels]
+        point = float(point_epsilon(eps_each))
+        errors = [rank_error(point, 0.95, q, rows, count) for q in node.levels]
         headline = (
             f"a value whose rank is within ±{plain_number(max(errors))} rows of the true "
-            f"quantile's at 95% ({_among(node)})"
+            f"quantile's at 95% ({_among(node)}), with a 95% interval in the column's units "
+            "(half the ε picks the value, a quarter each end)"
         )
         return dataclasses.replace(asked.cost_only(node.label), headline=headline)
 
@@ -143,34 +185,30 @@ class QuantileFamily(Family[Quantile]):
         eps_each: Fraction = run.noise
         candidates = candidate_values(node.bounds, node.candidates)
         rows = unit_rows(node.plan)
+        levels = len(node.levels)
         if len(candidates) == 1:  # nothing to choose: no data is read
-            picked = [float(candidates[0])] * len(node.levels)
+            picked = [float(candidates[0])] * levels
+            lows, highs = np.array(picked), np.array(picked)
         else:
             bins, key = _bins(node, candidates)
             measure = Measure("nonnull", node.expr)
             counts = run.backend.compute(node.plan, (measure,), (key,))[0]
             below, upto, totals = below_candidates(counts, bins)
-            total = int(totals[0])
-            picked = [
-                float(
-                    candidates[
-                        select_quantile(below[0], total, q, eps_each, run.rng, rows, upto[0])
-                    ]
-                )
-                for q in node.levels
-            ]
-        count = len(candidates)
-        errors = [rank_error(float(eps_each), 0.95, q, rows, count) for q in node.levels]
-        label = node.label
-        if node.scalar:
-            release = Release(
-                picked[0], run.cost, _EM, errors[0], label, NoInterval(_QUANTILE_REASON), run.rho
+            picks, lows, highs = _select_levels(
+                node, below, upto, totals, candidates, eps_each, run.rng, rows
             )
+            picked = [float(candidates[i]) for i in picks[0]]
+            lows, highs = lows[0], highs[0]
+        count = len(candidates)
+        point = float(point_epsilon(eps_each))
+        errors = [rank_error(point, 0.95, q, rows, count) for q in node.levels]
+        label = node.label
+        intervals = QuantileIntervals(np.asarray(lows, dtype=float), np.asarray(highs, dtype=float))
+        if node.scalar:
+            release = Release(picked[0], run.cost, _EM, errors[0], label, intervals, run.rho)
             return release, repr(picked[0])
         index = pd.Index([float(q) for q in node.levels])  # unnamed, as pandas
-        meta = GroupedRelease(
-            index, run.cost, _EM, np.array(errors), label, NoInterval(_QUANTILE_REASON), run.rho
-        )
+        meta = GroupedRelease(index, run.cost, _EM, np.array(errors), label, intervals, run.rho)
         return grouped_series(np.array(picked), meta, str(node.expr)), str(picked)
 
 
@@ -234,6 +272,10 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
 
     mechanism = _EM
 
+    def result_types(self) -> tuple[type, ...]:
+        """The classes its results hold (allowed on the wire)."""
+        return (QuantileIntervals,)
+
     def work(self, node: GroupedQuantile) -> Work:
         """One evaluation; a utility per group, candidate and level (its cells)."""
         return PLAIN
@@ -256,12 +298,14 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
         """The cost, and each group's 95% rank error (the same for every group)."""
         planned = self.privacy_map(node, asked.allocation)
         rows, count = unit_rows(node.plan), _count(node)
-        errors = [rank_error(float(planned.epsilon), 0.95, q, rows, count) for q in node.levels]
+        point = float(point_epsilon(planned.epsilon))
+        errors = [rank_error(point, 0.95, q, rows, count) for q in node.levels]
         split = f", ε split over {len(node.levels)} levels" if len(node.levels) > 1 else ""
         headline = (
             f"in each of {node.n_groups:,} groups, a value whose rank in its group is within "
             f"±{plain_number(max(errors))} rows of the group's true quantile at 95% "
-            f"({_among(node)}); one charge for all groups (they are disjoint){split}"
+            f"({_among(node)}), each with a 95% interval in the column's units; one charge "
+            f"for all groups (they are disjoint){split}"
         )
         return dataclasses.replace(asked.cost_only(node.label), headline=headline)
 
@@ -272,9 +316,10 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
         candidates = candidate_values(node.bounds, node.candidates)
         groups, rows = node.n_groups, unit_rows(node.plan)
         outside = None
-        picks: list[np.ndarray] = []
+        levels = len(node.levels)
         if len(candidates) == 1:  # nothing to choose: no data is read
-            picks = [np.zeros(groups, dtype=np.intp) for _ in node.levels]
+            picks = np.zeros((groups, levels), dtype=np.intp)
+            lows = highs = np.full((groups, levels), float(candidates[0]))
         else:
             bins, key = _bins(node, candidates)
             # Rows whose value is missing fall in no bin, so a row count is the value count.
@@ -284,24 +329,20 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
                 _counted(node), planned.undeclared, float(undeclared_rows[0]), run.rng
             )
             below, upto, totals = below_candidates(counts.reshape(groups, bins.bins), bins)
-            for q in node.levels:
-                utilities = quantile_utilities(below, upto, totals, q)
-                sensitivity = utility_sensitivity(q) * rows
-                picks.append(
-                    permute_and_flip_rows(utilities, planned.epsilon, sensitivity, run.rng)
-                )
+            picks, lows, highs = _select_levels(
+                node, below, upto, totals, candidates, planned.epsilon, run.rng, rows
+            )
         # Group-major order, as pandas: every level of the first group, then the next group.
-        values = candidates[np.stack(picks, axis=1).reshape(-1)]
-        errors = [
-            rank_error(float(planned.epsilon), 0.95, q, rows, len(candidates)) for q in node.levels
-        ]
+        values = candidates[picks.reshape(-1)]
+        point = float(point_epsilon(planned.epsilon))
+        errors = [rank_error(point, 0.95, q, rows, len(candidates)) for q in node.levels]
         meta = GroupedRelease(
             _group_index(node),
             run.cost,
             _EM,
             np.tile(np.array(errors), groups),
             node.label,
-            NoInterval(_QUANTILE_REASON),
+            QuantileIntervals(lows.reshape(-1), highs.reshape(-1)),
             run.rho,
             undeclared=outside,
         )
