@@ -42,7 +42,7 @@ def _exact_em(
     weights: npt.NDArray[np.float64], factor: float, valid: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.float64]:
     p = np.where(valid, np.exp(factor * (weights - weights[valid].max())), 0.0)
-    return p / p.sum()
+    return np.asarray(p / p.sum(), dtype=np.float64)
 
 
 def test_tilted_selection_is_the_exponential_mechanism_and_rejects_30_percent_off() -> None:

@@ -220,15 +220,15 @@ class ColumnReleases:
         Returns:
             A :class:`Release` for a scalar q, a Series indexed by q for a list.
 
-        Privacy: ε-DP (permute-and-flip over the C candidates, utility
-        sensitivity max(q, 1 − q) ranks, times the privacy unit's row limit);
-        a list of q splits ε evenly (stated in the ledger's label).  Only public
-        inputs choose the candidates.
+        Privacy: ε-DP: a list of q splits ε evenly; each level's ε_q goes half to
+        the value (permute-and-flip, utility sensitivity max(q, 1 − q) ranks times
+        the unit's row limit) and a quarter to each end of its 95% interval
+        (docs/proofs/quantile_intervals.md).  Only public inputs choose candidates.
 
         Accuracy: with probability 1 − β the rank error exceeds the best
-        candidate's by at most (2·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``
-        holds the 95% figure; ``explain`` states it); default candidates are
-        (U − L)/4096 apart.  ``ci()`` is not available for this mechanism.
+        candidate's by at most (4·max(q, 1 − q)/ε_q)·ln(C/β) (``release.scale``:
+        the 95% figure); ``ci()`` gives the 95% interval in the column's units,
+        which holds a true q-quantile with probability ≥ 95% for every data set.
         """
         request = request_of(epsilon, delta, rho, privacy)
         return self._run(quantile_node(self._handle, q, request, candidates))
@@ -249,10 +249,10 @@ class ColumnReleases:
         Example:
             >>> pf["wage"].median(epsilon=0.5, candidates=range(0, 5001, 10))  # doctest: +SKIP
 
-        Privacy: as :meth:`quantile` at q = 0.5 (ε-DP, one selection).
+        Privacy: as :meth:`quantile` at q = 0.5 (ε-DP: half selects the value).
 
-        Accuracy: rank error at most (k/ε)·ln(C/β) beyond the best of the C candidates
-        (k: the privacy unit's row limit, 1 by default).
+        Accuracy: rank error at most (2k/ε)·ln(C/β) beyond the best of the C candidates
+        (k: the unit's row limit, 1 by default); ``ci()``: its 95% value interval.
         """
         request = request_of(epsilon, delta, rho, privacy)
         return cast("Release", self._run(quantile_node(self._handle, 0.5, request, candidates)))

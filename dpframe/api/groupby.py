@@ -309,8 +309,9 @@ class PrivateGroupBy:
             fresh: True asks for a new, charged release; False (the default) answers a
                 request the ledger already answered from it, free (marked ``from the ledger``).
 
-        Privacy: ε-DP.  One exponential-mechanism selection (permute-and-flip,
-        utility sensitivity max(q, 1 − q) ranks) per group and level; the
+        Privacy: ε-DP.  Per group and level a selection (permute-and-flip,
+        utility sensitivity max(q, 1 − q) ranks) at half the level's ε and its
+        95% interval's two ends at a quarter each (docs/proofs/quantile_intervals.md); the
         groups are disjoint, so each group's selections get the whole ε
         (parallel composition), and a list of q splits it evenly.  With a
         privacy unit of k rows each group's utility is calibrated to k rows
@@ -320,8 +321,9 @@ class PrivateGroupBy:
 
         Accuracy: in each group, with probability 1 − β the released value's
         rank in its group misses q·n_group by at most (2·max(q, 1 − q)·k/ε_q)·
-        ln(C/β) more than the best of the C candidates (``explain`` states the
-        95% figure); a group with few rows is close to a uniform choice.
+        ln(C/β) more than the best of the C candidates, ε_q half the level's ε
+        (``explain`` states the 95% figure); a group with few rows is close to a
+        uniform choice.  ``.dp.ci()``: each group's 95% value interval.
         """
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
