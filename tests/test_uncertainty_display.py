@@ -101,7 +101,10 @@ def test_describe_has_intervals_on_screen_and_from_ci(pf: dp.PrivateFrame, html_
         for row in ("count", "mean", "std"):
             low, high = intervals.loc[row, (column, "low")], intervals.loc[row, (column, "high")]
             assert low <= table.loc[row, column] <= high
-        assert intervals.loc[["25%", "50%", "75%"], (column, "low")].isna().all()
+        for row in ("25%", "50%", "75%"):  # the 95% intervals released with the quartiles
+            low, high = intervals.loc[row, (column, "low")], intervals.loc[row, (column, "high")]
+            assert low <= table.loc[row, column] <= high
+        assert dp.ci(table, 0.99).loc[["25%", "50%", "75%"], (column, "low")].isna().all()
     page = html_of(table)  # type: ignore[operator]
     assert "describe(wage, education, experience) · cost ε=3" in page
     count = float(table.to_numpy()[0, 0])  # the count of wage
@@ -114,7 +117,8 @@ def test_describe_has_intervals_on_screen_and_from_ci(pf: dp.PrivateFrame, html_
 @pytest.mark.fresh_releases  # repeats one request to sample its noise: new releases
 def test_describe_intervals_cover_the_truth() -> None:
     """Over 600 describes of a small table, each 95% interval covers the exact answer in at
-    least 91% of runs (they are conservative: Bonferroni over the noisy sums).
+    least 91% of runs (they are conservative: Bonferroni over the noisy sums; the quartiles'
+    intervals hold a true quartile with probability ≥ 95% for any data).
 
     The count has discrete Laplace noise of scale 3 and half-width 9: it covers exactly
     95.84%, so fewer than 546 of 600 has chance 6.3e-8 (the mean and std cover 97.7% and
@@ -125,7 +129,10 @@ def test_describe_intervals_cover_the_truth() -> None:
     rng = np.random.default_rng(7)  # data only, not privacy noise
     data = pd.DataFrame({"x": rng.uniform(0, 10, 400)})
     truth = {"count": 400.0, "mean": data["x"].mean(), "std": data["x"].std(ddof=0)}
-    covered = dict.fromkeys(truth, 0)
+    ordered = np.sort(data["x"].to_numpy())
+    # Each quartile's set of true q-quantiles: [x_(qn), x_(qn + 1)] (q·n whole here).
+    quartiles = {"25%": ordered[99:101], "50%": ordered[199:201], "75%": ordered[299:301]}
+    covered = dict.fromkeys([*truth, *quartiles], 0)
     session = dp.Session(epsilon=10_000, ledger=":memory:", name="coverage")
     pf = session.private_frame(data, bounds={"x": (0, 10)})
     runs = 600
@@ -135,4 +142,7 @@ def test_describe_intervals_cover_the_truth() -> None:
         for row, exact in truth.items():
             low, high = intervals.loc[row, ("x", "low")], intervals.loc[row, ("x", "high")]
             covered[row] += int(low <= exact <= high)
+        for row, (least, most) in quartiles.items():
+            low, high = intervals.loc[row, ("x", "low")], intervals.loc[row, ("x", "high")]
+            covered[row] += int(low <= most and high >= least)
     assert all(hits >= 0.91 * runs for hits in covered.values()), covered
