@@ -26,6 +26,8 @@ Post-processing of released values and public noise facts: free of privacy cost.
 from __future__ import annotations
 
 import builtins
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +37,12 @@ import pandas as pd
 from pandas.api.extensions import ExtensionDtype, register_extension_dtype
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.answers.arithmetic import ArrayArithmetic, scipy_sparse, warn_plain
+from dpframe.mechanisms.answers.arithmetic import (
+    ArrayArithmetic,
+    PlainResultWarning,
+    scipy_sparse,
+    warn_plain,
+)
 from dpframe.mechanisms.answers.cells import FloatArray
 from dpframe.mechanisms.answers.forms import Block, Forms
 from dpframe.mechanisms.answers.value import DPValue
@@ -53,7 +60,18 @@ PLAIN_CELL = (
     "t['All'] = t.sum(axis=1); t.T, to keep every interval)"
 )
 
-_DENSE_LIMIT = 20_000_000  # cells x terms of a cumulative sum, as a dense matrix
+_DENSE_LIMIT = 20_000_000
+
+
+def _outside_pandas() -> int:
+    """The ``stacklevel`` of the first caller outside dpframe and pandas (the analyst's line)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(
+        ("dpframe.", "pandas.")
+    ):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level  # cells x terms of a cumulative sum, as a dense matrix
 
 
 @register_extension_dtype
@@ -109,6 +127,29 @@ class DPArray(ArrayArithmetic):
         if not parts:
             return DPArray([], Forms.exact(0))
         return cls._concat_same_type(parts)
+
+    @classmethod
+    def _from_scalars(cls, scalars: Any, *, dtype: Any) -> DPArray:
+        """The strict cast pandas tries after ``map``/``apply``: released cells only.
+
+        A function dpframe can follow (``lambda v: 2 * v + 1``) returns cells
+        that carry their forms; any other (``v ** 2``, ``math.log``) returns
+        plain numbers, refused here with a :class:`PlainResultWarning`, so
+        pandas falls back to a plain float column rather than cells that show
+        no interval without a word.
+        """
+        items = list(scalars)
+        if all(isinstance(item, DPValue) for item in items):
+            return cls._from_sequence(items, dtype=dtype)
+        if any(isinstance(i, (float, int, np.number)) and not isinstance(i, bool) for i in items):
+            warnings.warn(
+                "A function applied to released values (apply, map) gave plain numbers: "
+                "their intervals are not known (use .dp.ci() before this step to keep them, "
+                "or a function of the form a * v + b, which keeps them).",
+                PlainResultWarning,
+                stacklevel=_outside_pandas(),
+            )
+        raise TypeError("plain numbers are not released cells")
 
     @classmethod
     def _from_factorized(cls, values: Any, original: DPArray) -> DPArray:
