@@ -247,24 +247,9 @@ def schema_from_frame(
             info = replace(info, bounds=check_bounds(name, bounds[name]))
         if name in categories:
             cats_t = check_categories(name, categories[name], kind)
-            if not isinstance(series.dtype, pd.CategoricalDtype):
-                cats_t = pandas_order(cats_t)
             info = replace(info, categories=cats_t, kind="categorical" if kind == "text" else kind)
         infos.append(info)
     return Schema(tuple(infos))
-
-
-def pandas_order(keys: tuple[Hashable, ...]) -> tuple[Hashable, ...]:
-    """Declared keys in the order pandas gives a group-by on a plain column: sorted.
-
-    A pandas ``Categorical`` column keeps its categories' order (as pandas
-    does), so this is not called for one; keys of mixed types that do not
-    sort (numbers and strings) stay as declared.
-    """
-    try:
-        return tuple(sorted(keys))  # type: ignore[type-var]
-    except TypeError:
-        return keys
 
 
 def _numbers(pair: object) -> bool:
