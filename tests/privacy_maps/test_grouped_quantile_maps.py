@@ -28,6 +28,7 @@ from dpframe.backends.evaluate import bucket_codes
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.quantiles import quantile_family
 from dpframe.mechanisms.quantiles.quantile_family import GroupedQuantileNoise
+from dpframe.mechanisms.quantiles.quantile_intervals import quantile_ends
 from dpframe.mechanisms.quantiles.quantiles import (
     below_candidates,
     candidate_bins,
@@ -102,13 +103,22 @@ def test_tie_aware_utility_moves_by_delta_and_selection_is_within_epsilon(q: Fra
 # -- the calibration a grouped release uses, captured from the library --------------------
 
 
-def _captured(unit_rows: int, levels: list[float], epsilon: float) -> list[tuple[Fraction, int]]:
-    calls: list[tuple[Fraction, int]] = []
+def _captured(
+    unit_rows: int, levels: list[float], epsilon: float
+) -> list[tuple[str, Fraction, int]]:
+    """Each selection's (what, ε, Δ): the point's, then its interval's ends, per level."""
+    calls: list[tuple[str, Fraction, int]] = []
     real = permute_and_flip_rows
+    real_ends = quantile_ends
 
     def spy(utilities: Any, eps: Fraction, sensitivity: int, rng: Any) -> Any:
-        calls.append((eps, sensitivity))
+        calls.append(("point", eps, sensitivity))
         return real(utilities, eps, sensitivity, rng)
+
+    def spy_ends(*args: Any) -> Any:
+        eps, sensitivity = args[4], args[5]
+        calls.append(("each end", eps, sensitivity))
+        return real_ends(*args)
 
     frame = pd.DataFrame({"g": ["a", "b", "a", "b", "a", "b"], "x": [1.0, 2.0, 3.0, 1.0, 2.0, 0.0]})
     frame["unit"] = np.arange(len(frame)) // max(unit_rows, 1)
@@ -119,14 +129,22 @@ def _captured(unit_rows: int, levels: list[float], epsilon: float) -> list[tuple
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(quantile_family, "permute_and_flip_rows", spy)
+        patch.setattr(quantile_family, "quantile_ends", spy_ends)
         pf.groupby("g")["x"].quantile(levels, epsilon=epsilon, candidates=[0, 1, 2, 3, 4])
     return calls
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_each_group_gets_the_whole_epsilon_calibrated_to_the_units_rows(k: int) -> None:
-    assert _captured(k, [0.5], 1.0) == [(Fraction(1), k)]
-    assert _captured(k, [0.25, 0.9], 2.0) == [(Fraction(1), 3 * k), (Fraction(1), 9 * k)]
+    """Per level: the point at half its ε, each end of its interval at a quarter (sum: ε)."""
+    half, quarter = Fraction(1, 2), Fraction(1, 4)
+    assert _captured(k, [0.5], 1.0) == [("point", half, k), ("each end", quarter, k)]
+    assert _captured(k, [0.25, 0.9], 2.0) == [
+        ("point", half, 3 * k),
+        ("each end", quarter, 3 * k),
+        ("point", half, 9 * k),
+        ("each end", quarter, 9 * k),
+    ]
 
 
 def test_a_unit_spread_over_groups_loses_at_most_epsilon() -> None:
