@@ -9,6 +9,7 @@ Examples::
     dpframe ledger verify ledger.sqlite    # checks the hash chains, spends and noise scales
     dpframe ledger export ledger.sqlite --session NAME --out DIR   # a release bundle
     dpframe ledger backup ledger.sqlite copy.sqlite                # a consistent 0600 copy
+    dpframe ledger summary catalog.toml    # per dataset: cap and use; per analyst: spend
     dpframe serve --catalog catalog.toml   # binds 127.0.0.1:8765 by default
     dpframe serve --catalog catalog.toml --host 0.0.0.0 --ssl-certfile cert.pem \
         --ssl-keyfile key.pem              # beyond loopback: TLS
