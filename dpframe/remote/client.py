@@ -104,6 +104,8 @@ ERROR_CLASSES: Mapping[str, type[DPError]] = {
     "limit_exceeded": QueryFailedError,  # not completed: charged, recorded as abandoned
     "suspended": SeatSuspendedError,
     "ledger_full": LedgerError,
+    "dataset_cap": BudgetExceededError,  # the data owner's cap over all analysts (409)
+    "release_cap": BudgetExceededError,  # the data owner's cap on one release (409)
 }
 
 

@@ -257,9 +257,10 @@ def test_a_seat_no_longer_granted_is_reported(tmp_path: Path) -> None:
     curator = _start(catalog)
     try:
         assert curator.grant_report.ungranted == ["bob/cps"]
-        assert "ledger seat 'bob/cps' is not granted in the catalog" in curator.grant_report.lines()[0]
+        assert (
+            "ledger seat 'bob/cps' is not granted in the catalog" in curator.grant_report.lines()[0]
+        )
         with pytest.raises(ServiceError, match="No dataset of this name"):
             curator.budget(curator.authenticate(f"Bearer {BOB}"), "cps")
     finally:
         curator.close()
-
