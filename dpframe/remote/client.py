@@ -24,6 +24,7 @@ from dpframe.engine.reruns import asked_fresh, fresh_release
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
+    BudgetExceededError,
     DPError,
     InvalidArgumentError,
     LedgerError,
