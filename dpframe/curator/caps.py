@@ -148,6 +148,14 @@ def _amounts(accountant: Accountant, used: Charge, cost: Charge) -> tuple[str, s
     )
 
 
+def _converted(charges: list[Charge], seat_kind: str, cap_kind: str) -> Charge:
+    """The charges (one row each) in the cap's currency, converted row by row as the tally is."""
+    total = Charge()
+    for charge in charges:
+        total = total + cap_cost(charge, seat_kind, cap_kind)
+    return total
+
+
 class CapGuard:
     """The caps of one dataset, for one seat (its accounting), checked inside its charge.
 
@@ -174,16 +182,13 @@ class CapGuard:
         Raises:
             ServiceError: 409 ``release_cap`` or 409 ``dataset_cap``.
         """
-        total = Charge()
-        for charge in charges:
-            if self.release_cap is not None:
-                cost = cap_cost(charge, self.seat_kind, self.release_cap.kind)
-                if not self.release_cap.admits(Charge(), cost):
-                    raise self._refusal("release_cap", self.release_cap, Charge(), cost)
-            total = total + charge
+        if self.release_cap is not None:  # one request (a batch's items together)
+            cost = _converted(charges, self.seat_kind, self.release_cap.kind)
+            if not self.release_cap.admits(Charge(), cost):
+                raise self._refusal("release_cap", self.release_cap, Charge(), cost)
         if self.cap is None or self.spend is None:
             return
-        cost = cap_cost(total, self.seat_kind, self.cap.kind)
+        cost = _converted(charges, self.seat_kind, self.cap.kind)
         used = self.spend.read(conn)
         if not self.cap.admits(used, cost):
             raise self._refusal("dataset_cap", self.cap, used, cost)

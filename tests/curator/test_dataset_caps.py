@@ -16,13 +16,17 @@ import pytest
 
 from dpframe.accounting.accountants import Charge
 from dpframe.accounting.gdp import rho_total_gdp
+from dpframe.accounting.ledger import PendingCharge
 from dpframe.accounting.ledger_caps import cap_cost
 from dpframe.accounting.ledger_verify import verify_file
 from dpframe.cli import main
+from dpframe.curator.caps import Cap, CapGuard
 from dpframe.curator.catalog import Catalog, CatalogError
 from dpframe.curator.codes import ServiceError
+from dpframe.curator.seats import SeatLedger
 from dpframe.curator.service import Curator
 from dpframe.mechanisms.calibration.gdp_curves import mu_of_epsilon
+from dpframe.plan.privacy import Budget
 from tests.curator.support import ALICE, BOB, release_body, write_catalog
 
 ALICE_GRANTS = "budgets = { cps = { epsilon = 5.0, delta = 1e-6 }, sentinel"
@@ -169,3 +173,20 @@ def test_the_owners_summary_shows_cap_use_grants_and_guarantees(
     assert "cap: not known from the ledger alone" in capsys.readouterr().out
     assert main(["ledger", "summary", str(tmp_path / "missing.sqlite")]) == 2
     assert "No ledger file" in capsys.readouterr().err
+
+
+def test_a_batch_is_one_request_for_the_caps_and_all_or_none() -> None:
+    ledger = SeatLedger(":memory:")
+    ledger.register("bob/cps", "pure", Budget(1))
+    ledger.caps = CapGuard("cps", "pure", Cap(Budget(Fraction(3, 10)), "pure"), None)
+    tenth = Charge(epsilon=Fraction(1, 10))
+    items = [PendingCharge(tenth, "count()", "discrete Laplace") for _ in range(2)]
+    assert len(ledger.charge_many("bob/cps", "cps", items, lambda spent: None)) == 2
+    with pytest.raises(ServiceError, match=r"Requested:  ε=0\.2\n  Remaining:  ε=0\.1\n"):
+        ledger.charge_many("bob/cps", "cps", items, lambda spent: None)
+    assert ledger.count("bob/cps") == 2  # neither item was recorded
+    ledger.caps = CapGuard("cps", "pure", None, Cap(Budget(Fraction(15, 100)), "pure"))
+    with pytest.raises(ServiceError, match="cap on any one release") as refused:
+        ledger.charge_many("bob/cps", "cps", items, lambda spent: None)  # 0.2 in one request
+    assert refused.value.code == "release_cap"
+    ledger.close()
