@@ -18,10 +18,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 import dpframe as dp
 from dpframe.accounting.ledger_verify import verify_file
 from dpframe.cli import main
+from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog, CatalogError
 from dpframe.curator.codes import ServiceError
 from dpframe.curator.service import Curator
@@ -264,3 +266,16 @@ def test_a_seat_no_longer_granted_is_reported(tmp_path: Path) -> None:
             curator.budget(curator.authenticate(f"Bearer {BOB}"), "cps")
     finally:
         curator.close()
+
+
+def test_a_ledger_error_opening_a_seat_is_409_ledger_not_500(tmp_path: Path) -> None:
+    catalog = _bob_spends(tmp_path, 1)
+    client = TestClient(create_app(Catalog.load(catalog)))
+    conn = sqlite3.connect(tmp_ledger(catalog))  # changed behind the started curator
+    conn.execute("UPDATE budgets SET epsilon='7' WHERE session='bob/cps'")
+    conn.commit()
+    conn.close()
+    response = client.get("/v1/datasets/cps/budget", headers={"Authorization": f"Bearer {BOB}"})
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "ledger"  # was: 500 "outside the protocol"
+    assert "already holds session 'bob/cps'" in response.json()["error"]["message"]
