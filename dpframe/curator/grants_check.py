@@ -104,9 +104,13 @@ def check_grants(catalog: Catalog) -> GrantReport:
     """:func:`reconcile` on the catalog's ledger, each difference logged (a warning).
 
     Raises:
-        CatalogError: a grant changes its seat's accounting kind (nothing changed).
+        CatalogError: a grant changes its seat's accounting kind (nothing changed), or
+            the ledger cannot be opened (empty, damaged, another application's).
     """
-    ledger = Ledger(catalog.ledger)
+    try:
+        ledger = Ledger(catalog.ledger)
+    except LedgerError as exc:  # said at start, to the owner, not later to each analyst
+        raise CatalogError(f"The catalog's ledger cannot be opened: {exc}") from None
     try:
         report = reconcile(catalog, ledger)
     finally:

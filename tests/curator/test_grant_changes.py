@@ -279,3 +279,10 @@ def test_a_ledger_error_opening_a_seat_is_409_ledger_not_500(tmp_path: Path) -> 
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "ledger"  # was: 500 "outside the protocol"
     assert "already holds session 'bob/cps'" in response.json()["error"]["message"]
+
+
+def test_a_ledger_that_cannot_be_opened_stops_the_curator_at_start(tmp_path: Path) -> None:
+    catalog = write_catalog(tmp_path)
+    tmp_ledger(catalog).write_bytes(b"")  # truncated
+    with pytest.raises(CatalogError, match="The catalog's ledger cannot be opened: .* is empty"):
+        _start(catalog)
