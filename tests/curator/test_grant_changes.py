@@ -284,5 +284,5 @@ def test_a_ledger_error_opening_a_seat_is_409_ledger_not_500(tmp_path: Path) -> 
 def test_a_ledger_that_cannot_be_opened_stops_the_curator_at_start(tmp_path: Path) -> None:
     catalog = write_catalog(tmp_path)
     tmp_ledger(catalog).write_bytes(b"")  # truncated
-    with pytest.raises(CatalogError, match="The catalog's ledger cannot be opened: .* is empty"):
+    with pytest.raises(CatalogError, match=r"The catalog's ledger cannot be opened: .* is empty"):
         _start(catalog)
