@@ -9,6 +9,7 @@ Examples::
     dpframe ledger verify ledger.sqlite    # checks the hash chains, spends and noise scales
     dpframe ledger export ledger.sqlite --session NAME --out DIR   # a release bundle
     dpframe ledger backup ledger.sqlite copy.sqlite                # a consistent 0600 copy
+    dpframe ledger summary catalog.toml    # per dataset: cap and use; per analyst: spend
     dpframe serve --catalog catalog.toml   # binds 127.0.0.1:8765 by default
     dpframe serve --catalog catalog.toml --host 0.0.0.0 --ssl-certfile cert.pem \
         --ssl-keyfile key.pem              # beyond loopback: TLS
@@ -116,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     names = ", ".join(sorted(catalog.datasets))
     scheme = "https" if args.ssl_certfile else "http"
+    for line in curator.grant_report.lines():  # the catalog against the ledger
+        print(f"dpframe curator: {line}", flush=True)
     print(f"dpframe curator: serving {names} on {scheme}://{args.host}:{args.port}", flush=True)
     if scheme == "http" and not _is_loopback(args.host):
         print("dpframe serve: WARNING: plain HTTP beyond loopback (--insecure-http)", flush=True)

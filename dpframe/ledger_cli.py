@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dpframe.accounting.ledger_chain import Head
-from dpframe.errors import LedgerError
+from dpframe.errors import DPError, LedgerError
 
 __all__ = ["add_commands", "run"]
 
@@ -62,6 +62,14 @@ def add_commands(ledger_commands: Any) -> None:
         description="Copies the ledger as of one moment, even while it is written; never "
         "overwrites DEST.",
     )
+    summary = ledger_commands.add_parser(
+        "summary",
+        help="the data owner's view: per dataset its cap and use, per analyst grant and spend",
+        description="Per dataset: the catalog's cap and what all analysts used of it; per "
+        "analyst: the grant, the releases, the spend and the formal (epsilon, delta) "
+        "guarantee. Reads the ledger read-only; reads no data.",
+    )
+    summary.add_argument("path", help="the curator's catalog.toml, or a ledger file")
     backup.add_argument("path", help="the ledger file")
     backup.add_argument("dest", help="the new file (or a folder to put it in)")
 
@@ -74,12 +82,20 @@ def run(args: argparse.Namespace) -> int:
             return _verify(args)
         if command == "export":
             return _export(args)
+        if command == "summary":
+            from dpframe.cli_ledger_summary import summarize, summary_lines
+
+            ledger, datasets = summarize(args.path)
+            print(f"{ledger}:")
+            from_catalog = Path(args.path).suffix.lower() == ".toml"
+            print("\n".join(summary_lines(datasets, catalog=from_catalog)))
+            return 0
         from dpframe.accounting.ledger_backup import backup_file
 
         copy = backup_file(args.path, args.dest)
         print(f"{args.path}: backed up to {copy} (mode 0600).")
         return 0
-    except LedgerError as exc:
+    except DPError as exc:  # LedgerError, CatalogError
         print(f"dpframe ledger {command}: {exc}", file=sys.stderr)
         return 2
 

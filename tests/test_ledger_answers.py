@@ -62,7 +62,7 @@ def test_a_version_2_ledger_gains_the_answers_table(
 
     ledger = Ledger(path)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     conn.close()
     assert _tables(path) == _tables_of_a_new_ledger(tmp_path)

@@ -129,8 +129,8 @@ def test_a_schema_5_ledger_is_migrated_with_its_spend(
     assert session.spent == dp.Budget(0.3)
     conn = sqlite3.connect(ledger_path)
     assert (
-        conn.execute("PRAGMA user_version").fetchone()[0] == 9
-    )  # through 6 (issue 27), 7 (issue 32), 8 and 9 (issue 31)
+        conn.execute("PRAGMA user_version").fetchone()[0] == 10
+    )  # through 6 (issue 27), 7 (issue 32), 8-10 (issue 31)
     unkeyed = {d for (d,) in conn.execute("SELECT dataset FROM unkeyed_datasets")}
     assert unkeyed == set(prints.values())
     assert conn.execute("SELECT COUNT(*) FROM unkeyed_digests").fetchone()[0] == 2 + 7

@@ -144,7 +144,7 @@ def test_version_1_file_is_migrated_in_place(ledger_path: Path, stamped: bool) -
 
     ledger = Ledger(ledger_path)
     assert _pragmas(ledger_path) == (APPLICATION_ID, SCHEMA_VERSION, "wal")
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 10
     # same layout as a ledger created new
     fresh = Ledger(ledger_path.with_name("fresh.sqlite"))
     assert _schema(ledger._conn) == _schema(fresh._conn)

@@ -397,7 +397,7 @@ def test_a_schema_8_ledger_gets_genesis_links_and_verifies(
         verify_file(ledger_path)  # read only: never migrated by the verifier
     ledger = Ledger(ledger_path)
     conn = sqlite3.connect(ledger_path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 10
     kinds = [k for (k,) in conn.execute("SELECT kind FROM chain WHERE session='old' ORDER BY seq")]
     conn.close()
     assert kinds == ["genesis"] + ["charge", "state"] * 3 + ["charge"]  # the charged row: no state

@@ -229,6 +229,29 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         link_existing,
     ),
+    Migration(
+        10,
+        "Grant changes in place (issue 31, docs/owners.md): the grants table keeps every "
+        "version of a session's budget row once its grant was changed (the version before the "
+        "first change, then each new one), each with the position n of the genesis link that "
+        "covers it and the time it took effect, so that dpframe ledger verify replays every "
+        "release against the grant in force when it was charged (the budget columns are "
+        "untyped: each value is kept exactly as the budgets row held it, for its digest).",
+        (
+            """CREATE TABLE grants (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    time REAL NOT NULL,
+    accounting,
+    epsilon,
+    delta,
+    delta_reserve,
+    created
+)""",
+            "CREATE INDEX grants_by_session ON grants (session, id)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version  # the newest ledger schema this code reads and writes

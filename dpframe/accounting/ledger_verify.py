@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -46,6 +46,7 @@ from dpframe.accounting.ledger_chain import (
     link_hash,
     state_digest,
 )
+from dpframe.accounting.ledger_grants import budget_in_force, grant_history
 from dpframe.accounting.ledger_noise import check_noise
 from dpframe.accounting.ledger_rows import decode_parts
 from dpframe.errors import LedgerError
@@ -215,6 +216,8 @@ def read_session(
         (session,),
     ).fetchone()
     budget = None if budget_row is None else dict(zip(BUDGET_FIELDS, budget_row, strict=True))
+    if budget is not None:  # its earlier versions, if the grant was changed (schema 10)
+        budget["grants"] = grant_history(conn, session)
     return links, budget, _rows(conn, session)
 
 
@@ -269,9 +272,11 @@ def verify_records(
             )
         )
     accountant = _accountant(session, budget, problems)
+    in_force = _grants(session, links, budget, accountant, problems)
     spent, calibrations = Charge(), 0
     for row in rows:
         release_id = int(row["id"])
+        admitting = in_force(release_id)
         where = f"release {release_id}"
         if latest.get((release_id, "charge")) != charge_digest(row):
             message = (
@@ -303,9 +308,14 @@ def verify_records(
                         f"session's {accountant.kind} accounting",
                     )
                 )
-            if not accountant.admits(spent, charge):
+            if admitting is not None and not admitting.admits(spent, charge):
                 problems.append(
-                    Finding(session, where, "its charge did not fit the session's budget")
+                    Finding(
+                        session,
+                        where,
+                        "its charge did not fit the session's budget (the grant in force "
+                        "when it was charged)",
+                    )
                 )
             spent = spent + charge
             for problem in check_noise(row["noise"], charge, accountant.kind):
@@ -326,6 +336,79 @@ def verify_records(
                 len(anchors),
             )
         )
+
+
+def _grants(
+    session: str,
+    links: list[Link],
+    budget: dict[str, Any] | None,
+    current: Accountant | None,
+    problems: list[Finding],
+) -> Callable[[int], Accountant | None]:
+    """Check the grant history against the chain; return: release id -> accountant in force.
+
+    A grant changed in place (:mod:`~dpframe.accounting.ledger_grants`) keeps
+    each version of the budget row with the position of its genesis link;
+    each must be that link's budget, and every genesis link after the first
+    version must have its version.  A release is replayed against the version
+    in force at its first ``charge`` link.
+    """
+    history: list[dict[str, Any]] = list((budget or {}).get("grants") or [])
+    genesis = {n: d for n, k, _, d, _ in links if k == "genesis"}
+    for version in history:
+        n = int(version["n"])
+        if genesis.get(n) != budget_digest(version):
+            problems.append(
+                Finding(
+                    session,
+                    f"grant version of link {n}",
+                    "the recorded grant differs from its genesis link (edited)",
+                )
+            )
+    covered = {int(v["n"]) for v in history}
+    start = min(covered) if covered else None
+    empty = budget_digest({"session": session})  # a session charged before it was registered
+    if start is None:
+        extra = [n for n, d in genesis.items() if d != empty]
+        if len(extra) > 1:
+            problems.append(
+                Finding(
+                    session,
+                    "budget",
+                    f"the budget was linked {len(extra)} times (its grant changed) but the "
+                    "ledger keeps no grant history (deleted)",
+                )
+            )
+    else:
+        for n in sorted(genesis):
+            if n > start and n not in covered:
+                problems.append(
+                    Finding(
+                        session,
+                        f"link {n}",
+                        "a grant change without its recorded version (the grant history "
+                        "was edited)",
+                    )
+                )
+    if not history:
+        return lambda release_id: current
+    first_charge: dict[int, int] = {}
+    for n, kind, release, _, _ in links:
+        if kind == "charge" and release is not None:
+            first_charge.setdefault(release, n)
+    made: dict[int, Accountant | None] = {}
+
+    def in_force(release_id: int) -> Accountant | None:
+        position = first_charge.get(release_id)
+        if position is None:
+            return current
+        version = budget_in_force(history, position) or history[0]
+        key = int(version["n"])
+        if key not in made:
+            made[key] = _accountant(session, version, problems)
+        return made[key]
+
+    return in_force
 
 
 def _rows(conn: sqlite3.Connection, session: str) -> list[dict[str, Any]]:

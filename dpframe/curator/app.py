@@ -15,6 +15,7 @@ refused with 413 before they are parsed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,11 +30,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpframe.curator.catalog import Analyst, Catalog
+from dpframe.curator.codes import classify
 from dpframe.curator.service import LEDGER_PAGE, Curator, ServiceError, error_payload
+from dpframe.errors import DPError
 from dpframe.plan.codec import node_type_names
 from dpframe.remote.wire import ProtocolError, duplicate_key
 
 __all__ = ["MAX_BODY", "create_app"]
+
+_log = logging.getLogger("dpframe.curator")
 
 #: Largest request body accepted, in bytes.
 MAX_BODY = 256 * 1024
@@ -232,6 +237,13 @@ def create_app(
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
         return _error(exc)
+
+    @app.exception_handler(DPError)
+    async def _dp_error(request: Request, exc: DPError) -> JSONResponse:
+        # e.g. a LedgerError opening a seat on a budget, schema or ledger read: its code
+        # (409 ledger), not a 500 "outside the protocol"; the owner's log says what
+        _log.warning("%s on %s: %s", type(exc).__name__, request.url.path, exc)
+        return _error(classify(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -55,8 +55,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpframe.accounting.choice import make_accountant
+from dpframe.accounting.choice import default_accounting, make_accountant
 from dpframe.backends.declared import parse_kind
+from dpframe.curator.caps import Cap, check_cap_kinds, parse_cap
 from dpframe.curator.settings import SERVER_KEYS, ServerSettings, server_settings
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget, to_fraction
@@ -130,6 +131,9 @@ class DatasetEntry:
             by Dask's own scheduler).
         id_space: with ``privacy_unit``: the kind of identifier it holds;
             datasets of one ID space may be joined on it (None: never joined).
+        cap: the privacy loss all analysts' releases on it may reach together
+            (None: no cap; :mod:`dpframe.curator.caps`).
+        release_cap: the privacy loss one release may cost (None: no cap).
     """
 
     name: str
@@ -144,6 +148,8 @@ class DatasetEntry:
     max_rows: int | None = None
     backend: str = "pandas"
     id_space: str | None = None
+    cap: Cap | None = None
+    release_cap: Cap | None = None
 
     @property
     def identity(self) -> str:
@@ -236,6 +242,15 @@ class Catalog:
         }
         if not datasets or not analysts:
             raise CatalogError("The catalog needs at least one [datasets.X] and one [analysts.Y].")
+        for entry in datasets.values():
+            kinds = {
+                a.name: _kind_of(a.budgets[entry.name])
+                for a in analysts.values()
+                if entry.name in a.budgets
+            }
+            unfit = check_cap_kinds(f"[datasets.{entry.name}]", entry.cap, entry.release_cap, kinds)
+            if unfit is not None:
+                raise CatalogError(unfit)
         hashes = [a.token_sha256 for a in analysts.values()]
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
@@ -274,6 +289,8 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         "max_rows",
         "backend",
         "id_space",
+        "cap",
+        "release_cap",
     }
     unknown = set(entry) - known
     if unknown:
@@ -343,6 +360,12 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
         max_rows,
         backend,
         space,
+        *(
+            None
+            if entry.get(key) is None
+            else parse_cap(entry[key], f"[datasets.{name}].{key}", CatalogError)
+            for key in ("cap", "release_cap")
+        ),
     )
 
 
@@ -446,3 +469,8 @@ def _grant(raw: Mapping[str, Any], analyst: str, dataset: str) -> Grant:
     if budget.epsilon <= 0:
         raise CatalogError(f"{where} needs epsilon > 0.")
     return Grant(budget, None if accounting is None else str(accounting), reserve)
+
+
+def _kind_of(grant: Grant) -> str:
+    """A grant's accounting (the engine's default for its budget when it names none)."""
+    return grant.accounting or default_accounting(grant.budget)

@@ -21,7 +21,7 @@ import math
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,12 +29,14 @@ from typing import Any
 import pandas as pd
 
 import dpframe as dp
+from dpframe.accounting.accountants import Charge
 from dpframe.accounting.ledger import Ledger, PendingCharge
 from dpframe.accounting.ledger_schema import ledger_errors
 from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
 from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.curator.caps import CapGuard
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
@@ -73,14 +75,31 @@ class SeatLedger(Ledger):
         self._guard = threading.Lock()
         self._refusing = False
         self._abandoned: set[int] = set()
+        #: The dataset's caps, checked in each charge's transaction (None: no cap).
+        self.caps: CapGuard | None = None
 
-    def charge(self, *args: Any, **kwargs: Any) -> int:  # noqa: D102  (Ledger.charge)
+    def _capped(self, check: Callable[[Charge], None], charges: list[Charge]) -> Any:
+        """``check`` (the seat's filter), then the dataset's caps, in the charge's transaction."""
+        caps = self.caps
+        if caps is None:
+            return check
+
+        def both(spent: Charge) -> None:
+            check(spent)
+            caps.check(self._conn, charges)  # under the write lock: every committed row
+
+        return both
+
+    def charge(  # noqa: D102  (Ledger.charge)
+        self, session: str, dataset: str, charge: Charge, check: Any, *args: Any, **kwargs: Any
+    ) -> int:
         with self._guard:
             if self._refusing:
                 raise LedgerError(
                     "This release was abandoned before its charge; nothing was charged."
                 )
-            release_id = super().charge(*args, **kwargs)
+            capped = self._capped(check, [charge])
+            release_id = super().charge(session, dataset, charge, capped, *args, **kwargs)
             self.charged.append(release_id)
         return release_id
 
@@ -92,7 +111,8 @@ class SeatLedger(Ledger):
                 raise LedgerError(
                     "This release was abandoned before its charge; nothing was charged."
                 )
-            ids = super().charge_many(session, dataset, items, check)
+            capped = self._capped(check, [item.charge for item in items])
+            ids = super().charge_many(session, dataset, items, capped)
             self.charged.extend(ids)
         return ids
 
@@ -353,6 +373,8 @@ class Seats:
         grant = analyst.budgets[dataset]
         ledger = SeatLedger(self.catalog.ledger)
         session = self._session(grant, f"{analyst.name}/{dataset}", ledger)
+        if entry.cap is not None or entry.release_cap is not None:
+            ledger.caps = CapGuard(dataset, session.accounting, entry.cap, entry.release_cap)
         source, schema = self._load(session, entry, self._frame_data(entry))
         seat = Seat(session, FrameHandle(session, source, schema), entry, ledger)
         seat.grant = grant

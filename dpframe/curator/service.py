@@ -29,6 +29,7 @@ from dpframe.backends.declared import parse_kind
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError
 from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
+from dpframe.curator.grants_check import check_grants
 from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
 from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
@@ -185,6 +186,7 @@ class Curator:
         self._pace_clock = pace_clock
         self._sleep = sleep
         private_ledger(catalog.ledger)  # 0600 (its WAL and shared memory follow), folder 0700
+        self.grant_report = check_grants(catalog)  # grants changed in place, said in the log
         self._seats = Seats(catalog)
         self.signer = head_signer(catalog)  # signs each response's chain head (None: no key)
         self.unexpected_errors = 0

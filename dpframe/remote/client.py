@@ -24,6 +24,7 @@ from dpframe.engine.reruns import asked_fresh, fresh_release
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
     WIRE_CODES,
+    BudgetExceededError,
     DPError,
     InvalidArgumentError,
     LedgerError,
@@ -104,6 +105,8 @@ ERROR_CLASSES: Mapping[str, type[DPError]] = {
     "limit_exceeded": QueryFailedError,  # not completed: charged, recorded as abandoned
     "suspended": SeatSuspendedError,
     "ledger_full": LedgerError,
+    "dataset_cap": BudgetExceededError,  # the data owner's cap over all analysts (409)
+    "release_cap": BudgetExceededError,  # the data owner's cap on one release (409)
 }
 
 

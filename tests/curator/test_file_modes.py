@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from dpframe.accounting.ledger import Ledger
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog
 from dpframe.curator.service import Curator
@@ -53,7 +54,7 @@ def test_an_existing_ledger_readable_by_others_is_made_0600(
 ) -> None:
     write_catalog(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
-    ledger.touch(mode=0o644)
+    Ledger(ledger).close()  # a real ledger: the curator now reads its grants when it starts
     os.chmod(ledger, 0o644)
     Curator(Catalog.load(tmp_path / "catalog.toml"))
     assert _mode(ledger) == 0o600
