@@ -16,6 +16,7 @@ import pandas as pd
 
 from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import SeriesHandle
+from dpframe.api.thin import warn_if_thin
 from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relations, tables
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of
@@ -447,6 +448,7 @@ class ColumnReleases:
         """
         return tables.nunique(self._handle, request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def agg(
         self,
         func: object,
@@ -489,7 +491,7 @@ class ColumnReleases:
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.pair_moments_node(self._handle, other, "corr", request)
-        return relations.pair_value(relations.warn_thin(self._run(node)))
+        return relations.pair_value(warn_if_thin(self._run(node)))
 
     @fresh_aware
     def cov(
