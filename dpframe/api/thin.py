@@ -21,7 +21,6 @@ says the same before anything is spent (:mod:`dpframe.mechanisms.core.explanatio
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,8 +49,13 @@ class ThinCells:
         thin: how many cells are too thin.
         judged: how many cells were judged (those with a value and an interval).
         example: the thinnest cell, as ``label: value ± half-width``.
-        factor: how many times less noise would bring every thin cell under the
-            bar (None: a cell reads 0, or more than ten thousand times).
+        factor: how many times less noise would bring every thin cell that does
+            not read 0 under the bar (None: more than ten thousand times, or every
+            thin cell reads 0).
+        zeros: how many thin cells read 0 (a bound's clamp, or a value near 0): no
+            ε brings those under a bar proportional to their value.
+        hidden: cells shown ``<NA>`` because their group was too thin to show a
+            value (the result's caption says so); counted in ``thin``.
         correlation: the bar is half of [−1, 1] (a correlation matrix).
         widest: the widest correlation interval (correlations only).
     """
@@ -60,6 +64,8 @@ class ThinCells:
     judged: int
     example: str
     factor: float | None
+    zeros: int = 0
+    hidden: int = 0
     correlation: bool = False
     widest: float = 0.0
 
@@ -75,11 +81,15 @@ def _columns(result: pd.Series | pd.DataFrame) -> list[tuple[str, pd.Series]]:
     return [(_label(name), result.iloc[:, j]) for j, name in enumerate(result.columns)]
 
 
-def _cells(result: pd.Series | pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Every judged cell: its label, value and 95% half-width (a cell without either: left out)."""
+def _cells(result: pd.Series | pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+    """Every judged cell's label, value and 95% half-width (infinite: no bound); missing cells.
+
+    A cell with no value or no interval (a quantile's) is not judged.
+    """
     labels: list[str] = []
     values: list[np.ndarray] = []
     halves: list[np.ndarray] = []
+    missing = 0
     for prefix, column in _columns(result):
         array = column.array
         if not isinstance(array, DPArray):
@@ -90,15 +100,16 @@ def _cells(result: pd.Series | pd.DataFrame) -> tuple[list[str], np.ndarray, np.
             continue
         value = np.asarray(array, dtype=float)
         half = (np.asarray(high, dtype=float) - np.asarray(low, dtype=float)) / 2
-        keep = np.isfinite(value) & np.isfinite(half)
+        keep = np.isfinite(value) & ~np.isnan(half)
+        missing += int(np.isnan(value).sum())
         labels.extend(
             f"({_label(k)}, {prefix})" if prefix else _label(k) for k in column.index[keep]
         )
         values.append(value[keep])
         halves.append(half[keep])
     if not labels:
-        return [], np.zeros(0), np.zeros(0)
-    return labels, np.concatenate(values), np.concatenate(halves)
+        return [], np.zeros(0), np.zeros(0), missing
+    return labels, np.concatenate(values), np.concatenate(halves), missing
 
 
 def _correlation(intervals: MomentIntervals) -> ThinCells | None:
@@ -126,7 +137,8 @@ def _correlation(intervals: MomentIntervals) -> ThinCells | None:
             factor = high
         else:
             low, high = high, high * 2
-    return ThinCells(thin, len(now), "", factor, correlation=True, widest=float(np.max(now)))
+    widest = float(np.max(now))
+    return ThinCells(thin, len(now), "", factor, correlation=True, widest=widest)
 
 
 def thin_cells(result: object) -> ThinCells | None:
@@ -136,38 +148,50 @@ def thin_cells(result: object) -> ThinCells | None:
     intervals = getattr(result.attrs.get("dpframe"), "intervals", None)
     if isinstance(intervals, MomentIntervals) and intervals.statistic == "corr":
         return _correlation(intervals)
-    labels, values, halves = _cells(result)
-    if len(labels) < 2:
+    labels, values, halves, missing = _cells(result)
+    notes = getattr(result.attrs.get("dpframe"), "notes", ()) or ()
+    hidden = missing if any("too thin" in str(note) for note in notes) else 0
+    if len(labels) + hidden < 2:
         return None
     thin = halves > np.abs(values)
     if not thin.any():
-        return None
+        if not hidden:
+            return None
+        return ThinCells(hidden, len(labels) + hidden, "", None, hidden=hidden)
+    zero = thin & (values == 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(thin, halves / np.abs(values), 0.0)
-    worst = int(np.argmax(ratio))
+        ratio = np.where(thin & ~zero, halves / np.abs(values), 0.0)
+    worst = int(np.argmax(ratio)) if (thin & ~zero).any() else int(np.argmax(zero))
     example = (
         f"{labels[worst]}: {plain_number(float(values[worst]))} "
         f"± {plain_number(float(halves[worst]))}"
     )
     most = float(ratio[worst])
-    factor = most if math.isfinite(most) and most <= _MOST_FACTOR else None
-    return ThinCells(int(thin.sum()), len(labels), example, factor)
+    factor = most if 1.0 <= most <= _MOST_FACTOR else None
+    count, judged = int(thin.sum()) + hidden, len(labels) + hidden
+    return ThinCells(count, judged, example, factor, int(zero.sum()), hidden)
 
 
 def _advice(cells: ThinCells, cost: Any, under: str) -> str:
     """Which ε (pure DP) or how much less noise would bring the thin cells under the bar."""
+    zeros = (
+        f"; {cells.zeros} read 0, too thin at any ε unless their truth is far from 0"
+        if cells.zeros
+        else ""
+    )
+    if cells.hidden:
+        zeros += f"; {cells.hidden} shown <NA>, too thin to show a value"
     if cells.factor is None:
-        return (
-            "; cells reading near 0 stay too thin at any ε (fewer cells, a larger ε or "
-            "tighter bounds narrow the others)"
-        )
-    them = "it" if cells.thin == 1 else "them"
+        return zeros + "; a much larger ε, fewer cells or tighter bounds would be needed"
+    them = "it" if cells.thin - cells.zeros - cells.hidden == 1 else "them"
+    others = " the others" if cells.zeros else ""
     epsilon = getattr(cost, "epsilon", None)
     if epsilon and getattr(cost, "delta", 1) == 0:
-        return f"; about ε={plain_number(float(epsilon) * cells.factor)} would bring {them} {under}"
+        scaled = plain_number(float(epsilon) * cells.factor)
+        return f"; about ε={scaled} would bring{others or ' ' + them} {under}{zeros}"
     return (
-        f"; about {plain_number(cells.factor)} times less noise would bring {them} {under} "
-        "(a larger ε, fewer cells or tighter bounds)"
+        f"; about {plain_number(cells.factor)} times less noise (a larger ε, fewer cells or "
+        f"tighter bounds) would bring{others or ' ' + them} {under}{zeros}"
     )
 
 
@@ -184,9 +208,10 @@ def thin_message(result: object) -> str | None:
             f"{_advice(cells, cost, 'under half')} (dp.ci gives every entry's interval)."
         )
     verb = "has" if cells.thin == 1 else "have"
+    thinnest = f" (thinnest: {cells.example})" if cells.example else ""
     return (
         f"Too thin to read: {cells.thin} of {cells.judged} cells {verb} a 95% interval wider "
-        f"than the value (thinnest: {cells.example}){_advice(cells, cost, 'under that bar')} "
+        f"than the value{thinnest}{_advice(cells, cost, 'under that bar')} "
         "(dp.ci gives every interval)."
     )
 

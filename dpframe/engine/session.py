@@ -51,6 +51,7 @@ from dpframe.errors import (
     LedgerError,
     SchemaError,
 )
+from dpframe.mechanisms.core.explanations import with_thin
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
@@ -551,7 +552,8 @@ class Session(Observable):
         batch.run()
 
     def _explain_node(self, node: Any) -> Explanation:
-        return self._path.explain(node)
+        # Many outputs: also the row counts below which a cell is too thin to read.
+        return with_thin(self._path.explain(node), node, self._path.explain)
 
     # -- seams for a data owner's server (the curator) ------------------------
 
