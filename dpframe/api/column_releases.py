@@ -7,8 +7,6 @@ session, which charges it before reading anything.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,6 +16,7 @@ from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import SeriesHandle
 from dpframe.api.thin import warn_if_thin
 from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relations, tables
+from dpframe.api.verbs.aggregates import MAX_DRAWN_BINS, drawn
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of
 from dpframe.plan.expressions import Col
@@ -27,21 +26,6 @@ if TYPE_CHECKING:
     from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["MAX_DRAWN_BINS", "ColumnReleases"]
-
-#: The most bins ``hist`` draws (a wider histogram is returned, not drawn).
-MAX_DRAWN_BINS = 1_000
-
-
-def _drawn(draw: bool | None, bins: int) -> bool:
-    """Whether ``hist`` draws: asked, or (by default) inside IPython; matplotlib installed."""
-    if draw is False or bins > MAX_DRAWN_BINS:
-        return False
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
-    if draw is None:
-        shell = sys.modules.get("IPython")
-        return shell is not None and shell.get_ipython() is not None
-    return True
 
 
 class ColumnReleases:
@@ -416,7 +400,7 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         node, edges = aggregates.histogram_node(self._handle, bins, request)
         counts = aggregates.histogram_result(self._handle, self._run(node), edges)
-        if _drawn(draw, len(counts)):
+        if drawn(draw, len(counts)):
             from dpframe.plotting import plot  # matplotlib is loaded on first use only
 
             plot(counts)
