@@ -68,7 +68,17 @@ class Observable:
     _listeners: list[Callable[[ReleaseEvent], None]]
 
     def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
-        """Call ``listener`` after every release; returns a function that unsubscribes."""
+        """Call ``listener`` after every release; returns a function that unsubscribes.
+
+        Example:
+            >>> stop = session.subscribe(lambda e: print(e.query, e.cost))  # doctest: +SKIP
+            >>> pf["education"].mean(epsilon=0.1)  # doctest: +SKIP
+            >>> stop()  # doctest: +SKIP
+
+        The listener gets a :class:`ReleaseEvent` (query, cost, spent,
+        remaining, total); it cannot change the budget.  The Jupyter meter is
+        one.  A listener that fails is reported as a warning; the release stands.
+        """
         self._listeners.append(listener)
 
         def unsubscribe() -> None:
