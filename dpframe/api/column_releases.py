@@ -512,6 +512,9 @@ class ColumnReleases:
     ) -> pd.Series:
         """A copy of a categorical column safe to share: some values swapped at random.
 
+        Example:
+            >>> pf["region"].randomized_response(epsilon=1.0).value_counts()  # doctest: +SKIP
+
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
         its category with probability 1 − m·p and each of the other m declared
         categories with p ≥ (1 − δ)/(m + e^ε_v) (ε-local DP per row); the
@@ -541,6 +544,9 @@ class ColumnReleases:
     ) -> pd.Series:
         """A copy of a numeric column safe to share: each value plus random noise (Laplace).
 
+        Example:
+            >>> pf["education"].laplace_copy(epsilon=1.0).describe()  # doctest: +SKIP
+
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
         clamped to the bounds [L, U] and get noise of scale
         b = (U − L)/(ε_v − ln(1 − δ)) (discrete Laplace on a fine public
@@ -567,6 +573,9 @@ class ColumnReleases:
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
         """A smooth curve of how the column's values are spread (a density estimate), with noise.
+
+        Example:
+            >>> pf["wage"].kde(bandwidth=100.0, epsilon=0.5)  # doctest: +SKIP
 
         Privacy: Gaussian-process noise whose covariance is the kernel, so
         the released curve is smooth; the RKHS sensitivity of the kernel sum
