@@ -167,10 +167,11 @@ def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.Data
         >>> dp.synth_report(copy)  # doctest: +SKIP
 
     Read from the released marginals only, never the data.  One row per
-    measured marginal (1-way, then the others in the order measured), then one row per pair of columns that was not measured as a
-    pair: inside a measured triple its error bars follow from the triple's
-    (the sum of its cells' noise); otherwise it has none (reading one from
-    the data would need budget), only how the model links the two columns.
+    measured marginal (1-way, then the others in the order measured), then one
+    row per pair of columns that was not measured as a pair: inside a measured
+    triple its error bars follow from the triple's (the sum of its cells'
+    noise); otherwise it has none (reading one from the data would need
+    budget), only how the model links the two columns.
 
     Args:
         copy: a DataFrame returned by ``synthesize`` (or its ``attrs["dpframe_synth"]``).
