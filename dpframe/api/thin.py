@@ -81,12 +81,27 @@ def _columns(result: pd.Series | pd.DataFrame) -> list[tuple[str, pd.Series]]:
     return [(_label(name), result.iloc[:, j]) for j, name in enumerate(result.columns)]
 
 
-def _cells(result: pd.Series | pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, int]:
-    """Every judged cell's label, value and 95% half-width (infinite: no bound); missing cells.
+@dataclass(frozen=True)
+class _Judged:
+    """The judged cells of a result: where each is, its value and 95% half-width."""
 
-    A cell with no value or no interval (a quantile's) is not judged.
-    """
-    labels: list[str] = []
+    places: list[tuple[str, pd.Index]]  # per column: its label ("" for a Series), kept keys
+    values: np.ndarray
+    halves: np.ndarray  # infinite: no bound
+    missing: int  # cells with no value
+
+    def label(self, i: int) -> str:
+        """Cell ``i``'s label (built for the one cell a message names)."""
+        for prefix, keys in self.places:
+            if i < len(keys):
+                return f"({_label(keys[i])}, {prefix})" if prefix else _label(keys[i])
+            i -= len(keys)
+        raise IndexError(i)
+
+
+def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
+    """Every judged cell (a cell with no value or no interval, e.g. a quantile's, is not)."""
+    places: list[tuple[str, pd.Index]] = []
     values: list[np.ndarray] = []
     halves: list[np.ndarray] = []
     missing = 0
@@ -98,18 +113,18 @@ def _cells(result: pd.Series | pd.DataFrame) -> tuple[list[str], np.ndarray, np.
             low, high = array.intervals(0.95)
         except DPError:  # a quantile's cells: a rank error, no value interval to judge
             continue
+        except (ArithmeticError, ValueError):  # never lose a charged release to the check
+            continue
         value = np.asarray(array, dtype=float)
         half = (np.asarray(high, dtype=float) - np.asarray(low, dtype=float)) / 2
         keep = np.isfinite(value) & ~np.isnan(half)
         missing += int(np.isnan(value).sum())
-        labels.extend(
-            f"({_label(k)}, {prefix})" if prefix else _label(k) for k in column.index[keep]
-        )
+        places.append((prefix, column.index[keep]))
         values.append(value[keep])
         halves.append(half[keep])
-    if not labels:
-        return [], np.zeros(0), np.zeros(0), missing
-    return labels, np.concatenate(values), np.concatenate(halves), missing
+    if not values:
+        return _Judged([], np.zeros(0), np.zeros(0), missing)
+    return _Judged(places, np.concatenate(values), np.concatenate(halves), missing)
 
 
 def _correlation(intervals: MomentIntervals) -> ThinCells | None:
@@ -148,28 +163,29 @@ def thin_cells(result: object) -> ThinCells | None:
     intervals = getattr(result.attrs.get("dpframe"), "intervals", None)
     if isinstance(intervals, MomentIntervals) and intervals.statistic == "corr":
         return _correlation(intervals)
-    labels, values, halves, missing = _cells(result)
+    judged = _cells(result)
+    values, halves, missing = judged.values, judged.halves, judged.missing
     notes = getattr(result.attrs.get("dpframe"), "notes", ()) or ()
     hidden = missing if any("too thin" in str(note) for note in notes) else 0
-    if len(labels) + hidden < 2:
+    if len(values) + hidden < 2:
         return None
     thin = halves > np.abs(values)
     if not thin.any():
         if not hidden:
             return None
-        return ThinCells(hidden, len(labels) + hidden, "", None, hidden=hidden)
+        return ThinCells(hidden, len(values) + hidden, "", None, hidden=hidden)
     zero = thin & (values == 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(thin & ~zero, halves / np.abs(values), 0.0)
     worst = int(np.argmax(ratio)) if (thin & ~zero).any() else int(np.argmax(zero))
     example = (
-        f"{labels[worst]}: {plain_number(float(values[worst]))} "
+        f"{judged.label(worst)}: {plain_number(float(values[worst]))} "
         f"± {plain_number(float(halves[worst]))}"
     )
     most = float(ratio[worst])
     factor = most if 1.0 <= most <= _MOST_FACTOR else None
-    count, judged = int(thin.sum()) + hidden, len(labels) + hidden
-    return ThinCells(count, judged, example, factor, int(zero.sum()), hidden)
+    count, total = int(thin.sum()) + hidden, len(values) + hidden
+    return ThinCells(count, total, example, factor, int(zero.sum()), hidden)
 
 
 def _advice(cells: ThinCells, cost: Any, under: str) -> str:
