@@ -35,7 +35,7 @@ def data() -> pd.DataFrame:
     rng = np.random.default_rng(7)
     rows = 3_000
     x = rng.uniform(20, 80, rows)
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "k": rng.choice(KEYS, rows),
             "g": rng.choice(["u", "v", "w"], rows),
@@ -43,6 +43,7 @@ def data() -> pd.DataFrame:
             "y": np.clip(x + rng.normal(0, 15, rows), 0, 100),
         }
     )
+    return frame
 
 
 def _frame(data: pd.DataFrame) -> dp.PrivateFrame:
