@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dpframe.errors import DPError
 from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.floors import AccuracyFloor, floor_bounded, floor_zcdp
@@ -320,6 +321,14 @@ def _moment_needs(node: Any, found: list[Explanation | None]) -> list[str]:
     return needs
 
 
+def _explained(explain: Callable[[Any], Explanation], part: Aggregate) -> Explanation | None:
+    """``part`` explained on its own; None when it cannot be (its bar is then left out)."""
+    try:
+        return explain(part)
+    except DPError:
+        return None
+
+
 def with_thin(found: Explanation, node: Any, explain: Callable[[Any], Explanation]) -> Explanation:
     """``found`` with the row counts below which its cells are too thin to read, whatever the data.
 
@@ -335,7 +344,11 @@ def with_thin(found: Explanation, node: Any, explain: Callable[[Any], Explanatio
     parts = node.parts() if hasattr(node, "parts") else ()
     if not parts and not (isinstance(node, Aggregate) and node.n_groups > 1):
         return found
-    explained = [explain(p) if isinstance(p, Aggregate) else None for p in parts]
+    templates = node.templates() if hasattr(node, "templates") else ()
+    explained = [
+        _explained(explain, p) if isinstance(p, Aggregate) and i not in templates else None
+        for i, p in enumerate(parts)
+    ]
     if hasattr(node, "pairs"):
         needs = _moment_needs(node, explained)
     else:
