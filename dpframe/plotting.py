@@ -41,6 +41,11 @@ def plot(
 ) -> Any:
     """A bar chart of released values with their ``level`` confidence intervals as error bars.
 
+    Example:
+        >>> dp.plot(pf.groupby("region")["wage"].mean(epsilon=0.5))  # doctest: +SKIP
+
+    Free (the released values and their public noise).
+
     Args:
         result: a release, a released Series (one bar per key) or a released
             DataFrame (per row, one bar per ``dp`` column).
@@ -50,9 +55,6 @@ def plot(
 
     Returns:
         The matplotlib ``Axes``.
-
-    Example:
-        >>> dp.plot(pf.groupby("region")["wage"].mean(epsilon=0.5))  # doctest: +SKIP
     """
     plt = _pyplot()
     if isinstance(result, pd.DataFrame):

@@ -53,9 +53,14 @@ def pair_errors(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.DataF
 def synth_heatmap(
     copy: pd.DataFrame | SynthInfo, level: float = 0.95, ax: Any = None, **kwargs: Any
 ) -> Any:
-    """A heat map of :func:`pair_errors`: measured pairs coloured, the others marked.
+    """A heat map of how close a synthetic copy is, pair of columns by pair (free).
 
-    A cell shows the total variation error bar of that 1-way or 2-way
+    Example:
+        >>> copy = pf[["region", "parttime", "smsa"]].synthesize(epsilon=1.0)  # doctest: +SKIP
+        >>> dp.synth_heatmap(copy)  # doctest: +SKIP
+
+    The values are :func:`pair_errors`: measured pairs coloured, the others
+    marked.  A cell shows the total variation error bar of that 1-way or 2-way
     marginal; a pair the model never measured is hatched and marked "not
     measured" (its error is not known without spending budget on it:
     ``dp.crosstab(pf[a], pf[b], epsilon=...)`` measures it).

@@ -7,8 +7,6 @@ session, which charges it before reading anything.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -16,7 +14,9 @@ import pandas as pd
 
 from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import SeriesHandle
+from dpframe.api.thin import warn_if_thin
 from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relations, tables
+from dpframe.api.verbs.aggregates import MAX_DRAWN_BINS, drawn
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of
 from dpframe.plan.expressions import Col
@@ -26,21 +26,6 @@ if TYPE_CHECKING:
     from dpframe.plan.privacy import Number, Privacy
 
 __all__ = ["MAX_DRAWN_BINS", "ColumnReleases"]
-
-#: The most bins ``hist`` draws (a wider histogram is returned, not drawn).
-MAX_DRAWN_BINS = 1_000
-
-
-def _drawn(draw: bool | None, bins: int) -> bool:
-    """Whether ``hist`` draws: asked, or (by default) inside IPython; matplotlib installed."""
-    if draw is False or bins > MAX_DRAWN_BINS:
-        return False
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
-    if draw is None:
-        shell = sys.modules.get("IPython")
-        return shell is not None and shell.get_ipython() is not None
-    return True
 
 
 class ColumnReleases:
@@ -415,7 +400,7 @@ class ColumnReleases:
         request = request_of(epsilon, delta, rho, privacy)
         node, edges = aggregates.histogram_node(self._handle, bins, request)
         counts = aggregates.histogram_result(self._handle, self._run(node), edges)
-        if _drawn(draw, len(counts)):
+        if drawn(draw, len(counts)):
             from dpframe.plotting import plot  # matplotlib is loaded on first use only
 
             plot(counts)
@@ -447,6 +432,7 @@ class ColumnReleases:
         """
         return tables.nunique(self._handle, request_of(epsilon, delta, rho, privacy))
 
+    @fresh_aware
     def agg(
         self,
         func: object,
@@ -489,7 +475,7 @@ class ColumnReleases:
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.pair_moments_node(self._handle, other, "corr", request)
-        return relations.pair_value(relations.warn_thin(self._run(node)))
+        return relations.pair_value(warn_if_thin(self._run(node)))
 
     @fresh_aware
     def cov(
@@ -526,6 +512,9 @@ class ColumnReleases:
     ) -> pd.Series:
         """A copy of a categorical column safe to share: some values swapped at random.
 
+        Example:
+            >>> pf["region"].randomized_response(epsilon=1.0).value_counts()  # doctest: +SKIP
+
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Each row reports
         its category with probability 1 − m·p and each of the other m declared
         categories with p ≥ (1 − δ)/(m + e^ε_v) (ε-local DP per row); the
@@ -555,6 +544,9 @@ class ColumnReleases:
     ) -> pd.Series:
         """A copy of a numeric column safe to share: each value plus random noise (Laplace).
 
+        Example:
+            >>> pf["education"].laplace_copy(epsilon=1.0).describe()  # doctest: +SKIP
+
         Privacy: (ε, δ)-DP for the whole copy, charged once.  Values are
         clamped to the bounds [L, U] and get noise of scale
         b = (U − L)/(ε_v − ln(1 − δ)) (discrete Laplace on a fine public
@@ -581,6 +573,9 @@ class ColumnReleases:
         grid: int | Sequence[float] = 256,
     ) -> pd.Series:
         """A smooth curve of how the column's values are spread (a density estimate), with noise.
+
+        Example:
+            >>> pf["wage"].kde(bandwidth=100.0, epsilon=0.5)  # doctest: +SKIP
 
         Privacy: Gaussian-process noise whose covariance is the kernel, so
         the released curve is smooth; the RKHS sensitivity of the kernel sum

@@ -305,9 +305,16 @@ class PrivateFrame(FrameReleases, RowGuard):
         return frame_of(transforms.dropna(self._handle, subset))
 
     def fillna(self, value: object = None) -> PrivateFrame:
-        """Missing values replaced per column, as ``DataFrame.fillna`` (free).
+        """Missing values replaced by public constants, per column, as ``DataFrame.fillna`` (free).
+
+        Example:
+            >>> pf.fillna({"wage": 0.0})["wage"].mean(epsilon=0.1)  # doctest: +SKIP
 
         ``value`` is one public constant for every column, or a dict ``{column: value}``.
+        The constant must lie within the column's bounds for them to stay the same.
+
+        Privacy: nothing is charged; a row-by-row step, so every later
+        release keeps its sensitivity.
         """
         return frame_of(elementwise.frame_fillna(self._handle, value))
 
@@ -328,12 +335,19 @@ class PrivateFrame(FrameReleases, RowGuard):
         k_left: int | None = None,
         k_right: int | None = None,
     ) -> PrivateFrame:
-        """Join a public lookup table, or another private frame of the same ID space (free).
+        """Add the columns of a public lookup table, or join a private frame of the same people.
 
-        With a public table (a pandas DataFrame): its columns are added,
-        matched on a key, as ``DataFrame.merge``; many-to-one, so every
-        private row stays one row and the sensitivity of every later release
-        is unchanged.
+        Example:
+            >>> prices = pd.DataFrame(
+            ...     {"region": ["northeast", "midwest", "south", "west"],
+            ...      "price_index": [1.1, 0.9, 0.95, 1.05]}
+            ... )  # doctest: +SKIP
+            >>> pf.merge(prices, on="region")["price_index"].mean(epsilon=0.1)  # doctest: +SKIP
+
+        Free (a join releases nothing).  With a public table (a pandas
+        DataFrame): its columns are added, matched on a key, as
+        ``DataFrame.merge``; many-to-one, so every private row stays one row and
+        the sensitivity of every later release is unchanged.
 
         With a private frame of the same session and ID space
         (``visits.merge(people, on="person_id")``): a private join on keys that
@@ -382,10 +396,11 @@ class PrivateFrame(FrameReleases, RowGuard):
             k_left: as ``k``, for the left side only (with ``k_right``).
             k_right: as ``k``, for the right side only (with ``k_left``).
 
-        Example:
-            >>> regions = pd.DataFrame({"region": ["south", "west"], "pop_m": [126.0, 78.6]})
-            >>> pf.merge(regions, on="region")["pop_m"].mean(epsilon=0.1)  # doctest: +SKIP
-            >>> visits.merge(people, on="person_id").count(epsilon=0.1)  # doctest: +SKIP
+        A join of two private frames, step by step: docs/protected.md ("Joining
+        two private tables of one ID space").
+
+        Accuracy: a public table changes nothing; after a private join every
+        noise scale is ``max_rows`` times larger (so keep it small).
         """
         other = handle_of(right)
         if isinstance(other, FrameHandle):
@@ -438,10 +453,22 @@ class PrivateFrame(FrameReleases, RowGuard):
         lsuffix: str = "",
         rsuffix: str = "",
     ) -> PrivateFrame:
-        """A public table indexed by the key, joined on the column ``on`` (``DataFrame.join``).
+        """Add the columns of a public table indexed by a key, matched on column ``on``.
 
-        ``pf.join(lookup.set_index("region"), on="region")``: as :meth:`merge`
-        (left or inner, a unique index, free).
+        Example:
+            >>> prices = pd.DataFrame(
+            ...     {"region": ["northeast", "midwest", "south", "west"],
+            ...      "price_index": [1.1, 0.9, 0.95, 1.05]}
+            ... )  # doctest: +SKIP
+            >>> pf.join(prices.set_index("region"), on="region")["price_index"].mean(
+            ...     epsilon=0.1
+            ... )  # doctest: +SKIP
+
+        As ``DataFrame.join``, and as :meth:`merge` with a public table: ``how``
+        is ``"left"`` or ``"inner"``, the table's index must be unique.
+
+        Privacy: nothing is charged; many-to-one, so every private row stays one
+        row and every later release keeps its sensitivity.
         """
         return frame_of(lookup.join(self._handle, other, on, how, lsuffix, rsuffix))
 

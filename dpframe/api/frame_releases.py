@@ -104,6 +104,7 @@ class FrameReleases:
         node = relations.frame_cells_node(self._handle, "mean", request)
         return cast("pd.Series", self._run(node))
 
+    @fresh_aware
     def agg(
         self,
         func: object,
@@ -241,7 +242,7 @@ class FrameReleases:
             raise SchemaError("corr(): only method='pearson' is available privately.")
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.moments_node(self._handle, "corr", request)
-        return relations.warn_thin(cast("pd.DataFrame", self._run(node)))
+        return cast("pd.DataFrame", self._run(node))
 
     @fresh_aware
     def cov(
@@ -272,6 +273,7 @@ class FrameReleases:
         node = relations.moments_node(self._handle, "cov", request)
         return cast("pd.DataFrame", self._run(node))
 
+    @fresh_aware
     def pivot_table(
         self,
         values: str,

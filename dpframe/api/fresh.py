@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
+from dpframe.api.thin import warn_if_thin
 from dpframe.engine.reruns import fresh_release
 
 __all__ = ["fresh_aware"]
@@ -20,18 +22,28 @@ __all__ = ["fresh_aware"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
+#: True while a release method runs (a method it calls does not check its own result).
+_INSIDE: ContextVar[bool] = ContextVar("dpframe_release_method", default=False)
+
 
 def fresh_aware(method: Callable[P, R]) -> Callable[P, R]:
     """Run ``method`` with its ``fresh=`` keyword in force for the releases it makes.
 
     ``fresh=False`` (the default): a request the ledger already answered is
     answered from it, charged nothing and marked ``from the ledger``;
-    ``fresh=True``: a new release, charged.
+    ``fresh=True``: a new release, charged.  A result with cells too thin to
+    read warns once (:func:`dpframe.api.thin.warn_if_thin`).
     """
 
     @functools.wraps(method)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        with fresh_release(kwargs.get("fresh", False)):  # type: ignore[arg-type]
-            return method(*args, **kwargs)
+        outermost = not _INSIDE.get()
+        token = _INSIDE.set(True)
+        try:
+            with fresh_release(kwargs.get("fresh", False)):  # type: ignore[arg-type]
+                result = method(*args, **kwargs)
+        finally:
+            _INSIDE.reset(token)
+        return warn_if_thin(result) if outermost else result
 
     return run

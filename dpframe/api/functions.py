@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpframe.api.fresh import fresh_aware
 from dpframe.api.handle import handle_of
 from dpframe.api.series import PrivateSeries, series_of
 from dpframe.api.verbs import binning, tables
@@ -81,6 +82,7 @@ def qcut(
     return _wrapped(found, retbins)
 
 
+@fresh_aware
 def crosstab(
     index: PrivateSeries,
     columns: PrivateSeries,

@@ -102,6 +102,7 @@ class PrivateGroupBy:
             return cast("pd.Series", result)
         return cast("pd.Series", grouping.grouped_result(handle, result))
 
+    @fresh_aware
     def agg(self, func: object = None, **kwargs: Any) -> Any:
         """Several statistics per group at once, as pandas' ``GroupBy.agg``, for one budget.
 

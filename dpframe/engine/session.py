@@ -13,13 +13,9 @@ Order of work for every release (never changed):
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +37,7 @@ from dpframe.backends.factory import make_backend
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
 from dpframe.engine.loading import check_groups, check_unit
+from dpframe.engine.observable import Observable, ReleaseEvent, capture, is_capturing
 from dpframe.engine.public_tables import public_table
 from dpframe.engine.release_path import ReleasePath, families
 from dpframe.engine.reruns import asked_fresh
@@ -51,6 +48,7 @@ from dpframe.errors import (
     LedgerError,
     SchemaError,
 )
+from dpframe.mechanisms.core.explanations import with_thin
 from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
@@ -69,120 +67,7 @@ if TYPE_CHECKING:
     from dpframe.engine.release_path import Node
     from dpframe.mechanisms.core.explanations import Explanation
 
-__all__ = ["Observable", "ReleaseEvent", "Session"]
-
-
-@dataclass(frozen=True)
-class ReleaseEvent:
-    """Sent to listeners after every release (one-way: listeners cannot change the budget).
-
-    ``recorded`` is set when the request was answered from the ledger (its note,
-    ``from the ledger, recorded 14:02``; ``cost`` is then zero).
-    """
-
-    query: str
-    cost: Budget
-    spent: Budget
-    remaining: Budget
-    total: Budget
-    recorded: str | None = None
-
-
-class _Captured(Exception):  # noqa: N818  (a signal, not an error)
-    """Raised by :meth:`Session.run` inside :meth:`Observable.explain`: carries the node."""
-
-    def __init__(self, session: Observable, node: Any) -> None:
-        super().__init__("captured")
-        self.session = session
-        self.node = node
-
-
-#: The session whose explain() is capturing the next release in this context.
-_CAPTURING: ContextVar[Observable | None] = ContextVar("dpframe_capturing", default=None)
-
-
-def is_capturing(session: Observable) -> bool:
-    """True inside ``session.explain(function)``."""
-    return _CAPTURING.get() is session
-
-
-def capture(session: Observable, node: Any) -> None:
-    """Inside ``session.explain(function)``: stop the function and hand over ``node``."""
-    if _CAPTURING.get() is session:
-        raise _Captured(session, node)
-
-
-class Observable:
-    """What local and remote sessions share: listeners of releases, and explain()."""
-
-    _listeners: list[Callable[[ReleaseEvent], None]]
-
-    def subscribe(self, listener: Callable[[ReleaseEvent], None]) -> Callable[[], None]:
-        """Call ``listener`` after every release; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return unsubscribe
-
-    def explain(self, query: Any, detail: bool = False) -> Any:
-        """What a release would cost and how accurate it would be; nothing is spent.
-
-        Example:
-            >>> session.explain(lambda: pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
-            >>> session.explain(lambda: pf.describe(epsilon=1), detail=True)  # doctest: +SKIP
-
-        It shows the answer's accuracy in plain words (a composite: one line per
-        output), the cost and what would be left.
-
-        Args:
-            query: a release node, or a function that makes one release (e.g.
-                ``lambda: pf["wage"].mean(epsilon=0.1)``): the release's node is
-                captured when it reaches the engine, and the function is not run further.
-            detail: also show every noisy measure behind it (sensitivity, noise
-                scale, 95% half-width) and the accuracy floor.
-        """
-        if not isinstance(detail, bool):
-            raise InvalidArgumentError("explain(detail=...) takes True or False.")
-        found = self._explain_node(query if not callable(query) else self.capture_node(query))
-        if detail and hasattr(found, "detailed"):
-            return dataclasses.replace(found, detailed=True)
-        return found
-
-    def capture_node(self, function: Callable[[], Any]) -> Any:
-        """The release node that ``function`` makes, captured before anything is spent."""
-        if not callable(function):
-            raise SchemaError("Give a function that makes one release, e.g. lambda: pf.count(...).")
-        token = _CAPTURING.set(self)
-        try:
-            function()
-        except _Captured as captured:
-            if captured.session is not self:
-                raise
-            return captured.node
-        finally:
-            _CAPTURING.reset(token)
-        raise SchemaError(
-            "The function made no release: give a function that makes one release, "
-            "e.g. lambda: pf.count(epsilon=0.1)."
-        )
-
-    def _explain_node(self, node: Any) -> Any:
-        raise SchemaError("explain() takes a release node or a function that makes one release.")
-
-    def _announce(self, event: ReleaseEvent) -> None:
-        """Tell every listener of a release; a failing listener never loses the release."""
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # a broken meter must not lose the release
-                warnings.warn(
-                    f"A release listener failed ({type(exc).__name__}); the release stands.",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
+__all__ = ["Observable", "ReleaseEvent", "Session", "capture", "is_capturing"]
 
 
 class Session(Observable):
@@ -258,17 +143,35 @@ class Session(Observable):
 
     @property
     def name(self) -> str:
-        """The session's name in the ledger."""
+        """The session's name: its budget's key in the ledger.
+
+        Example:
+            >>> dp.Session(epsilon=1.0, ledger=":memory:", name="wages").name  # doctest: +SKIP
+
+        A session of the same name and ledger, in a later kernel or process,
+        resumes the same budget.
+        """
         return self._name
 
     @property
     def total(self) -> Budget:
-        """The session's total budget."""
+        """The session's total budget, as it was created.
+
+        Example:
+            >>> session.total  # doctest: +SKIP
+        """
         return self._accountant.total
 
     @property
     def accounting(self) -> str:
-        """``pure``, ``approx``, ``zcdp`` or ``gdp``."""
+        """How the session adds up its releases: ``pure``, ``approx``, ``zcdp`` or ``gdp``.
+
+        Example:
+            >>> session.accounting  # doctest: +SKIP
+
+        Chosen when the session is created (``accounting=``; by default
+        ``pure`` without δ and ``gdp`` with one).  docs/budget.md explains each.
+        """
         return self._accountant.kind
 
     @property
@@ -297,17 +200,39 @@ class Session(Observable):
 
     @property
     def spent(self) -> Budget:
-        """The (ε, δ) guarantee of everything released so far (read from the ledger)."""
+        """What the releases so far guarantee, as (ε, δ) (read from the ledger).
+
+        Example:
+            >>> pf.count(epsilon=0.1)  # doctest: +SKIP
+            >>> session.spent  # doctest: +SKIP
+
+        The same as :attr:`guarantee`.  Under pure DP it is the sum of the
+        releases' ε; under zCDP and Gaussian DP it is the conversion of their
+        total, which does not add up release by release: :attr:`used_share`
+        does.
+        """
         return self._accountant.spent(self._charges())
 
     @property
     def remaining(self) -> Budget:
-        """The largest (ε, δ) that a next query may request."""
+        """The largest (ε, δ) that a next release may ask for.
+
+        Example:
+            >>> session.remaining  # doctest: +SKIP
+
+        A release asking more is refused before anything is charged
+        (``BudgetExceededError``).  Under zCDP and Gaussian DP it is not the
+        total minus :attr:`spent` (see :attr:`used_share`).
+        """
         return self._accountant.remaining(self._charges())
 
     @property
     def guarantee(self) -> Budget:
         """The formal (ε, δ)-DP guarantee of everything released so far (= :attr:`spent`).
+
+        Example:
+            >>> session.guarantee  # doctest: +SKIP
+            >>> print(session.budget_status)  # doctest: +SKIP
 
         Under zCDP and Gaussian DP it is not the sum of the releases' ``epsilon=``
         (the conversion is not additive); :attr:`used_share` is the figure that adds up.
@@ -316,17 +241,28 @@ class Session(Observable):
 
     @property
     def used_share(self) -> float:
-        """The share of the budget used, in [0, 1], counted in the accountant's own unit.
+        """The share of the budget used, in [0, 1]: the figure that adds up.
 
-        ε under pure DP, ρ under zCDP, μ² under Gaussian DP: units in which
-        releases add up, so two releases asking ``epsilon=0.25`` of a total
-        ``epsilon=1`` use 0.5, in every accounting.
+        Example:
+            >>> pf.count(epsilon=0.1)  # doctest: +SKIP
+            >>> session.used_share  # doctest: +SKIP
+
+        Counted in the accountant's own unit: ε under pure DP, ρ under zCDP,
+        μ² under Gaussian DP, units in which releases add up, so two releases
+        asking ``epsilon=0.25`` of a total ``epsilon=1`` use 0.5, in every
+        accounting.
         """
         return float(self.budget_status.used_share)
 
     @property
     def budget_status(self) -> BudgetStatus:
-        """Share used, largest next release and guarantee, read once from the ledger."""
+        """Share used, largest next release and guarantee, in words (read once from the ledger).
+
+        Example:
+            >>> print(session.budget_status)  # doctest: +SKIP
+
+        The meter's and ``%dp_budget``'s figures.
+        """
         from dpframe.accounting.status import budget_status
 
         charges = self._charges()
@@ -357,7 +293,14 @@ class Session(Observable):
 
     @property
     def ledger(self) -> pd.DataFrame:
-        """One row per release of this session (on any dataset), oldest first."""
+        """Every release of this session so far, one row each (on any dataset), oldest first.
+
+        Example:
+            >>> session.ledger[["query", "epsilon"]]  # doctest: +SKIP
+
+        Free (the ledger only): the query in words, its cost, the mechanism,
+        the released value and when; docs/audit.md describes the columns.
+        """
         return self._ledger.releases(self._name)
 
     @property
@@ -375,6 +318,9 @@ class Session(Observable):
     def frames(self) -> pd.DataFrame:
         """The frames this session loaded, with their ID spaces and row limits (from the ledger).
 
+        Example:
+            >>> session.frames  # doctest: +SKIP
+
         One row per dataset and privacy-unit setting: ``dataset`` (its key in
         the ledger), ``id_space`` and ``unit_column`` (empty for row-level
         data), ``max_rows`` and the time it was first loaded.  Frames of one
@@ -385,6 +331,9 @@ class Session(Observable):
     def renyi(self, orders: Sequence[float] | None = None) -> RenyiCurve:
         """The Rényi-DP curve ε(α) of everything released so far (a view; free).
 
+        Example:
+            >>> session.renyi().to_dp(1e-5)  # doctest: +SKIP
+
         ``curve.to_dp(delta)`` gives the best conversion to (ε, δ) and the α
         that attains it; ``curve.plot(delta)`` draws it.  How each release's
         curve is obtained is in :func:`dpframe.accounting.renyi.release_rdp`.
@@ -394,7 +343,13 @@ class Session(Observable):
         return session_curve(self.accounting, self.ledger, orders)
 
     def composition(self, delta: float | None = None) -> CompositionSummary:
-        """The spend under basic, advanced (where valid), zCDP and RDP composition (a view).
+        """What the releases so far cost under each composition theorem that applies (a view).
+
+        Example:
+            >>> print(session.composition())  # doctest: +SKIP
+
+        Basic, advanced (where valid), zCDP, RDP and, in a Gaussian DP session,
+        Gaussian DP; the one the session uses is marked.
 
         Args:
             delta: the slack δ' of the advanced, zCDP, RDP and GDP conversions
@@ -515,7 +470,13 @@ class Session(Observable):
     # -- releasing -----------------------------------------------------------
 
     def run(self, node: Node) -> Any:
-        """Release ``node`` (every release method builds one and calls this).
+        """Release one query: check it, charge it, compute it with noise and record it.
+
+        Example:
+            >>> pf.count(epsilon=0.1)  # doctest: +SKIP
+
+        Every release method builds a release node and calls ``run`` with it
+        (the line above calls ``session.run`` for you).
 
         validate → privacy map → charge (refused here if over budget: nothing
         has touched the data) → compute → release → record → notify.  Inside
@@ -535,7 +496,13 @@ class Session(Observable):
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
-        """Admit several releases at once, all or none, in one durable ledger commit.
+        """Release several queries at once, all or none, in one durable ledger commit.
+
+        Example:
+            >>> with session.batch() as batch:  # doctest: +SKIP
+            ...     n = batch.add(lambda: pf.count(epsilon=0.1))
+            ...     m = batch.add(lambda: pf["wage"].mean(epsilon=0.1))
+            >>> n.result, m.result  # doctest: +SKIP
 
         Releases added with ``batch.add(lambda: ...)`` are captured (nothing is
         read or charged) and, when the block ends without an error, admitted
@@ -551,7 +518,8 @@ class Session(Observable):
         batch.run()
 
     def _explain_node(self, node: Any) -> Explanation:
-        return self._path.explain(node)
+        # Many outputs: also the row counts below which a cell is too thin to read.
+        return with_thin(self._path.explain(node), node, self._path.explain)
 
     # -- seams for a data owner's server (the curator) ------------------------
 

@@ -481,14 +481,28 @@ class Bucket(Expr):
 
 
 def col(name: str) -> Col:
-    """A reference to the column ``name``, for building expressions."""
+    """A column named in an expression, before there is a frame to take it from.
+
+    Example:
+        >>> pf.filter(dp.col("education") >= 12).count(epsilon=0.1)  # doctest: +SKIP
+        >>> pf.assign(weekly=dp.col("wage") / 40)["weekly"].mean(epsilon=0.1)  # doctest: +SKIP
+
+    ``pf["education"]`` does the same with a frame at hand; ``dp.col`` builds
+    an expression to use on any frame that has the column.  Free.
+    """
     if not isinstance(name, str):
         raise SchemaError("Column names are strings.")
     return Col(name)
 
 
 def lit(value: Scalar) -> Lit:
-    """A public constant in an expression."""
+    """A public constant in an expression (a plain number or string works too).
+
+    Example:
+        >>> pf.assign(hours=dp.lit(40))["hours"].sum(epsilon=0.1)  # doctest: +SKIP
+
+    Free: a constant is public, so it adds nothing to what a release reveals.
+    """
     return Lit(value)
 
 

@@ -604,7 +604,15 @@ def connect(
     busy_wait: float = 30.0,
     cafile: str | os.PathLike[str] | None = None,
 ) -> Connection:
-    """Connect to a dpframe curator (``dpframe serve``).
+    """Connect to a data owner's curator (``dpframe serve``), to analyse data you cannot see.
+
+    Example:
+        >>> conn = dp.connect("https://curator.example.org", token="...")  # doctest: +SKIP
+        >>> pf = conn.open("cps")  # doctest: +SKIP
+        >>> pf["wage"].mean(epsilon=0.1)  # doctest: +SKIP
+
+    Every release is charged and computed by the curator, against the budget
+    the data owner granted you (docs/curator.md).
 
     Args:
         url: the curator's address, e.g. ``"https://curator.example.org"``.

@@ -239,10 +239,11 @@ def test_quickstart_meter_updates_live_in_jupyterlab(
         expect(meters.last).not_to_contain_text("resumed")
         if stored.meters > 1:
             expect(meters.last).to_contain_text(meter_numbers(first).group(0))
-        first.locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]").evaluate(
-            "cell => cell.scrollIntoView({block: 'start'})"
-        )
+        first_cell = first.locator("xpath=ancestor::div[contains(@class, 'jp-CodeCell')]")
+        first_cell.evaluate("cell => cell.scrollIntoView({block: 'start'})")
         page.screenshot(path=screenshot, full_page=True)
+        # The meter alone, as docs/jupyter.md shows it (docs/images/budget-meter.png).
+        first_cell.screenshot(path=screenshot_dir / "budget-meter.png")
 
         numbers = meter_numbers(first)
         remaining, total = (float(numbers[k]) for k in ("remaining", "total"))

@@ -9,7 +9,9 @@ few ``*_result`` functions reshape a released result as pandas would
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,11 +32,13 @@ from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import ApproxBounds, Describe, Mode
 
 __all__ = [
+    "MAX_DRAWN_BINS",
     "aggregate_node",
     "approx_bounds_node",
     "count_node",
     "describe_node",
     "describe_series_node",
+    "drawn",
     "histogram_node",
     "histogram_result",
     "mode_node",
@@ -42,6 +46,22 @@ __all__ = [
     "value_counts_node",
     "value_counts_result",
 ]
+
+
+#: The most bins ``hist`` draws (a wider histogram is returned, not drawn).
+MAX_DRAWN_BINS = 1_000
+
+
+def drawn(draw: bool | None, bins: int) -> bool:
+    """Whether ``hist`` draws: asked, or (by default) inside IPython; matplotlib installed."""
+    if draw is False or bins > MAX_DRAWN_BINS:
+        return False
+    if importlib.util.find_spec("matplotlib") is None:
+        return False
+    if draw is None:
+        shell = sys.modules.get("IPython")
+        return shell is not None and shell.get_ipython() is not None
+    return True
 
 
 def count_node(frame: FrameHandle, request: PrivacyRequest) -> Aggregate:

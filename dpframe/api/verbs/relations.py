@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, cast
 
 import pandas as pd
@@ -21,8 +20,7 @@ from dpframe.api.verbs.aggregates import true_count
 from dpframe.api.verbs.columns import is_column, to_expr
 from dpframe.api.verbs.frames import assign, select
 from dpframe.api.verbs.transforms import dropna
-from dpframe.errors import SchemaError, caller_stacklevel
-from dpframe.mechanisms.moments.moments_family import MomentIntervals, thin_correlation_warning
+from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col, Expr, IsNull, Not
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import Agg, Moments
@@ -65,23 +63,6 @@ def pair_moments_node(
     frame = series.frame
     pair = select(assign(frame, {"_a": series, "_b": to_expr(other, frame)}), ["_a", "_b"])
     return moments_node(pair, statistic, request)
-
-
-def warn_thin(matrix: pd.DataFrame) -> pd.DataFrame:
-    """Warn once when a released correlation matrix is too thin to read (free: public values).
-
-    Here in the facade, so that a curator's answer warns in the analyst's
-    kernel as an embedded one does.
-    """
-    meta: Any = matrix.attrs.get("dpframe")
-    intervals = getattr(meta, "intervals", None)
-    if isinstance(intervals, MomentIntervals) and intervals.statistic == "corr":
-        cost = meta.cost
-        epsilon = float(cost.epsilon) if cost.delta == 0 and cost.epsilon else None
-        message = thin_correlation_warning(intervals, epsilon)
-        if message is not None:
-            warnings.warn(message, UserWarning, stacklevel=caller_stacklevel())
-    return matrix
 
 
 def pair_value(matrix: pd.DataFrame) -> float:

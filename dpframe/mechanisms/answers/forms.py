@@ -25,7 +25,7 @@ parameters: free of privacy cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -235,9 +235,6 @@ class Forms:
         if reasons:
             raise DPError(reasons[0])
         matrix = self.matrix.tocsr()
-        kinds: list[tuple[Block, int]] = []
-        for block in self.blocks:
-            kinds.extend((block, k) for k in range(block.size))
         bounds: dict[tuple[int, float], tuple[FloatArray, FloatArray]] = {}
 
         def box(block: Block, at: float) -> tuple[FloatArray, FloatArray]:
@@ -248,7 +245,12 @@ class Forms:
 
         low = np.array(values, dtype=float)
         high = np.array(values, dtype=float)
-        for i in range(self.cells):
+        done = self._single_terms(matrix, level, box, low, high)
+        kinds: list[tuple[Block, int]] = []
+        if not done.all():  # cells with several terms: one by one
+            for block in self.blocks:
+                kinds.extend((block, k) for k in range(block.size))
+        for i in np.flatnonzero(~done):
             start, end = matrix.indptr[i], matrix.indptr[i + 1]
             columns, coefs = matrix.indices[start:end], matrix.data[start:end]
             noisy = [(c, kinds[j][0].noise) for j, c in zip(columns, coefs, strict=True)]
@@ -276,3 +278,45 @@ class Forms:
                 low[i] -= max(ends)
                 high[i] -= min(ends)
         return low, high
+
+    def _single_terms(
+        self,
+        matrix: Any,
+        level: float,
+        box: Callable[[Block, float], tuple[FloatArray, FloatArray]],
+        low: FloatArray,
+        high: FloatArray,
+    ) -> npt.NDArray[np.bool_]:
+        """The cells with one error term, widened at once, block by block (in place).
+
+        The same interval as the loop of :meth:`intervals` gives such a cell
+        (one part: the whole ``1 - level`` on its term), computed for all of a
+        block's cells together: a grouped release's cells have one term each.
+        Returns which cells are done.
+        """
+        done = np.zeros(self.cells, dtype=bool)
+        at = 1 - (1 - level)  # as the loop computes it: one part takes all of 1 - level
+        rows = np.flatnonzero(np.diff(matrix.indptr) == 1)
+        if rows.size == 0:
+            return done
+        terms = matrix.indices[matrix.indptr[rows]]
+        coefs = np.asarray(matrix.data[matrix.indptr[rows]], dtype=float)
+        sizes = [block.size for block in self.blocks]
+        owners = np.repeat(np.arange(len(self.blocks)), sizes)[terms]
+        offsets = np.concatenate([np.arange(size) for size in sizes])[terms]
+        for b in np.unique(owners):
+            block, chosen = self.blocks[int(b)], owners == b
+            cells, coef = rows[chosen], coefs[chosen]
+            if block.noise is not None and not block.model:
+                half = np.abs(coef) * (block.noise.abs_quantile(at) + block.noise.rounding)
+                low[cells] -= half
+                high[cells] += half
+            elif block.model and block.noise is None:
+                e_low, e_high = box(block, at)
+                ends = (coef * e_low[offsets[chosen]], coef * e_high[offsets[chosen]])
+                low[cells] -= np.maximum(*ends)
+                high[cells] -= np.minimum(*ends)
+            else:
+                continue
+            done[cells] = True
+        return done

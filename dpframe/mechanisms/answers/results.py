@@ -332,10 +332,16 @@ class FrameRelease:
 
 
 def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
-    """The confidence interval of a release, per group, or per cell of a released DataFrame.
+    """Where the true value lies, with probability ``level``: one release's, or each cell's.
 
-    A released DataFrame (``describe()``) gives the same rows with columns
-    ``(column, "low" | "high")``.
+    Example:
+        >>> dp.ci(pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
+        >>> dp.ci(pf.groupby("region")["wage"].mean(epsilon=0.2))  # doctest: +SKIP
+
+    Free: computed from the released values and their public noise.  A
+    release gives ``(low, high)``; a released Series a DataFrame with columns
+    ``low`` and ``high``; a released DataFrame (``describe()``) the same rows
+    with columns ``(column, "low" | "high")``.
     """
     if isinstance(result, Release):
         return result.ci(level)

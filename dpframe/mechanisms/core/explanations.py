@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
+from dpframe.errors import DPError
 from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.core.floors import AccuracyFloor, floor_bounded, floor_zcdp
@@ -30,6 +33,7 @@ __all__ = [
     "explain_aggregate",
     "explain_cost",
     "plain_number",
+    "with_thin",
 ]
 
 
@@ -98,6 +102,9 @@ class Explanation:
     outputs: tuple[tuple[str, str], ...] = ()
     #: Shown with every noisy measure and the accuracy floor (``explain(..., detail=True)``).
     detailed: bool = False
+    #: Many outputs: the row counts below which a cell is too thin to read, whatever
+    #: the data (from the bounds and each cell's share; see :func:`with_thin`).
+    thin: str = ""
 
     @property
     def allowed(self) -> bool:
@@ -116,6 +123,8 @@ class Explanation:
 
     def __str__(self) -> str:
         lines = [self.plain()]
+        if self.thin:
+            lines.append(f"  {self.thin}")
         lines.append(f"  cost {self.cost}" + (f" (ρ={self.rho:.4g})" if self.rho else ""))
         if self.cells > 1:
             lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
@@ -252,4 +261,112 @@ def explain_cost(label: str, cost: CostView) -> Explanation:
     """Describe the cost of a selection query (its accuracy is in the method's docstring)."""
     return Explanation(
         label, cost.cost, cost.rho, (), 1, cost.remaining_before, cost.remaining_after
+    )
+
+
+def _width(statistic: str, measures: tuple[MeasureExplanation, ...]) -> float | None:
+    """The noise behind one cell's 95% half-width: absolute (count, sum) or over n."""
+    kept = [m for m in measures if "undeclared" not in m.name]
+    if statistic in ("count", "sum") and len(kept) == 1:
+        return kept[0].half_width_95
+    words = {"mean": "worst case", "var": "squares", "std": "squares"}.get(statistic)
+    found = [m.half_width_95 for m in kept if words is not None and words in m.name]
+    return max(found) if found else None
+
+
+def _aggregate_needs(part: Aggregate, found: Explanation) -> str | None:
+    """When a cell of ``part`` reads too thin: rows whatever the data, and values at n rows."""
+    width = _width(part.statistic, found.measures)
+    if width is None:
+        return None
+    if part.statistic == "count":  # a count is too thin below its own ±
+        return f"{part.label}: a cell counting under {plain_number(width)}"
+    low, high = part.bounds if part.bounds is not None else (math.nan, math.nan)
+    largest, half = max(abs(low), abs(high)), (high - low) / 2
+    divisor = {"sum": largest, "mean": largest, "var": half * half, "std": 2 * half * half}
+    below = width / divisor[part.statistic] if divisor[part.statistic] > 0 else math.inf
+    line = f"{part.label}: under {plain_number(math.ceil(below))} rows whatever the data"
+    if part.statistic == "sum":
+        return line + f"; a sum under {plain_number(width)} at any row count"
+
+    def bar(n: float) -> str:  # the smallest value readable at n rows (its ± is width/n)
+        value = math.sqrt(width / (2 * n)) if part.statistic == "std" else width / n
+        return plain_number(value)
+
+    what = {"mean": "a mean", "var": "a variance", "std": "a std"}[part.statistic]
+    line += f"; {what} under {bar(1e3)} at 1,000 rows, {bar(1e5)} at 100,000"
+    if part.statistic == "var" and part.moment_weights[:1] == (0,):  # describe shows the std
+        std = [plain_number(math.sqrt(width / (2 * n))) for n in (1e3, 1e5)]
+        line += f" (its std under {std[0]} and {std[1]})"
+    return line
+
+
+def _moment_needs(node: Any, found: list[Explanation | None]) -> list[str]:
+    """Each off-diagonal entry of a corr/cov matrix: the rows below which it is too thin."""
+    halves = [h for _, h in node.centred()]
+    names = [name for name, _, _ in node.columns]
+    k = len(names)
+    needs = []
+    for (i, j), each in zip(node.pairs(), found[1 + k :], strict=True):
+        if i == j or each is None or not each.measures:
+            continue
+        width = each.measures[0].half_width_95
+        # corr: over half of [−1, 1] when width/n > ½·sd_i·sd_j, and sd ≤ h: n < 2w/(h_i·h_j)
+        scale = 2.0 if node.statistic == "corr" else 1.0
+        below = math.ceil(scale * width / (halves[i] * halves[j]))
+        needs.append(
+            f"{node.statistic}({names[i]}, {names[j]}): under {plain_number(below)} rows whatever "
+            "the data (more when the columns spread less than their bounds allow)"
+        )
+    return needs
+
+
+def _explained(explain: Callable[[Any], Explanation], part: Aggregate) -> Explanation | None:
+    """``part`` explained on its own; None when it cannot be (its bar is then left out)."""
+    try:
+        return explain(part)
+    except DPError:
+        return None
+
+
+def with_thin(found: Explanation, node: Any, explain: Callable[[Any], Explanation]) -> Explanation:
+    """``found`` with the row counts below which its cells are too thin to read, whatever the data.
+
+    A cell is too thin when its 95% half-width is larger than its value (a
+    correlation: when its interval spans over half of [−1, 1]), the bar of
+    the warning a release gives (:mod:`dpframe.api.thin`).  Before anything is
+    released, the value is known only to lie within the declared bounds, so
+    each cell's bar is stated as the row count below which even the largest
+    value the bounds allow would be too thin (a count: the count below its ±).
+    Public facts only: bounds, each part's share of ε, and its noise.
+    ``explain`` explains one part (nothing spent).
+    """
+    parts = node.parts() if hasattr(node, "parts") else ()
+    if not parts and not (isinstance(node, Aggregate) and node.n_groups > 1):
+        return found
+    templates = node.templates() if hasattr(node, "templates") else ()
+    explained = [
+        _explained(explain, p) if isinstance(p, Aggregate) and i not in templates else None
+        for i, p in enumerate(parts)
+    ]
+    if hasattr(node, "pairs"):
+        needs = _moment_needs(node, explained)
+    else:
+        pairs = list(zip(parts, explained, strict=True)) if parts else [(node, found)]
+        needs = [
+            need
+            for part, each in pairs
+            if isinstance(part, Aggregate) and each is not None
+            for need in [_aggregate_needs(part, each)]
+            if need is not None
+        ]
+    if not needs:
+        return found
+    rows = "".join(f"\n    {need}" for need in needs)
+    return replace(
+        found,
+        thin=(
+            "too thin to read (95% ± wider than the value) at this ε, when (a larger ε or fewer "
+            f"outputs lower these bars):{rows}"
+        ),
     )

@@ -160,13 +160,18 @@ def _path(info: SynthInfo, a: str, b: str) -> str:
 
 
 def synth_report(copy: pd.DataFrame | SynthInfo, level: float = 0.95) -> pd.DataFrame:
-    """The utility report of a synthetic copy (free: from the released marginals only).
+    """How close a synthetic copy is to the data, marginal by marginal (free).
 
-    One row per measured marginal (1-way, then the others in the order
-    measured), then one row per pair of columns that was not measured as a
-    pair: inside a measured triple its error bars follow from the triple's
-    (the sum of its cells' noise); otherwise it has none (reading one from
-    the data would need budget), only how the model links the two columns.
+    Example:
+        >>> copy = pf[["region", "parttime", "smsa"]].synthesize(epsilon=1.0)  # doctest: +SKIP
+        >>> dp.synth_report(copy)  # doctest: +SKIP
+
+    Read from the released marginals only, never the data.  One row per
+    measured marginal (1-way, then the others in the order measured), then one
+    row per pair of columns that was not measured as a pair: inside a measured
+    triple its error bars follow from the triple's (the sum of its cells'
+    noise); otherwise it has none (reading one from the data would need
+    budget), only how the model links the two columns.
 
     Args:
         copy: a DataFrame returned by ``synthesize`` (or its ``attrs["dpframe_synth"]``).

@@ -70,6 +70,10 @@ def consistent(
 ) -> Any:
     """Grouped counts (or sums) made to add up to their total, and counts never negative.
 
+    Example:
+        >>> counts = pf.groupby("region").size(epsilon=0.5)  # doctest: +SKIP
+        >>> dp.consistent(counts, pf.count(epsilon=0.5))  # doctest: +SKIP
+
     A cross table (``dp.crosstab``) is made to agree with its margins instead:
     see :func:`~dpframe.mechanisms.tables.consistent_tables.consistent_table`
     (``rows=`` and ``columns=`` are its separately released margins).
@@ -94,10 +98,6 @@ def consistent(
     Privacy: post-processing, free (see the module docstring).
 
     Accuracy: each cell's variance falls from v_i to v_i (1 − v_i / V).
-
-    Example:
-        >>> counts = pf.groupby("region").size(epsilon=0.5)  # doctest: +SKIP
-        >>> dp.consistent(counts, pf.count(epsilon=0.5))  # doctest: +SKIP
     """
     if isinstance(cells, pd.DataFrame):
         clip = True if nonnegative is None else bool(nonnegative)
