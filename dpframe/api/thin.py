@@ -85,23 +85,25 @@ def _columns(result: pd.Series | pd.DataFrame) -> list[tuple[str, pd.Series]]:
 class _Judged:
     """The judged cells of a result: where each is, its value and 95% half-width."""
 
-    places: list[tuple[str, pd.Index]]  # per column: its label ("" for a Series), kept keys
+    # per column: its label ("" for a Series), its keys and the positions of the kept ones
+    places: list[tuple[str, pd.Index, np.ndarray]]
     values: np.ndarray
     halves: np.ndarray  # infinite: no bound
     missing: int  # cells with no value
 
     def label(self, i: int) -> str:
         """Cell ``i``'s label (built for the one cell a message names)."""
-        for prefix, keys in self.places:
-            if i < len(keys):
-                return f"({_label(keys[i])}, {prefix})" if prefix else _label(keys[i])
-            i -= len(keys)
+        for prefix, keys, kept in self.places:
+            if i < len(kept):
+                key = keys[int(kept[i])]
+                return f"({_label(key)}, {prefix})" if prefix else _label(key)
+            i -= len(kept)
         raise IndexError(i)
 
 
 def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
     """Every judged cell (a cell with no value or no interval, e.g. a quantile's, is not)."""
-    places: list[tuple[str, pd.Index]] = []
+    places: list[tuple[str, pd.Index, np.ndarray]] = []
     values: list[np.ndarray] = []
     halves: list[np.ndarray] = []
     missing = 0
@@ -115,11 +117,11 @@ def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
             continue
         except (ArithmeticError, ValueError):  # never lose a charged release to the check
             continue
-        value = np.asarray(array, dtype=float)
+        value = np.asarray(array.values, dtype=float)
         half = (np.asarray(high, dtype=float) - np.asarray(low, dtype=float)) / 2
         keep = np.isfinite(value) & ~np.isnan(half)
         missing += int(np.isnan(value).sum())
-        places.append((prefix, column.index[keep]))
+        places.append((prefix, column.index, np.flatnonzero(keep)))
         values.append(value[keep])
         halves.append(half[keep])
     if not values:
