@@ -301,16 +301,16 @@ class Forms:
         done = np.zeros(self.cells, dtype=bool)
         at = 1 - (1 - level)  # as the loop computes it: one part takes all of 1 - level
         only = self.blocks[0] if len(self.blocks) == 1 else None
-        if only is not None and only.noise is not None and not only.model:
-            if matrix.nnz == self.cells and np.all(np.diff(matrix.indptr) == 1):
-                # A release's own cells (or a selection of them): one noise term each.
-                noise = only.noise
-                half = np.abs(np.asarray(matrix.data, dtype=float))
-                half *= noise.abs_quantile(at) + noise.rounding
-                low -= half
-                high += half
-                done[:] = True
-                return done
+        one_each = matrix.nnz == self.cells and bool(np.all(np.diff(matrix.indptr) == 1))
+        if only is not None and only.noise is not None and not only.model and one_each:
+            # A release's own cells (or a selection of them): one noise term each.
+            noise = only.noise
+            half = np.abs(np.asarray(matrix.data, dtype=float))
+            half *= noise.abs_quantile(at) + noise.rounding
+            low -= half
+            high += half
+            done[:] = True
+            return done
         rows = np.flatnonzero(np.diff(matrix.indptr) == 1)
         if rows.size == 0:
             return done
