@@ -118,3 +118,16 @@ def test_zcdp_sessions_state_the_share_left() -> None:
     pf = session.private_frame(pd.DataFrame({"x": [1.0] * 50}), bounds={"x": (0, 2)})
     text = session.explain(lambda: pf["x"].sum(epsilon=0.25)).plain()
     assert text.endswith("cost ε=0.25; ε=0.75, δ=1e-06 left")
+
+
+def test_labels_are_in_the_users_terms(session: dp.Session, pf: dp.PrivateFrame) -> None:
+    """Issue 33: no engine names (``_a``) or implied clauses in explain, nor in the ledger."""
+    for ask in (
+        lambda: pf["wage"].corr(pf["education"], epsilon=0.5),
+        lambda: pf[["wage", "education"]].corr(epsilon=0.5),
+    ):
+        text = str(session.explain(ask))
+        assert text.startswith("corr(wage, education): ")
+        assert "_a" not in text and "isnull" not in text
+    pf["wage"].corr(pf["education"], epsilon=0.5)
+    assert session.ledger["query"].iloc[-1].startswith("corr(wage, education)")

@@ -61,7 +61,12 @@ def pair_moments_node(
     if not is_column(other):
         raise SchemaError(f"{statistic}() takes another column of the same frame.")
     frame = series.frame
-    pair = select(assign(frame, {"_a": series, "_b": to_expr(other, frame)}), ["_a", "_b"])
+    second = to_expr(other, frame)
+    a, b = series.expr, second
+    if isinstance(a, Col) and isinstance(b, Col) and a.name != b.name:
+        pair = select(frame, [a.name, b.name])  # two columns: named as the user named them
+    else:
+        pair = select(assign(frame, {"_a": series, "_b": second}), ["_a", "_b"])
     return moments_node(pair, statistic, request)
 
 

@@ -22,6 +22,7 @@ from dpframe.mechanisms.moments.aggregates import (
     noise_plan,
     spreads_of,
 )
+from dpframe.plan.labels import user_label
 from dpframe.plan.nodes import Aggregate
 from dpframe.plan.privacy import Budget, PrivacyRequest
 
@@ -113,7 +114,8 @@ class Explanation:
 
     def plain(self) -> str:
         """One plain line: the answer's accuracy, its cost and what would be left."""
-        parts = [f"{self.query}" + (f" = {self.headline}" if self.headline else "")]
+        query = user_label(self.query)
+        parts = [f"{query}" + (f" = {self.headline}" if self.headline else "")]
         parts.append(f"cost {self.cost}")
         if self.remaining_after is None:
             parts.append(f"would be REFUSED: only {self.remaining_before} left")
@@ -130,7 +132,7 @@ class Explanation:
             lines.append(f"  {self.cells} groups, one charge (disjoint groups)")
         if self.outputs:
             lines.append(f"  {len(self.outputs)} outputs, one charge split between them:")
-            lines.extend(f"    {label}: {line}" for label, line in self.outputs)
+            lines.extend(f"    {user_label(label)}: {line}" for label, line in self.outputs)
         if self.detailed or (not self.headline and not self.outputs):
             # The mechanism's detail: asked for, or all there is to say of its accuracy.
             for m in self.measures:
@@ -280,12 +282,14 @@ def _aggregate_needs(part: Aggregate, found: Explanation) -> str | None:
     if width is None:
         return None
     if part.statistic == "count":  # a count is too thin below its own ±
-        return f"{part.label}: a cell counting under {plain_number(width)}"
+        return f"{user_label(part.label)}: a cell counting under {plain_number(width)}"
     low, high = part.bounds if part.bounds is not None else (math.nan, math.nan)
     largest, half = max(abs(low), abs(high)), (high - low) / 2
     divisor = {"sum": largest, "mean": largest, "var": half * half, "std": 2 * half * half}
     below = width / divisor[part.statistic] if divisor[part.statistic] > 0 else math.inf
-    line = f"{part.label}: under {plain_number(math.ceil(below))} rows whatever the data"
+    line = (
+        f"{user_label(part.label)}: under {plain_number(math.ceil(below))} rows whatever the data"
+    )
     if part.statistic == "sum":
         return line + f"; a sum under {plain_number(width)} at any row count"
 
