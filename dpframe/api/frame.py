@@ -331,7 +331,7 @@ class PrivateFrame(FrameReleases, RowGuard):
         max_rows: int | str | None = None,
         rows: str = "kept",
         bound_epsilon: float | None = None,
-        k: int | None = None,
+        k: int | str | None = None,
         k_left: int | None = None,
         k_right: int | None = None,
     ) -> PrivateFrame:
@@ -388,11 +388,14 @@ class PrivateFrame(FrameReleases, RowGuard):
                 drop?" (charged: each person has at most the product of the
                 limits minus ``max_rows`` such rows); or ``"per_id"``: one row
                 per person, ``rows`` their number of joined rows.
-            bound_epsilon: the cost of ``max_rows="auto"``.
+            bound_epsilon: the cost of ``max_rows="auto"`` or ``k="auto"``.
             k: private frames joined on another key than the ID (household,
                 store): the most rows each side keeps per key value (a random
                 subset); each later release then counts 2·(m_L·k + m_R·k)
-                rows per person, and the result has no ID.
+                rows per person, and the result has no ID.  ``"auto"``: each
+                side's k is the 0.99 quantile of its rows per key value,
+                released privately at ``bound_epsilon`` (one charged release,
+                recorded in the ledger).
             k_left: as ``k``, for the left side only (with ``k_right``).
             k_right: as ``k``, for the right side only (with ``k_left``).
 

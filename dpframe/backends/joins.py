@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from dpframe.backends.base import Backend
@@ -36,7 +37,7 @@ from dpframe.backends.pandas_backend import PandasBackend, kept_positions
 from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Col, Expr
-from dpframe.plan.joins import PER_ID_ROWS, join_columns
+from dpframe.plan.joins import PER_ID_ROWS, PER_KEY_RANK, PER_KEY_SIDE, join_columns
 from dpframe.plan.nodes import Join, Plan
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "join_frames",
     "per_id_rows",
     "per_key",
+    "per_key_ranks",
     "side_frame",
     "truncate",
 ]
@@ -184,6 +186,41 @@ def per_key(frame: pd.DataFrame, keys: list[str], k: int, rng: SecureRandom) -> 
     return out
 
 
+def _ranks(frame: pd.DataFrame, keys: list[str], most: int) -> npt.NDArray[np.int64]:
+    """Each row's place among its key value's rows (1, 2, ...; clipped at ``most``).
+
+    Rows with a missing key are left out (they never match: no cut applies).
+    """
+    present = ~_missing_key(frame, keys)
+    places = frame.loc[present].groupby(keys, sort=False).cumcount().to_numpy(dtype=np.int64)
+    ranks: npt.NDArray[np.int64] = np.minimum(places + 1, most)
+    return ranks
+
+
+def per_key_ranks(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataFrame:
+    """The rows per key value of both sides, as ranks (a join's ``rows="per_key"``).
+
+    One row per side row whose key is present: ``side`` ("left"/"right") and
+    ``rank``, its place among the rows of its key value on its side, clipped
+    at ``join.k_left``.  A key value with c rows gives ranks 1, ..., c, so
+    removing a person's rows removes as many rows of this table (the top
+    ranks of their key values); docs/proofs/private_joins.md.
+    """
+    most = join.k_left
+    parts = [
+        (name, _ranks(frame, list(keys), most))
+        for name, frame, keys in (("left", left, join.left_on), ("right", right, join.right_on))
+    ]
+    sides = np.concatenate([np.full(len(r), name, dtype=object) for name, r in parts])
+    table: pd.DataFrame = pd.DataFrame(
+        {
+            PER_KEY_SIDE: pd.array(sides, dtype="str"),
+            PER_KEY_RANK: np.concatenate([r for _, r in parts]).astype(np.int64),
+        }
+    )
+    return table
+
+
 def per_id_rows(joined: pd.DataFrame, unit_column: str) -> pd.DataFrame:
     """One row per ID: its number of joined rows (a row with a missing ID is an ID of its own)."""
     units = joined[unit_column]
@@ -212,6 +249,9 @@ def join_backends(
     """
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
+    if join.on_key and join.rows == "per_key":  # ranks per key value, for choosing k
+        ranks = PandasBackend(per_key_ranks(left_rows, right_rows, join))
+        return ranks, ranks, ranks
     if join.on_key:  # each side cut per key value first; no per-ID step after
         left_rows = per_key(left_rows, list(join.left_on), join.k_left, rng)
         right_rows = per_key(right_rows, list(join.right_on), join.k_right, rng)

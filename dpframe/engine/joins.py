@@ -114,7 +114,8 @@ class JoinedRows:
             most = default_max_rows(join.how, left, right)
             # one draw for the kept and the dropped rows; rows per ID do not depend on the bound
             bound = most if join.rows == "per_id" else join.max_rows
-            drawn = replace(join, rows="kept", max_rows=bound)
+            # ranks per key value are their own table (no cut, no draw)
+            drawn = join if join.rows == "per_key" else replace(join, rows="kept", max_rows=bound)
             both = self._path.join_rows.get(drawn)
             if both is None:
                 sides = (_rows_of(self._sides[0]), _rows_of(self._sides[1]))
@@ -127,7 +128,7 @@ class JoinedRows:
                     rows = dask_join(*sides, drawn, unit, self._path.rng, most)
                     both = (rows, rows, rows)
                 self._path.join_rows[drawn] = both
-            self._rows = both[("kept", "dropped", "per_id").index(join.rows)]
+            self._rows = both[("kept", "dropped", "per_id", "per_key").index(join.rows) % 3]
         return self._rows
 
     @property

@@ -33,6 +33,8 @@ from dpframe.plan.schema import Schema
 
 __all__ = [
     "PER_ID_ROWS",
+    "PER_KEY_RANK",
+    "PER_KEY_SIDE",
     "PUBLIC_VIEW",
     "check_join",
     "default_max_rows",
@@ -43,6 +45,7 @@ __all__ = [
     "join_source",
     "key_join_stability",
     "per_id_schema",
+    "per_key_schema",
     "public_join",
     "public_name",
     "unit_of",
@@ -158,12 +161,16 @@ def check_join(join: Join, left: Source, right: Source) -> int:
                 "The keys include the ID columns: this is a join on the ID. Give max_rows= "
                 "(the most rows per person after the join), not k=."
             )
-        if join.rows != "kept":
+        if join.rows not in ("kept", "per_key"):
             raise SchemaError(
                 "merge(rows=...) is for joins on the ID; a join on another key has no rows "
                 "per person to count or drop."
             )
         return -2
+    if join.rows == "per_key":
+        raise SchemaError(
+            "rows='per_key' is for choosing k privately in a join on another key (k='auto')."
+        )
     if (left.unit_column, right.unit_column) not in pairs:
         raise SchemaError(
             f"A private join must match the ID columns ({left.unit_column!r} with "
@@ -241,6 +248,8 @@ def join_schema(join: Join, left: Schema, right: Schema) -> Schema:
             )
     if join.rows == "per_id":
         return per_id_schema(join)
+    if join.rows == "per_key":
+        return per_key_schema(join)
     left_fill = join.how in ("right", "outer")
     right_fill = join.how in ("left", "outer")
     infos: list[ColumnInfo] = []
@@ -268,6 +277,24 @@ def per_id_schema(join: Join) -> Schema:
     return Schema((count,))
 
 
+#: The columns of a key join's rows per key value (``rows="per_key"``).
+PER_KEY_SIDE = "side"
+PER_KEY_RANK = "rank"
+
+
+def per_key_schema(join: Join) -> Schema:
+    """One row per side row whose key is present: ``side`` and ``rank`` in [1, ``k_left``].
+
+    ``side`` is "left" or "right" (declared); ``rank`` is the row's place among
+    its key value's rows on its side (1, 2, ..., clipped at ``join.k_left``,
+    the most ``k`` the choice may give).  Built by the facade for
+    ``k="auto"`` (docs/proofs/private_joins.md, "k chosen privately").
+    """
+    side = ColumnInfo(PER_KEY_SIDE, "categorical", "str", categories=("left", "right"))
+    rank = ColumnInfo(PER_KEY_RANK, "numeric", "int64", bounds=(1.0, float(join.k_left)))
+    return Schema((side, rank))
+
+
 def join_source(join: Join, left: Source, right: Source) -> Source:
     """The source of the joined rows: ``join.max_rows`` rows per ID of the sides' ID space.
 
@@ -281,7 +308,10 @@ def join_source(join: Join, left: Source, right: Source) -> Source:
     position = check_join(join, left, right)
     rows = join.max_rows
     if position == -2:  # on another key: no single owner, no per-ID step may follow
-        rows = key_join_stability(join, left, right)
+        if join.rows == "per_key":  # a person's rows of either side: one rank row each
+            rows = left.unit_rows + right.unit_rows
+        else:
+            rows = key_join_stability(join, left, right)
         return Source(
             f"join({left.dataset},{right.dataset})",
             unit_rows=rows,

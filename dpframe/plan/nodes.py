@@ -217,7 +217,12 @@ class Join:
             draw: a count of them is the charged answer to "how many rows did
             the bound cut?"), or ``"per_id"`` (one row per ID: the ID and
             ``rows``, its number of joined rows before the truncation; one
-            row per person, for choosing ``max_rows`` privately).
+            row per person, for choosing ``max_rows`` privately), or, on
+            another key, ``"per_key"`` (for choosing ``k`` privately: one row
+            per row of either side whose key is present, ``side`` "left" or
+            "right" and ``rank``, its place within its key value's rows on
+            that side, 1, 2, ..., at most ``k_left``: removing a person removes
+            at most m_L + m_R such rows).
         k_left: a join on another key (household, store): each side is first
             cut to at most ``k_left`` (left) and ``k_right`` (right) rows per
             key value, a random subset; no truncation per ID follows and the
@@ -256,7 +261,7 @@ class Join:
                 "merge(k=...) (or k_left= and k_right=, both) takes integers >= 1: the most "
                 "rows each side keeps per key value."
             )
-        if self.rows not in ("kept", "dropped", "per_id"):
+        if self.rows not in ("kept", "dropped", "per_id", "per_key"):
             raise SchemaError("merge(rows=...) takes 'kept' (default) or 'dropped'.")
         if self.how not in JOIN_HOWS:
             raise SchemaError(f"merge(how=...) takes one of {', '.join(JOIN_HOWS)}.")
@@ -495,6 +500,8 @@ def describe_plan(plan: Plan) -> str:
                 f"up to {table.unit_rows} times (at most {source.unit_rows} rows per "
                 f"{'ID' if source.unit_column else 'row of the frame'})"
             )
+        elif join.on_key and join.rows == "per_key":
+            parts.append(f"of the rows per key value of each side of {joined}")
         elif join.on_key:
             parts.append(
                 f"of {joined} (at most {join.k_left} and {join.k_right} rows per key value; "

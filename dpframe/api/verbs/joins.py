@@ -17,15 +17,31 @@ import math
 from collections.abc import Sequence
 
 from dpframe.api.handle import FrameHandle
-from dpframe.api.verbs.quantiles import quantile_node
+from dpframe.api.verbs.quantiles import grouped_quantile_node, quantile_node
 from dpframe.errors import SchemaError
-from dpframe.plan.joins import PER_ID_ROWS, default_max_rows, id_join, unit_of
+from dpframe.plan.expressions import Col
+from dpframe.plan.joins import (
+    PER_ID_ROWS,
+    PER_KEY_RANK,
+    PER_KEY_SIDE,
+    default_max_rows,
+    id_join,
+    unit_of,
+)
+from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import Number, PrivacyRequest
 
-__all__ = ["AUTO_LEVEL", "private_merge"]
+__all__ = ["AUTO_K_CANDIDATES", "AUTO_K_MOST", "AUTO_LEVEL", "private_merge"]
 
 #: The quantile of rows per person that ``max_rows="auto"`` keeps.
 AUTO_LEVEL = 0.99
+#: The largest k that ``k="auto"`` may choose (a key value's rows beyond it rank as it).
+AUTO_K_MOST = 1_000
+#: The k ``k="auto"`` chooses among: 1 to 10, then steps of about a quarter (public; few
+#: candidates, so that the quantile's choice among those far above the truth stays unlikely).
+AUTO_K_CANDIDATES = tuple(
+    sorted({*range(1, 11), *(min(AUTO_K_MOST, round(10 * 1.25**i)) for i in range(32))})
+)
 #: The most candidates of the bound's quantile listed one by one (beyond: the integer grid).
 _LISTED = 10_000
 
@@ -41,7 +57,7 @@ def private_merge(
     max_rows: int | str | None = None,
     rows: str = "kept",
     bound_epsilon: Number | None = None,
-    k: int | None = None,
+    k: int | str | None = None,
     k_left: int | None = None,
     k_right: int | None = None,
 ) -> FrameHandle:
@@ -52,7 +68,11 @@ def private_merge(
     person then changes at most 2·(m_L·k_R + m_R·k_L) joined rows (m: the
     sides' row limits; docs/proofs/private_joins.md, "Joins on another key"):
     every later release counts that many, and the joined frame has no ID (no
-    per-ID step, no further private join).
+    per-ID step, no further private join).  ``k="auto"`` (with
+    ``bound_epsilon=``) chooses k_L and k_R privately: the :data:`AUTO_LEVEL`
+    quantile of each side's rows per key value, released at ``bound_epsilon``
+    in one charged release (docs/proofs/private_joins.md, "k chosen
+    privately").
 
     Free, except ``max_rows="auto"``: the bound is then the
     :data:`AUTO_LEVEL` quantile of the join's rows per person (before any
@@ -70,9 +90,18 @@ def private_merge(
             "merge() of private frames of two sessions is refused: one budget must cover "
             "both. Load both frames in one session."
         )
-    cuts = _key_limits(k, k_left, k_right)
+    auto_k = isinstance(k, str) and k == "auto"
+    if auto_k and (max_rows is not None or rows != "kept"):
+        raise SchemaError(
+            "A join on another key (k='auto') keeps no ID: max_rows= and rows= are for "
+            "joins on the ID; leave them out."
+        )
+    if auto_k:
+        cuts = _auto_k(left, right, how, on, left_on, right_on, suffixes, k_left, k_right, bound_epsilon)
+    else:
+        cuts = _key_limits(k, k_left, k_right)
     if cuts != (0, 0):
-        if max_rows is not None or bound_epsilon is not None or rows != "kept":
+        if not auto_k and (max_rows is not None or bound_epsilon is not None or rows != "kept"):
             raise SchemaError(
                 "A join on another key (k=) keeps no ID: max_rows=, rows= and "
                 "bound_epsilon= are for joins on the ID; leave them out."
@@ -103,10 +132,15 @@ def private_merge(
     return _joined(left, right, how, on, left_on, right_on, suffixes, max_rows, rows)
 
 
-def _key_limits(k: int | None, k_left: int | None, k_right: int | None) -> tuple[int, int]:
+def _key_limits(k: int | str | None, k_left: int | None, k_right: int | None) -> tuple[int, int]:
     """The rows per key value each side keeps (0, 0: a join on the ID)."""
     if k is not None and (k_left is not None or k_right is not None):
         raise SchemaError("Give merge() k= (both sides), or k_left= and k_right=, not both.")
+    if isinstance(k, str):
+        raise SchemaError(
+            "merge(k=...) takes an integer >= 1 (the most rows each side keeps per key value) "
+            "or 'auto' (chosen privately, with bound_epsilon=)."
+        )
     if k is not None:
         k_left = k_right = k
     if (k_left is None) != (k_right is None):
@@ -120,7 +154,7 @@ def _key_limits(k: int | None, k_left: int | None, k_right: int | None) -> tuple
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SchemaError(
                 "merge(k=...) takes an integer >= 1: the most rows each side keeps per key "
-                "value ('auto' is not offered for joins on another key)."
+                "value (or k='auto': chosen privately, with bound_epsilon=)."
             )
     return k_left, k_right
 
@@ -191,3 +225,60 @@ def _auto_bound(
     )
     released = left.runner.run(node)
     return max(1, min(most, math.ceil(float(released))))
+
+
+def _auto_k(
+    left: FrameHandle,
+    right: FrameHandle,
+    how: str,
+    on: str | Sequence[str] | None,
+    left_on: str | Sequence[str] | None,
+    right_on: str | Sequence[str] | None,
+    suffixes: tuple[str, str],
+    k_left: int | None,
+    k_right: int | None,
+    bound_epsilon: Number | None,
+) -> tuple[int, int]:
+    """``k="auto"``: each side's released quantile of rows per key value (one charge), rounded up.
+
+    The table read is one row per side row whose key is present, with its
+    rank among its key value's rows on that side (``rows="per_key"``): a
+    person of m_L left and m_R right rows removes at most m_L + m_R of its
+    rows, so the grouped quantile (by side) is calibrated to m_L + m_R rows
+    per unit and the two choices together cost ``bound_epsilon``.
+    """
+    if k_left is not None or k_right is not None:
+        raise SchemaError("Give merge() k='auto' alone: it chooses k_left and k_right both.")
+    if bound_epsilon is None:
+        raise SchemaError(
+            "k='auto' chooses the rows kept per key value with a private quantile of each "
+            "side's rows per key value: give its cost, e.g. bound_epsilon=0.05 (a small "
+            "share of the budget)."
+        )
+    source, schema = id_join(
+        left.plan,
+        left.schema,
+        right.plan,
+        right.schema,
+        how=how,
+        on=on,
+        left_on=left_on,
+        right_on=right_on,
+        suffixes=suffixes,
+        rows="per_key",
+        k_left=AUTO_K_MOST,
+        k_right=AUTO_K_MOST,
+    )
+    ranks = left.derive(plan=source, schema=schema)
+    side = GroupKey(PER_KEY_SIDE, Col(PER_KEY_SIDE), ("left", "right"))
+    node = grouped_quantile_node(
+        ranks,
+        (side,),
+        PER_KEY_RANK,
+        AUTO_LEVEL,
+        PrivacyRequest(epsilon=bound_epsilon),
+        list(AUTO_K_CANDIDATES),
+    )
+    released = left.runner.run(node)
+    chosen = [max(1, min(AUTO_K_MOST, math.ceil(float(released[s])))) for s in ("left", "right")]
+    return chosen[0], chosen[1]
