@@ -1,6 +1,6 @@
 """``k="auto"``: the rows kept per key value in a join on another key, chosen privately.
 
-Each side's k is the 0.99 quantile of its rows' ranks within their key value
+Each side's k is the 0.999 quantile of its rows' ranks within their key value
 (``rows="per_key"``: one row per side row whose key is present), released in
 one grouped quantile (by side) at ``bound_epsilon``, charged once; the join is
 then built with those k (docs/proofs/private_joins.md, "k chosen privately").
@@ -66,14 +66,14 @@ def test_auto_k_is_one_charged_grouped_quantile_and_builds_the_key_join(
     ledger = session.ledger
     assert len(ledger) == 1 and ledger.iloc[0]["epsilon"] == 1000
     assert ledger.iloc[0]["query"].startswith(
-        "quantile(rank, q=[0.99], 31 candidates) by side of the rows per key value of each side"
+        "quantile(rank, q=[0.999], 21 candidates) by side of the rows per key value of each side"
     )
     join = lineage(joined._handle.plan)[0].join
     assert join is not None and join.rows == "kept"
     raw_people, raw_spending = _data()
     for k, raw in ((join.k_left, raw_people), (join.k_right, raw_spending)):
         ranks = raw.dropna(subset=["hh"]).groupby("hh").cumcount() + 1
-        truth = min(c for c in AUTO_K_CANDIDATES if (ranks <= c).mean() >= 0.99)
+        truth = min(c for c in AUTO_K_CANDIDATES if (ranks <= c).mean() >= 0.999)
         assert k == truth  # at ε = 1000 the quantile is the exact one
     stability = 2 * (1 * join.k_right + 2 * join.k_left)
     assert lineage(joined._handle.plan)[0].unit_rows == stability
@@ -100,7 +100,7 @@ def test_the_ranks_per_key_value_are_each_sides_places(session: dp.Session) -> N
     )
     assert source.unit_rows == 1 + 2  # m_L + m_R rows of the table per person
     assert schema.names == ("side", "rank") and schema.get("rank").bounds == (1.0, 3.0)
-    backend = session._path.source_backend(source)  # type: ignore[attr-defined]
+    backend: Any = session._path.source_backend(source)
     table = backend.materialized().rows
     raw_people, raw_spending = _data()
     for side, raw in (("left", raw_people), ("right", raw_spending)):

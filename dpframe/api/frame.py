@@ -393,8 +393,8 @@ class PrivateFrame(FrameReleases, RowGuard):
                 store): the most rows each side keeps per key value (a random
                 subset); each later release then counts 2·(m_L·k + m_R·k)
                 rows per person, and the result has no ID.  ``"auto"``: each
-                side's k is the 0.99 quantile of its rows per key value,
-                released privately at ``bound_epsilon`` (one charged release,
+                side's k is the 0.999 quantile of its rows per key value
+                (at most 100), released privately at ``bound_epsilon`` (one charged release,
                 recorded in the ledger).
             k_left: as ``k``, for the left side only (with ``k_right``).
             k_right: as ``k``, for the right side only (with ``k_left``).

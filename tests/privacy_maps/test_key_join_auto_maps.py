@@ -14,6 +14,7 @@ tightest utility pair, and over ε_b with 0.1% less noise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -23,18 +24,18 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.api.verbs.joins import AUTO_LEVEL
+from dpframe.api.verbs.joins import AUTO_K_LEVEL
 from dpframe.audit.exact_divergence import dec, max_log_ratio
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
 from dpframe.mechanisms.quantiles import quantile_family
-from dpframe.mechanisms.quantiles.quantile_family import quantile_ends
+from dpframe.mechanisms.quantiles.quantile_intervals import quantile_ends
 from dpframe.mechanisms.quantiles.quantiles import utility_sensitivity
 from dpframe.mechanisms.selection.grouped_selection import permute_and_flip_rows
 from dpframe.plan.joins import id_join
 from dpframe.plan.nodes import lineage
 from tests.privacy_maps.pins import LESS, Pin, assert_pinned, register
 
-LEVEL = Fraction(AUTO_LEVEL).limit_denominator(1000)
+LEVEL = Fraction(AUTO_K_LEVEL).limit_denominator(1000)
 #: (m_L, m_R): the sides' row limits
 LIMITS = [(1, 1), (1, 2), (3, 1), (2, 5)]
 
@@ -96,7 +97,7 @@ def test_the_rank_table_counts_both_sides_rows_of_a_person(m_l: int, m_r: int) -
 @pytest.mark.parametrize(("m_l", "m_r"), LIMITS)
 def test_the_choice_is_calibrated_to_both_sides_rows(m_l: int, m_r: int) -> None:
     sens = utility_sensitivity(LEVEL)
-    assert sens == 99
+    assert sens == 999
     calibration = sens * (m_l + m_r)
     eps = Fraction(1, 2)
     # one selection per level for both groups (each group's whole share), its ends likewise:
@@ -132,7 +133,11 @@ def _pin(m_l: int, m_r: int) -> Pin:
     return Pin(name, "max loss", dec(captured_eps), at, loss(captured_eps / LESS), note=note)
 
 
-PINS = register({f"k='auto', m_L={a}, m_R={b}": (lambda a=a, b=b: _pin(a, b)) for a, b in LIMITS})
+def _builder(m_l: int, m_r: int) -> Callable[[], Pin]:
+    return lambda: _pin(m_l, m_r)
+
+
+PINS = register({f"k='auto', m_L={a}, m_R={b}": _builder(a, b) for a, b in LIMITS})
 
 
 @pytest.mark.parametrize("name", PINS)

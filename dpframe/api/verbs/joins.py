@@ -31,16 +31,21 @@ from dpframe.plan.joins import (
 from dpframe.plan.nodes import GroupKey
 from dpframe.plan.privacy import Number, PrivacyRequest
 
-__all__ = ["AUTO_K_CANDIDATES", "AUTO_K_MOST", "AUTO_LEVEL", "private_merge"]
+__all__ = ["AUTO_K_CANDIDATES", "AUTO_K_LEVEL", "AUTO_K_MOST", "AUTO_LEVEL", "private_merge"]
 
 #: The quantile of rows per person that ``max_rows="auto"`` keeps.
 AUTO_LEVEL = 0.99
-#: The largest k that ``k="auto"`` may choose (a key value's rows beyond it rank as it).
-AUTO_K_MOST = 1_000
+#: The quantile of each side's rows' ranks within their key value that ``k="auto"`` keeps:
+#: higher than :data:`AUTO_LEVEL`, because a join's rows concentrate in the largest key
+#: values (a key value of c rows on both sides gives c² joined rows).
+AUTO_K_LEVEL = 0.999
+#: The largest k that ``k="auto"`` may choose (a key value's rows beyond it rank as it):
+#: a public cap, so that a choice far above the truth costs at most that much noise.
+AUTO_K_MOST = 100
 #: The k ``k="auto"`` chooses among: 1 to 10, then steps of about a quarter (public; few
 #: candidates, so that the quantile's choice among those far above the truth stays unlikely).
 AUTO_K_CANDIDATES = tuple(
-    sorted({*range(1, 11), *(min(AUTO_K_MOST, round(10 * 1.25**i)) for i in range(32))})
+    sorted({*range(1, 11), *(min(AUTO_K_MOST, round(10 * 1.25**i)) for i in range(12))})
 )
 #: The most candidates of the bound's quantile listed one by one (beyond: the integer grid).
 _LISTED = 10_000
@@ -69,7 +74,7 @@ def private_merge(
     sides' row limits; docs/proofs/private_joins.md, "Joins on another key"):
     every later release counts that many, and the joined frame has no ID (no
     per-ID step, no further private join).  ``k="auto"`` (with
-    ``bound_epsilon=``) chooses k_L and k_R privately: the :data:`AUTO_LEVEL`
+    ``bound_epsilon=``) chooses k_L and k_R privately: the :data:`AUTO_K_LEVEL`
     quantile of each side's rows per key value, released at ``bound_epsilon``
     in one charged release (docs/proofs/private_joins.md, "k chosen
     privately").
@@ -97,7 +102,9 @@ def private_merge(
             "joins on the ID; leave them out."
         )
     if auto_k:
-        cuts = _auto_k(left, right, how, on, left_on, right_on, suffixes, k_left, k_right, bound_epsilon)
+        cuts = _auto_k(
+            left, right, how, on, left_on, right_on, suffixes, k_left, k_right, bound_epsilon
+        )
     else:
         cuts = _key_limits(k, k_left, k_right)
     if cuts != (0, 0):
@@ -275,7 +282,7 @@ def _auto_k(
         ranks,
         (side,),
         PER_KEY_RANK,
-        AUTO_LEVEL,
+        AUTO_K_LEVEL,
         PrivacyRequest(epsilon=bound_epsilon),
         list(AUTO_K_CANDIDATES),
     )
