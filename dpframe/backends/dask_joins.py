@@ -7,13 +7,18 @@ never match) and added back where the join keeps unmatched rows, the rows are
 matched with ``dask.dataframe.merge`` (a shuffle on the keys), and at most
 ``max_rows`` rows per ID are kept by the Dask backend's own bounding (a
 shuffle on the ID, then a uniformly random subset per ID drawn on the
-worker; the view is persisted, so every release reads one subset).  A pandas
-side is partitioned first.  Only the kept rows are offered (no ``rows=
-"dropped"`` or ``"per_id"`` on Dask: refused before any charge by the engine).
+worker; the view is persisted, so every release reads one subset).  A join on
+another key (``join.on_key``) first cuts each side to at most k rows per key
+value the same way (a shuffle on the keys, a uniformly random subset per key
+value drawn on the worker; rows with a missing key kept), and has no per-ID
+step.  A pandas side is partitioned first.  Only the kept rows are offered (no
+``rows="dropped"``, ``"per_id"`` or ``"per_key"`` on Dask: refused before any
+charge by the engine).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask.dataframe as dd
@@ -21,7 +26,7 @@ import pandas as pd
 
 from dpframe.backends.base import Backend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.backends.joins import fillable, side_frame
+from dpframe.backends.joins import fillable, per_key, side_frame
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.noise import SecureRandom
 from dpframe.plan.joins import join_columns
@@ -50,6 +55,28 @@ def _lazy(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> dd.DataFram
     return parted
 
 
+def _cut_partition(part: pd.DataFrame, keys: list[str], k: int, salt: int) -> pd.DataFrame:
+    """At most ``k`` rows per key value of one partition (all its rows: shuffled on the keys)."""
+    del salt  # only makes the task names unique
+    if len(part) == 0:
+        return part
+    return per_key(part.reset_index(drop=True), keys, k, SecureRandom(os.urandom))
+
+
+def _cut(frame: dd.DataFrame, keys: list[str], k: int, rng: SecureRandom) -> dd.DataFrame:
+    """A side cut to at most ``k`` rows per key value, on the workers (never collected).
+
+    Shuffled on the keys, so every key value's rows land in one partition;
+    each partition then keeps, per key value, a uniformly random subset of
+    ``k`` rows (keys from the worker's own secure source).  Rows with a
+    missing key are kept (they never match).
+    """
+    salt = rng.randbits(64)
+    shuffled = frame.shuffle(on=keys)
+    cut: dd.DataFrame = shuffled.map_partitions(_cut_partition, keys, k, salt, meta=frame._meta)
+    return cut
+
+
 def dask_join(
     left: Backend,
     right: Backend,
@@ -68,6 +95,9 @@ def dask_join(
     rf = _lazy(right, join.right, join.right_columns).rename(
         columns={**right_names, **dict(zip(join.right_on, join.left_on, strict=True))}
     )
+    if join.on_key:  # each side cut per key value first (on the workers); no per-ID step after
+        lf = _cut(lf, keys, join.k_left, rng)
+        rf = _cut(rf, keys, join.k_right, rng)
     if join.how in ("left", "outer"):  # unmatched rows fill these: the dtypes the schema says
         rf = rf.map_partitions(fillable, keys, meta=fillable(rf._meta, keys))
     if join.how in ("right", "outer"):
@@ -97,7 +127,10 @@ def dask_join(
                 parts
             )
         joined = joined[names]
+    if join.on_key:  # persisted: every release reads the same cut
+        persist: Any = joined.persist
+        joined = persist()
     rows = DaskBackend(joined, fingerprint=f"join:{rng.randbits(64):016x}")  # never digested
-    if join.max_rows >= most:
+    if join.on_key or join.max_rows >= most:
         return rows
     return rows.bound_contributions(unit_column, join.max_rows, rng)

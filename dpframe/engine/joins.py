@@ -218,15 +218,11 @@ def joined_backend(path: Sources, source: Source) -> Backend:
     if kept is None:
         joined_schema(path, source)  # every check again, before any row is read
         sides = (path.source_backend(left), path.source_backend(right))
-        if join.on_key and not all(side.holds_rows for side in sides):
-            raise SchemaError(
-                "A join on another key (k=) runs on in-memory pandas frames only in this "
-                "version; load both frames as pandas DataFrames."
-            )
         if join.rows != "kept" and not all(side.holds_rows for side in sides):
+            what = "k='auto'" if join.rows == "per_key" else f"merge(rows={join.rows!r})"
             raise SchemaError(
-                f"merge(rows={join.rows!r}) runs on in-memory pandas frames only; a join of "
-                "Dask frames offers its kept rows (rows='kept')."
+                f"{what} runs on in-memory pandas frames only; a join of Dask frames offers "
+                "its kept rows (rows='kept', with an integer max_rows= or k=)."
             )
         kept = path.joins[join] = JoinedRows(path, source, sides)
     return kept
