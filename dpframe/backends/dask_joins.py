@@ -11,9 +11,10 @@ worker; the view is persisted, so every release reads one subset).  A join on
 another key (``join.on_key``) first cuts each side to at most k rows per key
 value the same way (a shuffle on the keys, a uniformly random subset per key
 value drawn on the worker; rows with a missing key kept), and has no per-ID
-step.  A pandas side is partitioned first.  Only the kept rows are offered (no
-``rows="dropped"``, ``"per_id"`` or ``"per_key"`` on Dask: refused before any
-charge by the engine).
+step; its rank table (``rows="per_key"``, for ``k="auto"``) is computed
+after the same shuffle, partition by partition.  A pandas side is partitioned
+first.  Of a join on the ID only the kept rows are offered (no ``rows=
+"dropped"`` or ``"per_id"`` on Dask: refused before any charge by the engine).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 
 from dpframe.backends.base import Backend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.backends.joins import fillable, per_key, side_frame
+from dpframe.backends.joins import fillable, per_key, per_key_ranks, side_frame
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.noise import SecureRandom
 from dpframe.plan.joins import join_columns
@@ -75,6 +76,31 @@ def _cut(frame: dd.DataFrame, keys: list[str], k: int, rng: SecureRandom) -> dd.
     shuffled = frame.shuffle(on=keys)
     cut: dd.DataFrame = shuffled.map_partitions(_cut_partition, keys, k, salt, meta=frame._meta)
     return cut
+
+
+def _side_ranks(part: pd.DataFrame, join: Join, side: str) -> pd.DataFrame:
+    """One partition's rank table (all rows of its key values: shuffled on the keys)."""
+    empty = part.iloc[:0]
+    if side == "left":
+        return per_key_ranks(part, empty, join)
+    return per_key_ranks(empty, part, join)
+
+
+def dask_ranks(left: Backend, right: Backend, join: Join) -> DaskBackend:
+    """A join's rows per key value (``rows="per_key"``) on the workers, never collected."""
+    sides = []
+    for side, backend, plan, columns, keys in (
+        ("left", left, join.left, join.left_columns, list(join.left_on)),
+        ("right", right, join.right, join.right_columns, list(join.right_on)),
+    ):
+        frame = _lazy(backend, plan, columns)
+        meta = _side_ranks(frame._meta, join, side)
+        ranks: dd.DataFrame = frame.shuffle(on=keys).map_partitions(
+            _side_ranks, join, side, meta=meta
+        )
+        sides.append(ranks)
+    both: Any = dd.concat(sides)  # type: ignore[no-untyped-call]
+    return DaskBackend(both.persist(), fingerprint="per_key")  # never digested
 
 
 def dask_join(

@@ -122,6 +122,11 @@ class JoinedRows:
                 unit = unit_column_of(drawn, left, right)
                 if self._holds:
                     both = join_backends(*sides, drawn, unit, self._path.rng, most)
+                elif drawn.rows == "per_key":  # a Dask side: the rank table, on the cluster
+                    from dpframe.backends.dask_joins import dask_ranks
+
+                    ranks = dask_ranks(*sides, drawn)
+                    both = (ranks, ranks, ranks)
                 else:  # a Dask side: the kept rows only, on the cluster
                     from dpframe.backends.dask_joins import dask_join
 
@@ -218,11 +223,10 @@ def joined_backend(path: Sources, source: Source) -> Backend:
     if kept is None:
         joined_schema(path, source)  # every check again, before any row is read
         sides = (path.source_backend(left), path.source_backend(right))
-        if join.rows != "kept" and not all(side.holds_rows for side in sides):
-            what = "k='auto'" if join.rows == "per_key" else f"merge(rows={join.rows!r})"
+        if join.rows in ("dropped", "per_id") and not all(side.holds_rows for side in sides):
             raise SchemaError(
-                f"{what} runs on in-memory pandas frames only; a join of Dask frames offers "
-                "its kept rows (rows='kept', with an integer max_rows= or k=)."
+                f"merge(rows={join.rows!r}) runs on in-memory pandas frames only; a join of "
+                "Dask frames offers its kept rows (rows='kept')."
             )
         kept = path.joins[join] = JoinedRows(path, source, sides)
     return kept

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from dpframe.api.verbs.joins import AUTO_K_CANDIDATES, AUTO_K_LEVEL
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.engine.joins import JoinedRows
 from dpframe.plan.nodes import lineage
@@ -112,12 +113,23 @@ def test_the_stability_and_noise_are_the_embedded_ones(on_dask: list[DaskBackend
     assert joined.count(epsilon=1).scale == pytest.approx(stability, rel=1e-3)
 
 
-def test_auto_k_on_dask_is_refused_before_any_charge(on_dask: list[DaskBackend]) -> None:
-    session = dp.Session(epsilon=1, ledger=":memory:")
+def test_auto_k_on_dask_reads_the_rank_table_on_the_cluster(on_dask: list[DaskBackend]) -> None:
+    session = dp.Session(epsilon=1e12, ledger=":memory:")
     people, spending = _frames(session)
-    with pytest.raises(dp.SchemaError, match="k='auto' runs on in-memory pandas frames only"):
-        people.merge(spending, on="hh", k="auto", bound_epsilon=0.1)
-    assert session.ledger.empty and session.spent == dp.Budget(0)
+    joined = people.merge(spending, on="hh", k="auto", bound_epsilon=1000)
+    assert len(session.ledger) == 1 and session.spent == dp.Budget(1000)
+    join = lineage(joined._handle.plan)[0].join
+    assert join is not None
+    raw_people, raw_spending = _data()
+    for k, raw in ((join.k_left, raw_people), (join.k_right, raw_spending)):
+        ranks = raw.dropna(subset=["hh"]).groupby("hh").cumcount() + 1
+        truth = min(c for c in AUTO_K_CANDIDATES if (ranks <= c).mean() >= AUTO_K_LEVEL)
+        assert k == truth  # at ε = 1000 the quantile is the exact one, as embedded
+    exact = _cut_count(join.k_left, join.k_right)
+    assert joined.count(epsilon=BIG).value == pytest.approx(exact, abs=1)
+    with pytest.raises(dp.SchemaError, match=r"give its cost, e\.g\. bound_epsilon="):
+        people.merge(spending, on="hh", k="auto")
+    assert len(session.ledger) == 2  # the choice and the count: the refusal charged nothing
 
 
 #: Up to 3 rows per region (west: none).
