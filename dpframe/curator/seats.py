@@ -40,6 +40,7 @@ from dpframe.curator.caps import CapGuard
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
+from dpframe.curator.kept_joins import KeptJoins
 from dpframe.curator.settings import ServerSettings
 from dpframe.curator.workers import HEAVY_NICE, WorkerBackend, WorkerPool
 from dpframe.errors import LedgerError, SchemaError
@@ -207,6 +208,8 @@ class Seat:
         sides: the other datasets of the seat's ID space loaded in its
             session for joins, by catalog name (their sources).
         sides_lock: held while a side is loaded.
+        kept_joins: the joins the seat's session keeps, within the catalog's
+            ``kept_join_rows`` (:mod:`dpframe.curator.kept_joins`).
     """
 
     session: dp.Session
@@ -222,6 +225,7 @@ class Seat:
     grant: Grant | None = None
     sides: dict[str, Source] = field(default_factory=dict)
     sides_lock: threading.Lock = field(default_factory=threading.Lock)
+    kept_joins: KeptJoins = field(default_factory=KeptJoins)
 
     def kill_workers(self) -> int:
         """Kill the worker processes computing for this seat now; how many were."""

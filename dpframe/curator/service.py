@@ -31,6 +31,7 @@ from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.data import check_columns
 from dpframe.curator.grants_check import check_grants
 from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
+from dpframe.curator.kept_joins import check_keepable, request_joins
 from dpframe.curator.seats import Seat, Seats, shown_ledger
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case
@@ -41,7 +42,7 @@ from dpframe.errors import DPError, LedgerError, SchemaError
 from dpframe.mechanisms.runtime.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
-from dpframe.plan.nodes import Source, lineage
+from dpframe.plan.nodes import Join, Source, lineage
 from dpframe.plan.privacy import Budget
 from dpframe.remote.wire import ProtocolError, check_depth, dumps, encode_response, loads
 
@@ -337,6 +338,7 @@ class Curator:
             )
             self._check_addressed(seat, node)
             seconds = self._check_time(seat, node)
+            self._kept_joins(node)  # refused here if its joins alone are over the ceiling
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
@@ -396,6 +398,17 @@ class Curator:
             building,
         )
 
+    def _kept_joins(self, node: Any) -> dict[Join, int]:
+        """The joins ``node`` keeps and their public row ceilings; refused over the ceiling."""
+        source = lineage(node.plan)[0]
+        if source.join is None:
+            return {}
+        settings = self.catalog.settings
+        chars = settings.text_chars
+        joins = request_joins(source, self._leaf, settings.cost, settings.limits, chars)
+        check_keepable(joins, settings.kept_join_rows)
+        return joins
+
     def _release(
         self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False
     ) -> dict[str, Any]:
@@ -426,6 +439,10 @@ class Curator:
         try:
             seat.check_pace(self._pace_clock(), settings)
             seat.note_charges(self._pace_clock())  # forget any row left from before
+            joins = self._kept_joins(node)
+            if joins:  # the seat's kept joins within the ceiling (before the charge)
+                ceiling = settings.kept_join_rows
+                seat.kept_joins.admit(joins, ceiling, seat.session.forget_join)
             work = _Work(seat, node, heavy, fresh)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends

@@ -18,6 +18,7 @@ Example::
     heavy_workers = 1                  # niced worker processes for heavy releases (0: none)
     heavy_seconds = 1.0                # the worst-case estimate from which a release is heavy
     abandoned_to_suspend = 3           # abandoned releases before a seat is suspended
+    kept_join_rows = 20000000          # rows of joins kept per analyst and dataset (ceilings)
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
     max_cells = 100000
@@ -94,6 +95,11 @@ class ServerSettings:
         heavy_seconds: the worst-case estimate (public) from which a release
             is heavy.
         cost: the worst-case estimate's seconds per unit of work.
+        kept_join_rows: the most rows of private joins one seat keeps, each
+            join counted at its public row ceiling (from the declared row
+            ceilings, :mod:`dpframe.curator.kept_joins`); the least recently
+            used are dropped beyond it, and a request whose joins alone are
+            over it is refused ``resource_limit``, uncharged.
     """
 
     limits: ResourceLimits = field(default_factory=ResourceLimits.remote)
@@ -111,6 +117,7 @@ class ServerSettings:
     heavy_workers: int = 1
     heavy_seconds: float = 1.0
     cost: CostModel = field(default_factory=CostModel)
+    kept_join_rows: int = 20_000_000
 
 
 #: The keys of ``[server]`` (besides the settings above: the ledger and signing key paths, the
@@ -147,6 +154,7 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
             "abandoned_to_suspend",
             "max_rows",
             "text_chars",
+            "kept_join_rows",
         )
     }
     workers = server.get("workers", defaults.workers)

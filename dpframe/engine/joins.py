@@ -43,7 +43,7 @@ from dpframe.plan.nodes import GroupKey, Join, Plan, Source
 from dpframe.plan.schema import Schema
 from dpframe.plan.validate import plan_schema
 
-__all__ = ["JoinedRows", "Sources", "joined_backend", "joined_schema"]
+__all__ = ["JoinedRows", "Sources", "drawn_join", "forget_join", "joined_backend", "joined_schema"]
 
 
 class Sources(Protocol):
@@ -112,10 +112,7 @@ class JoinedRows:
         if self._rows is None:
             join, left, right = _checked(self._source)
             most = default_max_rows(join.how, left, right)
-            # one draw for the kept and the dropped rows; rows per ID do not depend on the bound
-            bound = most if join.rows == "per_id" else join.max_rows
-            # ranks per key value are their own table (no cut, no draw)
-            drawn = join if join.rows == "per_key" else replace(join, rows="kept", max_rows=bound)
+            drawn = drawn_join(join)
             both = self._path.join_rows.get(drawn)
             if both is None:
                 sides = (_rows_of(self._sides[0]), _rows_of(self._sides[1]))
@@ -192,6 +189,35 @@ class JoinedRows:
     def bound_contributions(self, unit: str, max_rows: int, rng: SecureRandom) -> Backend:
         """As the joined rows' backend."""
         return self._get().bound_contributions(unit, max_rows, rng)
+
+
+def drawn_join(join: Join) -> Join:
+    """The join whose one draw gives ``join``'s rows (kept, dropped and per ID share one).
+
+    Rows per ID do not depend on the bound (drawn at the most rows the join
+    can give); ranks per key value are their own table (no cut, no draw).
+    """
+    if join.rows == "per_key":
+        return join
+    left, right = unit_of(join.left), unit_of(join.right)
+    bound = default_max_rows(join.how, left, right) if join.rows == "per_id" else join.max_rows
+    return replace(join, rows="kept", max_rows=bound)
+
+
+def forget_join(path: Sources, join: Join) -> bool:
+    """Drop the rows kept for ``join`` (True if any were): a later release computes them again.
+
+    The draw it shared with another kept join (its kept and dropped rows) is
+    kept while that one is.  A release on ``join`` after this reads a new
+    draw: each release's guarantee holds for any draw (docs/proofs/
+    private_joins.md), only the sameness of the rows across releases is lost.
+    """
+    found = path.joins.pop(join, None) is not None
+    drawn = drawn_join(join)
+    if drawn in path.join_rows and all(drawn_join(j) != drawn for j in path.joins):
+        del path.join_rows[drawn]
+        found = True
+    return found
 
 
 def unit_column_of(join: Join, left: Source, right: Source) -> str:

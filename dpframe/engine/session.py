@@ -36,6 +36,7 @@ from dpframe.backends.declared import (
 from dpframe.backends.factory import make_backend
 from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
+from dpframe.engine.joins import forget_join
 from dpframe.engine.loading import check_groups, check_unit
 from dpframe.engine.observable import Observable, ReleaseEvent, capture, is_capturing
 from dpframe.engine.public_tables import public_table
@@ -53,7 +54,7 @@ from dpframe.noise import SecureRandom
 from dpframe.noise.pool import NoisePool
 from dpframe.plan.estimate import ResourceLimits
 from dpframe.plan.joins import PUBLIC_VIEW
-from dpframe.plan.nodes import Source
+from dpframe.plan.nodes import Join, Source
 from dpframe.plan.parameters import PrivacyUnit
 from dpframe.plan.privacy import Budget, Number, to_fraction
 from dpframe.plan.schema import Schema, schema_from_frame
@@ -466,6 +467,14 @@ class Session(Observable):
         self._path.backends.setdefault((name, PUBLIC_VIEW), make_backend(rows))
         self._path.schemas.setdefault((name, PUBLIC_VIEW), schema)
         return Source(name, unit_rows=most, view=PUBLIC_VIEW), schema
+
+    def forget_join(self, join: Join) -> bool:
+        """Drop the rows this session keeps for a private join (a curator's memory ceiling).
+
+        A later release on it computes them again (a new random subset):
+        :func:`dpframe.engine.joins.forget_join`.  True if any rows were kept.
+        """
+        return forget_join(self._path, join)
 
     # -- releasing -----------------------------------------------------------
 
