@@ -21,7 +21,8 @@ the truncation to ``max_rows`` per ID only removes rows.  A side that is a
 join has the ceiling of its own join and ``k`` its ``max_rows``.  In a join
 on another key (``k_left``, ``k_right``), each side keeps at most that many
 rows per key value, so a left row matches at most ``k_right`` right rows:
-the same formulas with those.
+the same formulas with those.  The rank table of ``k="auto"``
+(``rows="per_key"``) has one row per row of either side: ``n_l + n_r``.
 
 Its seconds: each side's plan once over its rows (as a release's plan:
 evaluation nodes + 2 vectorized passes, plus :mod:`dpframe.curator.row_costs`
@@ -156,7 +157,10 @@ def join_cost(
     k_l, k_r = lineage(join.left)[0].unit_rows, lineage(join.right)[0].unit_rows
     if join.on_key:  # each side cut to k rows per key value: a row matches at most k others
         k_l, k_r = join.k_left, join.k_right
-    matched = joined_rows(join.how, counts[0], counts[1], k_l, k_r)
+    if join.rows == "per_key":  # k="auto"'s rank table: one row per side row, no matching
+        matched = counts[0] + counts[1]
+    else:
+        matched = joined_rows(join.how, counts[0], counts[1], k_l, k_r)
     seconds += (counts[0] + counts[1] + matched) * JOIN_ROW_OPS * model.row_op_seconds
     return JoinCost(matched, seconds)
 
