@@ -13,9 +13,15 @@ import pytest
 
 import dpframe as dp
 from dpframe.curator.catalog import Catalog
+from dpframe.curator.join_costs import join_cost
 from dpframe.curator.service import Curator
+from dpframe.curator.worst_case import CostModel
 from dpframe.plan.codec import decode_node, encode_node
+from dpframe.plan.columns import ColumnInfo
+from dpframe.plan.estimate import ResourceLimits
+from dpframe.plan.joins import id_join
 from dpframe.plan.nodes import Source, lineage
+from dpframe.plan.schema import Schema
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE
 from tests.curator.test_joins_remote import (
@@ -56,13 +62,6 @@ def test_auto_k_through_a_curator_is_one_charge_on_the_catalogs_limits(tmp_path:
 
 
 def test_the_rank_tables_ceiling_is_one_row_per_side_row() -> None:
-    from dpframe.curator.join_costs import join_cost
-    from dpframe.curator.worst_case import CostModel
-    from dpframe.plan.columns import ColumnInfo
-    from dpframe.plan.estimate import ResourceLimits
-    from dpframe.plan.joins import id_join
-    from dpframe.plan.schema import Schema
-
     schema = Schema((ColumnInfo("pid", "numeric", "int64"), ColumnInfo("hh", "numeric", "int64")))
     left = Source("a", unit_rows=1, view="u", unit_column="pid", id_space="p")
     right = Source("b", unit_rows=3, view="u", unit_column="pid", id_space="p")
@@ -71,9 +70,11 @@ def test_the_rank_tables_ceiling_is_one_row_per_side_row() -> None:
     def leaf(source: Source) -> tuple[int, dict[str, int]]:
         return ceilings[source.dataset], {}
 
-    def rows(**kwargs: object) -> int:
-        source, _ = id_join(left, schema, right, schema, how="inner", on="hh", **kwargs)  # type: ignore[arg-type]
+    def rows(k: int, table: str = "kept") -> int:
+        source, _ = id_join(
+            left, schema, right, schema, how="inner", on="hh", rows=table, k_left=k, k_right=k
+        )
         return join_cost(source, leaf, CostModel(), ResourceLimits.remote(), 256).rows
 
-    assert rows(rows="per_key", k_left=100, k_right=100) == 1_000 + 4_000
-    assert rows(k_left=100, k_right=100) == min(1_000 * 100, 4_000 * 100)  # the join itself
+    assert rows(100, "per_key") == 1_000 + 4_000
+    assert rows(100) == min(1_000 * 100, 4_000 * 100)  # the join itself
