@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import threading
 import time
 import traceback
 import zlib
@@ -24,7 +23,6 @@ from typing import Any
 from dpframe.accounting.head_signatures import HeadSigner
 from dpframe.accounting.ledger import Ledger
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
-from dpframe.backends.cluster import ClusterFailedError
 from dpframe.backends.declared import parse_kind
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError
 from dpframe.curator.codes import ServiceError, classify, error_payload
@@ -32,14 +30,12 @@ from dpframe.curator.data import check_columns
 from dpframe.curator.grants_check import check_grants
 from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
 from dpframe.curator.kept_joins import check_keepable, request_joins
+from dpframe.curator.release_work import ReleaseWork, infrastructure_failure
 from dpframe.curator.seats import Seat, Seats, shown_ledger
-from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.curator.worst_case import check_worst_case
 from dpframe.engine.release_path import size_of
-from dpframe.engine.reruns import fresh_release
 from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import DPError, LedgerError, SchemaError
-from dpframe.mechanisms.runtime.stopping import stoppable
 from dpframe.plan.codec import column_extras, decode_node, encode_node
 from dpframe.plan.estimate import check_resources
 from dpframe.plan.nodes import Join, Source, lineage
@@ -98,66 +94,6 @@ def _unit_facts(seat: Seat) -> dict[str, Any] | None:
         "max_groups": source.unit_groups,
         "id_space": entry.id_space,
     }
-
-
-def _infrastructure(error: BaseException) -> bool:
-    """True for a failure of the machinery (a worker stopped, a Dask cluster lost), not the data."""
-    causes = (error, error.__context__)
-    return any(isinstance(c, (ClusterFailedError, WorkerStoppedError)) for c in causes)
-
-
-class _Work:
-    """One release computing in a thread of its own (so the curator can stop waiting for it).
-
-    When the curator gives up waiting (:meth:`wait` is False), the thread
-    gives the seat back and lets its ledger charge again once it ends.
-    """
-
-    def __init__(self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False) -> None:
-        self.seat = seat
-        self.node = node
-        self.heavy = heavy  # its row work in the heavy lane (a public estimate)
-        self.fresh = fresh  # a new, charged release even if the ledger answered it
-        self.events: list[ReleaseEvent] = []
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self._done = threading.Event()
-        self._guard = threading.Lock()
-        self._given_up = False
-        self.stop = threading.Event()  # set when given up: the release ends at a stop point
-        threading.Thread(target=self._run, name="dpframe-release", daemon=True).start()
-
-    def _run(self) -> None:
-        unsubscribe = self.seat.session.subscribe(self.events.append)
-        try:
-            with stoppable(self.stop), heavy_lane(self.heavy), fresh_release(self.fresh):
-                self.result = self.seat.session.run(self.node)
-        except BaseException as exc:  # handed to the waiting thread
-            self.error = exc
-        finally:
-            unsubscribe()
-            with self._guard:
-                self._done.set()
-                given_up = self._given_up
-            if given_up:
-                self.seat.ledger.resume()
-                self.seat.give()
-
-    def wait(self, seconds: float) -> bool:
-        """True when the release ended within ``seconds``; else it is told to stop.
-
-        A release given up on ends at once when its rows are in a worker
-        process (the caller kills it), else at its next stop point
-        (:mod:`dpframe.mechanisms.runtime.stopping`); its thread then gives the seat back.
-        """
-        if self._done.wait(seconds):
-            return True
-        with self._guard:
-            if self._done.is_set():  # ended just now
-                return True
-            self._given_up = True
-        self.stop.set()
-        return False
 
 
 class Curator:
@@ -443,7 +379,7 @@ class Curator:
             if joins:  # the seat's kept joins within the ceiling (before the charge)
                 ceiling = settings.kept_join_rows
                 seat.kept_joins.admit(joins, ceiling, seat.session.forget_join)
-            work = _Work(seat, node, heavy, fresh)
+            work = ReleaseWork(seat, node, heavy, fresh)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
                 killed = seat.kill_workers()  # it then ends at once (unless not in a worker)
@@ -453,7 +389,7 @@ class Curator:
             if work.error is not None:
                 if not charged:  # refused before the charge: an ordinary, data-free error
                     raise work.error
-                if not _infrastructure(work.error):
+                if not infrastructure_failure(work.error):
                     return self._default(seat, node, charged, work.error)
                 self._abandon(seat, "failed after its charge", work.error)
             return self._answered(seat, work.result, work.events, charged, node.label)
