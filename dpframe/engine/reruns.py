@@ -38,7 +38,7 @@ import pandas as pd
 
 from dpframe.engine.recorded import mark, recorded_note
 from dpframe.engine.wire import decode_response, dumps, encode_response, loads
-from dpframe.errors import DPError, InvalidArgumentError
+from dpframe.errors import DPError, InvalidArgumentError, caller_stacklevel
 from dpframe.plan.codec import encode_node
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
@@ -135,7 +135,7 @@ def pack(result: Any, cost: Budget, label: str) -> bytes | None:
             "keeps for re-runs: it is not kept, so asking for it again will charge again "
             "(keep the result in a variable instead).",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return None
     try:
@@ -151,7 +151,7 @@ def pack(result: Any, cost: Budget, label: str) -> bytes | None:
             f"{MAX_KEPT_BYTES / 2**20:.0f} MiB the ledger keeps: it is not kept, so asking "
             "for it again will charge again.",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
         return None
     return body
