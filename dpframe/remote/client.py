@@ -9,11 +9,9 @@ library (``urllib``), so an analyst needs no extra packages.
 from __future__ import annotations
 
 import os
-import time
 import urllib.error
 import urllib.parse
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -23,23 +21,26 @@ from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine.reruns import asked_fresh, fresh_release
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
-    WIRE_CODES,
-    BudgetExceededError,
     DPError,
     InvalidArgumentError,
     LedgerError,
-    QueryFailedError,
 )
 from dpframe.plan.codec import column_extras_from_json, encode_node
 from dpframe.plan.estimate import ResourceLimits, check_resources
 from dpframe.plan.nodes import Source
 from dpframe.plan.privacy import Budget
 from dpframe.plan.schema import ColumnInfo, Schema
-from dpframe.remote.wire import ProtocolError, decode_response, dumps, loads
+from dpframe.remote.http import (
+    AuthenticationError,
+    CuratorBusyError,
+    CuratorUnavailableError,
+    Http,
+    RateLimitedError,
+    SeatSuspendedError,
+)
+from dpframe.remote.wire import ProtocolError, decode_response
 
 if TYPE_CHECKING:
-    import ssl
-
     from dpframe.api.frame import PrivateFrame
     from dpframe.engine.release_path import Node
 
@@ -53,168 +54,6 @@ __all__ = [
     "SeatSuspendedError",
     "connect",
 ]
-
-
-class AuthenticationError(DPError):
-    """The curator did not accept the token."""
-
-
-class CuratorUnavailableError(DPError):
-    """The curator could not be reached or answered outside the protocol."""
-
-
-class CuratorBusyError(DPError):
-    """Another release of this analyst on this dataset was still running; nothing was charged.
-
-    The client waits and sends the release again for up to ``busy_wait``
-    seconds (``dp.connect(..., busy_wait=...)``) before raising this.
-
-    Attributes:
-        retry_after: the seconds the curator asked to wait.
-    """
-
-    def __init__(self, message: str, retry_after: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class RateLimitedError(DPError):
-    """The analyst made the most releases the curator allows per minute; nothing was charged.
-
-    Attributes:
-        retry_after: the seconds until one more release is allowed.
-    """
-
-    def __init__(self, message: str, retry_after: float = 60.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class SeatSuspendedError(DPError):
-    """The curator suspended this seat (analyst, dataset) after repeated abandoned releases."""
-
-
-#: Error codes of the protocol and the error class the client raises for each.
-ERROR_CLASSES: Mapping[str, type[DPError]] = {
-    **{code: cls for cls, _, code in WIRE_CODES},
-    "unauthorized": AuthenticationError,
-    "busy": CuratorBusyError,
-    "pending": CuratorBusyError,  # a release still computing: asked again after a wait
-    "unknown_release": InvalidArgumentError,
-    "rate_limited": RateLimitedError,
-    "limit_exceeded": QueryFailedError,  # not completed: charged, recorded as abandoned
-    "suspended": SeatSuspendedError,
-    "ledger_full": LedgerError,
-    "dataset_cap": BudgetExceededError,  # the data owner's cap over all analysts (409)
-    "release_cap": BudgetExceededError,  # the data owner's cap on one release (409)
-}
-
-
-class _Http:
-    """JSON over HTTP with a bearer token; errors become :class:`DPError` subclasses."""
-
-    def __init__(
-        self,
-        url: str,
-        token: str,
-        timeout: float,
-        busy_wait: float = 30.0,
-        cafile: str | os.PathLike[str] | None = None,
-    ) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise InvalidArgumentError(f"{url!r} is not an http(s) URL of a dpframe curator.")
-        if not isinstance(token, str) or not token:
-            raise InvalidArgumentError(
-                "token= must be the non-empty token the data owner gave you."
-            )
-        self.url = url.rstrip("/")
-        self._token = token
-        self._timeout = timeout
-        self._busy_wait = busy_wait
-        self._context = _tls_context(cafile, parsed.scheme)
-
-    def __repr__(self) -> str:
-        return f"_Http({self.url!r}, token=<hidden>)"
-
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        """Send one request; a ``busy`` answer (nothing charged) is sent again after a wait."""
-        waited = 0.0
-        while True:
-            try:
-                return self._request(method, path, body)
-            except CuratorBusyError as busy:
-                pause = min(max(busy.retry_after, 0.05), 5.0)
-                if waited + pause > self._busy_wait:
-                    raise
-                time.sleep(pause)
-                waited += pause
-
-    def _request(self, method: str, path: str, body: Any = None) -> Any:
-        import urllib.request  # imported where first needed (import time: email, http, ssl)
-
-        data = None if body is None else dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"Bearer {self._token}")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(
-                request, timeout=self._timeout, context=self._context
-            ) as response:
-                return loads(response.read())
-        except urllib.error.HTTPError as exc:
-            raise _error_from(exc) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CuratorUnavailableError(
-                f"Cannot reach the curator at {self.url}: {reason}."
-            ) from None
-
-
-def _tls_context(cafile: str | os.PathLike[str] | None, scheme: str) -> ssl.SSLContext | None:
-    """The TLS context that trusts ``cafile`` (a PEM bundle) besides nothing else; None: default.
-
-    The system's certificate authorities are not added: with ``cafile=`` the
-    curator's certificate must chain to one of the file's (an organisation's
-    own CA), as ``curl --cacert`` does.
-    """
-    if cafile is None:
-        return None
-    import ssl  # imported where first needed (import time)
-
-    if scheme != "https":
-        raise InvalidArgumentError("cafile= is for an https:// curator address.")
-    path = Path(cafile)
-    if not path.is_file():
-        raise InvalidArgumentError(f"cafile={str(cafile)!r}: no such file (a PEM CA certificate).")
-    try:
-        return ssl.create_default_context(cafile=str(path))
-    except (ssl.SSLError, ValueError) as exc:
-        raise InvalidArgumentError(
-            f"cafile={str(cafile)!r} holds no PEM certificate that can be read ({exc})."
-        ) from None
-
-
-def _error_from(exc: urllib.error.HTTPError) -> DPError:
-    try:
-        payload = loads(exc.read())
-        error = payload["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ProtocolError, KeyError, TypeError):
-        return CuratorUnavailableError(
-            f"The curator answered HTTP {exc.code} outside the protocol."
-        )
-    cls = ERROR_CLASSES.get(code)
-    if cls is None:
-        return ProtocolError(code, message)
-    if cls is CuratorBusyError or cls is RateLimitedError:
-        try:
-            retry_after = float(exc.headers.get("Retry-After", "1"))
-        except ValueError:
-            retry_after = 1.0
-        return cls(message, retry_after)
-    return cls(message)
 
 
 def _budget(data: Mapping[str, Any]) -> Budget:
@@ -234,7 +73,7 @@ class RemoteSession(Observable):
 
     def __init__(
         self,
-        http: _Http,
+        http: Http,
         dataset: str,
         state: Mapping[str, Any],
         limits: ResourceLimits | None = None,
@@ -514,7 +353,7 @@ class Connection:
         >>> pf["wage"].mean(epsilon=0.1)  # doctest: +SKIP
     """
 
-    def __init__(self, http: _Http) -> None:
+    def __init__(self, http: Http) -> None:
         self._http = http
 
     @property
@@ -634,6 +473,6 @@ def connect(
         token = os.environ.get("DPFRAME_TOKEN")
         if not token:
             raise InvalidArgumentError("Pass token=... or set the DPFRAME_TOKEN variable.")
-    connection = Connection(_Http(url, token, timeout, busy_wait, cafile))
+    connection = Connection(Http(url, token, timeout, busy_wait, cafile))
     connection.datasets()  # fail now on a wrong token or address
     return connection

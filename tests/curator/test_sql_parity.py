@@ -14,7 +14,7 @@ import pytest
 import dpframe as dp
 from dpframe.api.sql import SQLRefusedError
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
-from dpframe.remote import client
+from dpframe.remote import http
 from tests.curator.support import ALICE, Server, write_catalog
 from tests.sql_cases import REGIONS
 
@@ -74,13 +74,13 @@ def test_remote_sql_matches_embedded(query: str, remote: Any, embedded: dp.Sessi
 
 def test_the_server_receives_nodes_only(remote: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[Any] = []
-    original: Callable[..., Any] = client._Http.request
+    original: Callable[..., Any] = http.Http.request
 
     def request(self: Any, method: str, path: str, body: Any = None) -> Any:
         sent.append(body)
         return original(self, method, path, body)
 
-    monkeypatch.setattr(client._Http, "request", request)
+    monkeypatch.setattr(http.Http, "request", request)
     session = remote.session
     node = session.capture_node(lambda: session.sql(QUERIES[1], epsilon=1.0))
     spelled = session.capture_node(
@@ -107,7 +107,7 @@ def test_remote_refusals_send_nothing_and_charge_nothing(
     session = remote.session
     spent = session.spent
     sent: list[Any] = []
-    monkeypatch.setattr(client._Http, "request", lambda self, *args: sent.append(args))
+    monkeypatch.setattr(http.Http, "request", lambda self, *args: sent.append(args))
     with pytest.raises(SQLRefusedError, match=r"SELECT \* returns private rows"):
         session.sql("SELECT * FROM cps", epsilon=1.0)
     with pytest.raises(SQLRefusedError, match=r"joins of two private tables"):
