@@ -22,7 +22,7 @@ from dpframe.accounting import Charge
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog
 from dpframe.curator.service import Curator
-from dpframe.remote import client as client_module
+from dpframe.remote import http as http_module
 from dpframe.remote.client import CuratorUnavailableError, RemoteSession
 from dpframe.remote.wire import decode_response
 from tests.curator.support import ALICE, BOB, RELEASES, Server, release_body, write_catalog
@@ -123,7 +123,7 @@ def test_a_lost_answer_is_recovered_through_the_client(
 ) -> None:
     pf = dp.connect(server.url, token=ALICE).open("sentinel")
     session = cast(RemoteSession, pf.session)
-    real = client_module._Http._request
+    real = http_module.Http._request
 
     def lose_the_answer(self: Any, method: str, path: str, body: Any = None) -> Any:
         answer = real(self, method, path, body)
@@ -131,7 +131,7 @@ def test_a_lost_answer_is_recovered_through_the_client(
             raise CuratorUnavailableError("Cannot reach the curator: timed out.")
         return answer
 
-    monkeypatch.setattr(client_module._Http, "_request", lose_the_answer)
+    monkeypatch.setattr(http_module.Http, "_request", lose_the_answer)
     with pytest.raises(CuratorUnavailableError, match=r"session\.recover\(id\) fetches its answer"):
         pf["wage"].mean(epsilon=0.25)
     monkeypatch.undo()
