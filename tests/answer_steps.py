@@ -19,6 +19,7 @@ import pytest
 
 import dpframe as dp
 from dpframe.mechanisms.answers.arithmetic import PlainResultWarning
+from dpframe.mechanisms.answers.value import DPValue
 
 #: (step, what it must keep) — the rows of docs/answers.md's table.
 STEPS: tuple[str, ...] = (
@@ -140,6 +141,13 @@ def check_steps(pf: Any) -> dict[str, str]:
 
     def plain() -> None:
         affine = mean.apply(lambda v: 2 * v + 1)  # a function dpframe can follow
+        if int(pd.__version__.split(".")[0]) < 3:
+            # pandas 2.x does not cast apply's result back to the dtype: an object column
+            # of released cells, each still carrying its form (checked here), and no warning.
+            assert all(isinstance(v, DPValue) for v in affine)
+            rebuilt = pd.Series(pd.array(list(affine), dtype="dp"), index=affine.index)  # type: ignore[call-overload]
+            _same(_ci(rebuilt), intervals * 2 + 1)
+            return
         _dp(affine)
         _same(_ci(affine), intervals * 2 + 1)
         with pytest.warns(PlainResultWarning, match=r"apply, map\) gave plain numbers"):
