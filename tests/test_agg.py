@@ -100,7 +100,7 @@ def test_grouped_agg_has_pandas_shape(
 ) -> None:
     pf = _frame(cps)
     got = private(pf.groupby("region"))
-    want = plain(_clipped(cps).groupby("region")).reindex(CPS1988_CATEGORIES["region"])
+    want = plain(_clipped(cps).groupby("region"))
     want.index.name = "region"
     _close(got, want)
     assert got.index.name == "region"
@@ -161,7 +161,7 @@ def test_every_cell_has_its_interval(cps: pd.DataFrame) -> None:
     assert intervals.loc["sum", ("wage", "low")] != intervals.loc["sum", ("wage", "low")]  # NaN
     grouped = pf.groupby("region")["wage"].agg(["mean", "count"], epsilon=50)
     per_group = dp.ci(grouped)
-    assert list(per_group.index) == CPS1988_CATEGORIES["region"]
+    assert list(per_group.index) == sorted(CPS1988_CATEGORIES["region"])  # pandas' order
     assert (per_group[("count", "low")] <= grouped["count"]).all()
     series = pf["wage"].agg(["mean", "count"], epsilon=50)
     assert list(dp.ci(series).columns) == ["low", "high"]

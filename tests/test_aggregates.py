@@ -78,8 +78,8 @@ def test_groupby_returns_every_declared_key_in_order(rich: dp.Session) -> None:
     df = pd.DataFrame({"k": ["b", "b", "zzz", "a"], "x": [1.0, 3.0, 100.0, 5.0]})
     pf = rich.private_frame(df, bounds={"x": (0, 10)}, categories={"k": ["c", "b", "a"]})
     counts = pf.groupby("k").count(epsilon=BIG)
-    assert list(counts.index) == ["c", "b", "a"]
-    assert counts.round().tolist() == [0.0, 2.0, 1.0]
+    assert list(counts.index) == ["a", "b", "c"]  # pandas' order (sorted), every declared key
+    assert counts.round().tolist() == [1.0, 2.0, 0.0]
     means = pf.groupby("k")["x"].mean(epsilon=BIG)
     assert means["b"] == pytest.approx(2.0, abs=1e-4)
     assert means["a"] == pytest.approx(5.0, abs=1e-4)
@@ -92,6 +92,18 @@ def test_groupby_returns_every_declared_key_in_order(rich: dp.Session) -> None:
     assert list(intervals.columns) == ["low", "high"]
     shown = means.loc[["b", "a"]]
     assert (intervals["low"] <= shown).all() and (shown <= intervals["high"]).all()
+
+
+def test_a_categorical_column_keeps_its_categories_order(rich: dp.Session) -> None:
+    order = ["low", "mid", "high"]
+    df = pd.DataFrame({"k": pd.Categorical(["mid", "high", "high"], categories=order)})
+    df["x"] = [1.0, 2.0, 3.0]
+    pf = rich.private_frame(df, bounds={"x": (0, 10)}, categories={"k": order})
+    counts = pf.groupby("k").size(epsilon=BIG)
+    assert list(counts.index) == order  # pandas groups a Categorical in its categories' order
+    assert list(counts.index) == list(df.groupby("k", observed=False).size().index)
+    plain = rich.private_frame(df.astype({"k": object}), categories={"k": order})
+    assert list(plain.groupby("k").size(epsilon=BIG).index) == ["high", "low", "mid"]
 
 
 def test_groupby_several_keys(rich: dp.Session, cps: pd.DataFrame) -> None:

@@ -201,8 +201,8 @@ def test_pivot_table_margins_are_sums_of_released_cells(frame: dp.PrivateFrame) 
     table = frame.pivot_table(
         values="wage", index="region", columns="smsa", aggfunc="count", margins=True, epsilon=1
     )
-    assert list(table.index) == [*CPS1988_CATEGORIES["region"], "All"]
-    assert list(table.columns) == ["yes", "no", "All"]
+    assert list(table.index) == [*sorted(CPS1988_CATEGORIES["region"]), "All"]
+    assert list(table.columns) == ["no", "yes", "All"]
     cells = table.iloc[:4, :2].astype(float)
     assert float(table.to_numpy()[-1, -1]) == pytest.approx(cells.to_numpy().sum())
     bounds = dp.ci(table)
@@ -225,7 +225,7 @@ def test_pivot_table_mean_margins_are_ratios_of_released_totals(
         values="wage", index="region", columns="smsa", aggfunc="mean", margins=True
     )
     # the declared order of the keys (pandas sorts them), "All" last as pandas
-    assert list(table.index) == [*CPS1988_CATEGORIES["region"], "All"]
+    assert list(table.index) == [*sorted(CPS1988_CATEGORIES["region"]), "All"]
     assert set(table.columns) == set(truth.columns) and table.columns[-1] == "All"
     assert (table.index.name, table.columns.name) == ("region", "smsa")
     got = table.to_numpy(dtype=float)

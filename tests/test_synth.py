@@ -303,7 +303,7 @@ def test_full_table_and_per_clique_counts_agree(monkeypatch: pytest.MonkeyPatch)
     declared = data[data["region"] != "mars"]
     wage = full.table((0,))
     assert wage[-1] == 40 and wage.sum() == len(data) - 30  # 40 missing, 30 not declared
-    regions = CPS1988_CATEGORIES["region"]
+    regions = sorted(CPS1988_CATEGORIES["region"])
     expected = declared["region"].value_counts().reindex(regions, fill_value=0)
     np.testing.assert_array_equal(full.table((2,))[:-1], expected.to_numpy(dtype=float))
     assert full.table((2,))[-1] == 0  # no region is missing

@@ -21,7 +21,7 @@ import pandas as pd
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Expr
 
-__all__ = ["Bounds", "ColumnInfo", "DateBounds", "Derived", "Kind", "ValueKind"]
+__all__ = ["Bounds", "ColumnInfo", "DateBounds", "Derived", "Kind", "ValueKind", "pandas_order"]
 
 Kind = Literal["numeric", "boolean", "categorical", "text", "datetime", "other"]
 Bounds: TypeAlias = tuple[float, float]
@@ -60,6 +60,19 @@ class ColumnInfo:
     def summable(self) -> bool:
         """Numeric or boolean: can be summed and averaged."""
         return self.kind in ("numeric", "boolean")
+
+
+def pandas_order(keys: tuple[Hashable, ...]) -> tuple[Hashable, ...]:
+    """Keys in the order pandas gives a group-by on a plain column: sorted.
+
+    A pandas ``Categorical`` column keeps its categories' order (as pandas
+    does), so this is not called for one; keys of mixed types that do not
+    sort (numbers and strings) stay as they are.
+    """
+    try:
+        return tuple(sorted(keys))  # type: ignore[type-var]
+    except TypeError:
+        return keys
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import SchemaError
-from dpframe.plan.columns import Bounds, ColumnInfo, Derived, ValueKind
+from dpframe.plan.columns import Bounds, ColumnInfo, Derived, ValueKind, pandas_order
 from dpframe.plan.expressions import Expr, Scalar
 
 __all__ = ["UFUNCS", "UFunc", "Where", "bounded_ufunc", "elementwise_from_dict", "evaluate"]
@@ -237,7 +237,9 @@ class Where(Derived):
                 dtype = "float64"  # a declared integer column filled with a fraction
         keys: tuple[Hashable, ...] | None = operand.categories
         if keys is not None and other not in keys:
-            keys = (*keys, other)
+            # sorted keys (a plain column's) stay sorted, as pandas sorts the filled column's
+            # groups; a Categorical's own order gets the new key last, as add_categories does
+            keys = pandas_order((*keys, other)) if keys == pandas_order(keys) else (*keys, other)
         if kind == "categorical":
             dtype = "object"
         return replace(operand, name=name, kind=kind, dtype=dtype, bounds=bounds, categories=keys)

@@ -17,7 +17,7 @@ from typing import Any, cast
 import pandas as pd
 
 from dpframe.errors import SchemaError
-from dpframe.plan.columns import Bounds, ColumnInfo, Derived, Kind, ValueKind
+from dpframe.plan.columns import Bounds, ColumnInfo, Derived, Kind, ValueKind, pandas_order
 from dpframe.plan.expressions import (
     Abs,
     Arith,
@@ -247,6 +247,8 @@ def schema_from_frame(
             info = replace(info, bounds=check_bounds(name, bounds[name]))
         if name in categories:
             cats_t = check_categories(name, categories[name], kind)
+            if not isinstance(series.dtype, pd.CategoricalDtype):
+                cats_t = pandas_order(cats_t)
             info = replace(info, categories=cats_t, kind="categorical" if kind == "text" else kind)
         infos.append(info)
     return Schema(tuple(infos))

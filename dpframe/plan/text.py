@@ -47,7 +47,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from dpframe.errors import SchemaError
-from dpframe.plan.columns import ColumnInfo, Derived, ValueKind
+from dpframe.plan.columns import ColumnInfo, Derived, ValueKind, pandas_order
 from dpframe.plan.expressions import Col, Expr
 
 __all__ = [
@@ -292,7 +292,9 @@ def _mapped(node: StrMap | StrReplace, name: str, operand: ColumnInfo) -> Column
     keys: tuple[Hashable, ...] | None = None
     if operand.categories is not None:
         function = text_function(node.tag, node.params())
-        keys = tuple(dict.fromkeys(function(k) for k in operand.categories if isinstance(k, str)))
+        keys = pandas_order(
+            tuple(dict.fromkeys(function(k) for k in operand.categories if isinstance(k, str)))
+        )
     if keys:
         return ColumnInfo(
             name, "categorical", "object", categories=keys, max_length=node.max_length

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from dpframe.errors import SchemaError
-from dpframe.plan.columns import ColumnInfo, Derived, ValueKind
+from dpframe.plan.columns import ColumnInfo, Derived, ValueKind, pandas_order
 from dpframe.plan.expressions import Expr
 from dpframe.plan.text import MAX_PATTERN, check_max_length, part_of
 
@@ -113,7 +113,7 @@ class StrPart(Derived):
                 for k in operand.categories
                 if isinstance(k, str)
             )
-            keys = tuple(dict.fromkeys(p for p in parts if p is not None))
+            keys = pandas_order(tuple(dict.fromkeys(p for p in parts if p is not None)))
         if keys:
             return ColumnInfo(
                 name, "categorical", "object", categories=keys, max_length=self.max_length
