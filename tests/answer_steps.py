@@ -35,6 +35,7 @@ STEPS: tuple[str, ...] = (
     "ratio of releases (Bonferroni box)",
     "a quantile's value interval",
     "apply: a·v + b kept; any other function plain, with a warning",
+    "a chosen key (argmax, mode): how sure, in words",
 )
 
 
@@ -156,8 +157,17 @@ def check_steps(pf: Any) -> dict[str, str]:
         with pytest.raises(dp.DPError, match="not the released one"):
             dp.ci(squared)
 
+    def chosen() -> None:
+        best = pf.groupby("region").argmax(epsilon=0.2)
+        assert best in ("northeast", "midwest", "south", "west") and isinstance(best, str)
+        said = dp.ci(best)
+        assert said.startswith("a key whose count is within ") and "among 4 declared" in said
+        assert best.statement == said and str(best) == best and repr(best) == repr(str(best))
+        common = pf["region"].mode(epsilon=0.2)
+        assert dp.ci(common) == said  # the same ε, keys and sensitivity: the same statement
+
     checks: tuple[Callable[[], None], ...] = (selection, sorting, heads, relabel, rounding)
-    checks += (reshape, concat, arithmetic, running, ratio, quantile, plain)
+    checks += (reshape, concat, arithmetic, running, ratio, quantile, plain, chosen)
     for name, check in zip(STEPS, checks, strict=True):
         step(name, check)
     return done

@@ -19,6 +19,7 @@ from dpframe.api.verbs import aggregates, aggregation, copies, grouping, relatio
 from dpframe.api.verbs.aggregates import MAX_DRAWN_BINS, drawn
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of
+from dpframe.mechanisms.answers.winner import ChosenKey
 from dpframe.plan.expressions import Col
 
 if TYPE_CHECKING:
@@ -333,6 +334,8 @@ class ColumnReleases:
         """
         node = aggregates.mode_node(self._handle, request_of(epsilon, delta, rho, privacy))
         found: pd.Series = pd.Series([self._run(node)], name=self._handle.info.name)
+        statement = grouping.chosen_statement(self._handle.frame.runner, node)
+        found.attrs["dpframe"] = ChosenKey(statement)
         return found
 
     @fresh_aware

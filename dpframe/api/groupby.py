@@ -432,7 +432,9 @@ class PrivateGroupBy:
         handle = self._handle
         request = request_of(epsilon, delta, rho, privacy)
         node = grouping.argmax_node(handle, agg, column or handle.column, request)
-        return grouping.argmax_result(handle, handle.frame.runner.run(node))
+        runner = handle.frame.runner
+        found = runner.run(node)
+        return grouping.argmax_result(handle, found, grouping.chosen_statement(runner, node))
 
 
 PrivateGroupBy.agg.__doc__ = aggregation.AGG_DOC

@@ -18,17 +18,18 @@ from typing import Any
 
 import pandas as pd
 
-from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle, handle_of
+from dpframe.api.handle import FrameHandle, GroupHandle, Runner, SeriesHandle, handle_of
 from dpframe.api.verbs.columns import to_expr
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.keysets import combination_key, relabel
 from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import SchemaError, caller_stacklevel
 from dpframe.mechanisms.answers.results import GroupedRelease
+from dpframe.mechanisms.answers.winner import winner
 from dpframe.plan.expressions import Col
 from dpframe.plan.nodes import Aggregate, GroupKey, Statistic, describe_plan
 from dpframe.plan.privacy import PrivacyRequest
-from dpframe.plan.releases import ArgMax, DiscoverKeys, DiscoverThenAggregate
+from dpframe.plan.releases import ArgMax, DiscoverKeys, DiscoverThenAggregate, Mode
 
 __all__ = [
     "aggregate_node",
@@ -266,11 +267,19 @@ def argmax_node(
     )
 
 
-def argmax_result(grouped: GroupHandle, found: Any) -> Any:
-    """The released key, as a combination of a ``keys=`` set where one was given."""
-    if grouped.index is None:
-        return found
-    return grouped.index[list(grouped.keys[0].categories).index(found)]
+def argmax_result(grouped: GroupHandle, found: Any, statement: str) -> Any:
+    """The released key (a combination of a ``keys=`` set where one was given), with ``statement``.
+
+    See :mod:`dpframe.mechanisms.answers.winner`.
+    """
+    if grouped.index is not None:
+        found = grouped.index[list(grouped.keys[0].categories).index(found)]
+    return winner(found, statement)
+
+
+def chosen_statement(runner: Runner, node: ArgMax | Mode) -> str:
+    """How sure a selection's key is, in words: ``explain``'s headline (public; no data read)."""
+    return str(getattr(runner.explain(node), "headline", ""))
 
 
 def warn_undeclared(result: Any) -> None:

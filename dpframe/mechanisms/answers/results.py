@@ -26,6 +26,8 @@ import pandas as pd
 from dpframe.errors import DPError
 from dpframe.mechanisms.answers import Block, DPArray
 from dpframe.mechanisms.answers.display import shown_interval
+from dpframe.mechanisms.answers.forms import check_level
+from dpframe.mechanisms.answers.winner import statement_of
 from dpframe.plan.privacy import Budget
 
 __all__ = [
@@ -341,10 +343,20 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
     Free: computed from the released values and their public noise.  A
     release gives ``(low, high)``; a released Series a DataFrame with columns
     ``low`` and ``high``; a released DataFrame (``describe()``) the same rows
-    with columns ``(column, "low" | "high")``.
+    with columns ``(column, "low" | "high")``.  A key chosen by ``mode()`` or
+    ``argmax()`` has no interval: it gives, in words, how far the chosen key's
+    count (sum, mean) can be from the best one's, at 95%.
     """
     if isinstance(result, Release):
         return result.ci(level)
+    chosen = statement_of(result)
+    if chosen is not None:  # a key has no interval: how sure the choice is, in words
+        if check_level(level) > 0.95 + 1e-12:
+            raise DPError(
+                f"A key chosen by mode() or argmax() states how sure the choice is at 95% "
+                f"only (asked: {level:g}); a 95% statement also holds at any lower level."
+            )
+        return chosen
     if isinstance(result, pd.Series) and isinstance(result.array, DPArray):
         low, high = result.array.intervals(level)
         table: pd.DataFrame = pd.DataFrame({"low": low, "high": high}, index=result.index)
@@ -375,8 +387,9 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
             return meta.ci(level)
     raise DPError(
         "ci() needs a dpframe release, grouped result or released table (describe()), got "
-        f"{type(result).__name__}. A key chosen by mode() or argmax(), a private copy and a "
-        "fitted model have no value interval: their docstrings state their accuracy."
+        f"{type(result).__name__}. A private copy and a fitted model have no value interval: "
+        "their docstrings state their accuracy (a key chosen by mode() or argmax() gives how "
+        "sure the choice is)."
     )
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from dpframe.backends.base import Backend
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.answers.winner import ChosenKey
 from dpframe.mechanisms.core.allocation import NoiseAllocation, pure_epsilon
 from dpframe.mechanisms.core.explanations import Explanation, explain_aggregate, plain_number
 from dpframe.mechanisms.core.family import Asked, Family, Released
@@ -99,6 +100,10 @@ class ModeFamily(Family[Mode]):
     def privacy_map(self, node: Mode, allocation: NoiseAllocation) -> None:
         """Checks the number of candidates."""
         _key_index((node.group,))
+
+    def result_types(self) -> tuple[type, ...]:
+        """``mode()``'s Series carries how sure its key is (a :class:`ChosenKey`)."""
+        return (ChosenKey,)
 
     def explain(self, node: Mode, asked: Asked) -> Explanation:
         """How sure the winner is: its count's gap to the largest, at 95% (no data read)."""
