@@ -33,7 +33,7 @@ STEPS: tuple[str, ...] = (
     "+, −, scalar × (exact)",
     "cumsum, .dp.rolling(k).sum()",
     "ratio of releases (Bonferroni box)",
-    "a quantile's value interval",
+    "a quantile's value interval (also qcut's edges)",
     "apply: a·v + b kept; any other function plain, with a warning",
     "a chosen key (argmax, mode): how sure, in words",
 )
@@ -139,6 +139,11 @@ def check_steps(pf: Any) -> dict[str, str]:
             values <= ends["high"].to_numpy()
         ).all()
         _same(_ci(median.sort_values()), ends.loc[median.sort_values().index])
+        _, edges = pf["wage"].qcut(4, epsilon=0.1, retbins=True)
+        bounds = _ci(edges).to_numpy()
+        numbers = np.asarray(edges)
+        assert (bounds[[0, -1], 0] == bounds[[0, -1], 1]).all()  # the declared bounds: exact
+        assert (bounds[1:-1, 0] <= numbers[1:-1]).all() and (numbers[1:-1] <= bounds[1:-1, 1]).all()
 
     def plain() -> None:
         affine = mean.apply(lambda v: 2 * v + 1)  # a function dpframe can follow

@@ -219,6 +219,24 @@ def test_qcut_charges_one_quantile_release_then_cuts_for_free(cps: pd.DataFrame)
         assert value == pytest.approx(len(cps) / 4, rel=0.1)  # wages tie: 400 rows at 308.64
 
 
+def test_qcut_edges_carry_their_intervals(cps: pd.DataFrame) -> None:
+    pf = _frame(cps, epsilon=1e6)
+    quartiles, edges = pf["wage"].qcut(4, epsilon=1e5, retbins=True)
+    numbers = np.asarray(edges)
+    assert numbers.dtype == np.float64 and len(edges) == 5
+    assert float(edges[0]) == numbers[0] == 0.0 and float(edges[-1]) == numbers[-1] == 5000.0
+    reference = pd.cut(pd.Series([], dtype=float), numbers, include_lowest=True)
+    assert quartiles.categories == tuple(reference.cat.categories)
+    ends = dp.ci(edges)
+    assert (ends.iloc[[0, -1]]["low"] == ends.iloc[[0, -1]]["high"]).all()  # declared: exact
+    low, high = ends["low"].to_numpy()[1:-1], ends["high"].to_numpy()[1:-1]
+    assert (low <= numbers[1:-1]).all() and (numbers[1:-1] <= high).all() and (low < high).all()
+    # at ε = 10⁵ the intervals are a few grid steps (5000/4096) around the true quartiles
+    truth = np.quantile(cps["wage"], [0.25, 0.5, 0.75])
+    step = 5000 / 4096
+    assert ((low - step <= truth) & (truth <= high + step)).all() and (high - low < 20 * step).all()
+
+
 def test_qcut_explain_shows_the_quantile_charge_and_spends_nothing(cps: pd.DataFrame) -> None:
     pf = _frame(cps, epsilon=1.0)
     explained = pf.session.explain(lambda: pf["wage"].qcut(4, epsilon=0.3))

@@ -60,7 +60,9 @@ def test_a_list_of_levels_gives_a_key_by_q_multiindex(cps: pd.DataFrame) -> None
     got = pf.groupby("region")["wage"].quantile([0.1, 0.9], epsilon=BIG)
     want = cps.groupby("region")["wage"].quantile(np.array([0.1, 0.9]))
     assert list(got.index.names) == list(want.index.names) == ["region", None]
-    assert list(got.index) == [(r, q) for r in sorted(CPS1988_CATEGORIES["region"]) for q in (0.1, 0.9)]
+    assert list(got.index) == [
+        (r, q) for r in sorted(CPS1988_CATEGORIES["region"]) for q in (0.1, 0.9)
+    ]
     np.testing.assert_allclose(got.to_numpy(), want[got.index].to_numpy(), atol=4 * WIDTH)
     for key, value in got.items():
         region, q = cast("tuple[str, float]", key)

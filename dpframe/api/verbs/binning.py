@@ -26,6 +26,8 @@ from dpframe.api.verbs.columns import keep_name
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of, require_bounds
 from dpframe.errors import SchemaError
+from dpframe.mechanisms.answers import DPArray
+from dpframe.mechanisms.answers.forms import Forms
 from dpframe.mechanisms.moments.aggregates import MAX_CELLS
 from dpframe.mechanisms.quantiles.quantiles import check_quantile
 from dpframe.plan.expressions import Expr
@@ -148,7 +150,9 @@ def qcut(
         x: a numeric column with declared bounds.
         q: the number of quantile bins, or increasing levels in [0, 1].
         labels: None (intervals), False (bin numbers) or one label per bin.
-        retbins: also return the edges (released values: public).
+        retbins: also return the edges: a ``dp`` array (indexed as pandas' array of
+            edges) whose interior edges carry their 95% value intervals (``dp.ci(edges)``;
+            the ends are the declared bounds, exact); ``np.asarray(edges)`` gives numbers.
         precision: significant digits of the interval labels.
         duplicates: ``"drop"`` (merge equal edges) or ``"raise"``.
         epsilon: privacy cost of the quantiles (or ``rho=`` in zCDP sessions).
@@ -184,6 +188,7 @@ def qcut(
     request = request_of(epsilon, delta, rho, privacy)
     interior = [level for level in levels if 0 < level < 1]
     found = {Fraction(0): low, Fraction(1): high}
+    released: pd.Series | None = None
     if interior:
         node = quantile_node(series, interior, request)
         released = series.runner.run(node)
@@ -206,7 +211,24 @@ def qcut(
             f"{len(given)} labels (the quantiles were charged); use labels=None or False."
         )
     result = _cut_series(series, edges, True, labels, precision, True, True)
-    return (result, np.asarray(edges)) if retbins else result
+    return (result, _released_edges(low, high, released)) if retbins else result
+
+
+def _released_edges(low: float, high: float, released: pd.Series | None) -> DPArray:
+    """The edges of ``qcut(..., retbins=True)`` with their intervals: a ``dp`` array.
+
+    The interior edges are the released quantiles, each with its 95% value
+    interval (it covers its own level's true quantile); the ends are the
+    declared bounds (public: no noise).  Sorted as the bins use them, equal
+    edges merged: positions as in pandas' array of edges, and ``np.asarray(edges)``
+    gives its numbers.
+    """
+    ends = pd.Series(DPArray([float(low), float(high)], Forms.exact(2)), index=[0.0, 1.0])
+    parts = [ends] if released is None else [ends, released]
+    edges = pd.concat(parts).sort_values(kind="stable")
+    values = edges.to_numpy(dtype=float)
+    kept: DPArray = edges.array[np.r_[True, values[1:] != values[:-1]]]
+    return kept
 
 
 # -- checks --------------------------------------------------------------------------

@@ -333,7 +333,7 @@ class FrameRelease:
         return self
 
 
-def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
+def ci(result: Release | pd.Series | pd.DataFrame | DPArray | object, level: float = 0.95) -> Any:
     """Where the true value lies, with probability ``level``: one release's, or each cell's.
 
     Example:
@@ -357,6 +357,8 @@ def ci(result: Release | pd.Series | pd.DataFrame, level: float = 0.95) -> Any:
                 f"only (asked: {level:g}); a 95% statement also holds at any lower level."
             )
         return chosen
+    if isinstance(result, DPArray):  # an array of released cells (qcut's edges)
+        result = pd.Series(result)
     if isinstance(result, pd.Series) and isinstance(result.array, DPArray):
         low, high = result.array.intervals(level)
         table: pd.DataFrame = pd.DataFrame({"low": low, "high": high}, index=result.index)
