@@ -469,7 +469,7 @@ def test_recode_gives_public_keys_and_kinds() -> None:
     mapped = infer_column("m", Recode(col("k"), ("a", "b"), (1, 2.5)), schema)
     assert (mapped.kind, mapped.bounds, mapped.categories) == ("numeric", (1.0, 2.5), (1, 2.5))
     replaced = infer_column("r", Recode(col("k"), ("a",), ("z",), keep=True), schema)
-    assert replaced.categories == ("z", "b", "c") and replaced.kind == "categorical"
+    assert replaced.categories == ("b", "c", "z") and replaced.kind == "categorical"
     widened = infer_column("w", Recode(col("x"), (1.0,), (9,), keep=True), schema)
     assert widened.kind == "numeric" and widened.bounds == (0.0, 9.0)
     binned = infer_column("b", Bin(col("x"), (0.0, 1.0, 5.0)) * 10, schema)

@@ -82,7 +82,7 @@ def test_fillna_replaces_missing_values_with_a_public_constant(
     got = filled.sum(epsilon=BIG).value
     assert got == pytest.approx(holes["wage"].clip(0, 5000).fillna(-100).sum(), abs=1)
     region = pf["region"].fillna("unknown")
-    assert region.categories == ("northeast", "midwest", "south", "west", "unknown")
+    assert region.categories == ("midwest", "northeast", "south", "unknown", "west")  # sorted in
     counts = region.value_counts(epsilon=BIG, sort=False)
     want = holes["region"].fillna("unknown").value_counts()
     assert {k: round(v) for k, v in counts.items()} == want.to_dict()
@@ -121,7 +121,7 @@ def test_astype_between_numeric_kinds(
 
 def test_astype_uses_declared_keys_and_refuses_otherwise(pf: dp.PrivateFrame) -> None:
     codes = pf.with_categories(education=list(range(21)))["education"].astype(str)
-    assert codes.categories == tuple(str(k) for k in range(21))
+    assert codes.categories == tuple(sorted(str(k) for k in range(21)))  # as pandas sorts text
     with pytest.raises(dp.SchemaError, match="needs its public keys"):
         pf["wage"].astype(str)
     with pytest.raises(dp.SchemaError, match="only declared keys that are numbers convert"):

@@ -36,7 +36,7 @@ def test_left_merge_adds_public_columns_with_their_keys_and_bounds(
     truth = cps.merge(REGIONS, on="region", how="left")
     assert list(merged.columns) == list(truth.columns)
     assert merged["pop_m"].bounds == (57.6, 126.3)
-    assert merged["division"].categories == ("NE", "MW", "S")
+    assert merged["division"].categories == ("MW", "NE", "S")  # pandas' order
     got = merged["pop_m"].mean(epsilon=BIG).value
     assert got == pytest.approx(truth["pop_m"].mean(), rel=1e-4)
     counts = merged["division"].value_counts(epsilon=BIG, sort=False)

@@ -30,12 +30,12 @@ def test_map_labels_the_listed_values_and_misses_the_others(
 
 def test_replace_keeps_the_other_keys(pf: dp.PrivateFrame, cps: pd.DataFrame) -> None:
     replaced = pf["region"].replace({"south": "sud"})
-    assert replaced.categories == ("sud", "northeast", "midwest", "west")
+    assert replaced.categories == ("midwest", "northeast", "sud", "west")  # pandas' order
     got = replaced.value_counts(epsilon=BIG, sort=False)
     want = cps["region"].replace({"south": "sud"}).value_counts()
     assert {k: round(v) for k, v in got.items()} == want.to_dict()
     pair = pf["region"].replace(["south", "west"], "sunbelt")
-    assert pair.categories == ("sunbelt", "northeast", "midwest")
+    assert pair.categories == ("midwest", "northeast", "sunbelt")
 
 
 def test_numeric_labels_give_a_numeric_column(pf: dp.PrivateFrame, cps: pd.DataFrame) -> None:

@@ -40,7 +40,7 @@ def test_cell_answers_binds_and_updates_the_meter(shell: InteractiveShell) -> No
     found = shell.run_cell_magic("dpsql", "--epsilon 0.5 --name by_region", query)
     assert isinstance(found, pd.DataFrame)
     assert list(found.columns) == ["mean_wage"]
-    assert list(found.index) == ["northeast", "midwest", "south", "west"]
+    assert list(found.index) == ["midwest", "northeast", "south", "west"]
     assert shell.user_ns["by_region"] is found
     meter = _magics(shell).meters[0]
     assert meter.spent == dp.Budget(0.5)

@@ -518,6 +518,8 @@ def _recoded_column(
         recoded = set(expr.source)
         rest = () if inner is None else tuple(k for k in inner if k not in recoded)
         keys = None if inner is None else tuple(dict.fromkeys((*expr.labels, *rest)))
+    if keys is not None and not expr.ordered:
+        keys = pandas_order(keys)  # map/replace give a plain column: pandas sorts its groups
     if numeric:
         return ColumnInfo(name, "numeric", "float64", bounds, keys)
     if expr.keep:

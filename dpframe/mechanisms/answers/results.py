@@ -66,8 +66,8 @@ class NoInterval:
 
 
 def is_count(intervals: object) -> bool:
-    """True when the intervals are those of a count (shown as whole numbers)."""
-    return getattr(intervals, "statistic", None) == "count"
+    """True when the cells are whole numbers: a count's, or quantiles chosen among integers."""
+    return getattr(intervals, "statistic", None) == "count" or getattr(intervals, "integer", False)
 
 
 @dataclass(frozen=True, eq=False)

@@ -203,7 +203,11 @@ class QuantileFamily(Family[Quantile]):
         point = float(point_epsilon(eps_each))
         errors = [rank_error(point, 0.95, q, rows, count) for q in node.levels]
         label = node.label
-        intervals = QuantileIntervals(np.asarray(lows, dtype=float), np.asarray(highs, dtype=float))
+        intervals = QuantileIntervals(
+            np.asarray(lows, dtype=float),
+            np.asarray(highs, dtype=float),
+            integer=_whole(node.candidates),
+        )
         if node.scalar:
             release = Release(picked[0], run.cost, _EM, errors[0], label, intervals, run.rho)
             return release, repr(picked[0])
@@ -342,8 +346,13 @@ class GroupedQuantileFamily(Family[GroupedQuantile]):
             _EM,
             np.tile(np.array(errors), groups),
             node.label,
-            QuantileIntervals(lows.reshape(-1), highs.reshape(-1)),
+            QuantileIntervals(lows.reshape(-1), highs.reshape(-1), integer=_whole(node.candidates)),
             run.rho,
             undeclared=outside,
         )
         return grouped_series(values, meta, str(node.expr)), f"{groups} groups"
+
+
+def _whole(candidates: tuple[float, ...]) -> bool:
+    """True when the declared candidates are all whole numbers (an integer column's)."""
+    return bool(candidates) and all(float(c).is_integer() for c in candidates)

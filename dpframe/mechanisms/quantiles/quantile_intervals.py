@@ -88,11 +88,14 @@ class QuantileIntervals:
         low: lower end per cell (the column's units).
         high: upper end per cell.
         level: the coverage the ends were selected for.
+        integer: the candidates were whole numbers (an integer column's): the
+            values and ends are shown as integers.
     """
 
     low: npt.NDArray[np.float64]
     high: npt.NDArray[np.float64]
     level: float = INTERVAL_LEVEL
+    integer: bool = False
 
     def interval(self, level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """The released ends for any level up to the one they were selected for.
