@@ -28,7 +28,8 @@ def test_argmax_key_says_its_gap_before_and_after(cps: pd.DataFrame) -> None:
     assert 2 / 0.2 * math.log(4 / 0.05) == pytest.approx(43.82, abs=0.01)
     assert best.statement == before == dp.ci(best)
     assert "within 44 of the largest count at 95% (among 4 declared keys" in best.statement
-    assert pretty(best) == f"{str(best)!r}\n(chosen privately: {best.statement})"
+    shown = pretty(best)  # type: ignore[no-untyped-call]
+    assert shown == f"{str(best)!r}\n(chosen privately: {best.statement})"
 
 
 def test_the_key_works_as_the_key(cps: pd.DataFrame) -> None:
