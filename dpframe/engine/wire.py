@@ -327,8 +327,8 @@ def encode_response(value: Any) -> Any:
         kind = value.dtype.kind
         dtype = np.dtype(str(value.dtype)).str if kind in "biuf" else "object"
         values = value.tolist()
-        # Plain strings go as they are (pandas' "string" verdict allows NaN: checked apart).
-        text = pd.api.types.infer_dtype(value, skipna=False) == "string" and not value.hasnans
+        # Plain strings go as they are (encoded one by one they would read the same).
+        text = all(type(v) is str for v in values)
         return {
             "$index": {
                 "values": values if text else encode_response(values),
