@@ -18,9 +18,10 @@ pointing into a fresh temporary folder, as a user's would be a file;
 Run from the repository root::
 
     python -m benchmarks.core_workload_cpu --base /work/wt/base35 --head . \\
-        --processes 3 --reps 9 --ledgers memory,file
+        --processes 3 --reps 9 --ledgers memory,file [--also ../main]
 
-Prints a markdown table per ledger: base and head medians (median over the
+``--also`` adds more trees (``also1``, ...), run in the same rotation.
+Prints a markdown table per ledger: each tree's medians (median over the
 processes of each process's median), their ratio, the total, and the 1-minute
 load average read before each worker.
 """
@@ -113,22 +114,30 @@ def _run_worker(tree: Path, reps: int, ledger: str) -> dict[str, Any]:
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Markdown rows: query, base ms, head ms, head/base; then the total and the loads."""
-    base, head = runs["base"], runs["head"]
-    lines = ["| query | base ms | head ms | head/base |", "|---|---:|---:|---:|"]
-    total_b = total_h = 0.0
-    for name in base[0]["medians"]:
-        b = statistics.median(r["medians"][name] for r in base)
-        h = statistics.median(r["medians"][name] for r in head)
-        total_b, total_h = total_b + b, total_h + h
-        lines.append(f"| {name} | {b * 1e3:.3f} | {h * 1e3:.3f} | {h / b:.2f} |")
-    lines.append(
-        f"| **total** | **{total_b * 1e3:.1f}** | **{total_h * 1e3:.1f}** "
-        f"| **{total_h / total_b:.3f}** |"
+    """Markdown rows: query, each tree's ms and its ratio to base; then totals and loads.
+
+    ``runs`` maps each tree's label (``base`` first) to its workers' results.
+    """
+    labels = list(runs)
+    others = labels[1:]
+    head = "| query | base ms | " + " | ".join(f"{o} ms | {o}/base" for o in others) + " |"
+    lines = [head, "|---|---:|" + "---:|---:|" * len(others)]
+    totals = dict.fromkeys(labels, 0.0)
+    for name in runs["base"][0]["medians"]:
+        ms = {t: statistics.median(r["medians"][name] for r in runs[t]) for t in labels}
+        for t in labels:
+            totals[t] += ms[t]
+        cells = " | ".join(f"{ms[o] * 1e3:.3f} | {ms[o] / ms['base']:.2f}" for o in others)
+        lines.append(f"| {name} | {ms['base'] * 1e3:.3f} | {cells} |")
+    cells = " | ".join(
+        f"**{totals[o] * 1e3:.1f}** | **{totals[o] / totals['base']:.3f}**" for o in others
     )
-    loads = ", ".join(f"{r['load']:.2f}" for pair in zip(base, head, strict=True) for r in pair)
+    lines.append(f"| **total** | **{totals['base'] * 1e3:.1f}** | {cells} |")
+    loads = ", ".join(
+        f"{r['load']:.2f}" for group in zip(*runs.values(), strict=True) for r in group
+    )
     lines.append("")
-    lines.append(f"1-minute load average before each worker (base, head, ...): {loads}")
+    lines.append(f"1-minute load average before each worker ({', '.join(labels)}, ...): {loads}")
     return lines
 
 
@@ -137,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.core_workload_cpu")
     parser.add_argument("--base", type=Path, help="the baseline tree (repository root)")
     parser.add_argument("--head", type=Path, default=Path.cwd(), help="the tree measured")
+    parser.add_argument(
+        "--also", type=Path, action="append", default=[], help="another tree, run in turn"
+    )
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--ledgers", default="memory,file")
@@ -148,11 +160,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.base is None:
         parser.error("--base is required (the tree to compare against)")
-    saved: dict[str, Any] = {}
+    trees = {"base": args.base, "head": args.head}
+    trees.update({f"also{i + 1}": tree for i, tree in enumerate(args.also)})
+    saved: dict[str, Any] = {"trees": {k: str(v.resolve()) for k, v in trees.items()}}
     for ledger in args.ledgers.split(","):
-        runs: dict[str, list[dict[str, Any]]] = {"base": [], "head": []}
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
         for _ in range(args.processes):
-            for label, tree in (("base", args.base), ("head", args.head)):
+            for label, tree in trees.items():
                 runs[label].append(_run_worker(tree.resolve(), args.reps, ledger))
         saved[ledger] = runs
         print(f"\n### ledger: {ledger}\n")
