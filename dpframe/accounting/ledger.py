@@ -39,7 +39,15 @@ import pandas as pd
 
 from dpframe.accounting.accountants import Charge
 from dpframe.accounting.ledger_answers import KeptAnswers
-from dpframe.accounting.ledger_chain import Head, head_of, link_budget, link_row, link_state
+from dpframe.accounting.ledger_chain import (
+    Head,
+    head_of,
+    link_budget,
+    link_charge,
+    link_outcome,
+    link_row,
+    link_state,
+)
 from dpframe.accounting.ledger_frames import FrameRecord, read_frames, record_frame
 from dpframe.accounting.ledger_location import default_ledger_path
 from dpframe.accounting.ledger_modes import make_folder, tighten_files
@@ -47,6 +55,7 @@ from dpframe.accounting.ledger_rows import (
     MAX_LABEL,
     PendingCharge,
     Row,
+    charge_fields,
     clip_label,
     decode_parts,
     row_statement,
@@ -147,6 +156,9 @@ class Ledger(KeptAnswers):
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
         self._lock = threading.Lock()
         self._totals: dict[str, tuple[int, Charge]] = {}
+        #: The session of each row charged through this object and not yet completed
+        #: (a row's session never changes), so that :meth:`complete` links it unread.
+        self._charged: dict[int, str] = {}
         # The accounting of each session registered through this object (fixed at first use).
         self._accounting: dict[str, str] = {}
         #: What the ledger keeps about data: its key and its sketch file (opened at first use).
@@ -399,13 +411,19 @@ class Ledger(KeptAnswers):
             for row in rows:
                 release_id = conn.execute(*row).lastrowid
                 assert release_id is not None
-                link_row(conn, release_id)  # in the charge's transaction
+                fields = charge_fields(row)  # as bound: no need to read the row back
+                if fields is None:  # its currency was read from the budgets row in SQL
+                    link_row(conn, release_id)  # in the charge's transaction
+                else:
+                    link_charge(conn, release_id, fields)
                 ids.append(release_id)
         # Only once committed (a failed COMMIT rolls the ids back for reuse): every row
         # up to the last one was read in the transaction, under the write lock, or is ours.
         # Another thread may have cached a later pair meanwhile; an earlier consistent
         # pair is still exact (the rows after it are read again).
         self._totals[session] = (ids[-1], spent + total)
+        with self._lock:
+            self._charged.update(dict.fromkeys(ids, session))
         return ids
 
     def complete(
@@ -445,10 +463,23 @@ class Ledger(KeptAnswers):
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    self._conn.execute(update, (status, value, noise, release_id))
+                    updated = self._conn.execute(update, (status, value, noise, release_id))
+                    session = self._charged.pop(release_id, None)
                     if answer is not None:
                         self._conn.execute(insert, (release_id, answer, time.time()))
-                    link_state(self._conn, release_id)
+                    if (
+                        answer is not None
+                        and session is not None
+                        and updated.rowcount == 1
+                        and type(status) is str
+                        and type(value) is str
+                        and (noise is None or type(noise) is str)
+                    ):
+                        # the row's outcome and answer are the values just written
+                        outcome = (status, value, noise, answer)
+                        link_outcome(self._conn, session, release_id, outcome)
+                    else:  # a row charged elsewhere, or an answer kept before: as stored
+                        link_state(self._conn, release_id)
                 except BaseException:
                     self._conn.execute("ROLLBACK")
                     raise

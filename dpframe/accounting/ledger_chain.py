@@ -46,8 +46,10 @@ __all__ = [
     "charge_digest",
     "head_of",
     "link_budget",
+    "link_charge",
     "link_existing",
     "link_hash",
+    "link_outcome",
     "link_row",
     "link_state",
     "state_digest",
@@ -187,6 +189,36 @@ def link_row(conn: sqlite3.Connection, release_id: int) -> Head:
     values = conn.execute(_CHARGE_SELECT, (release_id,)).fetchone()
     row = dict(zip(CHARGE_FIELDS, values, strict=True))
     return append(conn, str(row["session"]), "charge", release_id, charge_digest(row))
+
+
+def link_charge(conn: sqlite3.Connection, release_id: int, row: dict[str, Any]) -> Head:
+    """Append the ``charge`` link of a row just inserted, from the values it was inserted with.
+
+    ``row`` holds every :data:`CHARGE_FIELDS` field but ``id`` as bound to the
+    INSERT (text, a float time, None): SQLite returns exactly these values
+    (TEXT and REAL columns), so the digest equals :func:`link_row`'s over the
+    stored row without reading it back.
+    """
+    values = {**row, "id": release_id}
+    return append(conn, str(values["session"]), "charge", release_id, charge_digest(values))
+
+
+def link_outcome(
+    conn: sqlite3.Connection,
+    session: str,
+    release_id: int,
+    outcome: tuple[str, str | None, str | None, bytes],
+) -> Head:
+    """Append the ``state`` link of a row just completed, from the values written.
+
+    ``outcome`` is (status, value, noise, answer) as bound to the UPDATE and to
+    the answer's INSERT in this transaction: the digest equals
+    :func:`link_state`'s over the stored row, without reading it back.
+    """
+    status, value, noise, answer = outcome
+    return append(
+        conn, session, "state", release_id, state_digest(release_id, status, value, noise, answer)
+    )
 
 
 def link_state(conn: sqlite3.Connection, release_id: int) -> Head | None:

@@ -17,7 +17,15 @@ from typing import get_args
 from dpframe.accounting.accountants import AccountingKind, Charge
 from dpframe.errors import InvalidArgumentError
 
-__all__ = ["MAX_LABEL", "PendingCharge", "Row", "clip_label", "decode_parts", "row_statement"]
+__all__ = [
+    "MAX_LABEL",
+    "PendingCharge",
+    "Row",
+    "charge_fields",
+    "clip_label",
+    "decode_parts",
+    "row_statement",
+]
 
 _CURRENCIES = frozenset(get_args(AccountingKind))
 _INSERT = (
@@ -180,3 +188,37 @@ def row_statement(
     if currency is None:
         return _STATEMENTS[False, request is not None], (*params, session)
     return _STATEMENTS[True, request is not None], (*params, currency)
+
+
+#: The charge fields bound by every INSERT of :data:`_STATEMENTS`, in parameter order.
+_BOUND = (
+    "session",
+    "dataset",
+    "time",
+    "query",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "rho",
+    "privacy_unit",
+    "parts",
+)
+
+
+def charge_fields(row: Row) -> dict[str, object] | None:
+    """The charge fields a row's INSERT stores (all but ``id``); None if one is read in SQL.
+
+    A row whose currency is looked up from the budgets table by the statement
+    itself (none given, none registered) returns None: its stored currency is
+    known only by reading the row back.
+    """
+    statement, params = row
+    keyed = statement in (_STATEMENTS[True, True], _STATEMENTS[False, True])
+    if statement not in (_STATEMENTS[True, True], _STATEMENTS[True, False]):
+        return None
+    fields: dict[str, object] = dict(zip(_BOUND, params, strict=False))
+    fields["request"] = params[len(_BOUND)] if keyed else None
+    fields["currency"] = params[-1]
+    # TEXT and REAL columns give back exactly these types; anything else is read back
+    exact = all(v is None or type(v) is (float if k == "time" else str) for k, v in fields.items())
+    return fields if exact else None

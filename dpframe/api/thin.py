@@ -85,8 +85,9 @@ def _columns(result: pd.Series | pd.DataFrame) -> list[tuple[str, pd.Series]]:
 class _Judged:
     """The judged cells of a result: where each is, its value and 95% half-width."""
 
-    # per column: its label ("" for a Series), its keys and the positions of the kept ones
-    places: list[tuple[str, pd.Index, np.ndarray]]
+    # per column: its label ("" for a Series), its keys and the positions of the kept
+    # ones (None: every cell of the column was kept, the common case)
+    places: list[tuple[str, pd.Index, np.ndarray | None]]
     values: np.ndarray
     halves: np.ndarray  # infinite: no bound
     missing: int  # cells with no value
@@ -94,16 +95,17 @@ class _Judged:
     def label(self, i: int) -> str:
         """Cell ``i``'s label (built for the one cell a message names)."""
         for prefix, keys, kept in self.places:
-            if i < len(kept):
-                key = keys[int(kept[i])]
+            size = len(keys) if kept is None else len(kept)
+            if i < size:
+                key = keys[i if kept is None else int(kept[i])]
                 return f"({_label(key)}, {prefix})" if prefix else _label(key)
-            i -= len(kept)
+            i -= size
         raise IndexError(i)
 
 
 def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
     """Every judged cell (a cell with no value or no interval, e.g. a quantile's, is not)."""
-    places: list[tuple[str, pd.Index, np.ndarray]] = []
+    places: list[tuple[str, pd.Index, np.ndarray | None]] = []
     values: list[np.ndarray] = []
     halves: list[np.ndarray] = []
     missing = 0
@@ -118,14 +120,22 @@ def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
         except (ArithmeticError, ValueError):  # never lose a charged release to the check
             continue
         value = np.asarray(array.values, dtype=float)
-        half = (np.asarray(high, dtype=float) - np.asarray(low, dtype=float)) / 2
+        half = np.asarray(high, dtype=float) - np.asarray(low, dtype=float)
+        half /= 2
         keep = np.isfinite(value) & ~np.isnan(half)
+        if keep.all():  # every cell judged (no value missing): nothing to select
+            places.append((prefix, column.index, None))
+            values.append(value)
+            halves.append(half)
+            continue
         missing += int(np.isnan(value).sum())
         places.append((prefix, column.index, np.flatnonzero(keep)))
         values.append(value[keep])
         halves.append(half[keep])
     if not values:
         return _Judged([], np.zeros(0), np.zeros(0), missing)
+    if len(values) == 1:  # a Series, or a table of one column: no copy
+        return _Judged(places, values[0], halves[0], missing)
     return _Judged(places, np.concatenate(values), np.concatenate(halves), missing)
 
 

@@ -199,6 +199,9 @@ def _key_value(value: object, what: str) -> Hashable:
 
 
 def _encode_key_value(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most keys: as they are
+        return value
     if isinstance(value, float) and math.isnan(value):
         return {"$float": "nan"}
     if isinstance(value, pd.Interval):
@@ -217,7 +220,14 @@ TEXT = _Codec(_identity, _text)
 EXPR = _Codec(lambda e: e.to_dict(), _expr)
 EXACT = _Codec(encode_exact, decode_exact)
 BOUNDS = _pair(NUMBER, NUMBER)
-KEYS = _tuple_of(_Codec(_encode_key_value, _key_value), 2**24)
+
+
+def _encode_keys(values: Any) -> list[Any]:
+    """A tuple of keys as :func:`_tuple_of` encodes it, text passed through inline."""
+    return [v if type(v) is str else _encode_key_value(v) for v in values]
+
+
+KEYS = _Codec(_encode_keys, _tuple_of(_Codec(_encode_key_value, _key_value), 2**24).decode)
 
 
 def _fixed(codecs: tuple[_Codec, ...]) -> _Codec:
