@@ -29,7 +29,7 @@ from dpframe.curator.codes import ServiceError, classify, error_payload
 from dpframe.curator.dask_cluster import DaskCluster, connect_cluster, local_threads_lines
 from dpframe.curator.data import check_columns
 from dpframe.curator.grants_check import check_grants
-from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
+from dpframe.curator.join_costs import datasets_read, join_cost, join_text_chars, leaves
 from dpframe.curator.kept_joins import check_keepable, request_joins
 from dpframe.curator.release_work import ReleaseWork, infrastructure_failure
 from dpframe.curator.seats import Seat, Seats, shown_ledger
@@ -318,6 +318,9 @@ class Curator:
                 "it to one of its datasets (the left frame's session does)."
             )
 
+    def _entry_name(self, source: Source) -> str:
+        return self._seats.entry_of(source).name
+
     def _leaf(self, source: Source) -> tuple[int, dict[str, int]]:
         """A join side's declared row ceiling and maximum text lengths (public, the catalog's)."""
         entry = self._seats.entry_of(source)
@@ -392,6 +395,8 @@ class Curator:
         try:
             seat.check_pace(self._pace_clock(), settings)
             seat.note_charges(self._pace_clock())  # forget any row left from before
+            if seat.ledger.caps is not None:  # the caps of every dataset it reads (a join's)
+                seat.ledger.caps.touching = datasets_read(node, self._entry_name)
             joins = self._kept_joins(node)
             if joins:  # the seat's kept joins within the ceiling (before the charge)
                 ceiling = settings.kept_join_rows
