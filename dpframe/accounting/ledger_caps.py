@@ -49,7 +49,8 @@ __all__ = [
     "CONVERSIONS",
     "TOUCHES",
     "CapSpend",
-    "cap_cost", "converts",
+    "cap_cost",
+    "converts",
     "next_release_ids",
     "record_touches",
 ]
@@ -98,6 +99,7 @@ def record_touches(conn: sqlite3.Connection, count: int, datasets: list[str]) ->
         )
     return ids
 
+
 #: For each cap accounting, the session accountings whose charges convert into it.
 CONVERSIONS: dict[str, frozenset[str]] = {
     "pure": frozenset({"pure"}),
@@ -136,7 +138,8 @@ class CapSpend:
 
     Sessions are those whose name ends in ``"/" + dataset`` (a curator's
     seats), plus the rows of other sessions that also read the dataset
-    (``cap_touches``, :func:`record_touches`); each row is converted with its session's recorded accounting.
+    (``cap_touches``, :func:`record_touches`); each row is converted with its
+    session's recorded accounting.
     Rows are only ever appended and their costs never change, so a kept
     (last id, total) plus the newer rows is the exact total; :meth:`read`
     runs inside the caller's write transaction, so every committed row of

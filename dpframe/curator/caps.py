@@ -269,4 +269,3 @@ class SeatCaps:
         others = [name for name in read if name != self.dataset]
         if others:
             record_touches(conn, len(charges), others)
-

@@ -250,14 +250,18 @@ class Catalog:
                 for a in analysts.values()
                 if entry.name in a.budgets
             }
+            space = entry.id_space
             for a in analysts.values():  # a join sent to another seat counts here too
-                for other, grant in a.budgets.items():
-                    joined = datasets[other].id_space
-                    if other != entry.name and entry.name in a.budgets and joined is not None:
-                        if joined == entry.id_space:
-                            kinds[f"{a.name} (seat {other}, joining {entry.name})"] = (
-                                _kind_of(grant)
-                            )
+                joining = [
+                    (other, grant)
+                    for other, grant in a.budgets.items()
+                    if space is not None
+                    and other != entry.name
+                    and entry.name in a.budgets
+                    and datasets[other].id_space == space
+                ]
+                for other, grant in joining:
+                    kinds[f"{a.name} (seat {other}, joining {entry.name})"] = _kind_of(grant)
             unfit = check_cap_kinds(f"[datasets.{entry.name}]", entry.cap, entry.release_cap, kinds)
             if unfit is not None:
                 raise CatalogError(unfit)

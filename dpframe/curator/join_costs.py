@@ -54,8 +54,8 @@ from dpframe.plan.nodes import Plan, Source, lineage
 __all__ = [
     "JOIN_ROW_OPS",
     "Costs",
-    "datasets_read",
     "JoinCost",
+    "datasets_read",
     "join_cost",
     "join_text_chars",
     "joined_rows",

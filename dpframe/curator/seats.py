@@ -81,7 +81,7 @@ class SeatLedger(Ledger):
         self.caps: SeatCaps | None = None
 
     def _capped(self, check: Callable[[Charge], None], charges: list[Charge]) -> Any:
-        """``check`` (the seat's filter), then the read datasets' caps, in the charge's transaction."""
+        """``check`` (the seat's filter), then the caps of the datasets read, in the transaction."""
         caps = self.caps
         if caps is None:
             return check
