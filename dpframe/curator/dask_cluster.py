@@ -16,7 +16,10 @@ workers, exactly as an embedded session computes with an active client
   workers' memory;
 - a release runs as tasks on the workers; only per-partition partial
   totals, combined in a tree on the workers, come back to the curator (see
-  :mod:`dpframe.backends.dask_backend` for exactly what returns).
+  :mod:`dpframe.backends.dask_backend` for exactly what returns); its wait
+  on the cluster is bounded by ``[server].release_seconds`` (the dask
+  option ``dpframe.release-timeout``, set while the curator is connected):
+  past it the computation is cancelled and the release ends ``failed``.
 
 The workers read the dataset's path themselves: it must name the same files
 on every worker (a shared file system).  One curator process talks to one
@@ -44,10 +47,13 @@ class DaskCluster:
         workers: the worker addresses checked at start.
     """
 
-    def __init__(self, address: str, client: Any, workers: frozenset[str]) -> None:
+    def __init__(
+        self, address: str, client: Any, workers: frozenset[str], settings: Any = None
+    ) -> None:
         self.address = address
         self.client = client
         self.workers = workers
+        self._settings = settings  # the dask options set for the curator's life (or None)
 
     def lines(self) -> list[str]:
         """What ``dpframe serve`` prints at start about the cluster."""
@@ -60,6 +66,9 @@ class DaskCluster:
         """Disconnect (the cluster itself keeps running: it is the owner's)."""
         with contextlib.suppress(Exception):  # the scheduler may be gone already
             self.client.close()
+        if self._settings is not None:
+            self._settings.__exit__(None, None, None)  # the dask options as they were
+            self._settings = None
 
 
 def connect_cluster(catalog: Catalog) -> DaskCluster | None:
@@ -99,7 +108,14 @@ def connect_cluster(catalog: Catalog) -> DaskCluster | None:
         with contextlib.suppress(Exception):
             client.close()
         raise CatalogError(f"[server].dask_scheduler {address}: {exc}") from None
-    return DaskCluster(address, client, workers)
+    import dask
+
+    from dpframe.backends.cluster import RELEASE_TIMEOUT_OPTION
+
+    # A release on the cluster ends (cancelled, ClusterFailedError) at the curator's own
+    # wall-clock limit, not at the backend's default hour.
+    options = dask.config.set({RELEASE_TIMEOUT_OPTION: settings.release_seconds})
+    return DaskCluster(address, client, workers, options)
 
 
 def local_threads_lines(catalog: Catalog) -> list[str]:

@@ -152,8 +152,11 @@ def _no_local_threads(*args: Any, **kwargs: Any) -> Any:
 def test_releases_through_the_curator_run_on_the_cluster(
     cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import dask
     import dask.local
     import dask.threaded
+
+    from dpframe.backends.cluster import RELEASE_TIMEOUT_OPTION
 
     # Every local scheduler of dask (threads, synchronous) runs through get_async.
     monkeypatch.setattr(dask.local, "get_async", _no_local_threads)
@@ -168,6 +171,7 @@ def test_releases_through_the_curator_run_on_the_cluster(
                 f"Dask datasets run on the cluster at {cluster} (2 workers, versions checked)"
             ]
             assert distributed.default_client() is curator.cluster.client
+            assert dask.config.get(RELEASE_TIMEOUT_OPTION) == 300.0  # [server].release_seconds
             counted = sum(_executed(observer).values())
             assert counted > before_start  # the row ceiling was counted by the workers
             client = TestClient(create_app(curator))
@@ -199,6 +203,7 @@ def test_releases_through_the_curator_run_on_the_cluster(
             curator.close()
     with pytest.raises(ValueError, match="No clients found"):
         distributed.default_client()  # closed: no longer the process's default
+    assert dask.config.get(RELEASE_TIMEOUT_OPTION, None) is None  # the option as it was
 
 
 def _free_port() -> int:
