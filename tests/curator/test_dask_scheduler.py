@@ -274,3 +274,49 @@ def test_a_parquet_folder_without_a_suffix_is_served_on_pandas(tmp_path: Path) -
         assert answer.status_code == 200, answer.json()
     finally:
         curator.close()
+
+
+def test_serve_on_the_cluster_says_so_and_an_analyst_releases_there(
+    cluster: str, tmp_path: Path
+) -> None:
+    import dpframe as dp
+    from tests.curator.support import free_port
+
+    path = _catalog(tmp_path, f'dask_scheduler = "{cluster}"\ndask_connect_seconds = 60')
+    port = free_port()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "dpframe", "serve", "--catalog", str(path), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        said: list[str] = []
+        deadline = time.monotonic() + START_SECONDS
+        while not any("serving" in line for line in said):
+            assert time.monotonic() < deadline and serve.poll() is None, said
+            said.append(serve.stdout.readline())
+        assert f"dpframe curator: Dask datasets run on the cluster at {cluster} (2 workers" in (
+            "".join(said)
+        )
+        with _observer(cluster) as observer:
+            before = sum(_executed(observer).values())
+            url = f"http://127.0.0.1:{port}"
+            for _ in range(100):  # uvicorn binds just after the line above
+                try:
+                    conn = dp.connect(url, token=ALICE)
+                    break
+                except Exception:
+                    time.sleep(0.2)
+            else:
+                raise AssertionError("the curator did not answer within 20 s")
+            cps = conn.open("cps")
+            total = float(cps.count(epsilon=50))
+            assert abs(total - len(load_cps1988())) < 2  # ε = 50: |noise| < 2 w.p. > 1 - 1e-6
+            assert sum(_executed(observer).values()) > before  # computed on the workers
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+        if serve.stdout is not None:
+            serve.stdout.close()
