@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     names = ", ".join(sorted(catalog.datasets))
     scheme = "https" if args.ssl_certfile else "http"
-    for line in curator.grant_report.lines():  # the catalog against the ledger
+    for line in curator.start_lines():  # the catalog against the ledger; the Dask cluster
         print(f"dpframe curator: {line}", flush=True)
     print(f"dpframe curator: serving {names} on {scheme}://{args.host}:{args.port}", flush=True)
     if scheme == "http" and not _is_loopback(args.host):

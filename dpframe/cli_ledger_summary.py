@@ -15,7 +15,6 @@ notebooks) are listed under ``(other sessions)``.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +27,6 @@ from dpframe.accounting.choice import make_accountant
 from dpframe.accounting.ledger_caps import CapSpend
 from dpframe.accounting.ledger_verify import open_read_only
 from dpframe.errors import DPError
-from dpframe.mechanisms.calibration.gdp_curves import gdp_epsilon
 from dpframe.plan.privacy import Budget
 
 __all__ = ["SeatSummary", "guarantee", "summarize", "summary_lines"]
@@ -61,18 +59,14 @@ class DatasetSummary:
 
 
 def guarantee(accountant: Accountant, spent: Charge) -> Budget:
-    """The formal (ε, δ) guarantee of ``spent`` under ``accountant``, never capped at its total.
+    """The formal (ε, δ) guarantee of ``spent`` under ``accountant``: its own :meth:`spent`.
 
     Gaussian DP: the ε with δ_μ(ε) ≤ δ − D at μ = sqrt(2ρ), plus the δ spent
-    from the reserve (the accountant itself reports at most the grant's ε,
-    which a grant lowered below its spend would understate).
+    from the reserve, never capped at the grant's ε when a grant was lowered
+    below the spend (the seat's ``session.spent`` and the budget endpoint
+    show the same figure).
     """
-    if accountant.kind != "gdp" or spent.rho == 0:
-        return accountant.spent(spent)
-    reserve = Fraction(getattr(accountant, "delta_reserve", 0))
-    base = accountant.total.delta - reserve
-    mu = math.sqrt(float(2 * spent.rho))
-    return Budget(Fraction(gdp_epsilon(mu * (1 + 1e-12), float(base))), base + spent.delta)
+    return accountant.spent(spent)
 
 
 def _seat(conn: sqlite3.Connection, session: str) -> SeatSummary | None:

@@ -177,13 +177,22 @@ class GaussianDPAccountant(Accountant):
         super().check(spent, charge, request)
 
     def spent(self, spent: Charge) -> Budget:
-        """(ε, δ − D + Σδ_i) once ρ > 0: ε the least (rounded up) with δ_μ(ε) ≤ δ − D."""
+        """(ε, δ − D + Σδ_i) once ρ > 0: ε the least (rounded up) with δ_μ(ε) ≤ δ − D.
+
+        Within the budget (Σρ ≤ ρ_total, so μ ≤ μ_total, whose ε is at most the
+        session's) the ε is at most the session's ε: the float rounding up of
+        the computation is not shown above it.  Beyond it (a curator's grant
+        lowered below what was already spent) the ε is the true guarantee,
+        above the session's ε, never capped at it.
+        """
         if spent.rho == 0:
             return Budget(0, spent.delta)
         mu = float(2 * spent.rho) ** 0.5
-        eps = gdp_epsilon(mu * (1 + 1e-12), float(self.total.delta - self.delta_reserve))
+        eps = Fraction(gdp_epsilon(mu * (1 + 1e-12), float(self.total.delta - self.delta_reserve)))
+        if spent.rho <= self.rho_total:
+            eps = min(eps, self.total.epsilon)
         delta = self.total.delta - self.delta_reserve + spent.delta
-        return Budget(min(Fraction(eps), self.total.epsilon), delta)
+        return Budget(eps, delta)
 
     def remaining(self, spent: Charge) -> Budget:
         """The largest ε share a next query may request, and the δ not spent by releases.

@@ -19,8 +19,16 @@ two analysts racing for the last of the cap cannot both be admitted, and a
 refusal records nothing and reads no data.  Refusals are 409 ``dataset_cap``
 and 409 ``release_cap``, with Requested / Remaining / Difference.
 
-Joins: a private join is charged to the seat of its left dataset and counts
-against that dataset's cap only.
+Joins (datasets of one ID space): a private join is charged to the seat it
+was sent to (one budget, that analyst's), and counts against the caps of
+*every* dataset it reads: :class:`SeatCaps` checks each of their caps in the
+same transaction (all before the charge: one refusal, nothing charged) and
+records the other datasets it read (``cap_touches``,
+:func:`~dpframe.accounting.ledger_caps.record_touches`), so the caps count
+it from then on.  A cap therefore bounds the privacy loss about any unit of
+its dataset from every release that read the dataset, alone or joined; a
+unit present in several datasets of an ID space is bounded by the sum of
+their caps (a release reading k of them counts once against each cap).
 """
 
 from __future__ import annotations
@@ -33,12 +41,12 @@ from typing import Any
 
 from dpframe.accounting.accountants import Accountant, Charge
 from dpframe.accounting.choice import make_accountant
-from dpframe.accounting.ledger_caps import CapSpend, cap_cost, converts
+from dpframe.accounting.ledger_caps import CapSpend, cap_cost, converts, record_touches
 from dpframe.curator.codes import ServiceError
 from dpframe.errors import DPError
 from dpframe.plan.privacy import Budget, to_fraction
 
-__all__ = ["CAP_KEYS", "Cap", "CapGuard", "check_cap_kinds", "parse_cap"]
+__all__ = ["CAP_KEYS", "Cap", "CapGuard", "SeatCaps", "check_cap_kinds", "parse_cap"]
 
 #: The keys of a ``cap`` or ``release_cap`` table.
 CAP_KEYS = frozenset({"epsilon", "delta", "accounting", "delta_reserve"})
@@ -226,3 +234,38 @@ def _mu(accountant: Accountant) -> str:
     if accountant.kind != "gdp" or rho_total is None:
         return ""
     return f", μ²={float(2 * rho_total):.6g}"
+
+
+class SeatCaps:
+    """The caps a seat's releases can reach: its own dataset's, and those it may join.
+
+    The curator sets :attr:`touching` before each release (the datasets the
+    request reads, from the catalog, never from the rows); :meth:`check`
+    runs inside the charge's transaction.
+
+    Args:
+        dataset: the seat's own dataset.
+        guards: the caps of each dataset that has some (its own, and the
+            datasets of its ID space the analyst is granted).
+    """
+
+    def __init__(self, dataset: str, guards: Mapping[str, CapGuard]) -> None:
+        self.dataset = dataset
+        self.guards = dict(guards)
+        self.touching: frozenset[str] = frozenset({dataset})
+
+    def check(self, conn: sqlite3.Connection, charges: list[Charge]) -> None:
+        """Every read dataset's caps, then record the other datasets read; in the transaction.
+
+        Raises:
+            ServiceError: 409 ``release_cap`` or ``dataset_cap`` of the first
+                dataset (by name) the release is over; nothing is recorded.
+        """
+        read = sorted(self.touching | {self.dataset})
+        for name in read:
+            guard = self.guards.get(name)
+            if guard is not None:
+                guard.check(conn, charges)
+        others = [name for name in read if name != self.dataset]
+        if others:
+            record_touches(conn, len(charges), others)

@@ -12,6 +12,7 @@ Example ``catalog.toml``::
     version = "1988-03"                  # owner-set: names this copy of the data
     max_rows = 100000                    # public row ceiling (worst-case time); default [server]
     # backend = "dask"                   # a Parquet file or folder read lazily by Dask
+    #                                    # (on [server].dask_scheduler's cluster when set)
     bounds = { wage = [0, 5000], education = [0, 20], date = [2000-01-01, 2020-12-31] }
     categories = { region = ["northeast", "midwest", "south", "west"] }
     dtypes = { person_id = "text", comment = "text(200)" }  # every other column's kind
@@ -113,7 +114,7 @@ class DatasetEntry:
 
     Attributes:
         name: the catalog's name of the dataset.
-        path: the CSV or Parquet file.
+        path: the CSV or Parquet file, or a folder of Parquet files.
         bounds: declared clamping bounds of numeric columns.
         categories: declared public keys.
         privacy_unit: the column naming a person, or None (one row per person).
@@ -128,7 +129,8 @@ class DatasetEntry:
             never from the private row count.
         backend: ``"pandas"`` (read into memory; rows read in the worker
             processes) or ``"dask"`` (a Parquet file or folder, read lazily
-            by Dask's own scheduler).
+            by Dask: on the cluster of ``[server].dask_scheduler`` when set,
+            else with Dask's local threads in the curator's process).
         id_space: with ``privacy_unit``: the kind of identifier it holds;
             datasets of one ID space may be joined on it (None: never joined).
         cap: the privacy loss all analysts' releases on it may reach together
@@ -248,6 +250,18 @@ class Catalog:
                 for a in analysts.values()
                 if entry.name in a.budgets
             }
+            space = entry.id_space
+            for a in analysts.values():  # a join sent to another seat counts here too
+                joining = [
+                    (other, grant)
+                    for other, grant in a.budgets.items()
+                    if space is not None
+                    and other != entry.name
+                    and entry.name in a.budgets
+                    and datasets[other].id_space == space
+                ]
+                for other, grant in joining:
+                    kinds[f"{a.name} (seat {other}, joining {entry.name})"] = _kind_of(grant)
             unfit = check_cap_kinds(f"[datasets.{entry.name}]", entry.cap, entry.release_cap, kinds)
             if unfit is not None:
                 raise CatalogError(unfit)
@@ -255,6 +269,13 @@ class Catalog:
         if len(set(hashes)) != len(hashes):
             raise CatalogError("Two analysts share a token; give each analyst their own.")
         settings = server_settings(server, CatalogError)
+        if settings.dask_scheduler is not None and not any(
+            entry.backend == "dask" for entry in datasets.values()
+        ):
+            raise CatalogError(
+                "[server].dask_scheduler names a Dask cluster, but no dataset uses it: set "
+                'backend = "dask" on the datasets it should compute, or remove dask_scheduler.'
+            )
         key = server.get("signing_key")
         signing = None if key is None else base / str(key)
         return cls(datasets, analysts, ledger, float(quantum) / 1000, settings, signing)
@@ -298,8 +319,12 @@ def _dataset(name: str, entry: Mapping[str, Any], base: Path) -> DatasetEntry:
     if not isinstance(entry.get("path"), str):
         raise CatalogError(f"[datasets.{name}] needs path = '...csv' or '...parquet'.")
     path = base / entry["path"]
-    if path.suffix.lower() not in (".csv", ".parquet", ".pq"):
-        raise CatalogError(f"[datasets.{name}] path must end in .csv or .parquet.")
+    folder = entry["path"].endswith(("/", "\\")) or path.is_dir()  # a folder of Parquet files
+    if not folder and path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise CatalogError(
+            f"[datasets.{name}] path must end in .csv or .parquet, or name a folder of "
+            'Parquet files (e.g. "visits/").'
+        )
     backend = entry.get("backend", "pandas")
     if backend not in ("pandas", "dask"):
         raise CatalogError(f"[datasets.{name}].backend must be 'pandas' or 'dask'.")

@@ -38,7 +38,7 @@ FALSE_TEXT = frozenset({"false", "0", "0.0"})
 
 
 def _is_csv(path: Path) -> bool:
-    return path.suffix.lower() == ".csv"
+    return path.suffix.lower() == ".csv" and not path.is_dir()
 
 
 def file_columns(path: Path) -> list[str]:
@@ -115,20 +115,28 @@ def read_declared(entry: DatasetEntry) -> Any:
     converted by the engine's declared kinds when the frame is loaded.
 
     With ``backend = "dask"`` the Parquet file or folder is opened lazily as
-    a dask DataFrame (nothing is read until a release or the row check).
+    a dask DataFrame (only the Parquet footers are read here, in the
+    curator's process; the rows are read by whoever computes: the cluster's
+    workers when a ``distributed.Client`` is active, which checks here that
+    the largest partition fits in the workers' memory, else local threads).
 
     Raises:
         SchemaError: the file cannot be read (the message holds no data).
-        CatalogError: the dask backend without dask installed.
+        CatalogError: the dask backend without dask installed, or a partition
+            too large for the cluster's workers.
     """
     if entry.backend == "dask":
         try:
-            import dask.dataframe as dd
+            from dpframe.backends.cluster import ClusterNotReadyError
+            from dpframe.backends.dask_backend import read_dask
         except ImportError:
             raise CatalogError(
-                "The dask backend needs dask: pip install 'dask[dataframe]'."
+                "The dask backend needs dask: pip install 'dpframe[dask]'."
             ) from None
-        return read_table(dd.read_parquet, entry.path, {})
+        try:
+            return read_dask("parquet", entry.path, {})
+        except ClusterNotReadyError as exc:  # a partition too large for the workers
+            raise CatalogError(f"[datasets.{entry.name}]: {exc}") from None
     if not _is_csv(entry.path):
         frame: pd.DataFrame = read_table(pd.read_parquet, entry.path, {})
         return frame

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from dpframe.curator.row_costs import UnitCosts, row_seconds
 from dpframe.plan.estimate import ResourceLimits, check_resources, estimate
@@ -55,6 +55,7 @@ __all__ = [
     "JOIN_ROW_OPS",
     "Costs",
     "JoinCost",
+    "datasets_read",
     "join_cost",
     "join_text_chars",
     "joined_rows",
@@ -192,6 +193,11 @@ def leaves(source: Source) -> list[Source]:
             if item not in found:
                 found.append(item)
     return found
+
+
+def datasets_read(node: Any, name_of: Callable[[Source], str]) -> frozenset[str]:
+    """The catalog names of the datasets a request reads (a join's every side; public)."""
+    return frozenset(name_of(leaf) for leaf in leaves(lineage(node.plan)[0]))
 
 
 def join_text_chars(

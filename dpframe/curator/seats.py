@@ -36,7 +36,7 @@ from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
 from dpframe.backends.declared import apply_declared_kinds, parse_kind
 from dpframe.backends.pandas_backend import PandasBackend
-from dpframe.curator.caps import CapGuard
+from dpframe.curator.caps import CapGuard, SeatCaps
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
 from dpframe.curator.codes import UNKNOWN_DATASET, ServiceError
 from dpframe.curator.data import read_declared
@@ -76,11 +76,12 @@ class SeatLedger(Ledger):
         self._guard = threading.Lock()
         self._refusing = False
         self._abandoned: set[int] = set()
-        #: The dataset's caps, checked in each charge's transaction (None: no cap).
-        self.caps: CapGuard | None = None
+        #: The caps of the datasets a release reads, checked in each charge's transaction
+        #: (None: no cap can be reached and no join recorded).
+        self.caps: SeatCaps | None = None
 
     def _capped(self, check: Callable[[Charge], None], charges: list[Charge]) -> Any:
-        """``check`` (the seat's filter), then the dataset's caps, in the charge's transaction."""
+        """``check`` (the seat's filter), then the caps of the datasets read, in the transaction."""
         caps = self.caps
         if caps is None:
             return check
@@ -377,8 +378,7 @@ class Seats:
         grant = analyst.budgets[dataset]
         ledger = SeatLedger(self.catalog.ledger)
         session = self._session(grant, f"{analyst.name}/{dataset}", ledger)
-        if entry.cap is not None or entry.release_cap is not None:
-            ledger.caps = CapGuard(dataset, session.accounting, entry.cap, entry.release_cap)
+        ledger.caps = self._caps(analyst, entry, session.accounting)
         source, schema = self._load(session, entry, self._frame_data(entry))
         seat = Seat(session, FrameHandle(session, source, schema), entry, ledger)
         seat.grant = grant
@@ -395,6 +395,28 @@ class Seats:
 
             session.replace_backends(in_workers)
         return seat
+
+    def _caps(self, analyst: Analyst, entry: DatasetEntry, kind: str) -> SeatCaps | None:
+        """The caps a seat's releases can reach: its dataset's and its joinable datasets'.
+
+        None for a dataset that has no cap and is never joined (nothing to check or record).
+        """
+        reachable = [entry] + [
+            other
+            for other in self.catalog.datasets.values()
+            if other.name != entry.name
+            and entry.id_space is not None
+            and other.id_space == entry.id_space
+            and other.name in analyst.budgets  # a join needs a grant on every dataset
+        ]
+        guards = {
+            other.name: CapGuard(other.name, kind, other.cap, other.release_cap)
+            for other in reachable
+            if other.cap is not None or other.release_cap is not None
+        }
+        if not guards and len(reachable) == 1:
+            return None
+        return SeatCaps(entry.name, guards)
 
     def _session(self, grant: Grant, name: str, ledger: Any) -> dp.Session:
         """A session with ``grant``'s budget and accounting and the curator's limits."""

@@ -26,9 +26,10 @@ from dpframe.accounting.ledger_modes import make_folder, tighten_files
 from dpframe.backends.declared import parse_kind
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError
 from dpframe.curator.codes import ServiceError, classify, error_payload
+from dpframe.curator.dask_cluster import DaskCluster, connect_cluster, local_threads_lines
 from dpframe.curator.data import check_columns
 from dpframe.curator.grants_check import check_grants
-from dpframe.curator.join_costs import join_cost, join_text_chars, leaves
+from dpframe.curator.join_costs import datasets_read, join_cost, join_text_chars, leaves
 from dpframe.curator.kept_joins import check_keepable, request_joins
 from dpframe.curator.release_work import ReleaseWork, infrastructure_failure
 from dpframe.curator.seats import Seat, Seats, shown_ledger
@@ -128,18 +129,34 @@ class Curator:
         self.signer = head_signer(catalog)  # signs each response's chain head (None: no key)
         self.unexpected_errors = 0
         self.default_releases = 0  # computations that failed after their charge (last resort)
-        for entry in catalog.datasets.values():
-            check_columns(entry)  # every column's kind declared (reads the header only)
-            self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
+        self.cluster: DaskCluster | None = None
+        try:
+            self.cluster = connect_cluster(catalog)  # [server].dask_scheduler (None: not named)
+            for entry in catalog.datasets.values():
+                check_columns(entry)  # every column's kind declared (reads the header only)
+                self._seats.check_rows(entry)  # at most the declared ceiling (read once, shared)
+        except BaseException:
+            self.close()
+            raise
         for pool in (self._seats.pool, self._seats.heavy_pool):
             if pool is not None:
                 pool.warm()  # the worker processes, started before serving
 
     def close(self) -> None:
-        """Stop the worker processes (idle ones now, busy ones when their release ends)."""
+        """Stop the worker processes (idle ones now, busy ones when their release ends).
+
+        Also disconnects from the Dask scheduler (its workers keep running).
+        """
         for pool in (self._seats.pool, self._seats.heavy_pool):
             if pool is not None:
                 pool.close()
+        if self.cluster is not None:
+            self.cluster.close()  # the client only: the cluster is the owner's
+
+    def start_lines(self) -> list[str]:
+        """What ``dpframe serve`` says at start: grant changes, where Dask datasets run."""
+        where = local_threads_lines(self.catalog) if self.cluster is None else self.cluster.lines()
+        return [*self.grant_report.lines(), *where]
 
     def now(self) -> float:
         """The curator's clock (monotonic seconds)."""
@@ -301,6 +318,9 @@ class Curator:
                 "it to one of its datasets (the left frame's session does)."
             )
 
+    def _entry_name(self, source: Source) -> str:
+        return self._seats.entry_of(source).name
+
     def _leaf(self, source: Source) -> tuple[int, dict[str, int]]:
         """A join side's declared row ceiling and maximum text lengths (public, the catalog's)."""
         entry = self._seats.entry_of(source)
@@ -375,6 +395,8 @@ class Curator:
         try:
             seat.check_pace(self._pace_clock(), settings)
             seat.note_charges(self._pace_clock())  # forget any row left from before
+            if seat.ledger.caps is not None:  # the caps of every dataset it reads (a join's)
+                seat.ledger.caps.touching = datasets_read(node, self._entry_name)
             joins = self._kept_joins(node)
             if joins:  # the seat's kept joins within the ceiling (before the charge)
                 ceiling = settings.kept_join_rows

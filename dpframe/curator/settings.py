@@ -19,6 +19,8 @@ Example::
     heavy_seconds = 1.0                # the worst-case estimate from which a release is heavy
     abandoned_to_suspend = 3           # abandoned releases before a seat is suspended
     kept_join_rows = 20000000          # rows of joins kept per analyst and dataset (ceilings)
+    dask_scheduler = "tcp://10.0.0.5:8786"  # backend = "dask" datasets run on this cluster
+    dask_connect_seconds = 30          # the wait for it (and its workers' check) at start
 
     [server.limits]                    # the resource estimate's limits (ResourceLimits)
     max_cells = 100000
@@ -36,6 +38,7 @@ default to :meth:`dpframe.plan.estimate.ResourceLimits.remote`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -46,6 +49,9 @@ from dpframe.errors import DPError
 from dpframe.plan.estimate import ResourceLimits
 
 __all__ = ["SERVER_KEYS", "ServerSettings", "server_settings"]
+
+#: A Dask scheduler's address: a protocol, then host and port (``tcp://10.0.0.5:8786``).
+_ADDRESS = re.compile(r"^(tcp|tls|ucx|inproc)://[^\s/]+$")
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,13 @@ class ServerSettings:
             ceilings, :mod:`dpframe.curator.kept_joins`); the least recently
             used are dropped beyond it, and a request whose joins alone are
             over it is refused ``resource_limit``, uncharged.
+        dask_scheduler: the address of an existing Dask scheduler
+            (``tcp://host:port``); the ``backend = "dask"`` datasets are read
+            and computed on its workers (None: Dask's local threads in the
+            curator's process).  Connected to, and its workers' versions
+            checked, when the curator starts (:mod:`dpframe.curator.dask_cluster`).
+        dask_connect_seconds: how long the start waits for the scheduler and
+            its workers' answers.
     """
 
     limits: ResourceLimits = field(default_factory=ResourceLimits.remote)
@@ -118,6 +131,8 @@ class ServerSettings:
     heavy_seconds: float = 1.0
     cost: CostModel = field(default_factory=CostModel)
     kept_join_rows: int = 20_000_000
+    dask_scheduler: str | None = None
+    dask_connect_seconds: float = 30.0
 
 
 #: The keys of ``[server]`` (besides the settings above: the ledger and signing key paths, the
@@ -180,6 +195,12 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
             "limit is set far above the largest worst case admitted)."
         )
     return ServerSettings(
+        dask_scheduler=_scheduler(server.get("dask_scheduler"), error),
+        dask_connect_seconds=_seconds(
+            server.get("dask_connect_seconds", defaults.dask_connect_seconds),
+            "dask_connect_seconds",
+            error,
+        ),
         limits=limits,
         min_epsilon=_fraction(server.get("min_epsilon", defaults.min_epsilon), error),
         release_seconds=seconds,
@@ -190,6 +211,18 @@ def server_settings(server: Mapping[str, Any], error: type[DPError]) -> ServerSe
         heavy_seconds=heavy_seconds,
         **counts,
     )
+
+
+def _scheduler(value: Any, error: type[DPError]) -> str | None:
+    """A Dask scheduler's address, ``protocol://host:port`` (None: no cluster)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ADDRESS.match(value):
+        raise error(
+            '[server].dask_scheduler must be a Dask scheduler\'s address, e.g. "tcp://host:8786" '
+            "(what `dask scheduler` prints as 'Scheduler at:')."
+        )
+    return value
 
 
 def _seconds(value: Any, name: str, error: type[DPError]) -> float:

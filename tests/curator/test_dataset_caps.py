@@ -20,7 +20,7 @@ from dpframe.accounting.ledger import PendingCharge
 from dpframe.accounting.ledger_caps import cap_cost
 from dpframe.accounting.ledger_verify import verify_file
 from dpframe.cli import main
-from dpframe.curator.caps import Cap, CapGuard
+from dpframe.curator.caps import Cap, CapGuard, SeatCaps
 from dpframe.curator.catalog import Catalog, CatalogError
 from dpframe.curator.codes import ServiceError
 from dpframe.curator.seats import SeatLedger
@@ -178,14 +178,16 @@ def test_the_owners_summary_shows_cap_use_grants_and_guarantees(
 def test_a_batch_is_one_request_for_the_caps_and_all_or_none() -> None:
     ledger = SeatLedger(":memory:")
     ledger.register("bob/cps", "pure", Budget(1))
-    ledger.caps = CapGuard("cps", "pure", Cap(Budget(Fraction(3, 10)), "pure"), None)
+    guard = CapGuard("cps", "pure", Cap(Budget(Fraction(3, 10)), "pure"), None)
+    ledger.caps = SeatCaps("cps", {"cps": guard})
     tenth = Charge(epsilon=Fraction(1, 10))
     items = [PendingCharge(tenth, "count()", "discrete Laplace") for _ in range(2)]
     assert len(ledger.charge_many("bob/cps", "cps", items, lambda spent: None)) == 2
     with pytest.raises(ServiceError, match=r"Requested:  ε=0\.2\n  Remaining:  ε=0\.1\n"):
         ledger.charge_many("bob/cps", "cps", items, lambda spent: None)
     assert ledger.count("bob/cps") == 2  # neither item was recorded
-    ledger.caps = CapGuard("cps", "pure", None, Cap(Budget(Fraction(15, 100)), "pure"))
+    guard = CapGuard("cps", "pure", None, Cap(Budget(Fraction(15, 100)), "pure"))
+    ledger.caps = SeatCaps("cps", {"cps": guard})
     with pytest.raises(ServiceError, match="cap on any one release") as refused:
         ledger.charge_many("bob/cps", "cps", items, lambda spent: None)  # 0.2 in one request
     assert refused.value.code == "release_cap"
