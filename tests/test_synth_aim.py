@@ -273,8 +273,12 @@ def test_released_marginals_carry_the_stated_noise() -> None:
     data.loc[~data["a"].isin(cats_a), "a"] = "a1"
     # Each column's cells and then its missing cell (text may be missing; none is here).
     exact = {
-        ("a",): np.append(data["a"].value_counts().reindex(sorted(cats_a), fill_value=0).to_numpy(), 0),
-        ("b",): np.append(data["b"].value_counts().reindex(sorted(cats_b), fill_value=0).to_numpy(), 0),
+        ("a",): np.append(
+            data["a"].value_counts().reindex(sorted(cats_a), fill_value=0).to_numpy(), 0
+        ),
+        ("b",): np.append(
+            data["b"].value_counts().reindex(sorted(cats_b), fill_value=0).to_numpy(), 0
+        ),
         ("a", "b"): np.pad(
             pd.crosstab(data["a"], data["b"])
             .reindex(index=sorted(cats_a), columns=sorted(cats_b), fill_value=0)
