@@ -26,7 +26,7 @@ pandas``).  Its time includes JAX's compilation in each fresh process.
 Accuracy: the largest total variation distance of a 1-way marginal from the
 data's, and the mean over the 21 pairs and the 35 triples.
 
-    python -m benchmarks.run_synth_opendp [--rows 1e5,1e6] [--repeats 3]
+    python -m benchmarks.run_synth_opendp [--rows 1e5,1e6] [--repeats 3] [--libraries opendp]
 """
 
 from __future__ import annotations
@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", default="1e5,1e6", help="comma-separated sizes")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", default="mst,aim")
+    parser.add_argument("--libraries", default="dpframe,opendp", help="dpframe, opendp or both")
     parser.add_argument("--opendp-python", default=os.environ.get("OPENDP_PYTHON", VENV_PYTHON))
     parser.add_argument("--json", default="")
     parser.add_argument("--method", default="mst", help=argparse.SUPPRESS)
@@ -246,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     for rows in (int(float(x)) for x in args.rows.split(",")):
         for seed in range(args.repeats):  # interleaved: each seed runs every library
             for method in args.methods.split(","):
-                for runner in ("dpframe", "opendp"):
+                for runner in args.libraries.split(","):
                     if runner == "dpframe":
                         found: dict[str, Any] | str = run_child(rows, method, seed)
                     elif Path(args.opendp_python).exists():

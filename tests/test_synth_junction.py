@@ -104,7 +104,7 @@ def test_sampled_rows_follow_the_model_closely() -> None:
         counts = np.zeros(tuple(SIZES[a] for a in clique))
         np.add.at(counts, tuple(rows[:, a] for a in clique), 1)
         tv = 0.5 * np.abs(counts / 50_000 - _marginal(joint, clique)).sum()
-        assert tv < (0.002 if clique != (0, 3) else 0.02), clique
+        assert tv < 0.002, clique  # (0, 3) too: spread given 2 (before: 0.0028-0.0055)
 
 
 @pytest.mark.parametrize(

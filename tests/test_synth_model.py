@@ -79,3 +79,8 @@ def test_sampled_rows_follow_the_model_closely() -> None:
     np.add.at(pair, (rows[:, 0], rows[:, 1]), 1)
     # Controlled rounding: every cell within a few rows of the model (not √n).
     assert np.abs(pair - model.pairs[0]).max() < 4
+    # The pair off the tree (0 - 1 - 2): column 2's rows spread evenly over column 0 in each
+    # cell of column 1, so within 3 rows per cell of column 1 (i.i.d. rows: σ ≈ 26 rows).
+    path = np.zeros((3, 2))
+    np.add.at(path, (rows[:, 0], rows[:, 2]), 1)
+    assert np.abs(path - model.marginal(0, 2)).max() < 12

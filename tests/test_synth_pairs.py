@@ -6,9 +6,12 @@ ggplot2's ``diamonds`` (53,940 rows, 7 columns; a test dependency through
 from the data is compared with independence (the product of the data's own
 margins) plus what the copy's noisy 1-way marginals cost any product of
 margins (:mod:`tests.synth_pairs`); the issue's stricter bar (independence
-alone) is measured by ``benchmarks/synth_pairs.py`` and tabulated in
-``docs/synthetic.md``: a few nearly independent pairs miss it by less than
-their margins' noise.
+alone) is measured, with each pair's error split into its parts, by
+``benchmarks/synth_pair_errors.py`` and tabulated in ``docs/synthetic.md``:
+every pair that misses it misses it in the model's own marginal already
+(before any row is drawn; one AIM pair sits on its bar), and is either not
+measured by the model or so nearly independent that measuring it at ε = 1
+carries more noise than its distance from independence.
 
 What the copy may get wrong, the report names: MST's tree leaves d - 1 pairs
 measured and models the others along its paths, so a pair its report marks
@@ -17,10 +20,17 @@ experience is, in every run); every pair a copy measured (itself, or inside
 a measured triple) is within the bar in that copy.  AIM measures the pairs
 its model gets wrong: every pair is within the bar on average.
 
-Tolerance: ``TOLERANCE`` is added to every bar, so that a pair whose mean
-sits on its bar fails with a chance far below 1e-6 (the standard errors of
-ten copies are 0.0002 to 0.005; 0.01 is over 6 of them for the noisiest
-pair measured).
+Allowances, tightened to what was measured (``benchmarks/synth_pair_errors.py``
+and ``docs/synthetic.md``; ten copies, the sampler that spreads each column's
+rows evenly): AIM's pairs sit at least 0.0031 (CPS) and 0.0072 (diamonds)
+below independence + margin noise + 2 se, each at least 3.9 of its
+standard errors; ``AIM_TOLERANCE`` (0.003, was 0.01) puts every pair at least
+5.3 standard errors from failing.  MST's measured pairs sit at least 0.041
+(CPS) and 0.096 (diamonds) below independence + margin noise in every copy
+(its noisy selection chose strong pairs only).  ``MST_TOLERANCE`` (0.005,
+was 0.01) covers a weak pair that the noisy selection could make an edge:
+measured directly, its noise alone exceeds its bar by at most 0.0035 (CPS's
+experience x ethnicity, the largest over both data sets).
 """
 
 from __future__ import annotations
@@ -47,7 +57,8 @@ from tests.synth_pairs import (
 )
 
 RUNS = 10
-TOLERANCE = 0.01
+AIM_TOLERANCE = 0.003
+MST_TOLERANCE = 0.005
 
 Loaded = tuple[pd.DataFrame, Mapping[str, Any], Mapping[str, Any]]
 
@@ -102,12 +113,12 @@ def test_mst_is_no_worse_than_independence_on_the_pairs_it_measured(name: str) -
         for pair, (error, independence, noise) in errors.items():
             if status[pair] == "measured":
                 measured_runs += 1
-                assert error <= independence + noise + TOLERANCE, (pair, error, independence)
+                assert error <= independence + noise + MST_TOLERANCE, (pair, error)
     assert measured_runs == RUNS * 6  # a tree of 7 columns: 6 pairs per copy
 
 
 def _within(result: PairResult) -> bool:
-    bar = result.independence + result.margin_noise + 2 * result.se + TOLERANCE
+    bar = result.independence + result.margin_noise + 2 * result.se + AIM_TOLERANCE
     return result.mean <= bar
 
 

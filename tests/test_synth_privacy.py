@@ -116,9 +116,14 @@ def test_released_one_way_marginals_carry_the_stated_noise() -> None:
     gen = np.random.default_rng(7)  # test data only
     cats_a, cats_b = [f"a{i}" for i in range(120)], [f"b{i}" for i in range(150)]
     data = pd.DataFrame({"a": gen.choice(cats_a, 3000), "b": gen.choice(cats_b, 3000)})
-    # Each column's cells, then its missing cell (text may be missing; none is here).
-    exact_a = np.append(data["a"].value_counts().reindex(cats_a, fill_value=0).to_numpy(), 0)
-    exact_b = np.append(data["b"].value_counts().reindex(cats_b, fill_value=0).to_numpy(), 0)
+    # Each column's cells in the schema's (sorted) order, then its missing cell (text may be
+    # missing; none is here).
+    exact_a = np.append(
+        data["a"].value_counts().reindex(sorted(cats_a), fill_value=0).to_numpy(), 0
+    )
+    exact_b = np.append(
+        data["b"].value_counts().reindex(sorted(cats_b), fill_value=0).to_numpy(), 0
+    )
     residuals = []
     sigma2 = None
     for _ in range(10):

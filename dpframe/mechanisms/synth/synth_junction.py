@@ -17,8 +17,10 @@ from a tree of pairs to any set of measured cliques:
   least squares L(μ) = ½ Σ_m Σ_cells (μ_m − y_m)² / v_m with an Armijo step
   (McKenna, Sheldon, Miklau 2019, ICML, Algorithm 1; private-pgm's estimator).
 * Rows are sampled along the junction tree: the root clique's cells by the
-  controlled rounding of :func:`~dpframe.mechanisms.synth.synth_model.controlled_counts`,
-  then each child clique's new columns given its separator with the parent.
+  controlled rounding of :func:`~dpframe.mechanisms.synth.synth_sampling.controlled_counts`,
+  then each child clique's new columns given its separator with the parent,
+  spread evenly over the columns already drawn
+  (:func:`~dpframe.mechanisms.synth.synth_sampling.draw_given`).
 
 All of this is post-processing of released noisy marginals: it reads no data.
 """
@@ -33,7 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.mechanisms.runtime.stopping import check_stop
-from dpframe.mechanisms.synth.synth_model import Measurement, controlled_counts
+from dpframe.mechanisms.synth.synth_model import Measurement
+from dpframe.mechanisms.synth.synth_sampling import draw_given
 
 __all__ = ["JunctionModel", "JunctionTree", "fit_junction", "sample_junction"]
 
@@ -332,39 +335,34 @@ def sample_junction(
 ) -> npt.NDArray[np.int64]:
     """``n`` rows of cell indices (n × columns) drawn along the junction tree.
 
-    A root clique's cells are :func:`controlled_counts` of its marginal; then,
-    in breadth-first order, the rows of each separator cell get the child
-    clique's other columns by :func:`controlled_counts` of their conditional.
+    In breadth-first order, the rows of each separator cell (all rows for a
+    root clique) get the clique's other columns by
+    :func:`~dpframe.mechanisms.synth.synth_sampling.draw_given` of their
+    conditional (controlled counts, spread evenly over the columns already
+    drawn); the rows come out in a random order.
     """
     tree = model.tree
     sizes = tree.sizes
     out = np.zeros((n, len(sizes)), dtype=np.int64)
     if n == 0:
         return out
+    drawn: list[int] = []
     for k in tree.order:
         clique = tree.cliques[k]
         sep = tree.separator(k)
         new = tuple(a for a in clique if a not in sep)
         perm = [clique.index(a) for a in (*sep, *new)]
         sep_cells = math.prod(sizes[a] for a in sep)
-        new_shape = tuple(sizes[a] for a in new)
         joint = np.transpose(model.belief[k], perm).reshape(sep_cells, -1)
         if sep:
             group = np.ravel_multi_index(tuple(out[:, a] for a in sep), [sizes[a] for a in sep])
         else:
             group = np.zeros(n, dtype=np.int64)
-        sorted_rows = np.argsort(group, kind="stable")
-        starts = np.searchsorted(group[sorted_rows], np.arange(sep_cells + 1))
-        drawn = np.zeros(n, dtype=np.int64)
-        for s in range(sep_cells):
-            rows = sorted_rows[starts[s] : starts[s + 1]]
-            if len(rows) == 0:
-                continue
-            counts = controlled_counts(joint[s], len(rows), gen)
-            cells = np.repeat(np.arange(joint.shape[1]), counts)
-            gen.shuffle(cells)
-            drawn[rows] = cells
+        context = [(out[:, a], sizes[a]) for a in drawn if a not in sep]
+        cells = draw_given(joint, group.astype(np.int64), context, gen)
         if new:
-            for a, values in zip(new, np.unravel_index(drawn, new_shape), strict=True):
+            shape = tuple(sizes[a] for a in new)
+            for a, values in zip(new, np.unravel_index(cells, shape), strict=True):
                 out[:, a] = values
-    return out
+        drawn += new
+    return out[gen.permutation(n)]

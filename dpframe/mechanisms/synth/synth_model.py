@@ -21,8 +21,10 @@ data", JPC 11(3)), written in numpy for a tree (no ``mbi``/JAX needed):
 * Sampling draws whole rows by forward sampling along the tree (the root's
   marginal, then each child given its parent), with the controlled rounding
   of private-pgm's ``synthetic_data`` (counts n·p rounded, remainders drawn),
-  which keeps every sampled marginal within a row or so per cell of the
-  model's.
+  which keeps every sampled marginal of the tree within a row or so per cell
+  of the model's, and each child's rows spread evenly over the columns
+  already drawn (:mod:`dpframe.mechanisms.synth.synth_sampling`), which does
+  the same for the pairs the tree links only through a path.
 
 All of this is post-processing of released noisy marginals: it reads no data.
 """
@@ -37,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.mechanisms.runtime.stopping import check_stop
+from dpframe.mechanisms.synth.synth_sampling import controlled_counts, draw_given
 
 __all__ = ["Measurement", "TreeModel", "controlled_counts", "fit_tree", "sample_tree"]
 
@@ -309,31 +312,6 @@ def fit_tree(
     )
 
 
-def controlled_counts(
-    probabilities: Array,
-    n: int,
-    gen: np.random.Generator,  # not privacy noise
-) -> npt.NDArray[np.int64]:
-    """Counts of n draws close to n·p: the integer parts, the remainder drawn by the fractions.
-
-    As private-pgm's ``synthetic_data``: each cell gets ⌊n·p⌋ and the
-    n − Σ⌊n·p⌋ remaining rows go to distinct cells with probability
-    proportional to the fractional parts, so each count is within one row of n·p.
-    """
-    p = np.clip(np.asarray(probabilities, dtype=np.float64), 0.0, None)
-    s = p.sum()
-    p = np.full(len(p), 1.0 / len(p)) if s <= 0 else p / s
-    expected = p * n
-    whole = np.floor(expected).astype(np.int64)
-    extra = int(n - whole.sum())
-    if extra > 0:
-        fraction = expected - whole
-        weights = fraction / fraction.sum() if fraction.sum() > 0 else None
-        picked = gen.choice(len(p), size=extra, replace=False, p=weights)
-        whole[picked] += 1
-    return whole
-
-
 def sample_tree(
     model: TreeModel,
     n: int,
@@ -343,7 +321,9 @@ def sample_tree(
 
     The root's counts are :func:`controlled_counts` of its marginal; then, in
     breadth-first order, the rows of each parent cell get their child's cells
-    by :func:`controlled_counts` of the conditional p(x_child | x_parent).
+    by :func:`~dpframe.mechanisms.synth.synth_sampling.draw_given` of the
+    conditional p(x_child | x_parent) (controlled counts, spread evenly over
+    the columns already drawn); the rows come out in a random order.
     """
     d = len(model.sizes)
     order, parent = _order(d, model.edges)
@@ -355,20 +335,8 @@ def sample_tree(
         np.arange(model.sizes[root]), controlled_counts(model.nodes[root], n, gen)
     )
     gen.shuffle(out[:, root])
-    for node in order[1:]:
+    for k, node in enumerate(order[1:], start=1):
         par = parent[node]
-        cond = _conditional(model, par, node)
-        values = out[:, par]
-        sorted_rows = np.argsort(values, kind="stable")
-        starts = np.searchsorted(values[sorted_rows], np.arange(model.sizes[par] + 1))
-        child = np.empty(n, dtype=np.int64)
-        for a in range(model.sizes[par]):
-            rows = sorted_rows[starts[a] : starts[a + 1]]
-            if len(rows) == 0:
-                continue
-            counts = controlled_counts(cond[a], len(rows), gen)
-            cells = np.repeat(np.arange(model.sizes[node]), counts)
-            gen.shuffle(cells)
-            child[rows] = cells
-        out[:, node] = child
-    return out
+        context = [(out[:, c], model.sizes[c]) for c in order[:k] if c != par]
+        out[:, node] = draw_given(_conditional(model, par, node), out[:, par], context, gen)
+    return out[gen.permutation(n)]

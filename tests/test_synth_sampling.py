@@ -1,0 +1,94 @@
+"""Drawing a copy's cells (synth_sampling): exact counts, spread evenly, each row a fair draw."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpframe.mechanisms.synth.synth_sampling import draw_given, spread_cells
+from tests.stats_helpers import ALPHA, pooled_pvalue
+
+
+def _window_counts(cells: np.ndarray, size: int, length: int) -> np.ndarray:
+    """Each cell's count in every cyclic run of ``length`` consecutive positions (runs × cells)."""
+    hits = np.zeros((len(cells) * 2 + 1, size))
+    hits[1:] = np.cumsum(np.eye(size)[np.concatenate([cells, cells])], axis=0)
+    starts = np.arange(len(cells))
+    counts: np.ndarray = hits[starts + length] - hits[starts]
+    return counts
+
+
+def test_spread_cells_keep_the_counts_and_fill_every_run_in_proportion() -> None:
+    gen = np.random.default_rng(11)  # test randomness only
+    for _ in range(20):
+        counts = gen.multinomial(int(gen.integers(1, 400)), gen.dirichlet(np.ones(6)))
+        m = int(counts.sum())
+        cells = spread_cells(counts, gen)
+        assert np.array_equal(np.bincount(cells, minlength=6), counts)
+        for length in {1, 2, 7, m // 3 + 1, m // 2 + 1}:
+            expected = length * counts / m
+            slack = 1 + len(counts) * counts / m + 1e-9  # see spread_cells
+            assert np.all(np.abs(_window_counts(cells, 6, length) - expected) <= slack)
+
+
+def test_a_shuffle_would_not_fill_the_runs_in_proportion() -> None:
+    """The bound above is not loose: i.i.d. order breaks it (so the test can fail)."""
+    gen = np.random.default_rng(12)  # test randomness only
+    counts = np.array([120, 80, 40, 10])
+    cells = np.repeat(np.arange(4), counts)
+    gen.shuffle(cells)
+    length = 60
+    slack = 1 + 4 * counts / 250
+    assert np.any(np.abs(_window_counts(cells, 4, length) - length * counts / 250) > slack)
+
+
+def test_every_position_is_a_fair_draw_from_the_counts() -> None:
+    """Rotated at random: each position holds cell c with probability counts[c]/m."""
+    gen = np.random.default_rng(13)  # test randomness only
+    counts = np.array([5, 3, 1, 2])
+    runs = 20_000
+    seen = np.zeros((2, 4))
+    for _ in range(runs):
+        cells = spread_cells(counts, gen)
+        seen[0, cells[0]] += 1
+        seen[1, cells[6]] += 1
+    fair = runs * counts / counts.sum()
+    off = runs * np.array([5 * 1.3, 3, 1, 2]) / (counts.sum() + 5 * 0.3)  # 30% more of cell 0
+    for row in seen:
+        assert pooled_pvalue(row, fair) > ALPHA
+        assert pooled_pvalue(row, off) < ALPHA
+
+
+def test_draw_given_matches_each_group_and_each_context_value() -> None:
+    gen = np.random.default_rng(14)  # test randomness only
+    n = 30_000
+    group = gen.integers(0, 3, n)
+    context = gen.integers(0, 5, n)
+    table = gen.dirichlet(np.ones(4), size=3)
+    drawn = draw_given(table, group, [(context, 5)], gen)
+    for g in range(3):
+        rows = group == g
+        got = np.bincount(drawn[rows], minlength=4)
+        assert np.all(np.abs(got - rows.sum() * table[g]) < 1)  # controlled counts
+        share = got / rows.sum()
+        for x in range(5):
+            inside = rows & (context == x)
+            found = np.bincount(drawn[inside], minlength=4)
+            # the rows of one context value are one run of the group's order
+            assert np.all(np.abs(found - inside.sum() * share) <= 1 + 4 * share + 1e-9)
+
+
+def test_a_row_of_draw_given_is_a_fair_draw_from_its_conditional() -> None:
+    gen = np.random.default_rng(15)  # test randomness only
+    table = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    group = np.array([0, 1, 0, 0, 1, 0, 0])
+    context = np.array([1, 0, 1, 0, 0, 1, 0])
+    runs = 20_000
+    seen = np.zeros((2, 3))
+    for _ in range(runs):
+        drawn = draw_given(table, group, [(context, 2)], gen)
+        seen[0, drawn[0]] += 1
+        seen[1, drawn[4]] += 1
+    for row, p in zip(seen, table, strict=True):
+        assert pooled_pvalue(row, runs * p) > ALPHA
+        off = np.array([p[0] * 1.3, *p[1:]])
+        assert pooled_pvalue(row, runs * off / off.sum()) < ALPHA
