@@ -462,10 +462,14 @@ def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.ND
     """
     codes, _ = pd.factorize(units, use_na_sentinel=True)
     codes = np.asarray(codes, dtype=np.int64)
-    over = np.zeros(len(codes), dtype=bool)
     present = codes >= 0  # a missing unit is one row: never over a limit >= 1
-    sizes = np.bincount(codes[present])
-    over[present] = sizes[codes[present]] > max_rows
+    if present.all():  # no copy of the codes (a whole copy of the keys at 10^7 rows)
+        over = (np.bincount(codes) > max_rows)[codes]
+    else:
+        over = np.zeros(len(codes), dtype=bool)
+        found = codes[present]
+        over[present] = (np.bincount(found) > max_rows)[found]
+        del found
     if not over.any():
         return np.arange(len(codes), dtype=np.intp)
     rows = np.flatnonzero(over)
