@@ -91,8 +91,9 @@ def _rows(session: dp.Session, frame: dp.PrivateFrame) -> pd.DataFrame:
 
 
 def _sorted(rows: pd.DataFrame) -> list[tuple[float, float]]:
-    pairs = zip(rows["person_id"].to_numpy(), rows["cost"].to_numpy(), strict=True)
-    return sorted((float(a), float(b)) for a, b in pairs)
+    """The rows' (ID, cost) pairs in order (a missing ID as -1: NaN does not sort)."""
+    ids = rows["person_id"].fillna(-1).to_numpy()
+    return sorted((float(a), float(b)) for a, b in zip(ids, rows["cost"].to_numpy(), strict=True))
 
 
 @pytest.mark.parametrize("how", ["inner", "left"])
@@ -152,10 +153,19 @@ def test_max_rows_auto_on_dask_chooses_what_pandas_chooses(on_dask: list[DaskBac
 def _exact_auto_bound() -> int:
     """The smallest candidate bound that keeps a share AUTO_LEVEL of the inner join's IDs whole.
 
-    The same formula pins the pandas backend's choice
-    (tests/test_private_joins.py), so both backends choose alike.
+    The same formula pins the pandas backend's choice (the next test), so both
+    backends choose alike.
     """
     visits, people = _tables()
     known = visits.dropna(subset=["person_id"]).groupby("person_id").size().clip(upper=8)
     per_id = known[known.index.isin(set(people["person_id"]))]
     return min(c for c in range(1, 9) if (per_id <= c).mean() >= AUTO_LEVEL)
+
+
+def test_max_rows_auto_on_pandas_chooses_the_same_exact_quantile() -> None:
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v, p = _loaded(session)  # no on_dask: in-memory pandas frames
+    joined = v.merge(p, on="person_id", max_rows="auto", bound_epsilon=1000)
+    assert lineage(joined._handle.plan)[0].unit_rows == _exact_auto_bound()
+    backend: Any = session._path.source_backend(lineage(joined._handle.plan)[0])
+    assert backend.holds_rows  # the pandas path indeed
