@@ -231,7 +231,10 @@ def dask_per_id(rows: Backend, unit: str) -> DaskBackend:
     collected.
     """
     if not isinstance(rows, DaskBackend):
-        raise SchemaError("Rows per ID on Dask read a Dask backend.")
+        raise SchemaError(
+            "The rows per ID of a join with a Dask side are counted from the join's Dask "
+            "rows, and these are in memory: load both frames on one backend."
+        )
     frame = rows.lazy_rows
     meta = per_id_rows(frame._meta, unit) if unit else None
     if not unit:  # no ID column (a row-level frame's public merge): no rows per ID
