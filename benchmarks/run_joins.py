@@ -21,15 +21,24 @@ before the clock; the client's peak memory says nothing of the workers', so
 none is shown).  Usage::
 
     python -m benchmarks.run_joins --visits 10000000 --people 1000000 --repeat 3 [--dask]
+        [--ledger file|memory]
+
+``--ledger file`` (the default) opens each dpframe session as a user would,
+with the default ledger file (``$DPFRAME_LEDGER`` pointed at a temporary
+folder); ``--ledger memory`` uses ``ledger=":memory:"``.  Peak RSS increases
+are over the RSS before loading: the load's own peak, the first release's
+(the join), and the largest of the two.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -59,7 +68,20 @@ def _tables(visits: int, people: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return trips, folks
 
 
-def _child(side: str, visits: int, people: int) -> dict[str, Any]:
+def _session(dp: Any, ledger: str, folder: str) -> Any:
+    """A session as a user opens one: the default ledger file (``ledger="file"``) or in memory."""
+    if ledger == "file":
+        os.environ["DPFRAME_LEDGER"] = os.path.join(folder, "ledger.sqlite")
+        return dp.Session(epsilon=10)  # the default configuration: a ledger file
+    return dp.Session(epsilon=10, ledger=":memory:")
+
+
+def _child(side: str, visits: int, people: int, ledger: str = "memory") -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        return _measured(side, visits, people, ledger, folder)
+
+
+def _measured(side: str, visits: int, people: int, ledger: str, folder: str) -> dict[str, Any]:
     import dpframe as dp  # imported (and its first-use modules warmed) before the clock
     from benchmarks.field_worker import peak_since, reset_peak
 
@@ -72,15 +94,16 @@ def _child(side: str, visits: int, people: int) -> dict[str, Any]:
     key_bytes = int(trips["person_id"].memory_usage(index=False))
     out: dict[str, Any] = {"side": side, "key_bytes": key_bytes}
     before = reset_peak()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if side == "pandas":
         answer = trips.merge(folks, on="person_id").groupby("region", observed=True)["cost"].mean()
         out["release_s"] = time.perf_counter() - start
+        out["release_cpu_s"] = time.process_time() - cpu
         out["answer"] = {str(k): float(v) for k, v in answer.items()}
     elif side == "dask":
-        out.update(_dask_side(dp, trips, folks))
+        out.update(_dask_side(dp, trips, folks, _session(dp, ledger, folder)))
     else:
-        session = dp.Session(epsilon=10, ledger=":memory:")
+        session = _session(dp, ledger, folder)
         v = session.private_frame(
             trips,
             bounds={"cost": (0, 500)},
@@ -92,19 +115,28 @@ def _child(side: str, visits: int, people: int) -> dict[str, Any]:
             privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
         )
         out["load_s"] = time.perf_counter() - start
+        out["load_cpu_s"] = time.process_time() - cpu
+        out["load_peak_bytes"] = peak_since(before)
         joined = v.merge(p, on="person_id")
-        start = time.perf_counter()
+        mark = reset_peak()  # the release's own peak, over the RSS before loading
+        start, cpu = time.perf_counter(), time.process_time()
         answer = joined.groupby("region")["cost"].mean(epsilon=1)
         out["release_s"] = time.perf_counter() - start
+        out["release_cpu_s"] = time.process_time() - cpu
+        release_peak = peak_since(mark)
+        if release_peak is not None and mark is not None and before is not None:
+            out["release_peak_bytes"] = release_peak + mark - before
         start = time.perf_counter()
         joined.groupby("region")["cost"].mean(epsilon=1)
         out["again_s"] = time.perf_counter() - start
         out["answer"] = {str(k): float(v) for k, v in answer.items()}
-    out["peak_bytes"] = peak_since(before)
+    out["peak_bytes"] = max(
+        peak_since(before) or 0, out.get("load_peak_bytes") or 0, out.get("release_peak_bytes") or 0
+    )
     return out
 
 
-def _dask_side(dp: Any, trips: pd.DataFrame, folks: pd.DataFrame) -> dict[str, Any]:
+def _dask_side(dp: Any, trips: pd.DataFrame, folks: pd.DataFrame, session: Any) -> dict[str, Any]:
     """dpframe on Dask: a local cluster of two one-thread workers (started before the clock)."""
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
@@ -119,7 +151,6 @@ def _dask_side(dp: Any, trips: pd.DataFrame, folks: pd.DataFrame) -> dict[str, A
     dask_folks = from_pandas(folks, npartitions=max(1, parts // 10)).persist()
     out: dict[str, Any] = {}
     start = time.perf_counter()
-    session = dp.Session(epsilon=10, ledger=":memory:")
     v = session.private_frame(
         dask_trips,
         bounds={"cost": (0, 500)},
@@ -144,7 +175,7 @@ def _dask_side(dp: Any, trips: pd.DataFrame, folks: pd.DataFrame) -> dict[str, A
     return out
 
 
-def _run(side: str, visits: int, people: int) -> dict[str, Any]:
+def _run(side: str, visits: int, people: int, ledger: str) -> dict[str, Any]:
     done = subprocess.run(
         [
             sys.executable,
@@ -156,6 +187,8 @@ def _run(side: str, visits: int, people: int) -> dict[str, Any]:
             str(visits),
             "--people",
             str(people),
+            "--ledger",
+            ledger,
         ],
         check=True,
         capture_output=True,
@@ -177,34 +210,47 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--child", choices=["pandas", "dpframe", "dask"])
     parser.add_argument("--dask", action="store_true", help="also dpframe on a local Dask cluster")
+    parser.add_argument(
+        "--ledger",
+        choices=["file", "memory"],
+        default="file",
+        help="dpframe's ledger: a file (the default configuration) or ':memory:'",
+    )
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.visits, args.people)))
+        print(json.dumps(_child(args.child, args.visits, args.people, args.ledger)))
         return
     sides = ("pandas", "dpframe", "dask") if args.dask else ("pandas", "dpframe")
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for _ in range(args.repeat):  # interleaved
         for side in sides:
-            runs[side].append(_run(side, args.visits, args.people))
+            runs[side].append(_run(side, args.visits, args.people, args.ledger))
     pandas_s = _median(runs["pandas"], "release_s")
     pandas_mb = _median(runs["pandas"], "peak_bytes") / 2**20
     dp_rows = runs["dpframe"]
     key_mb = _median(dp_rows, "key_bytes") / 2**20
-    print(f"{args.visits:,} visits x {args.people:,} people, medians of {args.repeat} runs")
+    load = os.getloadavg()
+    print(
+        f"{args.visits:,} visits x {args.people:,} people, medians of {args.repeat} runs, "
+        f"ledger {args.ledger}, load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
     print("| side | step | time (s) | x pandas | peak RSS increase (MiB) |")
     print("|---|---|---|---|---|")
     print(f"| pandas | merge + groupby mean | {pandas_s:.2f} | 1.00 | {pandas_mb:.0f} |")
-    for step, key in (
-        ("load both (bounded copies)", "load_s"),
-        ("first release (join, truncate, mean)", "release_s"),
-        ("second release (kept join)", "again_s"),
+    for step, key, peak in (
+        ("load both (bounded copies)", "load_s", "load_peak_bytes"),
+        ("first release (join, truncate, mean)", "release_s", "release_peak_bytes"),
+        ("second release (kept join)", "again_s", ""),
     ):
         t = _median(dp_rows, key)
-        print(f"| dpframe | {step} | {t:.2f} | {t / pandas_s:.2f} | |")
+        mb = f"{_median(dp_rows, peak) / 2**20:.0f}" if peak else ""
+        print(f"| dpframe | {step} | {t:.2f} | {t / pandas_s:.2f} | {mb} |")
     dp_mb = _median(dp_rows, "peak_bytes") / 2**20
     total = _median(dp_rows, "load_s") + _median(dp_rows, "release_s")
     ratio = total / pandas_s
     print(f"| dpframe | load + first release | {total:.2f} | {ratio:.2f} | {dp_mb:.0f} |")
+    extra = (dp_mb - pandas_mb) / key_mb
+    print(f"dpframe's peak over pandas': {dp_mb - pandas_mb:.0f} MiB = {extra:.2f} key copies")
     for step, key in (
         ("load both", "load_s"),
         ("first release", "release_s"),
@@ -213,6 +259,13 @@ def main(argv: list[str] | None = None) -> None:
         if args.dask:
             t = _median(runs["dask"], key)
             print(f"| dpframe on Dask (2 workers) | {step} | {t:.2f} | {t / pandas_s:.2f} | |")
+    pandas_cpu = _median(runs["pandas"], "release_cpu_s")
+    dp_cpu = _median(dp_rows, "load_cpu_s") + _median(dp_rows, "release_cpu_s")
+    print(
+        f"CPU time (this process; less sensitive to a shared machine's load): pandas "
+        f"{pandas_cpu:.2f} s, dpframe load {_median(dp_rows, 'load_cpu_s'):.2f} s + first "
+        f"release {_median(dp_rows, 'release_cpu_s'):.2f} s = {dp_cpu / pandas_cpu:.2f}x"
+    )
     print(f"join keys (visits.person_id): {key_mb:.0f} MiB")
     print(json.dumps(runs))
 

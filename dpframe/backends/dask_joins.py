@@ -13,8 +13,10 @@ value the same way (a shuffle on the keys, a uniformly random subset per key
 value drawn on the worker; rows with a missing key kept), and has no per-ID
 step; its rank table (``rows="per_key"``, for ``k="auto"``) is computed
 after the same shuffle, partition by partition.  A pandas side is partitioned
-first.  Of a join on the ID only the kept rows are offered (no ``rows=
-"dropped"`` or ``"per_id"`` on Dask: refused before any charge by the engine).
+first.  A join on the ID truncated per ID flags each row kept or dropped in
+one persisted draw (``rows="kept"`` and ``rows="dropped"`` read its two
+halves); its rows per ID (``rows="per_id"``, for ``max_rows="auto"``) are
+counted after a shuffle on the ID, partition by partition.
 """
 
 from __future__ import annotations
@@ -23,17 +25,22 @@ import os
 from typing import Any
 
 import dask.dataframe as dd
+import numpy as np
 import pandas as pd
 
 from dpframe.backends.base import Backend
 from dpframe.backends.dask_backend import DaskBackend
-from dpframe.backends.joins import fillable, per_key, per_key_ranks, side_frame
-from dpframe.backends.pandas_backend import PandasBackend
+from dpframe.backends.joins import fillable, per_id_rows, per_key, per_key_ranks, side_frame
+from dpframe.backends.pandas_backend import PandasBackend, kept_positions
+from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
 from dpframe.plan.joins import join_columns
 from dpframe.plan.nodes import Join, Plan
 
-__all__ = ["dask_join"]
+__all__ = ["dask_join", "dask_per_id", "dask_ranks"]
+
+#: The flag column of a truncated join's rows (kept or dropped), on the workers only.
+_KEPT = "_dp_kept"
 
 
 def _side_partition(part: pd.DataFrame, plan: Plan, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -110,8 +117,8 @@ def dask_join(
     unit_column: str,
     rng: SecureRandom,
     most: int,
-) -> DaskBackend:
-    """A Dask backend over the join's kept rows (at most ``join.max_rows`` per ID)."""
+) -> tuple[DaskBackend, DaskBackend]:
+    """Dask backends over the join's kept rows (at most ``join.max_rows`` per ID) and dropped."""
     layout = join_columns(join)
     left_names = {c: n for n, side, c in layout if side == "left"}
     right_names = {c: n for n, side, c in layout if side == "right"}
@@ -156,7 +163,81 @@ def dask_join(
     if join.on_key:  # persisted: every release reads the same cut
         persist: Any = joined.persist
         joined = persist()
-    rows = DaskBackend(joined, fingerprint=f"join:{rng.randbits(64):016x}")  # never digested
+    name = f"join:{rng.randbits(64):016x}"
     if join.on_key or join.max_rows >= most:
-        return rows
-    return rows.bound_contributions(unit_column, join.max_rows, rng)
+        return DaskBackend(joined, fingerprint=name), DaskBackend(_none(joined), fingerprint=name)
+    return _truncated(joined, unit_column, join.max_rows, rng, name)
+
+
+def _none(frame: dd.DataFrame) -> dd.DataFrame:
+    """No rows, with ``frame``'s columns (a join that drops nothing)."""
+    empty: dd.DataFrame = frame.map_partitions(  # type: ignore[no-untyped-call]
+        _no_rows, meta=frame._meta
+    )
+    return empty
+
+
+def _no_rows(part: pd.DataFrame) -> pd.DataFrame:
+    none: pd.DataFrame = part.iloc[:0]
+    return none
+
+
+def _flag_partition(part: pd.DataFrame, unit: str, max_rows: int, salt: int) -> pd.DataFrame:
+    """One partition's rows (all of its IDs': shuffled on the ID), each flagged kept or not."""
+    del salt  # only makes the task names unique
+    keep = np.zeros(len(part), dtype=bool)
+    if len(part):
+        keep[kept_positions(part[unit], max_rows, SecureRandom(os.urandom))] = True
+    flagged: pd.DataFrame = part.assign(**{_KEPT: keep})
+    return flagged
+
+
+def _side_of(part: pd.DataFrame, kept: bool) -> pd.DataFrame:
+    rows: pd.DataFrame = part.loc[part[_KEPT].to_numpy() == kept].drop(columns=[_KEPT])
+    return rows
+
+
+def _truncated(
+    joined: dd.DataFrame, unit: str, max_rows: int, rng: SecureRandom, name: str
+) -> tuple[DaskBackend, DaskBackend]:
+    """The kept rows (at most ``max_rows`` per ID, a random subset) and the dropped rows.
+
+    As the Dask backend's own bounding (a shuffle on the ID, then per ID the
+    rows with the smallest of independent keys drawn on the worker from its
+    own secure source; missing IDs are IDs of their own), but every row is
+    flagged and the flagged rows are persisted: the kept and the dropped rows
+    are the two halves of one draw, as on pandas.
+    """
+    salt = rng.randbits(64)
+    meta = joined._meta.assign(**{_KEPT: np.zeros(0, dtype=bool)})
+    flagged: Any = joined.shuffle(on=unit).map_partitions(
+        _flag_partition, unit, max_rows, salt, meta=meta
+    )
+    flagged = flagged.persist()
+    halves = [flagged.map_partitions(_side_of, kept, meta=joined._meta) for kept in (True, False)]
+    return DaskBackend(halves[0], fingerprint=name), DaskBackend(halves[1], fingerprint=name)
+
+
+def _per_id_partition(part: pd.DataFrame, unit: str) -> pd.DataFrame:
+    return per_id_rows(part, unit)
+
+
+def dask_per_id(rows: Backend, unit: str) -> DaskBackend:
+    """One row per ID of a join's rows with its number of rows, on the workers (``rows="per_id"``).
+
+    Shuffled on the ID, so every ID's rows are in one partition; each
+    partition counts its IDs' rows (a row with a missing ID is an ID of its
+    own, as :func:`dpframe.backends.joins.per_id_rows`).  Persisted, never
+    collected.
+    """
+    if not isinstance(rows, DaskBackend):
+        raise SchemaError(
+            "The rows per ID of a join with a Dask side are counted from the join's Dask "
+            "rows, and these are in memory: load both frames on one backend."
+        )
+    frame = rows.lazy_rows
+    meta = per_id_rows(frame._meta, unit) if unit else None
+    if not unit:  # no ID column (a row-level frame's public merge): no rows per ID
+        return DaskBackend(_none(frame), fingerprint="per_id")
+    counts: Any = frame[[unit]].shuffle(on=unit).map_partitions(_per_id_partition, unit, meta=meta)
+    return DaskBackend(counts.persist(), fingerprint="per_id")  # never digested

@@ -17,7 +17,9 @@
 5. at most ``max_rows`` rows per ID are kept, a uniformly random subset from
    the secure source (:func:`~dpframe.backends.pandas_backend.kept_positions`;
    rows with a missing ID are units of their own); the rows dropped are kept
-   apart (a join with ``rows="dropped"`` reads them: same draw).
+   apart (a join with ``rows="dropped"`` reads them: same draw).  Rows per ID
+   (``rows="per_id"``) are counted only when asked, from the join drawn with
+   no truncation.
 
 The result is a new in-memory backend over the joined rows; the engine keeps
 it for the session, so every release on the same join reads the same subset.
@@ -44,6 +46,7 @@ __all__ = [
     "fillable",
     "join_backends",
     "join_frames",
+    "per_id_backend",
     "per_id_rows",
     "per_key",
     "per_key_ranks",
@@ -76,7 +79,8 @@ def side_frame(backend: Backend, plan: Plan, columns: tuple[str, ...]) -> pd.Dat
             data[name] = value.reset_index(drop=True)
         else:  # a constant column
             data[name] = pd.Series([value] * n)
-    frame = pd.DataFrame(data, index=pd.RangeIndex(n))
+    # copy=False: the columns stay the side's own (copy-on-write), not a second copy of the keys
+    frame = pd.DataFrame(data, index=pd.RangeIndex(n), copy=False)
     if mask is not None:
         frame = frame.loc[np.asarray(mask, dtype=bool)].reset_index(drop=True)
     kept: pd.DataFrame = frame
@@ -224,9 +228,8 @@ def per_key_ranks(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.Dat
 def per_id_rows(joined: pd.DataFrame, unit_column: str) -> pd.DataFrame:
     """One row per ID: its number of joined rows (a row with a missing ID is an ID of its own)."""
     units = joined[unit_column]
-    missing = units.isna()
-    sizes = units[~missing].value_counts(sort=False).to_numpy(dtype=np.int64)
-    counts = np.concatenate([sizes, np.ones(int(missing.sum()), dtype=np.int64)])
+    sizes = units.value_counts(sort=False, dropna=True).to_numpy(dtype=np.int64)
+    counts = np.concatenate([sizes, np.ones(int(units.isna().sum()), dtype=np.int64)])
     table: pd.DataFrame = pd.DataFrame({PER_ID_ROWS: counts})
     return table
 
@@ -238,28 +241,37 @@ def join_backends(
     unit_column: str,
     rng: SecureRandom,
     most: int,
-) -> tuple[Backend, Backend, Backend]:
-    """Backends over the join's kept rows, its dropped rows and its rows per ID.
+) -> tuple[Backend, Backend]:
+    """Backends over the join's kept rows and its dropped rows (one draw).
 
     Kept: at most ``join.max_rows`` rows per ID.  ``most`` is the most rows
     the join can give one ID (the product of the sides' limits, or the left
     limit for semi/anti joins): when ``join.max_rows`` is at least that, no
     ID can be over it and the truncation is skipped (it would keep every
-    row).  Rows per ID: counted before the truncation (:func:`per_id_rows`).
+    row).  Rows per ID are counted on demand from the rows of the join drawn
+    at ``most`` (all its rows: :func:`per_id_backend`), never kept otherwise.
     """
     left_rows = side_frame(left, join.left, join.left_columns)
     right_rows = side_frame(right, join.right, join.right_columns)
     if join.on_key and join.rows == "per_key":  # ranks per key value, for choosing k
         ranks = PandasBackend(per_key_ranks(left_rows, right_rows, join))
-        return ranks, ranks, ranks
+        return ranks, ranks
     if join.on_key:  # each side cut per key value first; no per-ID step after
         left_rows = per_key(left_rows, list(join.left_on), join.k_left, rng)
         right_rows = per_key(right_rows, list(join.right_on), join.k_right, rng)
-        joined = join_frames(left_rows, right_rows, join)
-        return PandasBackend(joined), PandasBackend(joined.iloc[:0]), PandasBackend(joined.iloc[:0])
     joined = join_frames(left_rows, right_rows, join)
-    per_id = PandasBackend(per_id_rows(joined, unit_column) if unit_column else joined.iloc[:0])
-    if join.max_rows >= most:
-        return PandasBackend(joined), PandasBackend(joined.iloc[:0]), per_id
+    del left_rows, right_rows  # the sides' evaluated rows, freed before any truncation
+    if join.on_key or join.max_rows >= most:
+        return PandasBackend(joined), PandasBackend(joined.iloc[:0])
     kept, dropped = truncate(joined, unit_column, join.max_rows, rng)
-    return PandasBackend(kept), PandasBackend(dropped), per_id
+    return PandasBackend(kept), PandasBackend(dropped)
+
+
+def per_id_backend(rows: PandasBackend, unit_column: str) -> PandasBackend:
+    """A backend over one row per ID of ``rows`` with its number of rows (:func:`per_id_rows`).
+
+    ``rows`` are all the join's rows (drawn with no truncation); a join with
+    no ID column (a row-level frame's public merge) has no rows per ID.
+    """
+    frame = rows.rows
+    return PandasBackend(per_id_rows(frame, unit_column) if unit_column else frame.iloc[:0])

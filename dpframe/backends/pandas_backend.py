@@ -452,6 +452,28 @@ def bound_contributions(
     return bounded
 
 
+def _unit_codes(units: pd.Series) -> npt.NDArray[np.int64]:
+    """A code per row, equal for the rows of one unit (−1: a missing unit).
+
+    Integer IDs in a range of at most a quarter of the rows (plus 1,024) are
+    their own codes (the value minus the smallest; no hash table, and no copy
+    for int64 IDs from 0): the IDs of a people table and their visits.  Any
+    other column is factorized.  Only which rows share a code matters (the
+    codes' order never reaches the draw: the random keys follow row order).
+    """
+    numpy_ints = isinstance(units.dtype, np.dtype) and units.dtype.kind in "iu"
+    values = units.to_numpy() if numpy_ints else None
+    if values is not None and len(values) > 0:
+        low, high = int(values.min()), int(values.max())
+        if high - low <= len(values) // 4 + 1024:
+            if low == 0 and values.dtype == np.int64:
+                return values
+            shifted: npt.NDArray[np.int64] = (values - values.dtype.type(low)).astype(np.int64)
+            return shifted
+    codes, _ = pd.factorize(units, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64)
+
+
 def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.NDArray[np.intp]:
     """The positions (ascending) of at most ``max_rows`` rows per unit, a uniform random subset.
 
@@ -460,12 +482,15 @@ def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.ND
     subset of that size), so random keys are drawn and sorted only for the
     rows of units over the limit.
     """
-    codes, _ = pd.factorize(units, use_na_sentinel=True)
-    codes = np.asarray(codes, dtype=np.int64)
-    over = np.zeros(len(codes), dtype=bool)
+    codes = _unit_codes(units)
     present = codes >= 0  # a missing unit is one row: never over a limit >= 1
-    sizes = np.bincount(codes[present])
-    over[present] = sizes[codes[present]] > max_rows
+    if present.all():  # no copy of the codes (a whole copy of the keys at 10^7 rows)
+        over = (np.bincount(codes) > max_rows)[codes]
+    else:
+        over = np.zeros(len(codes), dtype=bool)
+        found = codes[present]
+        over[present] = (np.bincount(found) > max_rows)[found]
+        del found
     if not over.any():
         return np.arange(len(codes), dtype=np.intp)
     rows = np.flatnonzero(over)

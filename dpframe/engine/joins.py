@@ -26,9 +26,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.backends.base import Backend
-from dpframe.backends.joins import join_backends
+from dpframe.backends.joins import join_backends, per_id_backend
+from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.backends.reduce import RowReducer
-from dpframe.errors import DPError, SchemaError
+from dpframe.errors import DPError
 from dpframe.noise import SecureRandom
 from dpframe.plan.expressions import Expr
 from dpframe.plan.joins import (
@@ -51,7 +52,7 @@ class Sources(Protocol):
 
     rng: SecureRandom
     joins: dict[Join, Backend]
-    join_rows: dict[Join, tuple[Backend, Backend, Backend]]
+    join_rows: dict[Join, tuple[Backend, Backend]]
 
     def source_schema(self, source: Source) -> Schema:
         """The public schema of a source."""
@@ -113,24 +114,26 @@ class JoinedRows:
             join, left, right = _checked(self._source)
             most = default_max_rows(join.how, left, right)
             drawn = drawn_join(join)
+            unit = unit_column_of(drawn, left, right)
             both = self._path.join_rows.get(drawn)
             if both is None:
                 sides = (_rows_of(self._sides[0]), _rows_of(self._sides[1]))
-                unit = unit_column_of(drawn, left, right)
                 if self._holds:
                     both = join_backends(*sides, drawn, unit, self._path.rng, most)
                 elif drawn.rows == "per_key":  # a Dask side: the rank table, on the cluster
                     from dpframe.backends.dask_joins import dask_ranks
 
                     ranks = dask_ranks(*sides, drawn)
-                    both = (ranks, ranks, ranks)
-                else:  # a Dask side: the kept rows only, on the cluster
+                    both = (ranks, ranks)
+                else:  # a Dask side: kept and dropped rows of one draw, on the cluster
                     from dpframe.backends.dask_joins import dask_join
 
-                    rows = dask_join(*sides, drawn, unit, self._path.rng, most)
-                    both = (rows, rows, rows)
+                    both = dask_join(*sides, drawn, unit, self._path.rng, most)
                 self._path.join_rows[drawn] = both
-            self._rows = both[("kept", "dropped", "per_id", "per_key").index(join.rows) % 3]
+            if join.rows == "per_id":  # drawn with no truncation: its kept rows are all rows
+                self._rows = _per_id(both[0], unit)
+            else:
+                self._rows = both[1] if join.rows == "dropped" else both[0]
         return self._rows
 
     @property
@@ -232,27 +235,26 @@ def unit_column_of(join: Join, left: Source, right: Source) -> str:
     return left.unit_column if position < 0 else join.left_on[position]
 
 
+def _per_id(rows: Backend, unit: str) -> Backend:
+    """One row per ID of a join's rows with its number of rows (in memory or on Dask)."""
+    if isinstance(rows, PandasBackend):
+        return per_id_backend(rows, unit)
+    from dpframe.backends.dask_joins import dask_per_id
+
+    return dask_per_id(rows, unit)
+
+
 def _rows_of(backend: Backend) -> Backend:
     """A side's backend, with the rows of a join side computed."""
     return backend.materialized() if isinstance(backend, JoinedRows) else backend
 
 
 def joined_backend(path: Sources, source: Source) -> Backend:
-    """The rows of a join source, at most ``max_rows`` per ID (computed on first use, then kept).
-
-    Raises:
-        SchemaError: dropped rows or rows per ID of a join with a Dask side
-            (before any charge).
-    """
+    """The rows of a join source, at most ``max_rows`` per ID (computed on first use, then kept)."""
     join, left, right = _checked(source)
     kept = path.joins.get(join)
     if kept is None:
         joined_schema(path, source)  # every check again, before any row is read
         sides = (path.source_backend(left), path.source_backend(right))
-        if join.rows in ("dropped", "per_id") and not all(side.holds_rows for side in sides):
-            raise SchemaError(
-                f"merge(rows={join.rows!r}) runs on in-memory pandas frames only; a join of "
-                "Dask frames offers its kept rows (rows='kept')."
-            )
         kept = path.joins[join] = JoinedRows(path, source, sides)
     return kept

@@ -182,7 +182,7 @@ class ReleasePath:
         schemas: the public schema of each loaded source.
         backends: the backend of each loaded source.
         joins: the backend of each private join released on so far.
-        join_rows: each join's kept rows, dropped rows and rows per ID, computed once
+        join_rows: each join's kept rows and dropped rows (one draw), computed once
             (after a charge).
     """
 
@@ -197,7 +197,7 @@ class ReleasePath:
     schemas: dict[tuple[str, str], Schema] = field(default_factory=dict)
     backends: dict[tuple[str, str], Backend] = field(default_factory=dict)
     joins: dict[Join, Backend] = field(default_factory=dict)
-    join_rows: dict[Join, tuple[Backend, Backend, Backend]] = field(default_factory=dict)
+    join_rows: dict[Join, tuple[Backend, Backend]] = field(default_factory=dict)
 
     # -- the public data of a source -------------------------------------------
 

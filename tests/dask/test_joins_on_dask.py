@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from dpframe.api.verbs.joins import AUTO_LEVEL
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.engine.joins import JoinedRows
 from dpframe.plan.nodes import lineage
+from tests.dask._support import collect
 
 
 def _tables() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -67,13 +69,103 @@ def test_a_join_of_dask_frames_counts_what_pandas_counts(
     assert isinstance(backend.materialized(), DaskBackend)  # on the cluster, never collected
 
 
-def test_dropped_rows_of_a_dask_join_are_refused_before_any_charge(
-    on_dask: list[DaskBackend],
-) -> None:
+def _loaded(session: dp.Session, limit: int = 8) -> tuple[dp.PrivateFrame, dp.PrivateFrame]:
     visits, people = _tables()
-    session = dp.Session(epsilon=1, ledger=":memory:")
-    v = session.private_frame(visits, privacy_unit=dp.PrivacyUnit("person_id", 8))
-    p = session.private_frame(people, privacy_unit=dp.PrivacyUnit("person_id", 1))
-    with pytest.raises(dp.SchemaError, match="runs on in-memory pandas frames only"):
-        v.merge(p, on="person_id", max_rows=2, rows="dropped").count(epsilon=0.5)
-    assert len(session.ledger) == 0
+    v = session.private_frame(
+        visits, bounds={"cost": (0, 100)}, privacy_unit=dp.PrivacyUnit("person_id", limit)
+    )
+    p = session.private_frame(
+        people, categories={"region": ["n", "s"]}, privacy_unit=dp.PrivacyUnit("person_id", 1)
+    )
+    return v, p
+
+
+def _rows(session: dp.Session, frame: dp.PrivateFrame) -> pd.DataFrame:
+    """The rows of a join's Dask backend, collected here by the test (never by dpframe)."""
+    backend: Any = session._path.source_backend(lineage(frame._handle.plan)[0])
+    assert isinstance(backend, JoinedRows) and not backend.holds_rows
+    rows = backend.materialized()
+    assert isinstance(rows, DaskBackend)  # on the cluster
+    collected: pd.DataFrame = collect(rows.lazy_rows)
+    return collected
+
+
+def _sorted(rows: pd.DataFrame) -> list[tuple[float, float]]:
+    """The rows' (ID, cost) pairs in order (a missing ID as -1: NaN does not sort)."""
+    ids = rows["person_id"].fillna(-1).to_numpy()
+    return sorted((float(a), float(b)) for a, b in zip(ids, rows["cost"].to_numpy(), strict=True))
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_dropped_rows_on_dask_are_the_other_half_of_the_one_draw(
+    on_dask: list[DaskBackend], how: str
+) -> None:
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v, p = _loaded(session)
+    kept = v.merge(p, on="person_id", how=how, max_rows=3)
+    dropped = v.merge(p, on="person_id", how=how, max_rows=3, rows="dropped")
+    everything = v.merge(p, on="person_id", how=how)  # the default bound: nothing dropped
+    # how many rows the cut drops per person does not depend on which: exact at a large ε
+    assert float(dropped.count(epsilon=1000)) == _truth(how, 8)[0] - _truth(how, 3)[0]
+    assert float(kept.count(epsilon=1000)) == _truth(how, 3)[0]
+    assert dropped.count(epsilon=1).scale == pytest.approx(8 - 3)  # at most 5 per person
+    everything.count(epsilon=1)
+    kept_rows, dropped_rows = _rows(session, kept), _rows(session, dropped)
+    assert _sorted(pd.concat([kept_rows, dropped_rows])) == _sorted(_rows(session, everything))
+    known = kept_rows.dropna(subset=["person_id"])
+    assert known.groupby("person_id").size().max() <= 3  # the kept half is within the bound
+    assert dropped_rows["person_id"].notna().all()  # a missing ID is one row: never dropped
+
+
+def test_rows_per_id_on_dask_are_pandas_rows_per_id(on_dask: list[DaskBackend]) -> None:
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v, p = _loaded(session)
+    per_id = v.merge(p, on="person_id", how="left", max_rows=2, rows="per_id")
+    assert list(per_id.columns) == ["rows"]
+    assert per_id.count(epsilon=1).scale == 1  # one row per person
+    visits, _ = _tables()
+    known = visits.dropna(subset=["person_id"]).groupby("person_id").size().clip(upper=8)
+    truth = sorted([*known.tolist(), *[1] * 5])  # 5 rows with a missing ID: one ID each
+    assert sorted(_rows_per_id(session, per_id)) == truth
+    assert float(per_id.count(epsilon=1000)) == len(truth)
+
+
+def _rows_per_id(session: dp.Session, frame: dp.PrivateFrame) -> list[int]:
+    backend: Any = session._path.source_backend(lineage(frame._handle.plan)[0])
+    rows = backend.materialized()
+    assert isinstance(rows, DaskBackend)
+    return [int(x) for x in collect(rows.lazy_rows)["rows"]]
+
+
+def test_max_rows_auto_on_dask_chooses_what_pandas_chooses(on_dask: list[DaskBackend]) -> None:
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v, p = _loaded(session)
+    joined = v.merge(p, on="person_id", max_rows="auto", bound_epsilon=1000)
+    first = session.ledger.iloc[0]
+    assert first["query"].startswith("quantile(rows, q=[0.99], 8 candidates) of the rows per ID")
+    assert len(session.ledger) == 1 and session.spent == dp.Budget(1000)
+    chosen = lineage(joined._handle.plan)[0].unit_rows
+    assert chosen == _exact_auto_bound()  # at ε = 1000 the exact quantile, as on pandas
+    assert float(joined.count(epsilon=1000)) == _truth("inner", chosen)[0]
+    assert joined.count(epsilon=1).scale == pytest.approx(chosen)
+
+
+def _exact_auto_bound() -> int:
+    """The smallest candidate bound that keeps a share AUTO_LEVEL of the inner join's IDs whole.
+
+    The same formula pins the pandas backend's choice (the next test), so both
+    backends choose alike.
+    """
+    visits, people = _tables()
+    known = visits.dropna(subset=["person_id"]).groupby("person_id").size().clip(upper=8)
+    per_id = known[known.index.isin(set(people["person_id"]))]
+    return min(c for c in range(1, 9) if (per_id <= c).mean() >= AUTO_LEVEL)
+
+
+def test_max_rows_auto_on_pandas_chooses_the_same_exact_quantile() -> None:
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v, p = _loaded(session)  # no on_dask: in-memory pandas frames
+    joined = v.merge(p, on="person_id", max_rows="auto", bound_epsilon=1000)
+    assert lineage(joined._handle.plan)[0].unit_rows == _exact_auto_bound()
+    backend: Any = session._path.source_backend(lineage(joined._handle.plan)[0])
+    assert backend.holds_rows  # the pandas path indeed

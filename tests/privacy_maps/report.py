@@ -16,6 +16,7 @@ import numpy as np
 
 from tests.privacy_maps import (
     test_additive_maps,
+    test_auto_bound_maps,
     test_grouped_quantile_maps,
     test_join_maps,
     test_key_join_auto_maps,
@@ -34,6 +35,7 @@ from tests.privacy_maps.pins import CASES
 
 _MODULES = (
     test_additive_maps,
+    test_auto_bound_maps,
     test_grouped_quantile_maps,
     test_join_maps,
     test_key_join_auto_maps,

@@ -10,6 +10,13 @@ utilities by Δ·m_L and Δ·m_R loses at most ε_b in all.  The calibration is
 captured from real ``merge(k="auto")`` calls; the losses are exact
 (:func:`dpframe.audit.exact_outputs.permute_and_flip_distribution`), at the
 tightest utility pair, and over ε_b with 0.1% less noise.
+
+The interval ends of the choice are pinned too: each end is the exponential
+mechanism at ε_b/4 over a ladder of the candidates (its distribution
+computed here exactly, independently of the library's sampler), so the whole
+choice (point and both ends) costs exactly ε_b; the candidate ladder
+(:data:`AUTO_K_CANDIDATES`) and the ends' ladder around each point are
+pinned as the code states them.
 """
 
 from __future__ import annotations
@@ -24,11 +31,11 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.api.verbs.joins import AUTO_K_LEVEL
-from dpframe.audit.exact_divergence import dec, max_log_ratio
+from dpframe.api.verbs.joins import AUTO_K_CANDIDATES, AUTO_K_LEVEL, AUTO_K_MOST
+from dpframe.audit.exact_divergence import dec, max_log_ratio, precise
 from dpframe.audit.exact_outputs import permute_and_flip_distribution
 from dpframe.mechanisms.quantiles import quantile_family
-from dpframe.mechanisms.quantiles.quantile_intervals import quantile_ends
+from dpframe.mechanisms.quantiles.quantile_intervals import ladder, quantile_ends, tilt
 from dpframe.mechanisms.quantiles.quantiles import utility_sensitivity
 from dpframe.mechanisms.selection.grouped_selection import permute_and_flip_rows
 from dpframe.plan.joins import id_join
@@ -143,3 +150,154 @@ PINS = register({f"k='auto', m_L={a}, m_R={b}": _builder(a, b) for a, b in LIMIT
 @pytest.mark.parametrize("name", PINS)
 def test_the_auto_k_choice_is_tight_at_its_epsilon(name: str) -> None:
     assert_pinned(name)
+
+
+# -- the interval ends of the choice ---------------------------------------------------
+
+
+def exponential_distribution(
+    weights: list[int], epsilon: Fraction, sensitivity: int
+) -> dict[int, Decimal]:
+    """P(position j) ∝ exp(ε·w_j/(2Δ)): the exponential mechanism, exactly (60 digits)."""
+    top = max(weights)
+    with precise():
+        factor = dec(epsilon) / (2 * sensitivity)
+        masses = [(factor * (w - top)).exp() for w in weights]
+        total = sum(masses, Decimal(0))
+        return {j: m / total for j, m in enumerate(masses)}
+
+
+def end_loss(eps: Fraction, shift: int, sensitivity: int, sign: int) -> Decimal:
+    """The exact loss of one end between the tightest pair of ladder utilities.
+
+    Two ladder positions with the public tilt of the library (``tilt``: −λ·j
+    for the lower end, +λ·j for the upper one); the neighbour moves the
+    dominant position up by ``shift`` and the other down by ``shift``; the
+    other position lies far below (60·2Δ/ε in utility), where the loss of
+    the exponential mechanism approaches ε·shift/Δ.
+    """
+    lam = tilt(eps, sensitivity)
+    far = -((60 * 2 * sensitivity) // eps.numerator * eps.denominator) - 2 * lam
+    u = [0, far]
+    v = [shift, far - shift]
+    tilted = [[w + sign * lam * j for j, w in enumerate(x)] for x in (u, v)]
+    p = exponential_distribution(tilted[0], eps, sensitivity)
+    q = exponential_distribution(tilted[1], eps, sensitivity)
+    return max(max_log_ratio(p, q), max_log_ratio(q, p))
+
+
+def _ends_pin(m_l: int, m_r: int) -> Pin:
+    """Each end of both groups' intervals: a person moves the left group's ladder utilities
+    by Δ·m_L and the right one's by Δ·m_R, both ends calibrated to Δ·(m_L + m_R) at ε_b/4."""
+    eps = Fraction(1, 2)
+    [_, (_, end_eps, calibration)] = _captured(m_l, m_r, float(eps))
+    sens = utility_sensitivity(LEVEL)
+
+    def loss(e: Fraction) -> Decimal:
+        return sum(
+            (end_loss(e, sens * m, calibration, sign) for m in (m_l, m_r) for sign in (-1, 1)),
+            Decimal(0),
+        )
+
+    name = f"k='auto' interval ends (both), m_L={m_l}, m_R={m_r}, ε_b=1/2"
+    note = "the two ends' share of ε_b (ε_b/4 each), exact exponential mechanism"
+    return Pin(name, "max loss", dec(2 * end_eps), loss(end_eps), loss(end_eps / LESS), note=note)
+
+
+def _whole_pin(m_l: int, m_r: int) -> Pin:
+    """The whole choice (the point and both ends of both groups) against ε_b."""
+    eps = Fraction(1, 2)
+    [(_, point_eps, calibration), (_, end_eps, _)] = _captured(m_l, m_r, float(eps))
+    sens = utility_sensitivity(LEVEL)
+
+    def loss(scale: Fraction) -> Decimal:
+        point = _loss(point_eps / scale, sens * m_l, calibration) + _loss(
+            point_eps / scale, sens * m_r, calibration
+        )
+        ends = sum(
+            (
+                end_loss(end_eps / scale, sens * m, calibration, sign)
+                for m in (m_l, m_r)
+                for sign in (-1, 1)
+            ),
+            Decimal(0),
+        )
+        return point + ends
+
+    name = f"k='auto' choice, point and ends, m_L={m_l}, m_R={m_r}, ε_b=1/2"
+    note = "point ε_b/2 + each end ε_b/4 (captured), exact losses"
+    return Pin(name, "max loss", dec(eps), loss(Fraction(1)), loss(LESS), note=note)
+
+
+def _ends_builder(m_l: int, m_r: int) -> Callable[[], Pin]:
+    return lambda: _ends_pin(m_l, m_r)
+
+
+def _whole_builder(m_l: int, m_r: int) -> Callable[[], Pin]:
+    return lambda: _whole_pin(m_l, m_r)
+
+
+END_PINS = register(
+    {
+        **{f"k='auto' ends, m_L={a}, m_R={b}": _ends_builder(a, b) for a, b in LIMITS},
+        **{f"k='auto' whole, m_L={a}, m_R={b}": _whole_builder(a, b) for a, b in LIMITS},
+    }
+)
+
+
+@pytest.mark.parametrize("name", END_PINS)
+def test_the_auto_k_interval_ends_and_the_whole_choice_are_tight(name: str) -> None:
+    assert_pinned(name)
+
+
+def test_the_exact_exponential_mechanism_is_the_librarys_sampler() -> None:
+    """The distribution pinned above is the one ``tilted_selection`` samples (a check, not a
+    pin): 3 ladder positions, 30,000 draws, each frequency within 6 standard errors."""
+    from dpframe.mechanisms.quantiles.quantile_intervals import tilted_selection
+    from dpframe.noise import SecureRandom
+
+    eps, sens, draws = Fraction(1), 2, 30_000
+    weights = [0, -3, -1]
+    exact = exponential_distribution(weights, eps, sens)
+    rows = np.tile(np.array(weights, dtype=np.int64), (draws, 1))
+    valid = np.ones(rows.shape, dtype=np.bool_)
+    picked = tilted_selection(rows, valid, eps, sens, SecureRandom())
+    off = exponential_distribution(weights, eps * Fraction(7, 10), sens)  # 30% less ε
+    caught = False
+    for j, p in exact.items():
+        share = float(p)
+        se = (share * (1 - share) / draws) ** 0.5
+        assert abs(float((picked == j).mean()) - share) <= 6 * se
+        caught = caught or abs(float(off[j]) - share) >= 12 * se
+    assert caught  # a sampler 30% off would be 12 standard errors away at some position
+
+
+def test_the_candidate_ladder_is_the_stated_one() -> None:
+    """1 to 10, then round(10·1.25^i) capped at AUTO_K_MOST: 21 public candidates."""
+    assert AUTO_K_MOST == 100 and AUTO_K_LEVEL == 0.999
+    stated = (*range(1, 11), *(12, 16, 20, 24, 31, 38, 48, 60, 75, 93, 100))
+    assert stated == AUTO_K_CANDIDATES
+    steps = np.diff(np.array(stated[9:], dtype=float)) / np.array(stated[9:-1], dtype=float)
+    # about a quarter: 20% (10 → 12) to 33% (12 → 16, from round(12.5) = 12); the cap 7.5%
+    assert steps.max() <= 1 / 3 + 1e-12 and steps[:-1].min() >= 0.2
+
+
+@pytest.mark.parametrize(
+    ("point", "ends"),
+    [
+        # index 0: 0 (0 − 2^i clipped), 0, 1, 2, 4, 8, 16, 20 (32 clipped)
+        (1, (1, 2, 3, 5, 9, 48, 100)),
+        # index 11: 0 (11 − 32, 11 − 16 clipped), 3, 7, 9, 10, 11, 12, 13, 15, 19, 20 (27, 43)
+        (16, (1, 4, 8, 10, 12, 16, 20, 24, 38, 93, 100)),
+        # index 20: 0 (20 − 32 clipped), 4, 12, 16, 18, 19, 20 (and 20 + 2^i clipped)
+        (100, (1, 5, 20, 48, 75, 93, 100)),
+    ],
+)
+def test_the_interval_ends_are_on_the_stated_ladder(point: int, ends: tuple[int, ...]) -> None:
+    """The ends' ladder around a chosen k: candidate positions p ± 2^i (i = 0…5), clipped to
+    the 21 candidates (a repeat of the previous index is no position of its own)."""
+    at = AUTO_K_CANDIDATES.index(point)
+    indices, valid = ladder(np.array([at]), len(AUTO_K_CANDIDATES))
+    assert indices.shape == (1, 13)
+    values = tuple(AUTO_K_CANDIDATES[i] for i, ok in zip(indices[0], valid[0], strict=True) if ok)
+    assert values == ends

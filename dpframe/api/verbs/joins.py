@@ -113,20 +113,7 @@ def private_merge(
                 "A join on another key (k=) keeps no ID: max_rows=, rows= and "
                 "bound_epsilon= are for joins on the ID; leave them out."
             )
-        source, schema = id_join(
-            left.plan,
-            left.schema,
-            right.plan,
-            right.schema,
-            how=how,
-            on=on,
-            left_on=left_on,
-            right_on=right_on,
-            suffixes=suffixes,
-            k_left=cuts[0],
-            k_right=cuts[1],
-        )
-        return left.derive(plan=source, schema=schema)
+        return _joined(left, right, how, on, left_on, right_on, suffixes, None, "kept", cuts)
     if max_rows == "auto":
         max_rows = _auto_bound(left, right, how, on, left_on, right_on, suffixes, bound_epsilon)
     elif bound_epsilon is not None:
@@ -187,8 +174,13 @@ def _joined(
     suffixes: tuple[str, str],
     max_rows: int | None,
     rows: str,
+    cuts: tuple[int, int] = (0, 0),
 ) -> FrameHandle:
-    """The handle of the join of ``left`` and ``right`` (a ``Join`` step in the plan)."""
+    """The handle of the join of ``left`` and ``right`` (a ``Join`` step in the plan).
+
+    ``cuts``: a join on another key keeps at most ``cuts[0]`` left and
+    ``cuts[1]`` right rows per key value (``(0, 0)``: a join on the ID).
+    """
     source, schema = id_join(
         left.plan,
         left.schema,
@@ -201,6 +193,8 @@ def _joined(
         max_rows=max_rows,
         suffixes=suffixes,
         rows=rows,
+        k_left=cuts[0],
+        k_right=cuts[1],
     )
     return left.derive(plan=source, schema=schema)
 
@@ -262,21 +256,8 @@ def _auto_k(
             "side's rows per key value: give its cost, e.g. bound_epsilon=0.05 (a small "
             "share of the budget)."
         )
-    source, schema = id_join(
-        left.plan,
-        left.schema,
-        right.plan,
-        right.schema,
-        how=how,
-        on=on,
-        left_on=left_on,
-        right_on=right_on,
-        suffixes=suffixes,
-        rows="per_key",
-        k_left=AUTO_K_MOST,
-        k_right=AUTO_K_MOST,
-    )
-    ranks = left.derive(plan=source, schema=schema)
+    cap = (AUTO_K_MOST, AUTO_K_MOST)
+    ranks = _joined(left, right, how, on, left_on, right_on, suffixes, None, "per_key", cap)
     side = GroupKey(PER_KEY_SIDE, Col(PER_KEY_SIDE), ("left", "right"))
     node = grouped_quantile_node(
         ranks,
