@@ -76,21 +76,25 @@ def test_refused_charge_writes_nothing(ledger_path: Path) -> None:
     assert ledger.releases("s").empty
 
 
-def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue[int]) -> None:
-    ledger = Ledger(path)
-    total = Fraction(1)
+def _spend_until_refused(path: str, epsilon: str, results: multiprocessing.Queue[Any]) -> None:
     admitted = 0
-    for _ in range(200):
+    try:
+        ledger = Ledger(path)
+        total = Fraction(1)
+        for _ in range(200):
 
-        def check(spent: Charge) -> None:
-            if spent.epsilon + Fraction(epsilon) > total:
-                raise dp.BudgetExceededError("full")
+            def check(spent: Charge) -> None:
+                if spent.epsilon + Fraction(epsilon) > total:
+                    raise dp.BudgetExceededError("full")
 
-        try:
-            ledger.charge("shared", "d", Charge(epsilon=Fraction(epsilon)), check, "q", "m")
-            admitted += 1
-        except dp.BudgetExceededError:
-            break
+            try:
+                ledger.charge("shared", "d", Charge(epsilon=Fraction(epsilon)), check, "q", "m")
+                admitted += 1
+            except dp.BudgetExceededError:
+                break
+    except BaseException as exc:  # say what went wrong instead of leaving the queue empty
+        results.put(f"after {admitted} charges: {exc!r}")
+        raise
     results.put(admitted)
 
 
@@ -98,7 +102,7 @@ def test_two_processes_never_overspend(ledger_path: Path) -> None:
     # fork: an IPython shell made by other tests replaces __main__, which spawn needs.
     methods = multiprocessing.get_all_start_methods()
     ctx: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    results: multiprocessing.Queue[int] = ctx.Queue()
+    results: multiprocessing.Queue[Any] = ctx.Queue()
     procs = [
         ctx.Process(target=_spend_until_refused, args=(str(ledger_path), "1/100", results))
         for _ in range(3)
@@ -107,8 +111,10 @@ def test_two_processes_never_overspend(ledger_path: Path) -> None:
         proc.start()
     for proc in procs:
         proc.join(timeout=120)
-    admitted = sum(results.get(timeout=10) for _ in procs)
-    assert admitted == 100
+    assert [proc.exitcode for proc in procs] == [0, 0, 0], [p.exitcode for p in procs]
+    counts = [results.get(timeout=10) for _ in procs]
+    assert all(isinstance(c, int) for c in counts), counts
+    assert sum(counts) == 100
     assert Ledger(ledger_path).spent("shared").epsilon == Fraction(1)
 
 
