@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import get_args
 
 from dpframe.accounting.accountants import AccountingKind, Charge
+from dpframe.accounting.ledger_chain import CHARGE_FIELDS
 from dpframe.errors import InvalidArgumentError
 
 __all__ = [
@@ -190,19 +191,9 @@ def row_statement(
     return _STATEMENTS[True, request is not None], (*params, currency)
 
 
-#: The charge fields bound by every INSERT of :data:`_STATEMENTS`, in parameter order.
-_BOUND = (
-    "session",
-    "dataset",
-    "time",
-    "query",
-    "mechanism",
-    "epsilon",
-    "delta",
-    "rho",
-    "privacy_unit",
-    "parts",
-)
+#: The charge fields bound by every INSERT of :data:`_STATEMENTS`, in parameter order: the
+#: chain's charge fields but the row id, the currency and the request, bound apart.
+_BOUND = tuple(f for f in CHARGE_FIELDS if f not in ("id", "currency", "request"))
 
 
 def charge_fields(row: Row) -> dict[str, object] | None:
