@@ -146,3 +146,28 @@ def test_describe_intervals_cover_the_truth() -> None:
             low, high = intervals.loc[row, ("x", "low")], intervals.loc[row, ("x", "high")]
             covered[row] += int(low <= most and high >= least)
     assert all(hits >= 0.91 * runs for hits in covered.values()), covered
+
+
+def test_describe_shows_an_integer_columns_quartiles_as_whole_numbers() -> None:
+    """Issue 30 item 7: the count row and an integer column's quartiles without decimals."""
+    session = dp.Session(epsilon=100, ledger=":memory:")
+    pf = session.private_frame(
+        load_cps1988(),
+        bounds={"wage": (0, 5000), "education": (0, 20)},
+        dtypes={"education": "integer"},
+    )
+    table = pf.describe(epsilon=1)
+    rows = list(table.index)
+    for column, quartiles_whole in (("wage", False), ("education", True)):
+        flags = dict(zip(rows, table[column].array.whole.tolist(), strict=True))
+        expected = {"count": True, "mean": False, "std": False}
+        expected |= dict.fromkeys(("25%", "50%", "75%"), quartiles_whole)
+        assert flags == expected, column
+    texts = [table["education"].array.cell_text(rows.index(r)) for r in ("25%", "50%", "75%")]
+    assert all(pd.Series(texts).str.fullmatch(r"\d+ ± \d+")), texts  # "12 ± 1", not "12.0 ± 1.0"
+    assert "." in table["education"].array.cell_text(rows.index("mean"))
+    printed = str(table)
+    assert "12 ± " in printed and "12.0 ±" not in printed  # the median education, as printed
+    # the flags travel with the cells: a row picked out keeps them, a sum with a mean does not
+    assert table.loc[["50%"], "education"].array.whole.all()
+    assert not (table["education"] + table["wage"]).array.whole[1:3].any()

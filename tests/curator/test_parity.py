@@ -144,6 +144,9 @@ def _same_shape(local: Any, far: Any, exact_keys: bool = True) -> None:
         assert far.shape == local.shape
         assert far.index.equals(local.index)
         assert list(far.columns) == list(local.columns)
+        for column in local.columns:  # which cells show whole numbers (describe: count, quartiles)
+            if str(local[column].dtype) == "dp":
+                assert far[column].array.whole.tolist() == local[column].array.whole.tolist()
     elif isinstance(local, tuple):  # approx_bounds: (low, high) on the public bin edges
         assert len(far) == len(local) == 2
         assert all(isinstance(x, float) for x in (*far, *local))

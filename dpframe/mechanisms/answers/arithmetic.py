@@ -112,7 +112,7 @@ class ArrayArithmetic(ReleasedCells):
         if found is None:
             return NotImplemented
         first, second = (found, self) if reverse else (self, found)
-        integer = first.integer and second.integer
+        integer = first.whole & second.whole
         apply = _APPLY[op]
         with np.errstate(divide="ignore", invalid="ignore"):  # x / 0: inf or NaN, as pandas
             values = apply(first.values, second.values)
@@ -125,7 +125,7 @@ class ArrayArithmetic(ReleasedCells):
         if op == "*" and (exact_first or exact_second):
             constant, released = (first, second) if exact_first else (second, first)
             weights = _diagonal(constant.values)
-            integer = integer and bool(np.all(constant.values == np.round(constant.values)))
+            integer = integer & (constant.values == np.round(constant.values))
             return type(self)(values, released.forms.mixed(weights), integer, centers)
         if op == "/" and exact_second:
             with np.errstate(divide="ignore"):
@@ -160,7 +160,7 @@ class ArrayArithmetic(ReleasedCells):
         return self._arith(other, "/", True)
 
     def __neg__(self) -> Any:
-        return type(self)(-self._values, self._forms.scaled(-1.0), self._integer, -self._centers)
+        return type(self)(-self._values, self._forms.scaled(-1.0), self._whole, -self._centers)
 
     def __pos__(self) -> Any:
         return self

@@ -194,7 +194,7 @@ class DPArray(ArrayArithmetic):
         order[positions] = len(self) + np.arange(len(positions))
         taken = both.take(order)
         self._values, self._forms, self._centers = taken.values, taken.forms, taken.centers
-        self._integer = self._integer and new.integer
+        self._whole = taken.whole
 
     def isna(self) -> npt.NDArray[np.bool_]:
         """True where the value is missing."""
@@ -223,7 +223,7 @@ class DPArray(ArrayArithmetic):
     def copy(self) -> DPArray:
         """A copy (the forms are immutable and shared)."""
         centers = None if self._centers is self._values else self._centers.copy()
-        return DPArray(self._values.copy(), self._forms, self._integer, centers)
+        return DPArray(self._values.copy(), self._forms, self._whole, centers)
 
     def _values_for_argsort(self) -> FloatArray:
         return self._values
@@ -245,7 +245,7 @@ class DPArray(ArrayArithmetic):
     def round(self, decimals: int = 0, *args: Any, **kwargs: Any) -> DPArray:
         """The values rounded for the eye (the intervals are the truth's, unchanged)."""
         rounded = np.round(self._values, decimals)
-        return DPArray(rounded, self._forms, self._integer, self._centers)
+        return DPArray(rounded, self._forms, self._whole, self._centers)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         """As pandas: ``dp`` stays; numbers give the plain values (``.dp.raw``)."""
@@ -270,7 +270,7 @@ class DPArray(ArrayArithmetic):
                 row = sparse.csr_array(weights.reshape(1, -1))
                 value = float(np.nansum(self._values) if skipna else self._values.sum())
                 center = float(np.nansum(self._centers) if skipna else self._centers.sum())
-                one = DPArray([value], self._forms.mixed(row), self._integer, [center])
+                one = DPArray([value], self._forms.mixed(row), self.integer, [center])
                 if name == "mean":
                     count = float(present.sum())
                     one = one / count if count else DPArray([np.nan], Forms.exact(1))
@@ -296,7 +296,8 @@ class DPArray(ArrayArithmetic):
         sparse = scipy_sparse()
         lower = sparse.csr_array(np.tril(np.ones((n, n))))
         forms = self._forms.mixed(lower)
-        return DPArray(running(self._values), forms, self._integer, running(self._centers))
+        whole = np.logical_and.accumulate(self._whole) if n else self._whole
+        return DPArray(running(self._values), forms, whole, running(self._centers))
 
     def rolling_sums(self, window: int) -> DPArray:
         """Sums over each window of ``window`` cells ending at each cell (NaN before it)."""
@@ -313,4 +314,4 @@ class DPArray(ArrayArithmetic):
             return np.where(np.arange(n) >= window - 1, sums, np.nan)
 
         forms = self._forms.mixed(sparse.csr_array(weights))
-        return DPArray(windows(self._values), forms, self._integer, windows(self._centers))
+        return DPArray(windows(self._values), forms, self.integer, windows(self._centers))

@@ -37,24 +37,36 @@ class ReleasedCells(ExtensionArray):
     Args:
         values: the released values (NaN: missing).
         forms: one affine form per value.
-        integer: the values are counts, shown as whole numbers.
+        integer: the values are whole numbers (counts, an integer column's
+            quantiles), shown without decimals: one flag for every cell, or one
+            per cell (``describe``: its count row and an integer column's
+            quartiles, beside means and deviations).
         centers: where each form is centred, when the values shown differ from
             it (after ``round``: the truth's interval is the unrounded value's);
             default: the values.
     """
 
     def __init__(
-        self, values: Any, forms: Forms, integer: bool = False, centers: Any = None
+        self,
+        values: Any,
+        forms: Forms,
+        integer: bool | npt.NDArray[np.bool_] = False,
+        centers: Any = None,
     ) -> None:
         self._values = np.asarray(values, dtype=float)
         if forms.cells != len(self._values):
             raise ValueError("one form per value")
         self._forms = forms
-        self._integer = bool(integer)
+        self._whole = np.broadcast_to(np.asarray(integer, dtype=bool), self._values.shape).copy()
         self._centers = self._values if centers is None else np.asarray(centers, dtype=float)
 
     @classmethod
-    def of_block(cls: type[_Cells], values: Any, block: Block, integer: bool = False) -> _Cells:
+    def of_block(
+        cls: type[_Cells],
+        values: Any,
+        block: Block,
+        integer: bool | npt.NDArray[np.bool_] = False,
+    ) -> _Cells:
         """A release's own cells: cell k carries error k of ``block``."""
         return cls(values, Forms.of_block(block), integer)
 
@@ -70,8 +82,13 @@ class ReleasedCells(ExtensionArray):
 
     @property
     def integer(self) -> bool:
-        """True for counts (whole numbers on screen)."""
-        return self._integer
+        """True when every cell is a whole number on screen (counts)."""
+        return bool(self._whole.all())
+
+    @property
+    def whole(self) -> npt.NDArray[np.bool_]:
+        """Per cell: shown as a whole number (do not modify)."""
+        return self._whole
 
     @property
     def centers(self) -> FloatArray:
@@ -97,8 +114,8 @@ class ReleasedCells(ExtensionArray):
         try:
             low, high = one.forms.intervals(one.centers, LEVEL)
         except DPError:  # no value interval (a quantile's rank error)
-            return f"{value:,.0f}" if self._integer else f"{value:.6g}"
-        return shown_interval(value, float(low[0]), float(high[0]), self._integer)[0]
+            return f"{value:,.0f}" if self._whole[i] else f"{value:.6g}"
+        return shown_interval(value, float(low[0]), float(high[0]), bool(self._whole[i]))[0]
 
     def _take_rows(self: _Cells, rows: npt.NDArray[np.int64]) -> _Cells:
         def pick(array: FloatArray) -> FloatArray:
@@ -106,7 +123,8 @@ class ReleasedCells(ExtensionArray):
             return np.where(rows < 0, np.nan, found)
 
         centers = None if self._centers is self._values else pick(self._centers)
-        return type(self)(pick(self._values), self._forms.take(rows), self._integer, centers)
+        whole = self._whole[np.maximum(rows, 0)] if len(self) else np.zeros(len(rows), bool)
+        return type(self)(pick(self._values), self._forms.take(rows), whole, centers)
 
     @classmethod
     def _concat_same_type(cls: type[_Cells], to_concat: Sequence[_Cells]) -> _Cells:
@@ -114,4 +132,5 @@ class ReleasedCells(ExtensionArray):
         values = np.concatenate([p.values for p in parts]) if parts else np.array([])
         centers = np.concatenate([p.centers for p in parts]) if parts else np.array([])
         forms = Forms.concat([p.forms for p in parts])
-        return cls(values, forms, all(p.integer for p in parts), centers)
+        whole = np.concatenate([p.whole for p in parts]) if parts else np.array([], bool)
+        return cls(values, forms, whole, centers)

@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import DPError
@@ -438,7 +439,9 @@ class _Column:
         return np.asarray(low)[:, self.column], np.asarray(high)[:, self.column]
 
 
-def answer_array(values: Any, intervals: Any, integer: bool | None = None) -> DPArray:
+def answer_array(
+    values: Any, intervals: Any, integer: bool | npt.NDArray[np.bool_] | None = None
+) -> DPArray:
     """A release's cells as a ``dp`` array: each cell's own error, as its model says.
 
     A count's or a sum's cells (one noise per cell, :class:`IntervalModel`
@@ -477,6 +480,7 @@ def released_frame(frame: pd.DataFrame, meta: FrameRelease) -> pd.DataFrame:
     keeps its values as they are.
     """
     integer = is_count(meta.intervals)
+    whole_cells = getattr(meta.intervals, "whole_cells", None)  # per cell (describe)
     columns: dict[int, Any] = {}
     for j in range(len(frame.columns)):
         column = frame.iloc[:, j]
@@ -485,7 +489,8 @@ def released_frame(frame: pd.DataFrame, meta: FrameRelease) -> pd.DataFrame:
         except (TypeError, ValueError):
             columns[j] = column.to_numpy()
             continue
-        columns[j] = answer_array(values, _Column(meta.intervals, j), integer)
+        whole = integer if whole_cells is None else whole_cells(j)
+        columns[j] = answer_array(values, _Column(meta.intervals, j), whole)
     released: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
     released.columns = frame.columns
     released.attrs = dict(frame.attrs)

@@ -80,6 +80,7 @@ class DescribeFamily(Family[Describe]):
         table: dict[str, list[Any]] = {}
         models: list[Any] = []
         quartile_ends: list[tuple[tuple[float, ...], tuple[float, ...]]] = []
+        whole_quartiles: list[bool] = []
         for i, (name, _, bounds) in enumerate(node.columns):
             var = run.part(parts[2 * i])
             quarts = run.part(parts[2 * i + 1])
@@ -92,6 +93,9 @@ class DescribeFamily(Family[Describe]):
             # Sorting the released quartiles is free post-processing and keeps 25% <= 50% <= 75%.
             quartiles = sorted(quarts.tolist())
             quartile_ends.append(_quartile_ends(quarts, quartiles))
+            whole_quartiles.append(
+                bool(getattr(quarts.attrs["dpframe"].intervals, "integer", False))
+            )
             middle = [np.nan] * 3 if wide else []
             table[name] = [count, *middle, mean, float(var) ** 0.5, *quartiles]
             models.append(var.intervals)
@@ -112,7 +116,12 @@ class DescribeFamily(Family[Describe]):
             self.mechanism,
             node.label,
             DescribeIntervals(
-                tuple(models), len(rows), len(result.columns), wide, tuple(quartile_ends)
+                tuple(models),
+                len(rows),
+                len(result.columns),
+                wide,
+                tuple(quartile_ends),
+                tuple(whole_quartiles),
             ),
             result.to_numpy(dtype=object),
         )
@@ -130,6 +139,10 @@ class DescribeIntervals:
     the std's from all three (each with its own Bonferroni split).  Quartiles:
     the 95% intervals released with them (NaN above 95%: they were chosen for
     that level).  Categorical columns' cells: NaN.
+
+    Shown as whole numbers (:meth:`whole_cells`): the count row, unique and
+    freq, and the quartiles of a column whose candidates were whole numbers
+    (an integer column's); means and deviations keep their decimals.
     """
 
     models: tuple[Any, ...]  # one IntervalModel (statistic "var") per numeric column
@@ -137,6 +150,15 @@ class DescribeIntervals:
     columns: int = 0
     wide: bool = False
     quartiles: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
+    whole_quartiles: tuple[bool, ...] = ()  # per numeric column: quartiles among integers
+
+    def whole_cells(self, column: int) -> np.ndarray:
+        """Which rows of the table's ``column`` are whole numbers (shown without decimals)."""
+        names = ALL_ROWS if self.wide else NUMERIC_ROWS
+        whole = np.array([name in ("count", "unique", "freq") for name in names])
+        if column < len(self.whole_quartiles) and self.whole_quartiles[column]:
+            whole[-3:] = True  # the 25%, 50% and 75% rows are the last three
+        return whole
 
     def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
         """(low, high), each of the table's shape."""
