@@ -12,6 +12,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import dpframe as dp
 from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.mechanisms.answers.array import DPArray
 from dpframe.mechanisms.answers.display import decimals_for, shown, shown_interval
 
 
@@ -170,4 +171,5 @@ def test_describe_shows_an_integer_columns_quartiles_as_whole_numbers() -> None:
     assert "12 ± " in printed and "12.0 ±" not in printed  # the median education, as printed
     # the flags travel with the cells: a row picked out keeps them, a sum with a mean does not
     assert table.loc[["50%"], "education"].array.whole.all()
-    assert not (table["education"] + table["wage"]).array.whole[1:3].any()
+    total = (table["education"] + table["wage"]).array
+    assert isinstance(total, DPArray) and not total.whole[1:3].any()

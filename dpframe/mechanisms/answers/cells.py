@@ -57,7 +57,9 @@ class ReleasedCells(ExtensionArray):
         if forms.cells != len(self._values):
             raise ValueError("one form per value")
         self._forms = forms
-        self._whole = np.broadcast_to(np.asarray(integer, dtype=bool), self._values.shape).copy()
+        self._whole: npt.NDArray[np.bool_] = np.broadcast_to(
+            np.asarray(integer, dtype=bool), self._values.shape
+        ).copy()
         self._centers = self._values if centers is None else np.asarray(centers, dtype=float)
 
     @classmethod
