@@ -176,6 +176,12 @@ class FrameReleases:
         the keys whose noisy count clears the count noise's one-sided 95%
         quantile (see ``dpframe/mechanisms/moments/describe_family.py``).
 
+        Columns declared not null (``dtypes={"wage": "numeric not null"}``)
+        show one row count: the inverse-variance average of their variance
+        releases' counts (free post-processing), whose interval is that of the
+        weighted sum of their noises (about 1/√k as wide for k columns).  Counts
+        and an integer column's quartiles are shown as whole numbers.
+
         Accuracy: as for :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile`
         at their shares of the budget; ``dp.ci(result)`` gives count, mean and
         std intervals.

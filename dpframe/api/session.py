@@ -95,7 +95,11 @@ class Session(engine_session.Session):
                 (``"integer"``: numeric, and its quantiles choose among whole
                 numbers).  Values are read as declared (one that does not
                 convert becomes missing), so no kind is inferred from the
-                private values.
+                private values.  A kind ending in ``" not null"``
+                (``"integer not null"``) declares a value in every row: a
+                missing one is read as a public fill (the bounds' midpoint,
+                rounded down for integers; 0; False; ""; the first date), and
+                ``describe()`` shows one row count in all such columns.
             privacy_unit: the column identifying a person (or household...)
                 when one unit can have several rows, or a :class:`~dpframe.PrivacyUnit`
                 (which then also holds the two limits below).

@@ -25,10 +25,20 @@ or date objects, each on its own: no format is guessed from the first value,
 and anything else (another format, a number, a date outside 1677-2262) is
 missing.  A date column with a time zone is read in UTC, without the zone.
 Columns neither declared nor bounded keep their dtype.
+
+Any kind may end in ``" not null"`` (``"integer not null"``, as SQL writes it):
+the column holds a value in every row, by declaration.  A missing value there
+(or one that does not convert) is read as a public fill instead (the midpoint
+of the column's bounds, rounded down for an integer column; 0 without bounds;
+False; the empty text; the first date of its date bounds), row by row, so no
+release can tell a missing value from the fill.  What the declaration buys:
+``describe()`` shows one row count in every such column (see
+:mod:`dpframe.mechanisms.moments.describe_family`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -49,6 +59,7 @@ __all__ = [
     "declared_kinds",
     "declared_schema",
     "parse_kind",
+    "with_fills",
 ]
 
 BaseKind = Literal["numeric", "integer", "boolean", "text", "datetime"]
@@ -56,10 +67,16 @@ BaseKind = Literal["numeric", "integer", "boolean", "text", "datetime"]
 
 @dataclass(frozen=True)
 class DeclaredKind:
-    """A declared column kind, and a text column's maximum length (characters)."""
+    """A declared column kind, and a text column's maximum length (characters).
+
+    ``not_null``: declared to hold a value in every row (``"... not null"``);
+    ``fill`` is the public value a missing one is read as (:func:`with_fills`).
+    """
 
     base: BaseKind
     max_length: int | None = None
+    not_null: bool = False
+    fill: Any = None
 
 
 _ALIASES: Mapping[str, BaseKind] = {
@@ -86,6 +103,7 @@ _ALIASES: Mapping[str, BaseKind] = {
     "timestamp": "datetime",
 }
 _LIMITED_TEXT = re.compile(r"(?:text|string|str)\((\d{1,7})\)")
+_NOT_NULL = re.compile(r"\s+not\s+null\s*$", re.IGNORECASE)
 _FIRST, _LAST = pd.Timestamp.min.ceil("s"), pd.Timestamp.max.floor("s")
 #: A date and a time without a UTC offset (``2020-01-31T08:00``, ``20200131 0800:00.5``):
 #: after the time's first digit only digits, ``:``, ``.`` and ``,`` (an offset has Z, + or -).
@@ -98,6 +116,8 @@ def parse_kind(name: str, kind: object) -> DeclaredKind:
 
 
 def _parse_kind(name: str, kind: object) -> DeclaredKind:
+    if isinstance(kind, str) and _NOT_NULL.search(kind):
+        return replace(_parse_kind(name, _NOT_NULL.sub("", kind).strip()), not_null=True)
     if isinstance(kind, str):
         limited = _LIMITED_TEXT.fullmatch(kind)
         if limited is not None:
@@ -109,7 +129,8 @@ def _parse_kind(name: str, kind: object) -> DeclaredKind:
     raise SchemaError(
         f"dtypes[{name!r}] must be 'numeric', 'integer', 'boolean' or 'text' ('text(40)': text "
         "of at most 40 characters), or 'datetime' (or a pandas name of one of them, e.g. "
-        "'float64', 'int64', 'bool', 'string')."
+        "'float64', 'int64', 'bool', 'string'), optionally followed by ' not null' "
+        "('integer not null')."
     )
 
 
@@ -176,10 +197,55 @@ def declared_kinds(
         if textual or numeric:  # numeric ones keep their data; their shown dtype is float64
             integer = pd.api.types.is_integer_dtype(dtype)  # the frame's own kind (int64, Int64)
             kinds.setdefault(name, DeclaredKind("integer" if integer else "numeric"))
-    return kinds
+    return with_fills(kinds, declared_bounds)
+
+
+def with_fills(
+    kinds: Mapping[str, DeclaredKind], bounds: Mapping[str, object]
+) -> dict[str, DeclaredKind]:
+    """``kinds`` with each not-null column's public fill (see the module), from its bounds.
+
+    Raises:
+        SchemaError: a date column declared not null without date bounds
+            (its fill is their first date).
+    """
+    filled: dict[str, DeclaredKind] = {}
+    for name, kind in kinds.items():
+        if kind.not_null and kind.fill is None:
+            kind = replace(kind, fill=_fill(name, kind, bounds.get(name)))
+        filled[name] = kind
+    return filled
+
+
+def _fill(name: str, kind: DeclaredKind, pair: object) -> Any:
+    """The public value a missing one of a not-null column is read as."""
+    if kind.base == "datetime":
+        if not _date_pair(pair):
+            raise SchemaError(
+                f"dtypes[{name!r}] declares dates not null: give the column date bounds "
+                "(its missing values are read as their first date)."
+            )
+        return pd.Timestamp(check_date_bounds(name, pair)[0])
+    if kind.base == "boolean":
+        return False
+    if kind.base == "text":
+        return ""
+    if isinstance(pair, (tuple, list)) and len(pair) == 2 and not _date_pair(pair):
+        middle = (float(pair[0]) + float(pair[1])) / 2
+        return float(math.floor(middle)) if kind.base == "integer" else middle
+    return 0.0
 
 
 def _convert(series: pd.Series, declared: DeclaredKind) -> pd.Series:
+    converted = _convert_kind(series, declared)
+    if declared.not_null and declared.fill is not None:
+        missing = converted.isna()
+        if missing.any():  # the fill, row by row (a copy only when one is missing)
+            converted = converted.where(~missing, declared.fill)
+    return converted
+
+
+def _convert_kind(series: pd.Series, declared: DeclaredKind) -> pd.Series:
     dtype, kind = series.dtype, declared.base
     if kind == "datetime":
         return _dates(series)
@@ -315,6 +381,8 @@ _SHOWN: Mapping[BaseKind, str] = {**_DTYPES, "integer": INTEGER_DTYPE}
 def _already(dtype: Any, declared: DeclaredKind) -> bool:
     """True when a column of ``dtype`` needs no conversion to ``declared``."""
     kind = declared.base
+    if declared.not_null:
+        return False  # a missing value may need its fill
     if kind == "datetime":
         return bool(dtype == np.dtype("datetime64[ns]"))
     if declared.max_length is not None:
@@ -348,7 +416,12 @@ def declared_schema(schema: Schema, kinds: Mapping[str, DeclaredKind]) -> Schema
     for name, kind in kinds.items():
         if name not in schema:
             continue
-        info = replace(schema.get(name), dtype=_SHOWN[kind.base], max_length=kind.max_length)
+        info = replace(
+            schema.get(name),
+            dtype=_SHOWN[kind.base],
+            max_length=kind.max_length,
+            not_null=kind.not_null,
+        )
         length = kind.max_length
         if length is not None and any(
             isinstance(k, str) and len(k) > length for k in info.categories or ()

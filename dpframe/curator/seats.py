@@ -34,7 +34,7 @@ from dpframe.accounting.ledger import Ledger, PendingCharge
 from dpframe.accounting.ledger_schema import ledger_errors
 from dpframe.api.handle import FrameHandle
 from dpframe.backends.base import Backend
-from dpframe.backends.declared import apply_declared_kinds, parse_kind
+from dpframe.backends.declared import apply_declared_kinds, parse_kind, with_fills
 from dpframe.backends.pandas_backend import PandasBackend
 from dpframe.curator.caps import CapGuard, SeatCaps
 from dpframe.curator.catalog import Analyst, Catalog, CatalogError, DatasetEntry, Grant
@@ -571,7 +571,7 @@ class Seats:
             if data is None:
                 frame = read_declared(entry)
                 kinds = {c: parse_kind(c, k) for c, k in entry.kinds.items()}
-                data = apply_declared_kinds(frame, kinds)
+                data = apply_declared_kinds(frame, with_fills(kinds, entry.bounds))
                 self._data[entry.name] = data
         return data
 

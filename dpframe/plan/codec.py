@@ -310,11 +310,12 @@ def decode_node(data: object, source: Source, resolve: Resolver | None = None) -
 
 
 def column_extras(info: ColumnInfo) -> dict[str, Any]:
-    """A column's date bounds and maximum length in JSON (what a curator adds to its schema)."""
+    """A column's date bounds, maximum length and not-null flag in JSON (a curator's schema)."""
     bounds = info.date_bounds
     return {
         "date_bounds": None if bounds is None else [date_to_json(b) for b in bounds],
         "max_length": info.max_length,
+        "not_null": info.not_null,
     }
 
 
@@ -327,7 +328,11 @@ def column_extras_from_json(data: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(bounds, list) or len(bounds) != 2:
             raise SchemaError("date_bounds must be a pair of ISO 8601 dates.")
         dates = (date_from_json(bounds[0], "date_bounds"), date_from_json(bounds[1], "date_bounds"))
+    not_null = data.get("not_null", False)
+    if not isinstance(not_null, bool):
+        raise SchemaError("not_null must be true or false.")
     return {
         "date_bounds": dates,
         "max_length": None if length is None else check_max_length(length, "max_length"),
+        "not_null": not_null,
     }

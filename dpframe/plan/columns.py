@@ -13,7 +13,7 @@ each says which operand kinds it accepts and which facts its result has, so
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 import pandas as pd
@@ -46,6 +46,9 @@ class ColumnInfo:
             :class:`pandas.Timestamp` objects), or None.
         max_length: a text column's declared (or derived) maximum length in
             characters (longer values are truncated), or None.
+        not_null: declared to hold a value in every row (``dtypes=`` kind
+            ``"... not null"``); kept by a rename, a filter and a join side that
+            every row matches, cleared by any derived column (it may be missing).
     """
 
     name: str
@@ -55,6 +58,9 @@ class ColumnInfo:
     categories: tuple[Hashable, ...] | None = None
     date_bounds: DateBounds | None = None
     max_length: int | None = None
+    # Not in repr: a schema's digest (repr) stays what it was for the columns that do
+    # not declare it, so requests recorded before it keep their re-run keys.
+    not_null: bool = field(default=False, repr=False)
 
     @property
     def summable(self) -> bool:

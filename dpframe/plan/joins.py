@@ -229,7 +229,7 @@ def _may_be_missing(info: ColumnInfo, name: str) -> ColumnInfo:
         dtype = "float64"  # as pandas: a missing integer makes the column float
     elif info.kind == "boolean" and dtype == "bool":
         dtype = "boolean"  # pandas' nullable boolean (the engine converts the same way)
-    return replace(info, name=name, dtype=dtype)
+    return replace(info, name=name, dtype=dtype, not_null=False)
 
 
 def join_schema(join: Join, left: Schema, right: Schema) -> Schema:

@@ -71,7 +71,11 @@ class Schema:
         thing.  Writing out and hashing a schema of a thousand categories takes
         about 0.2 ms, which every release would otherwise pay.
         """
-        return hashlib.sha256(repr(self.columns).encode("utf-8", "surrogatepass")).hexdigest()
+        text = repr(self.columns)
+        not_null = [c.name for c in self.columns if c.not_null]
+        if not_null:  # not in ColumnInfo's repr (older digests unchanged): added here
+            text += f" not null: {not_null!r}"
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -116,6 +120,8 @@ class Schema:
         }
         if any(c.max_length is not None for c in self.columns):
             columns["max_length"] = pd.array([c.max_length for c in self.columns], dtype=object)
+        if any(c.not_null for c in self.columns):
+            columns["not_null"] = [c.not_null for c in self.columns]
         table: pd.DataFrame = pd.DataFrame(columns, index=pd.Index(self.names, name="column"))
         return table
 
@@ -456,6 +462,19 @@ def infer_column(name: str, expr: Expr, schema: Schema) -> ColumnInfo:
     value_kind = _value_kind(order, infos)
     if isinstance(expr, Col):
         return replace(infos[expr.name], name=name)
+    info = _derived_column(name, expr, schema, order, infos, value_kind)
+    return replace(info, not_null=False) if info.not_null else info  # it may be missing
+
+
+def _derived_column(
+    name: str,
+    expr: Expr,
+    schema: Schema,
+    order: list[Expr],
+    infos: Mapping[str, ColumnInfo],
+    value_kind: ValueKind,
+) -> ColumnInfo:
+    """:func:`infer_column` of an expression other than a bare column."""
     if isinstance(expr, DateLit):
         return ColumnInfo(name, "datetime", "datetime64[ns]", date_bounds=(expr.value, expr.value))
     facts = _derived_facts(order, infos, schema)

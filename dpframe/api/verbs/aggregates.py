@@ -246,6 +246,7 @@ def describe_node(frame: FrameHandle, request: PrivacyRequest, include: object =
         columns=columns,
         categorical=categorical,
         candidates=candidates if any(candidates) else (),
+        not_null=tuple(name for name, _, _ in columns if frame.schema.get(name).not_null),
     )
 
 

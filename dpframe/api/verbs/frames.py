@@ -54,7 +54,14 @@ def with_bounds(frame: FrameHandle, bounds: Mapping[str, tuple[float, float]]) -
         if not info.summable:
             raise SchemaError(f"{name!r} is not numeric; bounds apply to numeric columns.")
         schema = schema.with_column(
-            ColumnInfo(info.name, info.kind, info.dtype, check_bounds(name, pair), info.categories)
+            ColumnInfo(
+                info.name,
+                info.kind,
+                info.dtype,
+                check_bounds(name, pair),
+                info.categories,
+                not_null=info.not_null,
+            )
         )
     return frame.derive(schema=schema)
 

@@ -14,6 +14,9 @@ Privacy:
     the sum of its noisy counts, top the key with the largest noisy count
     (argmax of released values: free), freq that count, and unique the
     number of declared keys whose noisy count clears :func:`unique_threshold`.
+    The columns declared not null share one count row: the inverse-variance
+    weighted average of their variance releases' noisy counts (each estimates
+    the frame's rows), again post-processing (:class:`RowCount`).
 
 Accuracy:
     As :meth:`PrivateSeries.var` and :meth:`PrivateSeries.quantile` at their
@@ -33,6 +36,8 @@ import numpy as np
 import pandas as pd
 
 from dpframe.mechanisms.answers.results import FrameRelease, as_answer
+from dpframe.mechanisms.calibration.additive import NoiseSpec
+from dpframe.mechanisms.calibration.noise_sums import half_width
 from dpframe.mechanisms.core.family import Family, Released
 from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.quantiles.quantile_intervals import INTERVAL_LEVEL
@@ -67,7 +72,7 @@ class DescribeFamily(Family[Describe]):
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""
-        return (DescribeIntervals,)
+        return (DescribeIntervals, RowCount)
 
     mechanism = "composite (variance + quartiles per column)"
 
@@ -99,6 +104,10 @@ class DescribeFamily(Family[Describe]):
             middle = [np.nan] * 3 if wide else []
             table[name] = [count, *middle, mean, float(var) ** 0.5, *quartiles]
             models.append(var.intervals)
+        shared = _row_count(node, models)
+        if shared is not None:  # columns declared not null: one row count in each (free)
+            for i in shared.columns:
+                table[node.columns[i][0]][0] = shared.value
         first_key = 2 * len(node.columns)
         for j, key in enumerate(node.categorical):
             histogram = run.part(parts[first_key + j])
@@ -122,6 +131,7 @@ class DescribeFamily(Family[Describe]):
                 wide,
                 tuple(quartile_ends),
                 tuple(whole_quartiles),
+                shared,
             ),
             result.to_numpy(dtype=object),
         )
@@ -151,6 +161,7 @@ class DescribeIntervals:
     wide: bool = False
     quartiles: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
     whole_quartiles: tuple[bool, ...] = ()  # per numeric column: quartiles among integers
+    row_count: RowCount | None = None  # the columns declared not null: one row count
 
     def whole_cells(self, column: int) -> np.ndarray:
         """Which rows of the table's ``column`` are whole numbers (shown without decimals)."""
@@ -176,11 +187,51 @@ class DescribeIntervals:
             for row, part in zip(positions, (count, mean, std), strict=True):
                 lo, hi = part.interval(level)
                 low[row, j], high[row, j] = float(lo[0]), float(hi[0])
+        if self.row_count is not None:
+            lo_count, hi_count = self.row_count.interval(level)
+            for j in self.row_count.columns:
+                low[0, j], high[0, j] = lo_count, hi_count
         if level <= INTERVAL_LEVEL + 1e-12:
             first = self.rows - 3  # the 25%, 50% and 75% rows are the last three
             for j, (lows, highs) in enumerate(self.quartiles):
                 low[first:, j], high[first:, j] = lows, highs
         return low, high
+
+
+@dataclass(frozen=True)
+class RowCount:
+    """One row count for the columns declared not null, from their counts (free).
+
+    A column declared not null holds a value in every row, so each of its
+    variance release's noisy counts estimates the same number, the rows of the
+    frame.  Their inverse-variance weighted average (public weights: the noises'
+    variances) is shown in every such column's count row; its interval is the
+    exact one of the weighted sum of their independent noises
+    (:func:`~dpframe.mechanisms.calibration.noise_sums.half_width`).
+    """
+
+    columns: tuple[int, ...]  # the positions of the not-null columns in the table
+    weights: tuple[float, ...]
+    noises: tuple[NoiseSpec, ...]
+    value: float
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """(low, high) containing the row count with probability ≥ ``level``."""
+        half = half_width(np.array(self.weights), self.noises, 1 - level)
+        return self.value - half, self.value + half
+
+
+def _row_count(node: Describe, models: list[Any]) -> RowCount | None:
+    """The combined row count of ``node``'s not-null columns (None: no such column)."""
+    positions = tuple(i for i, (name, _, _) in enumerate(node.columns) if name in node.not_null)
+    if not positions:
+        return None
+    noises = tuple(models[i].noise[0] for i in positions)
+    counts = np.array([float(models[i].noisy[0][0]) for i in positions])
+    precision = np.array([1 / noise.std**2 for noise in noises])
+    weights = precision / precision.sum()
+    value = float(np.dot(weights, counts))
+    return RowCount(positions, tuple(float(w) for w in weights), noises, value)
 
 
 def _quartile_ends(

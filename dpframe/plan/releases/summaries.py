@@ -35,11 +35,16 @@ class Describe(ReleaseNode):
     #: per numeric column, its quartiles' public candidates (``()``: the default grid;
     #: an integer column's integers, so that its quartiles are whole numbers).
     candidates: tuple[tuple[float, ...], ...] = ()
+    #: the numeric columns declared not null (a value in every row): their count row
+    #: shows one row count, combined from their variance releases' counts (free).
+    not_null: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.candidates and len(self.candidates) != len(self.columns):
             raise SchemaError("describe(): one candidate list per numeric column.")
+        if not set(self.not_null) <= {name for name, _, _ in self.columns}:
+            raise SchemaError("describe(): not_null names only its numeric columns.")
         if not self.columns and not self.categorical:
             raise SchemaError(
                 "describe() needs numeric columns with declared bounds (or, with "
@@ -71,6 +76,11 @@ class Describe(ReleaseNode):
         for _, expr, _ in self.columns:
             numeric(expr, schema, "describe")
         keys_fit(self.categorical, schema)
+        for name in self.not_null:  # a declaration of the data's schema, not the request's
+            if name not in schema or not schema.get(name).not_null:
+                raise SchemaError(
+                    f"describe(): {name!r} is not declared not null in this frame's schema."
+                )
 
     def parts(self) -> tuple[Aggregate | ReleaseNode, ...]:
         """The parts, in order: per numeric column a ``var`` and a quartiles :class:`Quantile`.
