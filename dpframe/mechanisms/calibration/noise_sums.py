@@ -9,6 +9,7 @@ from the moment generating functions, and a union bound.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -65,10 +66,23 @@ def half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> 
     ``e_j`` are independent draws of ``noises[j]`` (in value units, with their
     grid rounding); the bounds are the exact convolution (up to
     :data:`CONVOLVED_TERMS` terms), a Chernoff bound and a union bound.
+    A function of public parameters only, so it is remembered (the same
+    margins of a table are asked for by its display, its "too thin" check
+    and ``dp.ci``: a 3 × 2 crosstab's margins took 0.16 s each time).
     """
-    found = [_chernoff(row, noises, alpha), _union(row, noises, alpha)]
-    if 1 < np.count_nonzero(row) <= CONVOLVED_TERMS:
-        found.append(_convolved(row, noises, alpha))
+    key = tuple(float(c) for c in np.asarray(row, dtype=float).ravel())
+    return _remembered_half_width(key, tuple(noises), float(alpha))
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_half_width(
+    row: tuple[float, ...], noises: tuple[NoiseSpec, ...], alpha: float
+) -> float:
+    """:func:`half_width` of the row as a tuple (hashable: its cache key)."""
+    coefficients = np.array(row)
+    found = [_chernoff(coefficients, noises, alpha), _union(coefficients, noises, alpha)]
+    if 1 < np.count_nonzero(coefficients) <= CONVOLVED_TERMS:
+        found.append(_convolved(coefficients, noises, alpha))
     return min(found)
 
 
@@ -110,8 +124,9 @@ def _convolved(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> 
         dense = np.zeros(int(cells[-1]) - low + 1)
         np.add.at(dense, cells - low, p)
         size = len(total) + len(dense) - 1
-        fft = np.fft.rfft(total, size) * np.fft.rfft(dense, size)
-        total = np.clip(np.fft.irfft(fft, size), 0.0, None)
+        padded = 1 << (size - 1).bit_length()  # a power of two: pocketfft is slow on primes
+        fft = np.fft.rfft(total, padded) * np.fft.rfft(dense, padded)
+        total = np.clip(np.fft.irfft(fft, padded)[:size], 0.0, None)
         offset += low
     budget = alpha / 2 - lost - 1e-12 * len(terms)  # FFT rounding, generously
     if budget <= 0:
