@@ -26,7 +26,12 @@ Scalars (:func:`scalar_key`) are keyed exactly and by type:
   other bits), every NaN has the single tag ``("nan",)`` (all NaNs are
   equal) and the infinities are ``("inf",)`` and ``("-inf",)``;
 * strings are their own key (every other key is a tuple, so no clash);
-* a tuple is the tuple of its items' keys;
+* a tuple is the tuple of its items' keys; a long tuple of plain floats without
+  NaN (a quantile's 4,097 candidates) is keyed at once by the bytes of its
+  IEEE 754 values, ``("float64s", bytes)``: equal exactly when every value is
+  (``-0.0`` apart from ``0.0``), and no other key has that form (a user's
+  tuple holding the text ``"float64s"`` and bytes keys its bytes with a type
+  tag); converting 4,097 floats one by one to fractions took 30 ms;
 * other types (numpy scalars, timestamps) are tagged with their qualified
   type name, so they never equal a plain Python value.
 """
@@ -39,7 +44,12 @@ from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import Any, Protocol, TypeAlias
 
+import numpy as np
+
 __all__ = ["Entry", "KeyTable", "KeyedNode", "intern", "node_entry", "scalar_key"]
+
+#: A tuple of more plain floats than this is keyed by its values' bytes (module docstring).
+_FLOATS_AT_ONCE = 16
 
 #: One distinct sub-structure: (tag, keys of the node's own fields, positions of its children).
 Entry: TypeAlias = tuple[str, tuple[Hashable, ...], tuple[int, ...]]
@@ -84,7 +94,12 @@ def scalar_key(value: object) -> Hashable:
     if kind is float:
         return _float_key(value)  # type: ignore[arg-type]  # checked above
     if kind is tuple:
-        return tuple(scalar_key(item) for item in value)  # type: ignore[attr-defined]
+        items: tuple[Any, ...] = value  # type: ignore[assignment]
+        if len(items) > _FLOATS_AT_ONCE and all(type(item) is float for item in items):
+            array = np.array(items, dtype=np.float64)
+            if not np.isnan(array).any():
+                return ("float64s", array.tobytes())
+        return tuple(scalar_key(item) for item in items)
     name = f"{kind.__module__}.{kind.__qualname__}"
     if isinstance(value, numbers.Integral):
         return (name, ("int", int(value)))
