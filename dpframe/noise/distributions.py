@@ -156,6 +156,7 @@ def _laplace_tail(s: float, a: int) -> float:
     return 2.0 * math.exp(-(a + 1) / s) / (1.0 + math.exp(-1.0 / s))
 
 
+@lru_cache(maxsize=1024, typed=True)  # public parameters only: every interval asks again
 def discrete_laplace_abs_quantile(scale: float, level: float) -> int:
     """Return the smallest integer ``a >= 0`` with ``P(|Y| <= a) >= level``.
 
@@ -268,6 +269,7 @@ def discrete_gaussian_cdf(sigma2: float, k: npt.ArrayLike) -> FloatArray:
     return np.where(kf < 0, lower, 1.0 - lower)
 
 
+@lru_cache(maxsize=1024, typed=True)  # public parameters only: every interval asks again
 def discrete_gaussian_abs_quantile(sigma2: float, level: float) -> int:
     """Return the smallest integer ``a >= 0`` with ``P(|Y| <= a) >= level``.
 

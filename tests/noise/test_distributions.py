@@ -72,9 +72,19 @@ def test_scale_validation(bad: object, reason: str) -> None:
 @pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, float("nan"), "0.9", False])
 def test_level_validation(bad: object) -> None:
     with pytest.raises(NoiseParameterError, match="level"):
-        discrete_laplace_abs_quantile(3.0, bad)  # type: ignore[arg-type]
+        discrete_laplace_abs_quantile(3.0, bad)
     with pytest.raises(NoiseParameterError, match="level"):
-        discrete_gaussian_abs_quantile(3.0, bad)  # type: ignore[arg-type]
+        discrete_gaussian_abs_quantile(3.0, bad)
+
+
+def test_remembered_half_widths_still_refuse_what_they_refused() -> None:
+    """The quantiles are remembered per (parameter, level) with their types: True is not 1."""
+    assert discrete_laplace_abs_quantile(1, 0.95) == discrete_laplace_abs_quantile(1.0, 0.95)
+    assert discrete_gaussian_abs_quantile(1, 0.95) == discrete_gaussian_abs_quantile(1.0, 0.95)
+    with pytest.raises(NoiseParameterError, match="^scale must be a positive real number$"):
+        discrete_laplace_abs_quantile(True, 0.95)
+    with pytest.raises(NoiseParameterError, match="^sigma2 must be a positive real number$"):
+        discrete_gaussian_abs_quantile(True, 0.95)
 
 
 # -- discrete Laplace ----------------------------------------------------------------
