@@ -81,9 +81,9 @@ def test_remembered_half_widths_still_refuse_what_they_refused() -> None:
     """The quantiles are remembered per (parameter, level) with their types: True is not 1."""
     assert discrete_laplace_abs_quantile(1, 0.95) == discrete_laplace_abs_quantile(1.0, 0.95)
     assert discrete_gaussian_abs_quantile(1, 0.95) == discrete_gaussian_abs_quantile(1.0, 0.95)
-    with pytest.raises(NoiseParameterError, match="^scale must be a positive real number$"):
+    with pytest.raises(NoiseParameterError, match=r"^scale must be a positive real number$"):
         discrete_laplace_abs_quantile(True, 0.95)
-    with pytest.raises(NoiseParameterError, match="^sigma2 must be a positive real number$"):
+    with pytest.raises(NoiseParameterError, match=r"^sigma2 must be a positive real number$"):
         discrete_gaussian_abs_quantile(True, 0.95)
 
 
