@@ -22,6 +22,9 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
+from dpframe.api.thin import thin_cells, thin_message
+from dpframe.mechanisms.answers.array import DPArray
+from dpframe.mechanisms.answers.forms import Block
 
 TINY = 0.002
 AMPLE = 2_000.0
@@ -167,3 +170,26 @@ def test_explain_of_one_output_has_no_bar(data: pd.DataFrame) -> None:
     text = str(pf.session.explain(lambda: pf["x"].mean(epsilon=0.1)))
     assert "too thin" not in text
     assert pf.session.spent.epsilon == 0
+
+
+class _WholeBounds:
+    """An interval model whose cells' intervals are the whole declared range [0, 100]."""
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros(3), np.full(3, 100.0)
+
+
+def test_an_interval_spanning_the_bounds_is_too_thin_at_any_value() -> None:
+    """A mean clamped to [0, 100] reads "100 ± 100": too thin, as "50 ± 50" (both reach 0).
+
+    Judged by the ± shown (the larger distance to an end): with (high - low) / 2 the
+    first cell read 100 ± 50 and passed, so a release at a tiny ε could give no warning
+    (7 of 300 agg releases at ε = 0.002 did).  The advised ε is above the one spent.
+    """
+    values = np.array([100.0, 50.0, 20.0])
+    cells = DPArray.of_block(values, Block(3, model=_WholeBounds(), released=values))
+    found = thin_cells(pd.Series(cells, index=["a", "b", "c"]))
+    assert found is not None and found.thin == 3 and found.judged == 3
+    assert found.factor is not None and found.factor > 80 / 20  # 20 ± 80: the thinnest
+    message = thin_message(pd.Series(cells, index=["a", "b", "c"]))
+    assert message is not None and "(thinnest: c: 20 ± 80)" in message

@@ -7,8 +7,9 @@ the release (post-processing: it reads the released values and their public
 noise, never the data) and warns once, in one line, saying how many cells are
 too thin and about which ε would bring them under the bar:
 
-* a cell is too thin when its 95% half-width is larger than its value's
-  magnitude (a cell with no interval, e.g. a quantile's, is not judged);
+* a cell is too thin when its 95% interval reaches 0: the ± shown (the larger
+  distance to an end) is at least its value's magnitude (a cell with no
+  interval, e.g. a quantile's, is not judged);
 * a correlation entry is too thin when its 95% interval spans more than half
   of [−1, 1] (the diagonal, always 1, is not judged).
 
@@ -21,6 +22,7 @@ says the same before anything is spent (:mod:`dpframe.mechanisms.core.explanatio
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -120,8 +122,12 @@ def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
         except (ArithmeticError, ValueError):  # never lose a charged release to the check
             continue
         value = np.asarray(array.values, dtype=float)
-        half = np.asarray(high, dtype=float) - np.asarray(low, dtype=float)
-        half /= 2
+        # The ± shown: the larger distance to an end (an interval clamped to a mean's
+        # bounds is asymmetric: "100 ± 100" for [0, 100], whose half-width is 50).
+        half = np.maximum(
+            value - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - value
+        )
+        half = np.maximum(half, 0.0)
         keep = np.isfinite(value) & ~np.isnan(half)
         if keep.all():  # every cell judged (no value missing): nothing to select
             places.append((prefix, column.index, None))
@@ -181,7 +187,8 @@ def thin_cells(result: object) -> ThinCells | None:
     hidden = missing if any("too thin" in str(note) for note in notes) else 0
     if len(values) + hidden < 2:
         return None
-    thin = halves > np.abs(values)
+    # The interval reaches 0 (or beyond): it cannot tell the value from nothing.
+    thin = (halves >= np.abs(values)) & (halves > 0)
     if not thin.any():
         if not hidden:
             return None
@@ -195,9 +202,21 @@ def thin_cells(result: object) -> ThinCells | None:
         f"± {plain_number(float(halves[worst]))}"
     )
     most = float(ratio[worst])
-    factor = most if 1.0 <= most <= _MOST_FACTOR else None
+    # A little more than the ratio: at exactly the ratio the interval still reaches 0.
+    factor = most * 1.05 if 1.0 <= most <= _MOST_FACTOR else None
     count, total = int(thin.sum()) + hidden, len(values) + hidden
     return ThinCells(count, total, example, factor, int(zero.sum()), hidden)
+
+
+def _rounded_up(value: float) -> float:
+    """``value`` rounded up to two significant digits.
+
+    The advice must not read as the ε just spent: a cell barely over the bar
+    needs ε × 1.0005, which two digits rounded to nearest showed as that ε.
+    """
+    step = 10.0 ** (math.floor(math.log10(value)) - 1)
+    units = value / step
+    return math.ceil(units - 1e-9 * units) * step
 
 
 def _advice(cells: ThinCells, cost: Any, under: str) -> str:
@@ -215,10 +234,11 @@ def _advice(cells: ThinCells, cost: Any, under: str) -> str:
     others = " the others" if cells.zeros else ""
     epsilon = getattr(cost, "epsilon", None)
     if epsilon and getattr(cost, "delta", 1) == 0:
-        scaled = plain_number(float(epsilon) * cells.factor)
+        scaled = plain_number(_rounded_up(float(epsilon) * cells.factor))
         return f"; about ε={scaled} would bring{others or ' ' + them} {under}{zeros}"
+    factor = plain_number(_rounded_up(cells.factor))
     return (
-        f"; about {plain_number(cells.factor)} times less noise (a larger ε, fewer cells or "
+        f"; about {factor} times less noise (a larger ε, fewer cells or "
         f"tighter bounds) would bring{others or ' ' + them} {under}{zeros}"
     )
 

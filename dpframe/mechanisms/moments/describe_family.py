@@ -114,7 +114,10 @@ class DescribeFamily(Family[Describe]):
             counts = histogram.to_numpy(dtype=float)
             top = int(np.argmax(counts))
             unique = int((counts > unique_threshold(histogram)).sum())
-            column: list[Any] = [float(counts.sum()), unique, key.categories[top], counts[top]]
+            # Counts as whole numbers (rounding is post-processing): the column also holds
+            # text (top), so it is not a dp column and would show 49996.0.
+            total, freq = round(float(counts.sum())), round(float(counts[top]))
+            column: list[Any] = [total, unique, key.categories[top], freq]
             table[key.name] = column + [np.nan] * (len(rows) - 4)
         result: pd.DataFrame = pd.DataFrame(table, index=list(rows))
         result.attrs["dpframe_budget_split"] = split_text(node)
