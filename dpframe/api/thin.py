@@ -124,12 +124,18 @@ def _cells(result: pd.Series | pd.DataFrame) -> _Judged:
         value = np.asarray(array.values, dtype=float)
         # The ± shown: the larger distance to an end (an interval clamped to a mean's
         # bounds is asymmetric: "100 ± 100" for [0, 100], whose half-width is 50).
-        half = np.maximum(
-            value - np.asarray(low, dtype=float), np.asarray(high, dtype=float) - value
-        )
-        half = np.maximum(half, 0.0)
+        half = value - np.asarray(low, dtype=float)
+        np.maximum(half, np.asarray(high, dtype=float) - value, out=half)
+        np.maximum(half, 0.0, out=half)
+        # Every cell judged (no value missing), the common case, read off two sums: a
+        # finite sum has no NaN or infinite term, a sum that is not NaN no NaN term.
+        if np.isfinite(value.sum()) and not np.isnan(half.sum()):
+            places.append((prefix, column.index, None))
+            values.append(value)
+            halves.append(half)
+            continue
         keep = np.isfinite(value) & ~np.isnan(half)
-        if keep.all():  # every cell judged (no value missing): nothing to select
+        if keep.all():  # every cell judged (a sum too large for a float): nothing to select
             places.append((prefix, column.index, None))
             values.append(value)
             halves.append(half)
@@ -188,15 +194,18 @@ def thin_cells(result: object) -> ThinCells | None:
     if len(values) + hidden < 2:
         return None
     # The interval reaches 0 (or beyond): it cannot tell the value from nothing.
-    thin = (halves >= np.abs(values)) & (halves > 0)
+    magnitude = np.abs(values)
+    thin = (halves >= magnitude) & (halves > 0)
     if not thin.any():
         if not hidden:
             return None
         return ThinCells(hidden, len(values) + hidden, "", None, hidden=hidden)
-    zero = thin & (values == 0)
+    zero = thin & (magnitude == 0)
+    readable = thin & (magnitude != 0)  # thin cells that do not read 0 (values are not NaN)
+    ratio = np.zeros(len(values))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(thin & ~zero, halves / np.abs(values), 0.0)
-    worst = int(np.argmax(ratio)) if (thin & ~zero).any() else int(np.argmax(zero))
+        np.divide(halves, magnitude, out=ratio, where=readable)
+    worst = int(np.argmax(ratio)) if readable.any() else int(np.argmax(zero))
     example = (
         f"{judged.label(worst)}: {plain_number(float(values[worst]))} "
         f"± {plain_number(float(halves[worst]))}"

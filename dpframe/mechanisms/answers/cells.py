@@ -105,6 +105,8 @@ class ReleasedCells(ExtensionArray):
         level = check_level(level)
         low, high = self._forms.intervals(self._centers, level)
         missing = np.isnan(self._values)
+        if not missing.any():  # nothing to blank (the usual case): no copies
+            return low, high
         return np.where(missing, np.nan, low), np.where(missing, np.nan, high)
 
     def cell_text(self, i: int) -> str:

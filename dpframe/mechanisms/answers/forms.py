@@ -108,23 +108,51 @@ def _sparse() -> Any:
     return sparse
 
 
-@dataclass(frozen=True, eq=False)
 class Forms:
     """The affine forms of ``n`` cells over the terms of ``blocks`` (an ``n × Σ size`` matrix).
 
     Row i holds cell i's coefficients: the cell is ``released_i = truth_i +
     Σ_j matrix[i, j] · e_j``.  A row of zeros is an exact public value.
+
+    Immutable (compared by identity).  A release's own cells
+    (:meth:`of_block`: the identity over one block) build their matrix only
+    when something asks for it: their intervals, the most common question
+    (every release's "too thin" check), need none.
     """
 
-    blocks: tuple[Block, ...]
-    matrix: sparse.csr_array
+    __slots__ = ("_matrix", "blocks")
+
+    def __init__(self, blocks: tuple[Block, ...], matrix: sparse.csr_array) -> None:
+        self.blocks = blocks
+        self._matrix: sparse.csr_array | None = matrix
 
     # -- building ---------------------------------------------------------------
 
     @staticmethod
     def of_block(block: Block) -> Forms:
         """The forms of a release's own cells: cell k is its own error k."""
-        return Forms((block,), _sparse().identity(block.size, format="csr").tocsr())
+        forms = Forms.__new__(Forms)
+        forms.blocks = (block,)
+        forms._matrix = None  # the identity, built when first asked for (:attr:`matrix`)
+        return forms
+
+    @property
+    def matrix(self) -> sparse.csr_array:
+        """The coefficients, one row per cell and one column per term (CSR)."""
+        if self._matrix is None:
+            size = self.blocks[0].size
+            self._matrix = _sparse().identity(size, format="csr").tocsr()
+        return self._matrix
+
+    def _own(self) -> Block | None:
+        """The block whose own cells these are (:meth:`of_block`'s identity), else None."""
+        return self.blocks[0] if self._matrix is None else None
+
+    def __getstate__(self) -> tuple[tuple[Block, ...], sparse.csr_array]:
+        return self.blocks, self.matrix
+
+    def __setstate__(self, state: tuple[tuple[Block, ...], sparse.csr_array]) -> None:
+        self.blocks, self._matrix = state
 
     @staticmethod
     def exact(n: int) -> Forms:
@@ -134,7 +162,8 @@ class Forms:
     @property
     def cells(self) -> int:
         """The number of cells (rows)."""
-        return int(self.matrix.shape[0])
+        own = self._own()
+        return own.size if own is not None else int(self.matrix.shape[0])
 
     def _offsets(self) -> dict[int, int]:
         offsets, start = {}, 0
@@ -218,6 +247,9 @@ class Forms:
 
     def _used_blocks(self) -> list[Block]:
         """The blocks some cell's form uses (a term with a stored coefficient)."""
+        own = self._own()
+        if own is not None:  # the identity: its block, unless it has no cell
+            return [own] if own.size else []
         offsets = self._offsets()
         columns = np.unique(self.matrix.tocoo().col)
         used = []
@@ -238,6 +270,9 @@ class Forms:
         reasons = self.reasons()
         if reasons:
             raise DPError(reasons[0])
+        own = self._own()
+        if own is not None:  # a release's own cells: one term each, coefficient 1
+            return _own_intervals(own, values, level)
         matrix = self.matrix.tocsr()
         bounds: dict[tuple[int, float], tuple[FloatArray, FloatArray]] = {}
 
@@ -335,3 +370,22 @@ class Forms:
                 continue
             done[cells] = True
         return done
+
+
+def _own_intervals(
+    block: Block, values: FloatArray, level: float
+) -> tuple[FloatArray, FloatArray]:
+    """:meth:`Forms.intervals` of a block's own cells (the identity), without its matrix.
+
+    The same arithmetic, bit for bit, as :meth:`Forms._single_terms` on the
+    identity (a coefficient of 1.0 multiplies exactly): each cell widened by
+    its own term at the whole ``level``.
+    """
+    at = 1 - (1 - level)  # as the loop computes it: one part takes all of 1 - level
+    if block.noise is None and not block.model:  # no cell (a reason's block has no interval)
+        return np.array(values, dtype=float), np.array(values, dtype=float)
+    if block.noise is not None:
+        half = block.noise.abs_quantile(at) + block.noise.rounding
+        return values - half, values + half
+    e_low, e_high = block.error_bounds(at)
+    return values - np.maximum(e_low, e_high), values - np.minimum(e_low, e_high)
