@@ -372,9 +372,7 @@ class Forms:
         return done
 
 
-def _own_intervals(
-    block: Block, values: FloatArray, level: float
-) -> tuple[FloatArray, FloatArray]:
+def _own_intervals(block: Block, values: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
     """:meth:`Forms.intervals` of a block's own cells (the identity), without its matrix.
 
     The same arithmetic, bit for bit, as :meth:`Forms._single_terms` on the
