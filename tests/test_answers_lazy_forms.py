@@ -150,3 +150,32 @@ def test_thin_check_leaves_missing_cells_out_and_counts_zeros() -> None:
     assert found is not None
     assert (found.thin, found.judged, found.zeros) == (2, 3, 1)
     assert found.example.startswith("y: 5")
+
+
+def _reference_thin(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[int, int, int]:
+    """Thin, judged and zero counts as the check defines them, cell by cell."""
+    thin = judged = zeros = 0
+    for v, lo, hi in zip(values, low, high, strict=True):
+        half = max(v - lo, hi - v, 0.0)
+        if not np.isfinite(v) or np.isnan(half):
+            continue
+        judged += 1
+        if half >= abs(v) and half > 0:
+            thin += 1
+            zeros += v == 0
+    return thin, judged, zeros
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_thin_check_counts_as_its_definition_cell_by_cell(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.normal(0, 40, 300).round()
+    values[rng.integers(0, 300, 20)] = 0.0
+    values[rng.integers(0, 300, 10)] = np.nan
+    blocks = [Block(300, noise=LAPLACE), _model_block(values)]
+    series = pd.Series(DPArray(values, Forms.of_block(blocks[seed % 2])))
+    low, high = series.array.intervals(0.95)  # type: ignore[attr-defined]
+    thin, judged, zeros = _reference_thin(values, low, high)
+    found = thin_cells(series)
+    assert found is not None
+    assert (found.thin, found.judged, found.zeros) == (thin, judged, zeros)
