@@ -174,7 +174,7 @@ def test_thin_check_counts_as_its_definition_cell_by_cell(seed: int) -> None:
     values[rng.integers(0, 300, 10)] = np.nan
     blocks = [Block(300, noise=LAPLACE), _model_block(values)]
     series = pd.Series(DPArray(values, Forms.of_block(blocks[seed % 2])))
-    low, high = series.array.intervals(0.95)  # type: ignore[attr-defined]
+    low, high = series.array.intervals(0.95)
     thin, judged, zeros = _reference_thin(values, low, high)
     found = thin_cells(series)
     assert found is not None
