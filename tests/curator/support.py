@@ -167,6 +167,22 @@ RELEASES: dict[str, Callable[[dp.PrivateFrame], object]] = {
 }
 
 
+def cps_parquet_folder(folder: Path) -> Path:
+    """The CPS extract as a folder of three Parquet files (``folder``, made here)."""
+    data = load_cps1988()
+    folder.mkdir()
+    for i, start in enumerate(range(0, len(data), 10_000)):
+        data.iloc[start : start + 10_000].to_parquet(folder / f"part-{i}.parquet", index=False)
+    return folder
+
+
+def cps_declarations() -> str:
+    """The CPS dataset's bounds and categories as catalog lines."""
+    bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
+    categories = {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
+    return f"bounds = {_toml_value(bounds)}\ncategories = {_toml_value(categories)}\n"
+
+
 def _toml_value(value: object) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"

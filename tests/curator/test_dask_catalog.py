@@ -15,9 +15,15 @@ from fastapi.testclient import TestClient
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog, CatalogError, hash_token
 from dpframe.curator.service import Curator
-from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.examples.datasets import load_cps1988
 from dpframe.remote.wire import decode_response
-from tests.curator.support import ALICE, RELEASES, _toml_value, release_body
+from tests.curator.support import (
+    ALICE,
+    RELEASES,
+    cps_declarations,
+    cps_parquet_folder,
+    release_body,
+)
 from tests.sessions import backends
 
 pytest.importorskip("dask.dataframe")
@@ -27,18 +33,12 @@ KINDS = ("count", "mean", "grouped mean", "filtered mean", "hist", "quantile", "
 
 def _catalog(folder: Path, extra: str = "") -> Path:
     folder.mkdir(exist_ok=True)
-    data = load_cps1988()
-    parts = folder / "cps.parquet"
-    parts.mkdir()
-    for i, start in enumerate(range(0, len(data), 10_000)):  # a folder of three files
-        data.iloc[start : start + 10_000].to_parquet(parts / f"part-{i}.parquet", index=False)
-    bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
-    categories = {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
+    cps_parquet_folder(folder / "cps.parquet")  # a folder of three files
     path = folder / "catalog.toml"
     path.write_text(
         '[server]\nledger = "ledger.sqlite"\nlatency_quantum_ms = 0\n\n'
         '[datasets.cps]\npath = "cps.parquet"\nbackend = "dask"\n'
-        f"bounds = {_toml_value(bounds)}\ncategories = {_toml_value(categories)}\n{extra}\n"
+        f"{cps_declarations()}{extra}\n"
         f'[analysts.alice]\ntoken_sha256 = "{hash_token(ALICE)}"\n'
         "budgets = { cps = { epsilon = 100.0 } }\n"
     )

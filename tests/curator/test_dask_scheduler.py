@@ -28,9 +28,15 @@ from fastapi.testclient import TestClient
 from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog, CatalogError, hash_token
 from dpframe.curator.service import Curator
-from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES, load_cps1988
+from dpframe.examples.datasets import load_cps1988
 from dpframe.remote.wire import decode_response
-from tests.curator.support import ALICE, RELEASES, _toml_value, release_body
+from tests.curator.support import (
+    ALICE,
+    RELEASES,
+    cps_declarations,
+    cps_parquet_folder,
+    release_body,
+)
 
 pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -126,19 +132,13 @@ def _executed(observer: Any) -> dict[str, int]:
 
 
 def _catalog(folder: Path, server: str) -> Path:
-    data = load_cps1988()
-    parts = folder / "cps"
-    parts.mkdir()
-    for i, start in enumerate(range(0, len(data), 10_000)):  # a folder of three files
-        data.iloc[start : start + 10_000].to_parquet(parts / f"part-{i}.parquet", index=False)
-    bounds = {k: list(v) for k, v in CPS1988_BOUNDS.items()}
-    categories = {k: list(v) for k, v in CPS1988_CATEGORIES.items()}
+    cps_parquet_folder(folder / "cps")  # a folder of three files
     path = folder / "catalog.toml"
     path.write_text(
         '[server]\nledger = "ledger.sqlite"\nlatency_quantum_ms = 0\nworkers = 0\n'
         f"{server}\n"
         '[datasets.cps]\npath = "cps/"\nbackend = "dask"\n'  # a folder: no suffix
-        f"bounds = {_toml_value(bounds)}\ncategories = {_toml_value(categories)}\n"
+        f"{cps_declarations()}"
         f'[analysts.alice]\ntoken_sha256 = "{hash_token(ALICE)}"\n'
         "budgets = { cps = { epsilon = 100.0 } }\n"
     )
