@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from dpframe.backends.evaluate import float_values, present
+from dpframe.backends.evaluate import factorized, float_values, present
 from dpframe.backends.program import Run
 from dpframe.plan.measures import Measure
 
@@ -120,7 +120,7 @@ def slot_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArr
     :func:`~dpframe.backends.evaluate.category_codes` + 1 (the same
     factorization and lookup), so declared cells are unchanged.
     """
-    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    row_codes, uniques = factorized(values)  # a categorical's own codes
     declared = pd.Index(list(categories), dtype=object)
     mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
     mapping += 1

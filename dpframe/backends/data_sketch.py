@@ -51,7 +51,9 @@ and a minimum per block and sketch; about the cost of the fingerprint alone
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,6 +84,8 @@ __all__ = [
 SKETCH_SIZE = 256
 #: Rows hashed at a time.
 BLOCK_ROWS = 1 << 16
+#: From this many rows the fingerprint's BLAKE2b runs on a thread beside the hashing.
+BACKGROUND_ROWS = 4 * BLOCK_ROWS
 #: A column sketch is kept when at least this share of its entries are distinct values.
 DISTINCT_SHARE = 0.5
 
@@ -333,7 +337,7 @@ def partial_sketch(
             else:
                 np.add(rows, cells, out=rows)
         if fold is not None:
-            fingerprint.update(fold.finish().tobytes())
+            fingerprint.update(fold.finish())  # the block's own array: no bytes copy
         if rows is not None:
             np.bitwise_xor(rows, salt, out=rows)
             np.multiply(rows, _ROW_MULTIPLIER, out=rows)
@@ -427,5 +431,38 @@ def sketch_frame(
     digest = hashlib.blake2b(digest_size=20)
     for name, dtype in frame.dtypes.items():
         digest.update(f"{name}\x00{dtype}\x00".encode())
-    part = partial_sketch(frame, key.row_salt, fingerprint=digest, block_rows=block_rows)
+    if len(frame) < BACKGROUND_ROWS:
+        part = partial_sketch(frame, key.row_salt, fingerprint=digest, block_rows=block_rows)
+        return finish_sketch(part, key, digest.hexdigest())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpframe-fingerprint") as pool:
+        feed = _BackgroundDigest(digest, pool)
+        part = partial_sketch(frame, key.row_salt, fingerprint=feed, block_rows=block_rows)
+        feed.wait()
     return finish_sketch(part, key, digest.hexdigest())
+
+
+class _BackgroundDigest:
+    """Feeds a digest on one worker thread, in the order of the blocks.
+
+    ``hashlib`` releases the GIL while it hashes a large buffer, so the
+    fingerprint's BLAKE2b of a block runs beside the hashing of the next
+    ones (on another core when there is one).  A single worker keeps the
+    blocks in order: the digest is the same, bit for bit.  At most
+    ``WAITING`` blocks wait their turn (their memory is held until hashed).
+    """
+
+    WAITING = 8
+
+    def __init__(self, digest: Any, pool: ThreadPoolExecutor) -> None:
+        self._digest = digest
+        self._pool = pool
+        self._pending: deque[Future[None]] = deque()
+
+    def update(self, block: Any) -> None:
+        while len(self._pending) >= self.WAITING:
+            self._pending.popleft().result()
+        self._pending.append(self._pool.submit(self._digest.update, block))
+
+    def wait(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()

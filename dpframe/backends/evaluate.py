@@ -39,6 +39,7 @@ __all__ = [
     "category_codes",
     "date_values",
     "edges_at_or_below",
+    "factorized",
     "float_values",
     "mask_values",
     "present",
@@ -255,13 +256,27 @@ def present(value: Any, n: int) -> npt.NDArray[np.bool_]:
     return np.full(n, not pd.isna(value))
 
 
+def factorized(values: pd.Series) -> tuple[npt.NDArray[np.signedinteger[Any]], Any]:
+    """Each row's code (−1: missing) and the distinct values the codes index.
+
+    A categorical column's own codes and categories (no factorization: a
+    category not present in the rows is a distinct value no row points to);
+    any other column is factorized.  Only a row's value matters to callers,
+    never the codes' order.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return np.asarray(values.cat.codes.to_numpy()), values.cat.categories
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return np.asarray(codes), uniques
+
+
 def category_codes(values: pd.Series, categories: tuple[Hashable, ...]) -> npt.NDArray[np.intp]:
     """Position of each value among ``categories`` (-1: missing or not declared).
 
     Factorizes the column once (fast for strings) and maps only the distinct
     values to the declared keys.
     """
-    row_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    row_codes, uniques = factorized(values)
     declared = pd.Index(list(categories), dtype=object)
     mapping = np.asarray(declared.get_indexer(pd.Index(uniques).astype(object)), dtype=np.intp)
     mapping = np.append(mapping, -1)  # row code -1 (missing) maps to the last slot

@@ -12,7 +12,9 @@
    missing key with a missing key): they are set aside and, for the sides
    that keep unmatched rows, added back with missing values on the other
    side's columns;
-4. the rows are matched (``pandas.merge``), or, for a semi/anti join, the
+4. the rows are matched (``pandas.merge``; by direct lookup for a
+   many-to-one join on a dense integer key, the same rows:
+   :mod:`~dpframe.backends.lookup_join`), or, for a semi/anti join, the
    left rows whose key is (not) among the right keys are kept;
 5. at most ``max_rows`` rows per ID are kept, a uniformly random subset from
    the secure source (:func:`~dpframe.backends.pandas_backend.kept_positions`;
@@ -35,6 +37,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.backends.base import Backend
+from dpframe.backends.lookup_join import lookup_merge
 from dpframe.backends.pandas_backend import PandasBackend, kept_positions
 from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
@@ -147,7 +150,8 @@ def join_frames(left: pd.DataFrame, right: pd.DataFrame, join: Join) -> pd.DataF
         )[names]
         return anti
     how: Any = join.how  # inner, left, right or outer here
-    matched = left_ok.merge(right_ok, how=how, on=lkeys, sort=False)
+    quick = lookup_merge(left_ok, right_ok, lkeys[0], how) if len(lkeys) == 1 else None
+    matched = left_ok.merge(right_ok, how=how, on=lkeys, sort=False) if quick is None else quick
     parts = [matched]
     if join.how in ("left", "outer"):
         parts.append(left.loc[left_missing])

@@ -485,7 +485,11 @@ def kept_positions(units: pd.Series, max_rows: int, rng: SecureRandom) -> npt.ND
     codes = _unit_codes(units)
     present = codes >= 0  # a missing unit is one row: never over a limit >= 1
     if present.all():  # no copy of the codes (a whole copy of the keys at 10^7 rows)
-        over = (np.bincount(codes) > max_rows)[codes]
+        sizes = np.bincount(codes)
+        if len(sizes) == 0 or int(sizes.max()) <= max_rows:
+            return np.arange(len(codes), dtype=np.intp)  # no unit over: no per-row lookup
+        over = (sizes > max_rows)[codes]
+        del sizes
     else:
         over = np.zeros(len(codes), dtype=bool)
         found = codes[present]
