@@ -44,6 +44,7 @@ from dpframe.backends.cluster import (
     run_bounded,
     worker_memory_limits,
 )
+from dpframe.backends.dask_unit_sizes import UnitCounts, combine_counts, partition_counts
 from dpframe.backends.data_sketch import (
     FrameSketch,
     PartialSketch,
@@ -364,8 +365,18 @@ class DaskBackend:
         pressure), so every query sees the same subset; if a worker is lost,
         its partitions are recomputed with new keys, which is still a
         uniformly random subset (the bound holds for any per-unit choice).
-        ``rng`` only names the view, so two loads never share a subset.
+        ``rng`` only names the view, so two loads never share a subset.  When
+        no unit has more than ``max_rows`` rows (counted first on the workers:
+        :mod:`~dpframe.backends.dask_unit_sizes`), the data is kept as it is,
+        without a shuffle.
         """
+        partials = [
+            delayed(partition_counts, pure=False)(part, unit, max_rows)
+            for part in _to_delayed(self._frame[[unit]])
+        ]
+        counts: UnitCounts = _compute(_tree_reduce(partials, combine_counts), charged=False)
+        if not counts.over:  # every unit within the bound: every row kept, no shuffle
+            return DaskBackend(self._frame, unit=unit, fingerprint=self.fingerprint())
         salt = rng.randbits(64)
         bounded = self._frame.shuffle(on=unit).map_partitions(
             _bound_partition, unit, max_rows, salt, meta=self.schema_frame()

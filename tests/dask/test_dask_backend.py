@@ -186,6 +186,18 @@ def test_bounding_keeps_at_most_k_rows_per_unit() -> None:
     assert set(kept["x"]) <= set(frame["x"]) and kept["x"].is_unique
 
 
+def test_bounding_with_no_unit_over_the_limit_keeps_the_data_without_a_shuffle() -> None:
+    people = np.repeat(np.arange(300), np.arange(300) % 3 + 1)  # at most 3 rows per unit
+    frame = from_pandas(pd.DataFrame({"person": people, "x": np.arange(len(people))}), 4)
+    backend = DaskBackend(frame)
+    bounded = backend.bound_contributions("person", 3, SecureRandom())
+    assert bounded._frame is frame  # the same partitions: nothing shuffled, nothing cut
+    assert len(collect(bounded._frame)) == len(people)
+    cut = backend.bound_contributions("person", 2, SecureRandom())  # units of 3 rows: cut
+    assert cut._frame is not frame
+    assert collect(cut._frame)["person"].value_counts().max() == 2
+
+
 def test_bounding_picks_a_uniform_subset() -> None:
     """4,000 units of 4 rows (x = 0..3), k = 1: the kept x is uniform over 0..3.
 
