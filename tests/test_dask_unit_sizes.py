@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import reduce
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -47,7 +48,7 @@ def test_over_exactly_when_some_unit_has_more_rows_than_the_limit(
         values = pd.Series(np.array(ids, dtype=np.int64) * spread)
     frame = pd.DataFrame({"id": values})
     edges = sorted({0, len(frame), *(c for c in cuts if c < len(frame))})
-    parts = [frame.iloc[a:b] for a, b in zip(edges, edges[1:])]
+    parts = [frame.iloc[a:b] for a, b in pairwise(edges)]
     assert _over(parts, limit) == _truth(parts, limit)
 
 
