@@ -4,7 +4,8 @@ The same steps as :mod:`dpframe.backends.joins` (its docstring), as dask
 operations: each side's plan is evaluated partition by partition, the right
 columns take the join's names, rows with a missing key are set aside (they
 never match) and added back where the join keeps unmatched rows, the rows are
-matched with ``dask.dataframe.merge`` (a shuffle on the keys), and at most
+matched with ``dask.dataframe.merge`` (a shuffle on the keys; a right side
+of one partition is sent whole to every left partition instead), and at most
 ``max_rows`` rows per ID are kept by the Dask backend's own bounding (a
 shuffle on the ID, then a uniformly random subset per ID drawn on the
 worker; the view is persisted, so every release reads one subset).  A join on
@@ -31,6 +32,7 @@ import pandas as pd
 from dpframe.backends.base import Backend
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.backends.joins import fillable, per_id_rows, per_key, per_key_ranks, side_frame
+from dpframe.backends.lookup_join import lookup_merge
 from dpframe.backends.pandas_backend import PandasBackend, kept_positions
 from dpframe.errors import SchemaError
 from dpframe.noise import SecureRandom
@@ -149,12 +151,12 @@ def dask_join(
             [marked[~hit][names], lf[left_missing][names]]
         )
     else:
-        joined = lok.merge(rok, how=join.how, on=keys)
+        joined = _matched(lok, rok, keys, join.how)[names]
         parts = [joined]
         if join.how in ("left", "outer"):
-            parts.append(lf[left_missing])
+            parts.append(_aligned(lf[left_missing], joined._meta))
         if join.how in ("right", "outer"):
-            parts.append(rf[right_missing])
+            parts.append(_aligned(rf[right_missing], joined._meta))
         if len(parts) > 1:
             joined = dd.concat(  # type: ignore[no-untyped-call]
                 parts
@@ -167,6 +169,52 @@ def dask_join(
     if join.on_key or join.max_rows >= most:
         return DaskBackend(joined, fingerprint=name), DaskBackend(_none(joined), fingerprint=name)
     return _truncated(joined, unit_column, join.max_rows, rng, name)
+
+
+def _merge_partition(part: pd.DataFrame, right: pd.DataFrame, keys: list[str], how: Any) -> Any:
+    """One left partition joined to the whole right side (pandas' merge, or its lookup)."""
+    quick = lookup_merge(part, right, keys[0], how) if len(keys) == 1 else None
+    return part.merge(right, how=how, on=keys, sort=False) if quick is None else quick
+
+
+def _matched(lok: dd.DataFrame, rok: dd.DataFrame, keys: list[str], how: Any) -> Any:
+    """The matched rows: a right side of one partition is sent whole to each left partition.
+
+    (An inner or left join only: each left partition's rows meet every right
+    row there, as Dask's own single-partition merge does, without its hash
+    table rebuilt per split.)  Otherwise Dask's merge (a shuffle on the keys).
+    """
+    if how not in ("inner", "left") or rok.npartitions != 1:
+        merge: Any = lok.merge
+        return merge(rok, how=how, on=keys)
+    (whole,) = _to_delayed_parts(rok)
+    meta = _merge_partition(lok._meta, rok._meta, keys, how)
+    each: Any = lok.map_partitions
+    return each(_merge_partition, whole, keys, how, meta=meta)
+
+
+def _with_columns(part: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    out: pd.DataFrame = part.reindex(columns=meta.columns).astype(meta.dtypes.to_dict())
+    return out
+
+
+def _aligned(frame: dd.DataFrame, meta: pd.DataFrame) -> dd.DataFrame:
+    """``frame``'s rows with every column of ``meta`` (the other side's missing), in its dtypes.
+
+    The unmatched rows added to a join hold all its columns before the
+    concatenation: a concatenation whose inputs lack a column gives a
+    projection on that column fewer partitions than the others (dask's
+    projection pushdown), and a release reads columns by partition.
+    """
+    each: Any = frame.map_partitions
+    aligned: dd.DataFrame = each(_with_columns, meta, meta=meta)
+    return aligned
+
+
+def _to_delayed_parts(frame: dd.DataFrame) -> list[Any]:
+    to_delayed: Any = frame.to_delayed
+    parts: list[Any] = to_delayed()
+    return parts
 
 
 def _none(frame: dd.DataFrame) -> dd.DataFrame:

@@ -169,3 +169,43 @@ def test_max_rows_auto_on_pandas_chooses_the_same_exact_quantile() -> None:
     assert lineage(joined._handle.plan)[0].unit_rows == _exact_auto_bound()
     backend: Any = session._path.source_backend(lineage(joined._handle.plan)[0])
     assert backend.holds_rows  # the pandas path indeed
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+@pytest.mark.parametrize(("ids", "right_parts"), [("int64", 1), ("float64", 1), ("float64", 3)])
+def test_a_join_grouped_by_a_right_column_counts_what_pandas_counts(
+    dask_client: Any, how: str, ids: str, right_parts: int
+) -> None:
+    """People in one partition (sent whole to each visits partition: integer IDs looked up,
+    float IDs by pandas' merge) or three (Dask's merge); float visits keep 5 missing IDs,
+    which a left join adds back (every column present, so a projection on a people
+    column reads as many partitions as the others)."""
+    from tests.dask._support import from_pandas
+
+    visits, people = _tables()
+    if ids == "int64":
+        visits = visits.dropna(subset=["person_id"])
+    visits = visits.astype({"person_id": ids})
+    people = people.astype({"person_id": ids})
+    session = dp.Session(epsilon=10_000, ledger=":memory:")
+    v = session.private_frame(
+        from_pandas(visits, 4),
+        bounds={"cost": (0, 100)},
+        privacy_unit=dp.PrivacyUnit("person_id", 40),
+    )
+    p = session.private_frame(
+        from_pandas(people, right_parts),
+        categories={"region": ["n", "s"]},
+        privacy_unit=dp.PrivacyUnit("person_id", 1),
+    )
+    joined = v.merge(p, on="person_id", how=how)
+    matched = visits.dropna(subset=["person_id"]).merge(people, on="person_id", how=how)
+    unmatched = visits["person_id"].isna().sum() if how == "left" else 0
+    assert float(joined.count(epsilon=1000)) == len(matched) + unmatched
+    counts = joined.groupby("region")["cost"].count(epsilon=1000)  # scale 40/1000: exact
+    expected = matched.groupby("region")["cost"].count()
+    for region in ("n", "s"):
+        assert float(counts[region]) == expected[region]
+    source = lineage(joined._handle.plan)[0]
+    backend: Any = session._path.source_backend(source)
+    assert isinstance(backend.materialized(), DaskBackend)
