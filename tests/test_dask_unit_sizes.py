@@ -89,3 +89,17 @@ def test_no_rows_is_never_over() -> None:
     empty = UnitCounts(3, sparse=pd.Series(dtype=np.int64))
     assert not empty.checked().over
     assert not partition_counts(pd.DataFrame({"id": pd.Series([], dtype=np.int64)}), "id", 1).over
+
+
+def test_counts_travel_capped_in_a_small_dtype_and_still_add_up() -> None:
+    ids = np.zeros(1000, dtype=np.int64)  # one unit of 1,000 rows, 4 partitions of 250
+    parts = [pd.DataFrame({"id": ids[i : i + 250]}) for i in range(0, 1000, 250)]
+    small = partition_counts(parts[0], "id", 3)
+    assert small.over  # 250 > 3 in one partition
+    for limit, dtype in ((254, np.uint8), (300, np.uint16), (70_000, np.int64)):
+        counts = [partition_counts(p, "id", limit) for p in parts]
+        assert all(c.dense is not None and c.dense.dtype == dtype for c in counts)
+        assert counts[0].dense is not None and int(counts[0].dense[0]) == min(250, limit + 1)
+        assert reduce(combine_counts, counts).over == (limit < 1000)
+    assert not reduce(combine_counts, [partition_counts(p, "id", 1000) for p in parts]).over
+    assert reduce(combine_counts, [partition_counts(p, "id", 999) for p in parts]).over

@@ -38,7 +38,7 @@ class UnitCounts:
 
     limit: int
     low: int = 0
-    dense: npt.NDArray[np.int64] | None = None
+    dense: npt.NDArray[Any] | None = None  # capped at limit + 1 (:func:`_capped`)
     sparse: pd.Series | None = None
     over: bool = False
 
@@ -46,7 +46,9 @@ class UnitCounts:
         """The counts as a Series indexed by unit."""
         if self.dense is not None:
             present = np.flatnonzero(self.dense)
-            counts: pd.Series = pd.Series(self.dense[present], index=present + self.low)
+            counts: pd.Series = pd.Series(
+                self.dense[present].astype(np.int64), index=present + self.low
+            )
             return counts
         if self.sparse is not None:
             return self.sparse
@@ -68,11 +70,24 @@ def partition_counts(part: pd.DataFrame, unit: str, limit: int) -> UnitCounts:
         values = ids.to_numpy()
         low, high = int(values.min()), int(values.max())
         if high - low <= SLOTS_PER_ROW * len(values) + SLOT_SLACK:
-            shifted = values.astype(np.int64, copy=False) - np.int64(low)
-            counts = np.bincount(shifted).astype(np.int64, copy=False)
-            return UnitCounts(limit, low=low, dense=counts).checked()
+            wide = values.astype(np.int64, copy=False)
+            counts = np.bincount(wide if low == 0 else wide - np.int64(low))
+            return UnitCounts(limit, low=low, dense=_capped(counts, limit)).checked()
     sizes = ids.value_counts(sort=False, dropna=True).astype(np.int64)
     return UnitCounts(limit, sparse=sizes).checked()
+
+
+def _capped(counts: npt.NDArray[Any], limit: int) -> npt.NDArray[Any]:
+    """Counts above ``limit + 1`` as ``limit + 1``, in the smallest unsigned dtype that holds it.
+
+    Only whether a unit is over the limit matters, so a capped count says
+    as much; a partition's array of 10^6 IDs then travels to the reduction
+    as 1 MB (uint8, limits below 255) instead of 8.
+    """
+    cap = limit + 1
+    dtype = np.uint8 if cap <= 0xFF else np.uint16 if cap <= 0xFFFF else np.int64
+    capped: npt.NDArray[Any] = np.minimum(counts, cap).astype(dtype, copy=False)
+    return capped
 
 
 def _dense_sum(parts: list[UnitCounts]) -> UnitCounts:
@@ -82,7 +97,8 @@ def _dense_sum(parts: list[UnitCounts]) -> UnitCounts:
     for p in parts:
         assert p.dense is not None
         total[p.low - low : p.low - low + len(p.dense)] += p.dense
-    return UnitCounts(parts[0].limit, low=low, dense=total)
+    limit = parts[0].limit
+    return UnitCounts(limit, low=low, dense=_capped(total, limit))
 
 
 def combine_counts(*parts: UnitCounts) -> UnitCounts:
