@@ -28,6 +28,7 @@ from typing import Any
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.delayed import delayed
 
 from dpframe.backends.base import Backend
 from dpframe.backends.dask_backend import DaskBackend
@@ -189,8 +190,10 @@ def _matched(lok: dd.DataFrame, rok: dd.DataFrame, keys: list[str], how: Any) ->
         return merge(rok, how=how, on=keys)
     (whole,) = _to_delayed_parts(rok)
     meta = _merge_partition(lok._meta, rok._meta, keys, how)
-    each: Any = lok.map_partitions
-    return each(_merge_partition, whole, keys, how, meta=meta)
+    task = delayed(_merge_partition, pure=False)
+    parts = [task(part, whole, keys, how) for part in _to_delayed_parts(lok)]
+    from_delayed: Any = dd.from_delayed  # (map_partitions with a Delayed argument: dask 2025+)
+    return from_delayed(parts, meta=meta, verify_meta=False)
 
 
 def _with_columns(part: pd.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
