@@ -15,6 +15,7 @@ estimate counts the loops, and the loops have stop points
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from fractions import Fraction
@@ -29,7 +30,13 @@ from dpframe.curator.app import create_app
 from dpframe.curator.catalog import Catalog
 from dpframe.curator.service import Curator
 from dpframe.curator.settings import ServerSettings
-from dpframe.curator.worst_case import CostModel, synthesis_seconds, worst_case_seconds
+from dpframe.curator.worst_case import (
+    CostModel,
+    check_worst_case,
+    synthesis_seconds,
+    worst_case_seconds,
+)
+from dpframe.errors import ResourceLimitError
 from dpframe.mechanisms.models import model_family
 from dpframe.mechanisms.models.regression import fit_iteration, loss_spec
 from dpframe.mechanisms.runtime.progress import ProgressBar
@@ -226,3 +233,21 @@ def test_the_limit_stops_a_loop_in_the_curators_process_and_frees_the_seat(
     assert time.monotonic() - started < 60
     ledger = client.get("/v1/datasets/cps/ledger", headers=auth()).json()["ledger"]
     assert list(decode_response(ledger)["status"]) == ["abandoned", "released"]
+
+
+def test_an_aim_copy_refused_for_time_names_mst_when_it_fits() -> None:
+    aim = build_node(lambda pf: pf[COLUMNS].synthesize(epsilon=1, method="aim", bins=16))
+    mst = build_node(lambda pf: pf[COLUMNS].synthesize(epsilon=1, bins=16))
+    assert isinstance(aim, Synthesize) and isinstance(mst, Synthesize)
+    model, rows = CostModel(), 10**6
+    aim_s, mst_s = worst_case_seconds(aim, rows, model), worst_case_seconds(mst, rows, model)
+    assert mst_s < aim_s
+    between = (aim_s + mst_s) / 2
+    hint = re.escape(f"method='mst' is estimated at {mst_s:,.1f} s here and fits.")
+    with pytest.raises(ResourceLimitError, match=hint):
+        check_worst_case(aim, rows, model, between)
+    with pytest.raises(ResourceLimitError, match=r"bins or quantile levels\.$"):
+        check_worst_case(aim, rows, model, mst_s / 2)  # MST does not fit either: no hint
+    with pytest.raises(ResourceLimitError, match=r"bins or quantile levels\.$"):
+        check_worst_case(mst, rows, model, mst_s / 2)  # an MST copy: nothing to suggest
+    assert check_worst_case(aim, rows, model, aim_s) == aim_s
