@@ -31,7 +31,7 @@ import pandas as pd
 from dask.delayed import delayed
 
 from dpframe.backends.base import Backend
-from dpframe.backends.dask_backend import DaskBackend
+from dpframe.backends.dask_backend import DaskBackend, _to_delayed
 from dpframe.backends.joins import fillable, per_id_rows, per_key, per_key_ranks, side_frame
 from dpframe.backends.lookup_join import lookup_merge
 from dpframe.backends.pandas_backend import PandasBackend, kept_positions
@@ -188,10 +188,10 @@ def _matched(lok: dd.DataFrame, rok: dd.DataFrame, keys: list[str], how: Any) ->
     if how not in ("inner", "left") or rok.npartitions != 1:
         merge: Any = lok.merge
         return merge(rok, how=how, on=keys)
-    (whole,) = _to_delayed_parts(rok)
+    (whole,) = _to_delayed(rok)
     meta = _merge_partition(lok._meta, rok._meta, keys, how)
     task = delayed(_merge_partition, pure=False)
-    parts = [task(part, whole, keys, how) for part in _to_delayed_parts(lok)]
+    parts = [task(part, whole, keys, how) for part in _to_delayed(lok)]
     from_delayed: Any = dd.from_delayed  # (map_partitions with a Delayed argument: dask 2025+)
     return from_delayed(parts, meta=meta, verify_meta=False)
 
@@ -212,12 +212,6 @@ def _aligned(frame: dd.DataFrame, meta: pd.DataFrame) -> dd.DataFrame:
     each: Any = frame.map_partitions
     aligned: dd.DataFrame = each(_with_columns, meta, meta=meta)
     return aligned
-
-
-def _to_delayed_parts(frame: dd.DataFrame) -> list[Any]:
-    to_delayed: Any = frame.to_delayed
-    parts: list[Any] = to_delayed()
-    return parts
 
 
 def _none(frame: dd.DataFrame) -> dd.DataFrame:
