@@ -44,14 +44,20 @@ from dpframe.backends.cluster import (
     run_bounded,
     worker_memory_limits,
 )
-from dpframe.backends.dask_unit_sizes import UnitCounts, combine_counts, partition_counts
+from dpframe.backends.dask_load_pass import (
+    merge_load_partials,
+    sketch_and_count,
+    sketch_and_over,
+    units_over,
+    worker_sketch,
+)
+from dpframe.backends.dask_unit_sizes import combine_counts, partition_counts
 from dpframe.backends.data_sketch import (
     FrameSketch,
     PartialSketch,
     SketchKey,
     finish_sketch,
     merge_partials,
-    partial_sketch,
 )
 from dpframe.backends.exact_totals import Exact, add_exact, exact_partial, final_totals
 from dpframe.backends.pandas_backend import (
@@ -122,6 +128,8 @@ class DaskBackend:
         self._warned = False  # the no-Client warning, once per backend
         # Persisted slot codes per (key column, categories): see _key_codes.
         self._codes: dict[tuple[str, tuple[Hashable, ...]], list[Delayed]] = {}
+        # Whether some unit has more rows than a bound, counted with the sketch (data_sketch).
+        self._over: dict[tuple[str, int], bool] = {}
 
     @property
     def lazy_rows(self) -> dd.DataFrame:
@@ -199,7 +207,7 @@ class DaskBackend:
         digests: list[bytes] = _compute(delayed(list, pure=False)(parts), charged=False)
         return hashlib.blake2b(b"".join(digests), digest_size=20).digest()
 
-    def data_sketch(self, key: SketchKey) -> FrameSketch:
+    def data_sketch(self, key: SketchKey, units: tuple[str, int] | None = None) -> FrameSketch:
         """The keyed sketch of the rows (:mod:`~dpframe.backends.data_sketch`), on the workers.
 
         One pass: each partition is sketched where it is (its row hashes and
@@ -208,11 +216,26 @@ class DaskBackend:
         in a tree of tasks, and only the merged one comes back; the key itself
         stays here (the workers get one derived 64-bit salt).  The identity is
         the keyed :meth:`fingerprint`.
+
+        With ``units`` (a unit column and its bound), the same tasks count the
+        rows per unit (:mod:`~dpframe.backends.dask_load_pass`); whether some
+        unit is over the bound is kept for :meth:`bound_contributions`, which
+        then reads no row to learn it.
         """
         salt = key.row_salt
-        parts = [delayed(partial_sketch, pure=False)(p, salt) for p in _to_delayed(self._frame)]
-        merged: PartialSketch = _compute(_tree_reduce(parts, merge_partials), charged=False)
-        return finish_sketch(merged, key, self.fingerprint())
+        if units is None:
+            parts = [delayed(worker_sketch, pure=False)(p, salt) for p in _to_delayed(self._frame)]
+            merged: PartialSketch = _compute(_tree_reduce(parts, merge_partials), charged=False)
+            return finish_sketch(merged, key, self.fingerprint())
+        unit, limit = units
+        both = [
+            delayed(sketch_and_count, pure=False)(p, salt, unit, limit)
+            for p in _to_delayed(self._frame)
+        ]
+        combined = _tree_reduce(both, merge_load_partials)
+        sketch, over = _compute(delayed(sketch_and_over, pure=False)(combined), charged=False)
+        self._over[units] = bool(over)
+        return finish_sketch(sketch, key, self.fingerprint())
 
     # -- evaluation ----------------------------------------------------------
 
@@ -367,15 +390,18 @@ class DaskBackend:
         uniformly random subset (the bound holds for any per-unit choice).
         ``rng`` only names the view, so two loads never share a subset.  When
         no unit has more than ``max_rows`` rows (counted first on the workers:
-        :mod:`~dpframe.backends.dask_unit_sizes`), the data is kept as it is,
-        without a shuffle.
+        :mod:`~dpframe.backends.dask_unit_sizes`, or with the load's sketch), the
+        data is kept as it is, without a shuffle.
         """
-        partials = [
-            delayed(partition_counts, pure=False)(part, unit, max_rows)
-            for part in _to_delayed(self._frame[[unit]])
-        ]
-        counts: UnitCounts = _compute(_tree_reduce(partials, combine_counts), charged=False)
-        if not counts.over:  # every unit within the bound: every row kept, no shuffle
+        over = self._over.get((unit, max_rows))
+        if over is None:
+            partials = [
+                delayed(partition_counts, pure=False)(part, unit, max_rows)
+                for part in _to_delayed(self._frame[[unit]])
+            ]
+            counted = _tree_reduce(partials, combine_counts)
+            over = bool(_compute(delayed(units_over, pure=False)(counted), charged=False))
+        if not over:  # every unit within the bound: every row kept, no shuffle
             return DaskBackend(self._frame, unit=unit, fingerprint=self.fingerprint())
         salt = rng.randbits(64)
         bounded = self._frame.shuffle(on=unit).map_partitions(

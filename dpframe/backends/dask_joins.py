@@ -163,11 +163,12 @@ def dask_join(
                 parts
             )
         joined = joined[names]
-    if join.on_key:  # persisted: every release reads the same cut
-        persist: Any = joined.persist
-        joined = persist()
     name = f"join:{rng.randbits(64):016x}"
     if join.on_key or join.max_rows >= most:
+        # Persisted: every release reads the same cut (join.on_key), and the join is
+        # matched once, not once per release (the workers spill it under memory pressure).
+        persist: Any = joined.persist
+        joined = persist()
         return DaskBackend(joined, fingerprint=name), DaskBackend(_none(joined), fingerprint=name)
     return _truncated(joined, unit_column, join.max_rows, rng, name)
 

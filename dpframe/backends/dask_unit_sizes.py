@@ -82,11 +82,14 @@ def _capped(counts: npt.NDArray[Any], limit: int) -> npt.NDArray[Any]:
 
     Only whether a unit is over the limit matters, so a capped count says
     as much; a partition's array of 10^6 IDs then travels to the reduction
-    as 1 MB (uint8, limits below 255) instead of 8.
+    as 1 MB (uint8, limits below 255) instead of 8.  ``counts`` (int64, the
+    caller's own) is capped in place.
     """
     cap = limit + 1
     dtype = np.uint8 if cap <= 0xFF else np.uint16 if cap <= 0xFFFF else np.int64
-    capped: npt.NDArray[Any] = np.minimum(counts, cap).astype(dtype, copy=False)
+    # In place (the callers' counts are their own): no second array of 8 bytes per unit.
+    np.minimum(counts, cap, out=counts)
+    capped: npt.NDArray[Any] = counts.astype(dtype, copy=False)
     return capped
 
 

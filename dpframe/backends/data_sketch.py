@@ -273,8 +273,13 @@ class FrameSketch:
 class Sketchable(Protocol):
     """A backend that sketches its own rows where they are (the Dask backend, on its workers)."""
 
-    def data_sketch(self, key: SketchKey) -> FrameSketch:
-        """The keyed sketch of the backend's rows (its fingerprint included)."""
+    def data_sketch(self, key: SketchKey, units: tuple[str, int] | None = None) -> FrameSketch:
+        """The keyed sketch of the backend's rows (its fingerprint included).
+
+        ``units`` (a unit column and its bound) lets the same pass learn
+        whether some unit has more rows than the bound, for the bounding that
+        follows the load.
+        """
         ...
 
 

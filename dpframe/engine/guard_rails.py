@@ -143,7 +143,9 @@ class LoadedData:
     sketch: FrameSketch | None
 
 
-def identify(ledger: Ledger, backend: Backend, frame: object) -> LoadedData:
+def identify(
+    ledger: Ledger, backend: Backend, frame: object, units: tuple[str, int] | None = None
+) -> LoadedData:
     """The data's keyed identity and, for a file ledger, its sketch: one pass over the rows.
 
     Args:
@@ -151,6 +153,8 @@ def identify(ledger: Ledger, backend: Backend, frame: object) -> LoadedData:
         backend: the data's backend.
         frame: the data as loaded (a pandas frame is sketched here; a Dask
             frame on its workers, partition by partition).
+        units: the privacy unit column and its bound, if any: a backend that
+            sketches on its workers counts the rows per unit in the same pass.
 
     Raises:
         SchemaError: a column holds values that cannot be hashed (nothing was
@@ -162,7 +166,7 @@ def identify(ledger: Ledger, backend: Backend, frame: object) -> LoadedData:
     if ledger.path != ":memory:" and isinstance(frame, pd.DataFrame):
         sketch = sketch_frame(frame, key)
     elif ledger.path != ":memory:" and isinstance(backend, Sketchable):
-        sketch = backend.data_sketch(key)
+        sketch = backend.data_sketch(key, units)
     if sketch is not None:
         return LoadedData(sketch.identity, sketch.fingerprint, sketch)
     fingerprint = backend.fingerprint()

@@ -428,7 +428,7 @@ class Session(Observable):
         )
         unit = check_unit(backend.schema_frame(), privacy_unit, max_rows_per_unit)
         groups = check_groups(unit, max_groups_per_unit)
-        data = None if identity is not None else identify(self._ledger, backend, df)
+        data = None if identity is not None else identify(self._ledger, backend, df, unit)
         dataset = data.identity if data is not None else str(identity)  # named, or keyed
         record = FrameRecord(dataset) if unit is None else FrameRecord(dataset, space, *unit)
         fix_unit_setting(self._ledger, self._name, unit, record)  # refused here: nothing charged

@@ -20,6 +20,7 @@ import dpframe as dp
 from dpframe.accounting.ledger_sketches import sketch_path
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.backends.data_sketch import SketchKey, sketch_frame
+from dpframe.noise import SecureRandom
 from tests.dask._support import from_pandas
 
 KEY = SketchKey(bytes(range(32)))
@@ -67,3 +68,45 @@ def test_a_dask_load_records_a_sketch_and_a_pandas_near_copy_is_recognized(
     sample = frame.sample(frac=0.99, random_state=3)
     with pytest.warns(dp.BudgetResetWarning, match=r"'cluster': 1 release \(rows in common"):
         dp.Session(epsilon=1, ledger=ledger_path, name="laptop").private_frame(sample)
+
+
+@pytest.mark.parametrize(
+    ("partitions", "limit", "over"), [(1, 1, False), (3, 1, False), (4, 1, True)]
+)
+def test_a_sketch_with_units_counts_them_in_the_same_pass_for_the_bounding(
+    dask_client: Any,
+    frame: pd.DataFrame,
+    partitions: int,
+    limit: int,
+    over: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = frame if not over else pd.concat([frame, frame.head(10)], ignore_index=True)
+    backend = DaskBackend(from_pandas(data, partitions))
+    with_units = backend.data_sketch(KEY, ("id", limit))
+    alone = DaskBackend(from_pandas(data, partitions)).data_sketch(KEY)
+    assert with_units.rows == alone.rows and with_units.identity == alone.identity
+    assert backend._over == {("id", limit): over}
+
+    def counted_again(*args: Any) -> None:
+        raise AssertionError("the rows per unit were counted again")
+
+    monkeypatch.setattr("dpframe.backends.dask_backend.partition_counts", counted_again)
+    bounded = backend.bound_contributions("id", limit, SecureRandom())
+    kept = bounded._frame.compute()
+    assert (bounded._frame is backend._frame) is (not over)  # no shuffle when nothing is over
+    assert len(kept) == len(frame) and kept["id"].value_counts().max() == 1
+    with pytest.raises(AssertionError, match="counted again"):  # another bound is counted
+        backend.bound_contributions("id", limit + 1, SecureRandom())
+
+
+def test_a_dask_load_with_a_unit_reads_the_rows_once_for_sketch_and_bound(
+    dask_client: Any, frame: pd.DataFrame, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def counted_again(*args: Any) -> None:
+        raise AssertionError("the rows per unit were counted again")
+
+    monkeypatch.setattr("dpframe.backends.dask_backend.partition_counts", counted_again)
+    session = dp.Session(epsilon=1, ledger=ledger_path)
+    pf = session.private_frame(from_pandas(frame, 3), privacy_unit=dp.PrivacyUnit("id", max_rows=1))
+    assert 3900 < pf.count(epsilon=0.5) < 4100
