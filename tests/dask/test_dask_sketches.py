@@ -21,7 +21,7 @@ from dpframe.accounting.ledger_sketches import sketch_path
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.backends.data_sketch import SketchKey, sketch_frame
 from dpframe.noise import SecureRandom
-from tests.dask._support import from_pandas
+from tests.dask._support import collect, from_pandas
 
 KEY = SketchKey(bytes(range(32)))
 
@@ -93,7 +93,7 @@ def test_a_sketch_with_units_counts_them_in_the_same_pass_for_the_bounding(
 
     monkeypatch.setattr("dpframe.backends.dask_backend.partition_counts", counted_again)
     bounded = backend.bound_contributions("id", limit, SecureRandom())
-    kept = bounded._frame.compute()
+    kept = collect(bounded._frame)
     assert (bounded._frame is backend._frame) is (not over)  # no shuffle when nothing is over
     assert len(kept) == len(frame) and kept["id"].value_counts().max() == 1
     with pytest.raises(AssertionError, match="counted again"):  # another bound is counted
