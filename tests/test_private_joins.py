@@ -462,9 +462,11 @@ def test_max_rows_auto_is_a_charged_quantile_of_rows_per_person(session: dp.Sess
     joined = visits.merge(
         people, left_on="person_id", right_on="id", max_rows="auto", bound_epsilon=0.5
     )
-    first = session.ledger.iloc[0]
-    assert first["query"].startswith("quantile(rows, q=[0.99], 10 candidates) of the rows per ID")
-    assert first["epsilon"] == 0.5 and session.spent == dp.Budget(0.5)
+    count, quantile = session.ledger.iloc[0], session.ledger.iloc[1]
+    assert count["query"].startswith("count() of the rows per ID")
+    assert quantile["query"].startswith("quantile(rows, q=[0.99], 10 candidates) of the rows per")
+    assert (count["epsilon"], quantile["epsilon"]) == (0.05, 0.45)
+    assert session.spent == dp.Budget(0.5)
     k = lineage(joined._handle.plan)[0].unit_rows
     assert 1 <= k <= 10
     assert joined.count(epsilon=1).scale == pytest.approx(k)

@@ -379,9 +379,11 @@ class PrivateFrame(FrameReleases, RowGuard):
             right_on: the right keys, paired with ``left_on``.
             max_rows: private frames: the most rows one person keeps after the
                 join (default: the product of the two frames' limits; semi and
-                anti: the left frame's limit), or ``"auto"``: the 0.99 quantile
-                of the join's rows per person, released privately at
-                ``bound_epsilon`` (charged now, recorded in the ledger).
+                anti: the left frame's limit), or ``"auto"``: a bound that
+                about 5 people exceed (the quantile of the join's rows per
+                person at 1 − 5/n, at least 0.99, n a private count of the
+                people), released privately at ``bound_epsilon`` in two
+                releases (the count a tenth; charged now, in the ledger).
             rows: private frames: ``"kept"`` (default), or ``"dropped"``: the
                 rows the ``max_rows`` bound cut (same random draw), so that
                 ``.count(epsilon=...)`` on it answers "how many did the bound

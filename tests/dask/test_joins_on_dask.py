@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dp
-from dpframe.api.verbs.joins import AUTO_LEVEL
+from dpframe.api.verbs.joins import auto_level
 from dpframe.backends.dask_backend import DaskBackend
 from dpframe.engine.joins import JoinedRows
 from dpframe.plan.nodes import lineage
@@ -141,9 +141,10 @@ def test_max_rows_auto_on_dask_chooses_what_pandas_chooses(on_dask: list[DaskBac
     session = dp.Session(epsilon=10_000, ledger=":memory:")
     v, p = _loaded(session)
     joined = v.merge(p, on="person_id", max_rows="auto", bound_epsilon=1000)
-    first = session.ledger.iloc[0]
-    assert first["query"].startswith("quantile(rows, q=[0.99], 8 candidates) of the rows per ID")
-    assert len(session.ledger) == 1 and session.spent == dp.Budget(1000)
+    count, quantile = session.ledger["query"]
+    assert count.startswith("count() of the rows per ID")
+    assert quantile.startswith("quantile(rows, q=[0.99], 8 candidates) of the rows per ID")
+    assert session.spent == dp.Budget(1000)
     chosen = lineage(joined._handle.plan)[0].unit_rows
     assert chosen == _exact_auto_bound()  # at ε = 1000 the exact quantile, as on pandas
     assert float(joined.count(epsilon=1000)) == _truth("inner", chosen)[0]
@@ -151,7 +152,7 @@ def test_max_rows_auto_on_dask_chooses_what_pandas_chooses(on_dask: list[DaskBac
 
 
 def _exact_auto_bound() -> int:
-    """The smallest candidate bound that keeps a share AUTO_LEVEL of the inner join's IDs whole.
+    """The smallest candidate bound that keeps a share auto_level(n) of the inner join's IDs whole.
 
     The same formula pins the pandas backend's choice (the next test), so both
     backends choose alike.
@@ -159,7 +160,8 @@ def _exact_auto_bound() -> int:
     visits, people = _tables()
     known = visits.dropna(subset=["person_id"]).groupby("person_id").size().clip(upper=8)
     per_id = known[known.index.isin(set(people["person_id"]))]
-    return min(c for c in range(1, 9) if (per_id <= c).mean() >= AUTO_LEVEL)
+    level = auto_level(len(per_id))  # 0.99 for these few people
+    return min(c for c in range(1, 9) if (per_id <= c).mean() >= level)
 
 
 def test_max_rows_auto_on_pandas_chooses_the_same_exact_quantile() -> None:

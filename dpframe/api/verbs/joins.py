@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 from dpframe.api.handle import FrameHandle
+from dpframe.api.verbs.aggregates import count_node
 from dpframe.api.verbs.quantiles import grouped_quantile_node, quantile_node
 from dpframe.errors import SchemaError
 from dpframe.plan.expressions import Col
@@ -33,8 +35,21 @@ from dpframe.plan.privacy import Number, PrivacyRequest
 
 __all__ = ["AUTO_K_CANDIDATES", "AUTO_K_LEVEL", "AUTO_K_MOST", "AUTO_LEVEL", "private_merge"]
 
-#: The quantile of rows per person that ``max_rows="auto"`` keeps.
+#: The quantile of rows per person that ``max_rows="auto"`` keeps, at least.
 AUTO_LEVEL = 0.99
+#: About this many people are left above the bound ``max_rows="auto"`` chooses.
+AUTO_ABOVE = 5
+#: The share of ``bound_epsilon`` that counts the people (the rest: the quantile).
+AUTO_COUNT_SHARE = Fraction(1, 10)
+
+
+def auto_level(people: float) -> Fraction:
+    """The level of the quantile: all but :data:`AUTO_ABOVE` of ``people``, at least 0.99."""
+    n = max(1, math.floor(people))
+    level = Fraction(n - AUTO_ABOVE, n).limit_denominator(10**6)  # rank utilities stay in int64
+    return max(Fraction(AUTO_LEVEL).limit_denominator(100), level)
+
+
 #: The quantile of each side's rows' ranks within their key value that ``k="auto"`` keeps:
 #: higher than :data:`AUTO_LEVEL`, because a join's rows concentrate in the largest key
 #: values (a key value of c rows on both sides gives c² joined rows).
@@ -79,12 +94,22 @@ def private_merge(
     in one charged release (docs/proofs/private_joins.md, "k chosen
     privately").
 
-    Free, except ``max_rows="auto"``: the bound is then the
-    :data:`AUTO_LEVEL` quantile of the join's rows per person (before any
-    truncation), released privately at ``bound_epsilon`` (one row per person:
-    sensitivity 1 in rank; Amin, Kulesza, Muñoz Medina & Vassilvitskii 2019,
-    "Bounding user contributions"), rounded up; the release is charged and
-    recorded like any other, and the join is built with the released bound.
+    Free, except ``max_rows="auto"``: the bound is then a value about
+    :data:`AUTO_ABOVE` people exceed, chosen privately at ``bound_epsilon``
+    in two releases on the table of the join's rows per person (before any
+    truncation; one row per person): a count of the people n at
+    :data:`AUTO_COUNT_SHARE` of it, then the quantile at level
+    :func:`auto_level` (n) = max(0.99, 1 − 5/n) with the rest (sensitivity 1
+    in rank), rounded up.  A count's error, the rows cut plus noise of
+    standard deviation √2·k/ε, is smallest where about √2/ε people are above
+    k (the first term falls by the number above k per unit of k, the second
+    grows by √2/ε), whatever the number of people; a fixed level (0.99) left
+    1% above it, too many for a large table (Amin, Kulesza, Muñoz Medina &
+    Vassilvitskii 2019, "Bounding user contributions", study this
+    trade-off).  Both
+    releases are charged and recorded like any other (refused together,
+    before either, when ``bound_epsilon`` does not fit), and the join is
+    built with the released bound.
 
     Raises:
         SchemaError: frames of two sessions, or any refusal of
@@ -218,13 +243,15 @@ def _auto_bound(
     most = default_max_rows(how, unit_of(left.plan), unit_of(right.plan))
     per_id = _joined(left, right, how, on, left_on, right_on, suffixes, most, "per_id")
     candidates = list(range(1, most + 1)) if most <= _LISTED else None
-    node = quantile_node(
-        per_id.column(PER_ID_ROWS),
-        AUTO_LEVEL,
-        PrivacyRequest(epsilon=bound_epsilon),
-        candidates,
-    )
-    released = left.runner.run(node)
+    rows, runner = per_id.column(PER_ID_ROWS), left.runner
+    whole = quantile_node(rows, AUTO_LEVEL, PrivacyRequest(epsilon=bound_epsilon), candidates)
+    if not runner.explain(whole).allowed:  # the two releases below cost at most this one
+        released = runner.run(whole)  # refused by the budget: nothing read, nothing charged
+    else:
+        share = Fraction(str(bound_epsilon)) * AUTO_COUNT_SHARE
+        people = runner.run(count_node(per_id, PrivacyRequest(epsilon=share)))
+        rest = PrivacyRequest(epsilon=Fraction(str(bound_epsilon)) - share)
+        released = runner.run(quantile_node(rows, auto_level(float(people)), rest, candidates))
     return max(1, min(most, math.ceil(float(released))))
 
 
