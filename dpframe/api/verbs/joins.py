@@ -106,10 +106,9 @@ def private_merge(
     grows by √2/ε), whatever the number of people; a fixed level (0.99) left
     1% above it, too many for a large table (Amin, Kulesza, Muñoz Medina &
     Vassilvitskii 2019, "Bounding user contributions", study this
-    trade-off).  Both
-    releases are charged and recorded like any other (refused together,
-    before either, when ``bound_epsilon`` does not fit), and the join is
-    built with the released bound.
+    trade-off).  Both releases are charged and recorded like any other
+    (refused together, before either, when ``bound_epsilon`` does not fit),
+    and the join is built with the released bound.
 
     Raises:
         SchemaError: frames of two sessions, or any refusal of
