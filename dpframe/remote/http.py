@@ -137,7 +137,8 @@ class Http:
                 waited += pause
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
-        import urllib.request  # imported where first needed (import time: email, http, ssl)
+        import http.client  # imported where first needed (import time: email, http, ssl)
+        import urllib.request
 
         data = None if body is None else dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
@@ -153,6 +154,11 @@ class Http:
             raise error_from(exc) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", exc)
+            raise CuratorUnavailableError(
+                f"Cannot reach the curator at {self.url}: {reason}."
+            ) from None
+        except http.client.HTTPException as exc:  # e.g. the answer cut off (IncompleteRead)
+            reason = f"its answer was cut off ({type(exc).__name__})"
             raise CuratorUnavailableError(
                 f"Cannot reach the curator at {self.url}: {reason}."
             ) from None
