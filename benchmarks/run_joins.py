@@ -68,7 +68,22 @@ def _tables(visits: int, people: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return trips, folks
 
 
-def _session(dp: Any, ledger: str, folder: str) -> Any:
+def load_both(dp: Any, session: Any, trips: Any, folks: Any) -> tuple[Any, Any]:
+    """The two tables as private frames of one ID space (pandas or Dask frames)."""
+    v = session.private_frame(
+        trips,
+        bounds={"cost": (0, 500)},
+        privacy_unit=dp.PrivacyUnit("person_id", max_rows=40, id_space="persons"),
+    )
+    p = session.private_frame(
+        folks,
+        categories={"region": ["northeast", "midwest", "south", "west"]},
+        privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
+    )
+    return v, p
+
+
+def session_for(dp: Any, ledger: str, folder: str) -> Any:
     """A session as a user opens one: the default ledger file (``ledger="file"``) or in memory."""
     if ledger == "file":
         os.environ["DPFRAME_LEDGER"] = os.path.join(folder, "ledger.sqlite")
@@ -101,19 +116,10 @@ def _measured(side: str, visits: int, people: int, ledger: str, folder: str) -> 
         out["release_cpu_s"] = time.process_time() - cpu
         out["answer"] = {str(k): float(v) for k, v in answer.items()}
     elif side == "dask":
-        out.update(_dask_side(dp, trips, folks, _session(dp, ledger, folder)))
+        out.update(_dask_side(dp, trips, folks, session_for(dp, ledger, folder)))
     else:
-        session = _session(dp, ledger, folder)
-        v = session.private_frame(
-            trips,
-            bounds={"cost": (0, 500)},
-            privacy_unit=dp.PrivacyUnit("person_id", max_rows=40, id_space="persons"),
-        )
-        p = session.private_frame(
-            folks,
-            categories={"region": ["northeast", "midwest", "south", "west"]},
-            privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
-        )
+        session = session_for(dp, ledger, folder)
+        v, p = load_both(dp, session, trips, folks)
         out["load_s"] = time.perf_counter() - start
         out["load_cpu_s"] = time.process_time() - cpu
         out["load_peak_bytes"] = peak_since(before)
@@ -169,16 +175,7 @@ def _dask_side(dp: Any, trips: pd.DataFrame, folks: pd.DataFrame, session: Any) 
         ].mean().compute()
         out["plain_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    v = session.private_frame(
-        dask_trips,
-        bounds={"cost": (0, 500)},
-        privacy_unit=dp.PrivacyUnit("person_id", max_rows=40, id_space="persons"),
-    )
-    p = session.private_frame(
-        dask_folks,
-        categories={"region": ["northeast", "midwest", "south", "west"]},
-        privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
-    )
+    v, p = load_both(dp, session, dask_trips, dask_folks)
     out["load_s"] = time.perf_counter() - start
     joined = v.merge(p, on="person_id")
     start = time.perf_counter()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ def _side(side: str, visits: int, people: int) -> dict[str, Any]:
     from distributed import Client, LocalCluster, wait
 
     import dpframe as dp
-    from benchmarks.run_joins import _tables
+    from benchmarks.run_joins import _tables, load_both, session_for
 
     cluster: Any = LocalCluster(  # type: ignore[no-untyped-call]
         n_workers=2, threads_per_worker=1, dashboard_address=":0"
@@ -60,18 +59,8 @@ def _side(side: str, visits: int, people: int) -> dict[str, Any]:
                 "cost"
             ].mean().compute()
         else:
-            os.environ["DPFRAME_LEDGER"] = os.path.join(folder, "ledger.sqlite")
-            session = dp.Session(epsilon=10)
-            v = session.private_frame(
-                dask_trips,
-                bounds={"cost": (0, 500)},
-                privacy_unit=dp.PrivacyUnit("person_id", max_rows=40, id_space="persons"),
-            )
-            p = session.private_frame(
-                dask_folks,
-                categories={"region": ["northeast", "midwest", "south", "west"]},
-                privacy_unit=dp.PrivacyUnit("person_id", max_rows=1, id_space="persons"),
-            )
+            session = session_for(dp, "file", folder)  # the default: a ledger file
+            v, p = load_both(dp, session, dask_trips, dask_folks)
             v.merge(p, on="person_id").groupby("region")["cost"].mean(epsilon=1)
         after = client.run(_peak_bytes)
     client.close()
