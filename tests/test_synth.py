@@ -232,7 +232,7 @@ def _frame_with_text(session: dp.Session) -> dp.PrivateFrame:
                 epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
             ),
             dp.ResourceLimitError,
-            r"AIM's model holds at most 32,768 \(= 2\*\*15\) cells; the 1-way marginals and "
+            r"AIM's first model holds at most 32,768 \(= 2\*\*15\) cells; the 1-way marginals and "
             r"the largest 2-way marginal of this copy need 37,649",
         ),
         (

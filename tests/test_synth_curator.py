@@ -68,7 +68,7 @@ def test_refusals_through_the_curator_charge_nothing(remote: Any) -> None:
     before = remote.session.spent
     with pytest.raises(dp.InvalidArgumentError, match="method must be 'mst' or 'aim'"):
         remote[COLUMNS].synthesize(epsilon=1, method="gan")
-    with pytest.raises(dp.ResourceLimitError, match="AIM's model holds at most"):
+    with pytest.raises(dp.ResourceLimitError, match="AIM's first model holds at most"):
         remote[["wage", "experience"]].synthesize(
             epsilon=1, method="aim", bins={"wage": 500, "experience": 100}
         )

@@ -24,8 +24,10 @@ data-dependent annealing of σ and ε:
   model's marginal, σ this round's measurement noise and n_r the cells of r
   (AIM's score: the error the model makes minus what measuring would
   leave), among the candidates whose junction tree with the measured
-  cliques has at most :data:`MAX_AIM_MODEL_CELLS` cells (AIM's "max model
-  size"); measure it; refit (warm-started).  A clique may be measured again.
+  cliques has at most :data:`MAX_AIM_GROWN_CELLS` cells (AIM's "max model
+  size": 2**17, four times the 2**15 that the 1-way marginals and the
+  largest pair must fit for the copy to be accepted); measure it; refit
+  (warm-started).  A clique may be measured again.
 * The model (:mod:`dpframe.mechanisms.synth.synth_junction`) is refitted to all the
   measurements and rows are sampled from it.
 
@@ -91,7 +93,7 @@ from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import (
-    MAX_AIM_MODEL_CELLS,
+    MAX_AIM_GROWN_CELLS,
     MAX_SYNTH_ROWS,
     MAX_TRIPLE_CELLS,
 )
@@ -202,7 +204,7 @@ def aim_noise(node: Synthesize, allocation: NoiseAllocation) -> AimNoise:
 def _fits(cliques: list[Clique], candidate: Clique, sizes: tuple[int, ...]) -> bool:
     if candidate in cliques:
         return True
-    return JunctionTree(sizes, [*cliques, candidate]).size() <= MAX_AIM_MODEL_CELLS
+    return JunctionTree(sizes, [*cliques, candidate]).size() <= MAX_AIM_GROWN_CELLS
 
 
 def run_aim(
