@@ -16,10 +16,12 @@ from a tree of pairs to any set of measured cliques:
 * The potentials are fitted by entropic mirror descent on the weighted
   least squares L(μ) = ½ Σ_m Σ_cells (μ_m − y_m)² / v_m with an Armijo step
   (McKenna, Sheldon, Miklau 2019, ICML, Algorithm 1; private-pgm's estimator).
-* Rows are sampled along the junction tree: the root clique's cells by the
-  controlled rounding of :func:`~dpframe.mechanisms.synth.synth_sampling.controlled_counts`,
-  then each child clique's new columns given its separator with the parent,
-  spread evenly over the columns already drawn
+* Rows are sampled along the junction tree, each clique's new columns (the
+  root clique's all, a child's those not in its separator with the parent)
+  one at a time by the chain rule, fewer cells first: each given the
+  separator and the clique's columns drawn before it, by the controlled
+  rounding of :func:`~dpframe.mechanisms.synth.synth_sampling.controlled_counts`
+  spread evenly over the other columns already drawn
   (:func:`~dpframe.mechanisms.synth.synth_sampling.draw_given`).
 
 All of this is post-processing of released noisy marginals: it reads no data.
@@ -335,11 +337,22 @@ def sample_junction(
 ) -> npt.NDArray[np.int64]:
     """``n`` rows of cell indices (n × columns) drawn along the junction tree.
 
-    In breadth-first order, the rows of each separator cell (all rows for a
-    root clique) get the clique's other columns by
-    :func:`~dpframe.mechanisms.synth.synth_sampling.draw_given` of their
-    conditional (controlled counts, spread evenly over the columns already
-    drawn); the rows come out in a random order.
+    In breadth-first order, each clique's new columns (those not in its
+    separator with the parent) are drawn one at a time by the chain rule,
+    the columns with fewer cells first: column a gets
+    :func:`~dpframe.mechanisms.synth.synth_sampling.draw_given` of the
+    clique belief's p(a | separator, the clique's columns drawn before a),
+    the rows grouped by those columns' cells (one group for the first
+    column of a root clique) and spread evenly over the other columns
+    already drawn; the rows come out in a random order.
+
+    Drawn jointly, a clique of tens of thousands of cells would get 0 or 1
+    rows in most cells and its sub-marginals (a pair of two-cell columns
+    in it) nearly multinomial error; one column at a time, each step's
+    groups are coarser and their controlled counts hold the sub-marginals
+    of the columns drawn so far within a row or so per group.  The product
+    of the conditionals is the clique's belief, so the copy's expected
+    tables are unchanged.
     """
     tree = model.tree
     sizes = tree.sizes
@@ -349,20 +362,23 @@ def sample_junction(
     drawn: list[int] = []
     for k in tree.order:
         clique = tree.cliques[k]
-        sep = tree.separator(k)
-        new = tuple(a for a in clique if a not in sep)
-        perm = [clique.index(a) for a in (*sep, *new)]
-        sep_cells = math.prod(sizes[a] for a in sep)
-        joint = np.transpose(model.belief[k], perm).reshape(sep_cells, -1)
-        if sep:
-            group = np.ravel_multi_index(tuple(out[:, a] for a in sep), [sizes[a] for a in sep])
-        else:
-            group = np.zeros(n, dtype=np.int64)
-        context = [(out[:, a], sizes[a]) for a in drawn if a not in sep]
-        cells = draw_given(joint, group.astype(np.int64), context, gen)
-        if new:
-            shape = tuple(sizes[a] for a in new)
-            for a, values in zip(new, np.unravel_index(cells, shape), strict=True):
-                out[:, a] = values
-        drawn += new
+        given = list(tree.separator(k))
+        new = sorted((a for a in clique if a not in given), key=lambda a: sizes[a])
+        for a in new:
+            kept = [b for b in clique if b in given or b == a]
+            rest = tuple(p for p, b in enumerate(clique) if b not in kept)
+            marginal = model.belief[k].sum(axis=rest) if rest else model.belief[k]
+            perm = [kept.index(b) for b in (*given, a)]
+            given_cells = math.prod(sizes[b] for b in given)
+            table = np.transpose(marginal, perm).reshape(given_cells, sizes[a])
+            if given:
+                group = np.ravel_multi_index(
+                    tuple(out[:, b] for b in given), [sizes[b] for b in given]
+                )
+            else:
+                group = np.zeros(n, dtype=np.int64)
+            context = [(out[:, b], sizes[b]) for b in drawn if b not in given]
+            out[:, a] = draw_given(table, group.astype(np.int64), context, gen)
+            given.append(a)
+            drawn.append(a)
     return out[gen.permutation(n)]

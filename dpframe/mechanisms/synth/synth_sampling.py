@@ -115,8 +115,7 @@ def draw_given(
     order = np.argsort(key + 0.5 * gen.random(n))
     starts = np.searchsorted(group[order], np.arange(groups + 1))
     out = np.zeros(n, dtype=np.int64)
-    for g in range(groups):
+    for g in np.flatnonzero(np.diff(starts)):  # the groups with rows
         rows = order[starts[g] : starts[g + 1]]
-        if len(rows):
-            out[rows] = spread_cells(controlled_counts(table[g], len(rows), gen), gen)
+        out[rows] = spread_cells(controlled_counts(table[g], len(rows), gen), gen)
     return out
