@@ -12,8 +12,9 @@ fresh randomness; the table gives the mean and its standard error.
 
 Caps (identical where both have the knob): AIM runs 2d rounds (dpframe's
 fixed schedule; OpenDP ``AIM(rounds=2 * d)``, its default is 16d), its
-model is capped at 2**15 float64 cells (dpframe ``MAX_AIM_MODEL_CELLS``;
-OpenDP ``max_size=0.25`` MB) and its workload is every pair and triple
+model is capped at ``--model-cells`` float64 cells (default 2**17, dpframe's
+``MAX_AIM_GROWN_CELLS``, set in dpframe's child for another cap; OpenDP
+``max_size`` = cells × 8 bytes: 1 MB) and its workload is every pair and triple
 (OpenDP ``queries=3``; dpframe drops triples over 2**13 cells, none here).
 Everything else is each library's default (OpenDP spends half the request
 on 1-way marginals, dpframe a third (MST) or a tenth (AIM)).
@@ -49,9 +50,12 @@ import numpy as np
 
 from benchmarks.releases import new_releases
 from benchmarks.run_synth import EXPERIENCE_EDGES, WAGE_EDGES, _sizes, coded, resampled
+from dpframe.plan.releases.synthesis import MAX_AIM_GROWN_CELLS
 
 EPSILON, DELTA = 1.0, 1e-6
 VENV_PYTHON = ".bench-venvs/opendp/bin/python"
+#: AIM's model cap for both libraries unless ``--model-cells`` (dpframe's own default).
+DEFAULT_MODEL_CELLS = MAX_AIM_GROWN_CELLS
 
 
 def accuracy(real: np.ndarray, fake: np.ndarray) -> dict[str, float]:
@@ -86,10 +90,13 @@ def rho() -> Fraction:
     return rho_from_epsilon_delta(Fraction(EPSILON), Fraction(DELTA))
 
 
-def child_dpframe(rows: int, method: str, seed: int) -> dict[str, Any]:
+def child_dpframe(rows: int, method: str, seed: int, model_cells: int) -> dict[str, Any]:
     """One dpframe copy (in this process): the data resampled with ``seed``."""
     import dpframe as dp
     from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
+    from dpframe.mechanisms.synth import synth_aim
+
+    setattr(synth_aim, "MAX_AIM_GROWN_CELLS", model_cells)  # the cap (default: dpframe's own)
 
     data = resampled(rows, seed)
     real = coded(data)
@@ -105,7 +112,7 @@ def child_dpframe(rows: int, method: str, seed: int) -> dict[str, Any]:
     )
     seconds = time.perf_counter() - start
     return {
-        "library": f"dpframe {method.upper()}",
+        "library": f"dpframe {method.upper()}" + _cap_label(method, model_cells),
         "rows": rows,
         "seconds": seconds,
         "peak_mib": _peak_mib() - base,
@@ -129,7 +136,7 @@ OPENDP_CHILD = textwrap.dedent(
     start = time.perf_counter()
     d = len(names)
     if method == "aim":
-        algorithm = dp.mbi.AIM(rounds=2 * d, max_size=0.25, queries=3)
+        algorithm = dp.mbi.AIM(rounds=2 * d, max_size=float(sys.argv[6]), queries=3)
     else:
         algorithm = dp.mbi.MST()
     context = dp.Context.compositor(
@@ -165,7 +172,9 @@ def _sizes_text() -> str:
     return json.dumps(_sizes())
 
 
-def run_opendp(python: str, rows: int, method: str, seed: int) -> dict[str, Any] | str:
+def run_opendp(
+    python: str, rows: int, method: str, seed: int, model_cells: int
+) -> dict[str, Any] | str:
     """OpenDP's synthesizer on the same coded table (its own process and environment)."""
     real = coded(resampled(rows, seed))
     with tempfile.TemporaryDirectory() as folder:
@@ -174,7 +183,10 @@ def run_opendp(python: str, rows: int, method: str, seed: int) -> dict[str, Any]
         script = Path(folder) / "child.py"
         script.write_text(OPENDP_CHILD, encoding="utf-8")
         done = subprocess.run(
-            [python, str(script), str(data), str(out), str(float(rho())), method, _sizes_text()],
+            [
+                *(python, str(script), str(data), str(out), str(float(rho())), method),
+                *(_sizes_text(), str(model_cells * 8 / 2**20)),  # max_size in MB
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -185,7 +197,15 @@ def run_opendp(python: str, rows: int, method: str, seed: int) -> dict[str, Any]
         measured = json.loads(done.stdout.strip().splitlines()[-1])
         found = accuracy(real, np.load(out))
         fitted = model_accuracy(real, dict(np.load(str(out) + ".model.npz")))
-    return {"library": f"OpenDP {method.upper()}", "rows": rows, **measured, **found, **fitted}
+    library = f"OpenDP {method.upper()}" + _cap_label(method, model_cells)
+    return {"library": library, "rows": rows, **measured, **found, **fitted}
+
+
+def _cap_label(method: str, model_cells: int) -> str:
+    """`` (model ≤ 2**15 cells)`` for AIM under a cap other than the default."""
+    if method != "aim" or model_cells == DEFAULT_MODEL_CELLS:
+        return ""
+    return f" (model ≤ 2**{model_cells.bit_length() - 1} cells)"
 
 
 def model_accuracy(real: np.ndarray, model: dict[str, np.ndarray]) -> dict[str, float]:
@@ -206,8 +226,9 @@ def model_accuracy(real: np.ndarray, model: dict[str, np.ndarray]) -> dict[str, 
     }
 
 
-def run_child(rows: int, method: str, seed: int) -> dict[str, Any]:
+def run_child(rows: int, method: str, seed: int, model_cells: int) -> dict[str, Any]:
     args = ["--child", str(rows), "--method", method, "--seed", str(seed)]
+    args += ["--model-cells", str(model_cells)]
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.run_synth_opendp", *args],
         capture_output=True,
@@ -234,12 +255,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--libraries", default="dpframe,opendp", help="dpframe, opendp or both")
     parser.add_argument("--opendp-python", default=os.environ.get("OPENDP_PYTHON", VENV_PYTHON))
     parser.add_argument("--json", default="")
+    parser.add_argument(
+        "--model-cells", type=int, default=DEFAULT_MODEL_CELLS, help="AIM's model cap, both"
+    )
     parser.add_argument("--method", default="mst", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child_dpframe(args.child, args.method, args.seed)))
+        print(json.dumps(child_dpframe(args.child, args.method, args.seed, args.model_cells)))
         return
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}", flush=True)
@@ -249,9 +273,11 @@ def main(argv: list[str] | None = None) -> None:
             for method in args.methods.split(","):
                 for runner in args.libraries.split(","):
                     if runner == "dpframe":
-                        found: dict[str, Any] | str = run_child(rows, method, seed)
+                        found: dict[str, Any] | str = run_child(
+                            rows, method, seed, args.model_cells
+                        )
                     elif Path(args.opendp_python).exists():
-                        found = run_opendp(args.opendp_python, rows, method, seed)
+                        found = run_opendp(args.opendp_python, rows, method, seed, args.model_cells)
                     else:
                         continue
                     if isinstance(found, str):

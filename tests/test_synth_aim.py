@@ -304,3 +304,35 @@ def test_released_marginals_carry_the_stated_noise() -> None:
     for factor, accept in ((1.0, True), (1.3**2, False), (1 / 1.3**2, False)):
         p = 2 * min(stats.chi2.sf(statistic / factor, n), stats.chi2.cdf(statistic / factor, n))
         assert (p > ALPHA) == accept, (factor, p)
+
+
+def test_a_model_grown_past_the_first_limit_takes_fewer_fitting_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At ε = 10 the selection grows CPS's model past 2**15 cells (to at most 2**17):
+    every fit's steps times its cells stay within what the curator's estimate prices."""
+    from dpframe.mechanisms.synth import synth_aim
+    from dpframe.plan.releases.synthesis import MAX_AIM_GROWN_CELLS
+
+    fits: list[tuple[int, int, int]] = []
+    fit = synth_aim.fit_junction
+
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        model = fit(*args, **kwargs)
+        fits.append((model.tree.size(), model.iterations, kwargs["cell_steps"]))
+        return model
+
+    monkeypatch.setattr(synth_aim, "fit_junction", kept)
+    session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:")
+    cps_frame(session).synthesize(epsilon=10.0, method="aim", progress=False)
+    assert len(fits) == aim_rounds(7) + 2  # the 1-way fit, one per round, the final fit
+    largest = max(cells for cells, _, _ in fits)
+    assert synth_aim.FIT_CELLS < largest <= MAX_AIM_GROWN_CELLS
+    for cells, steps, budget in fits:
+        assert steps * cells <= budget
+    assert {budget for _, _, budget in fits} == {
+        synth_aim.ROUND_ITERATIONS * synth_aim.FIT_CELLS,
+        synth_aim.FINAL_ITERATIONS * synth_aim.FIT_CELLS,
+    }
+    grown = [steps for cells, steps, _ in fits if cells > synth_aim.FIT_CELLS]
+    assert grown and max(grown) < synth_aim.FINAL_ITERATIONS  # the cap was what stopped them

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpframe.mechanisms.synth.synth_sampling import draw_given, spread_cells
+from dpframe.mechanisms.synth.synth_sampling import (
+    controlled_counts,
+    draw_given,
+    group_counts,
+    spread_cells,
+)
 from tests.stats_helpers import ALPHA, pooled_pvalue
 
 
@@ -24,7 +29,7 @@ def test_spread_cells_keep_the_counts_and_fill_every_run_in_proportion() -> None
         m = int(counts.sum())
         cells = spread_cells(counts, gen)
         assert np.array_equal(np.bincount(cells, minlength=6), counts)
-        for length in {1, 2, 7, m // 3 + 1, m // 2 + 1}:
+        for length in {1, 2, 7, m // 3 + 1, m // 2 + 1} & set(range(1, m + 1)):  # runs in m
             expected = length * counts / m
             slack = 1 + len(counts) * counts / m + 1e-9  # see spread_cells
             assert np.all(np.abs(_window_counts(cells, 6, length) - expected) <= slack)
@@ -92,3 +97,49 @@ def test_a_row_of_draw_given_is_a_fair_draw_from_its_conditional() -> None:
         assert pooled_pvalue(row, runs * p) > ALPHA
         off = np.array([p[0] * 1.3, *p[1:]])
         assert pooled_pvalue(row, runs * off / off.sum()) < ALPHA
+
+
+def test_group_counts_are_within_one_row_of_each_group_and_sum_exactly() -> None:
+    gen = np.random.default_rng(16)  # test randomness only
+    table = gen.dirichlet(np.ones(7), size=3_000)
+    table[5] = 0.0  # an empty row is uniform
+    rows = gen.integers(0, 40, 3_000)
+    counts = group_counts(table, rows, gen)
+    assert np.array_equal(counts.sum(axis=1), rows)
+    expected = table / np.maximum(table.sum(axis=1, keepdims=True), 1e-300) * rows[:, None]
+    expected[5] = rows[5] / 7
+    assert np.all(np.abs(counts - expected) < 1.0)
+    assert np.array_equal(controlled_counts(np.zeros(3), 4, gen).sum(keepdims=True), [4])
+
+
+def test_the_remainder_goes_to_each_cell_with_exactly_its_fraction() -> None:
+    """Systematic sampling: E[count] = n·p; drawing the remainder one cell at a time
+    in proportion to the fractions (numpy's ``choice`` without replacement) would not be."""
+    gen = np.random.default_rng(17)  # test randomness only
+    fractions = np.array([0.9, 0.6, 0.5])  # two rows to place among three cells
+    groups = 20_000
+    counts = group_counts(np.tile(fractions / 2, (groups, 1)), np.full(groups, 2), gen)
+    share = counts.mean(axis=0)
+    se = np.sqrt(fractions * (1 - fractions) / groups)
+    assert np.all(np.abs(share - fractions) < 4 * se)
+    # One at a time in proportion: P(c) = f_c/2 + Σ_{a≠c} f_a/2 · f_c/(2 − f_a).
+    sequential = np.array(
+        [
+            f / 2 + sum(a / 2 * f / (2 - a) for j, a in enumerate(fractions) if j != c)
+            for c, f in enumerate(fractions)
+        ]
+    )
+    assert np.all(np.abs(share - sequential) > 10 * se)
+
+
+def test_draw_given_keeps_every_small_group_within_one_row() -> None:
+    """Thousands of groups of a few rows each (a large model's separator), drawn at once."""
+    gen = np.random.default_rng(18)  # test randomness only
+    groups = 5_000
+    table = gen.dirichlet(np.ones(3), size=groups)
+    group = gen.integers(0, groups, 12_000)
+    drawn = draw_given(table, group, [(gen.integers(0, 4, 12_000), 4)], gen)
+    got = np.zeros((groups, 3))
+    np.add.at(got, (group, drawn), 1)
+    sizes = np.bincount(group, minlength=groups)
+    assert np.all(np.abs(got - sizes[:, None] * table) < 1.0)

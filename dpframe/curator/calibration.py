@@ -35,8 +35,8 @@ load):
   density estimate's grid), per floating-point operation.
 
 The synthetic copies' units (``tree_fit_seconds``, ``junction_fit_seconds``,
-``candidate_seconds``) are kept as given: they are measured with the
-synthetic-copy benchmarks.
+``junction_cell_seconds``, ``candidate_seconds``) are kept as given: they are
+measured with the synthetic-copy benchmarks.
 
 Example:
     >>> model = calibrate(rows=100_000)  # doctest: +SKIP

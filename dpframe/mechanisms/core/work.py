@@ -38,7 +38,10 @@ class Units:
         flops: floating-point operations of dense linear algebra (``flop_seconds``).
         tree_fit_steps: fitting steps of a tree model, times its fitted
             marginals (``tree_fit_seconds``).
-        junction_fit_steps: the same for a junction tree (``junction_fit_seconds``).
+        junction_fit_steps: the same for a junction tree (``junction_fit_seconds``:
+            the work of each fitted marginal).
+        junction_cell_steps: fitting steps of a junction tree times its cells
+            (``junction_cell_seconds``: the work that grows with the model).
         candidates: candidates scored, times the rounds (``candidate_seconds``).
     """
 
@@ -50,6 +53,7 @@ class Units:
     flops: float = 0
     tree_fit_steps: float = 0
     junction_fit_steps: float = 0
+    junction_cell_steps: float = 0
     candidates: float = 0
 
 

@@ -94,12 +94,14 @@ from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import (
     MAX_AIM_GROWN_CELLS,
+    MAX_AIM_MODEL_CELLS,
     MAX_SYNTH_ROWS,
     MAX_TRIPLE_CELLS,
 )
 
 __all__ = [
     "FINAL_ITERATIONS",
+    "FIT_CELLS",
     "ROUND_ITERATIONS",
     "AimNoise",
     "aim_noise",
@@ -123,6 +125,14 @@ ROUND_ITERATIONS = 50
 #: (6.9 s of CPU), 0.0076 with 50 and 100 (2.5 s): the rounds' fits are already there, and
 #: fitting the noisy marginals ever closer only fits their noise.
 FINAL_ITERATIONS = 200
+#: The most steps x junction-tree cells of one fit: the steps above up to
+#: 2**15 cells (the first model's limit), proportionally fewer steps on a
+#: model grown past it (at most 2**17 cells: a quarter of the steps), so that
+#: no fit costs more than one at 2**15 cells and the curator's worst-case
+#: estimate holds whatever the selection grows the model to.  On CPS
+#: resampled to 10**6 rows the model grew past 2**15 cells and the fits took
+#: 8.4 s of CPU at full steps against 2.3 s with a 2**15 cap (issue 26).
+FIT_CELLS = MAX_AIM_MODEL_CELLS
 
 Clique = tuple[int, ...]
 Planned = tuple[int, int, NoiseSpec]
@@ -238,7 +248,13 @@ def run_aim(
     """
     d = len(sizes)
     measurements = list(one_way)
-    model = fit_junction(sizes, measurements, total_of(measurements), ROUND_ITERATIONS)
+    model = fit_junction(
+        sizes,
+        measurements,
+        total_of(measurements),
+        ROUND_ITERATIONS,
+        cell_steps=ROUND_ITERATIONS * FIT_CELLS,
+    )
     progress(1)
     if not noise.rounds:
         return model, measurements, ()
@@ -272,7 +288,14 @@ def run_aim(
         table = noisy.reshape(truth[pick].shape)
         measurements.append(Measurement(pick, table, np.full(table.shape, spec.std**2)))
         total = total_of(measurements)
-        model = fit_junction(sizes, measurements, total, ROUND_ITERATIONS, start=model.theta)
+        model = fit_junction(
+            sizes,
+            measurements,
+            total,
+            ROUND_ITERATIONS,
+            start=model.theta,
+            cell_steps=ROUND_ITERATIONS * FIT_CELLS,
+        )
         progress(1)
     return model, measurements, tuple(stds)
 
@@ -330,6 +353,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         max(total_of(measurements), 1.0),
         FINAL_ITERATIONS,
         start=model.theta,
+        cell_steps=FINAL_ITERATIONS * FIT_CELLS,
         progress=lambda step, _: progress(start + step, steps),
     )
     rows = node.rows or int(min(max(round(total_of(measurements)), 0), MAX_SYNTH_ROWS))

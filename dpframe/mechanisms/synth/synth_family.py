@@ -83,6 +83,7 @@ from dpframe.mechanisms.runtime.progress import ProgressBar
 from dpframe.mechanisms.selection.selection import permute_and_flip
 from dpframe.mechanisms.synth.synth_aim import (
     FINAL_ITERATIONS,
+    FIT_CELLS,
     ROUND_ITERATIONS,
     AimNoise,
     aim_noise,
@@ -215,7 +216,9 @@ def synthesis_work(node: Synthesize) -> Work:
       marginals; AIM ``ROUND_ITERATIONS`` steps after each of its
       ``aim_rounds(d)`` rounds and its 1-way marginals over the d + k
       marginals measured by round k, then ``FINAL_ITERATIONS`` over all
-      (every fit runs its full count of steps in practice), and every
+      (every fit runs its full count of steps in practice), each step also
+      over the junction tree's cells: at most ``FIT_CELLS`` cells times the
+      steps (a model grown past them takes fewer steps), and every
       candidate scored every round;
     * drawing ``rows=`` rows, or as many as the declared row ceiling when the
       length is noisy (then per row), each column of each.
@@ -235,9 +238,15 @@ def synthesis_work(node: Synthesize) -> Work:
     counts = MarginalTables.passes(node, candidates)
     fitted = sum(ROUND_ITERATIONS * (d + k) for k in range(rounds + 1))
     fitted += FINAL_ITERATIONS * (d + rounds)
+    cell_steps = ((rounds + 1) * ROUND_ITERATIONS + FINAL_ITERATIONS) * FIT_CELLS
     return Work(
         per_row=Units(row_ops=d + counts, draws=row_draws),
-        fixed=Units(draws=fixed_draws, candidates=rounds * candidates, junction_fit_steps=fitted),
+        fixed=Units(
+            draws=fixed_draws,
+            candidates=rounds * candidates,
+            junction_fit_steps=fitted,
+            junction_cell_steps=cell_steps,
+        ),
     )
 
 
