@@ -96,7 +96,7 @@ def child_dpframe(rows: int, method: str, seed: int, model_cells: int) -> dict[s
     from dpframe.examples.datasets import CPS1988_BOUNDS, CPS1988_CATEGORIES
     from dpframe.mechanisms.synth import synth_aim
 
-    setattr(synth_aim, "MAX_AIM_GROWN_CELLS", model_cells)  # the cap (default: dpframe's own)
+    vars(synth_aim)["MAX_AIM_GROWN_CELLS"] = model_cells  # the cap (default: dpframe's own)
 
     data = resampled(rows, seed)
     real = coded(data)

@@ -315,7 +315,7 @@ def test_a_model_grown_past_the_first_limit_takes_fewer_fitting_steps(
     from dpframe.plan.releases.synthesis import MAX_AIM_GROWN_CELLS
 
     fits: list[tuple[int, int, int]] = []
-    fit = synth_aim.fit_junction
+    fit = vars(synth_aim)["fit_junction"]
 
     def kept(*args: Any, **kwargs: Any) -> Any:
         model = fit(*args, **kwargs)
@@ -326,13 +326,13 @@ def test_a_model_grown_past_the_first_limit_takes_fewer_fitting_steps(
     session = dp.Session(epsilon=10.0, delta=1e-6, ledger=":memory:")
     cps_frame(session).synthesize(epsilon=10.0, method="aim", progress=False)
     assert len(fits) == aim_rounds(7) + 2  # the 1-way fit, one per round, the final fit
-    largest = max(cells for cells, _, _ in fits)
+    largest = max(size for size, _, _ in fits)
     assert synth_aim.FIT_CELLS < largest <= MAX_AIM_GROWN_CELLS
-    for cells, steps, budget in fits:
-        assert steps * cells <= budget
+    for size, steps, budget in fits:
+        assert steps * size <= budget
     assert {budget for _, _, budget in fits} == {
         synth_aim.ROUND_ITERATIONS * synth_aim.FIT_CELLS,
         synth_aim.FINAL_ITERATIONS * synth_aim.FIT_CELLS,
     }
-    grown = [steps for cells, steps, _ in fits if cells > synth_aim.FIT_CELLS]
+    grown = [steps for size, steps, _ in fits if size > synth_aim.FIT_CELLS]
     assert grown and max(grown) < synth_aim.FINAL_ITERATIONS  # the cap was what stopped them

@@ -94,7 +94,8 @@ def group_counts(
     u = gen.random((len(rows), 1))
     passed = np.floor(running + u)
     hits = np.diff(passed, axis=1, prepend=np.floor(u))
-    return (whole + hits).astype(np.int64)
+    counts: IntArray = (whole + hits).astype(np.int64)
+    return counts
 
 
 def spread_cells(counts: IntArray, gen: np.random.Generator) -> IntArray:  # not privacy noise
