@@ -158,7 +158,9 @@ class JunctionTree:
             return ()
         return tuple(a for a in self.cliques[k] if a in self.cliques[par])
 
-    def beliefs(self, theta: dict[Clique, Array]) -> list[Array]:
+    def beliefs(
+        self, theta: dict[Clique, Array], plan: Sequence[tuple[Clique, int, Clique]] | None = None
+    ) -> list[Array]:
         """Each junction-tree clique's marginal (probabilities) under p ∝ exp(Σ θ).
 
         Sum-product in probability space: each clique's potential is
@@ -168,12 +170,21 @@ class JunctionTree:
         message.  A downward message divides the parent's belief by the
         child's upward message; where that message is 0 the child's own
         belief is 0 whatever comes down, so 0 is sent there.
+
+        The potentials are added along ``plan`` (:meth:`plan` of the cliques
+        of ``theta``) backwards: a pair's into the triple holding it, the
+        triple's into its junction-tree clique, one pass over a large clique
+        per measured clique summed from it rather than one per measurement.
         """
         n = len(self.cliques)
         log_psi = [np.zeros(tuple(self.sizes[a] for a in c)) for c in self.cliques]
-        for clique, values in theta.items():
-            k = self.home[clique]
-            log_psi[k] = log_psi[k] + values.reshape(_shape(clique, self.cliques[k], self.sizes))
+        added = dict(theta)
+        for clique, k, source in reversed(self.plan(list(theta)) if plan is None else plan):
+            values = added[clique]
+            if source == self.cliques[k]:
+                log_psi[k] = log_psi[k] + values.reshape(_shape(clique, source, self.sizes))
+            else:
+                added[source] = added[source] + values.reshape(_shape(clique, source, self.sizes))
         inner = [np.exp(t - t.max()) for t in log_psi]
         up: list[Array] = [np.zeros(0)] * n
         for k in reversed(self.order):
@@ -202,6 +213,39 @@ class JunctionTree:
         """The probabilities of ``clique`` (held by some junction-tree clique)."""
         k = self.home[clique] if clique in self.home else self.holder(clique)
         return _sum_to(belief[k], self.cliques[k], clique)
+
+    def plan(self, cliques: Sequence[Clique]) -> list[tuple[Clique, int, Clique]]:
+        """How :meth:`marginals` sums each of ``cliques``: from which table, the largest first.
+
+        Each entry is (clique, junction-tree clique k, source): the source is
+        the junction-tree clique itself, or a larger measured clique summed
+        before it (the smallest such): a triple's pairs come from the triple,
+        not again from a clique of tens of thousands of cells.
+        """
+        steps: list[tuple[Clique, int, Clique]] = []
+        for clique in sorted(dict.fromkeys(cliques), key=lambda c: -_cells(c, self.sizes)):
+            k = self.home[clique] if clique in self.home else self.holder(clique)
+            source = self.cliques[k]
+            for before, _, _ in steps:
+                inside = set(clique) <= set(before)
+                if inside and _cells(before, self.sizes) < _cells(source, self.sizes):
+                    source = before
+            steps.append((clique, k, source))
+        return steps
+
+    def marginals(
+        self, belief: Sequence[Array], plan: Sequence[tuple[Clique, int, Clique]]
+    ) -> dict[Clique, Array]:
+        """The probabilities of every clique of ``plan`` (:meth:`plan`)."""
+        found: dict[Clique, Array] = {}
+        for clique, k, source in plan:
+            table = belief[k] if source == self.cliques[k] else found[source]
+            found[clique] = _sum_to(table, source, clique)
+        return found
+
+
+def _cells(clique: Clique, sizes: Sequence[int]) -> int:
+    return math.prod(sizes[a] for a in clique)
 
 
 def _sum_to(table: Array, attrs: Clique, keep: Clique) -> Array:
@@ -254,10 +298,11 @@ def _loss(
     belief: Sequence[Array],
     measurements: Sequence[Measurement],
     total: float,
+    plan: Sequence[tuple[Clique, int, Clique]],
 ) -> tuple[float, dict[Clique, Array], dict[Clique, Array]]:
     """L(μ), its gradient in θ coordinates, and each measured clique's probabilities."""
     loss = 0.0
-    mu = {c: tree.marginal(belief, c) for c in dict.fromkeys(m.clique for m in measurements)}
+    mu = tree.marginals(belief, plan)
     grad = {c: np.zeros_like(p) for c, p in mu.items()}
     for m in measurements:
         fitted = mu[m.clique] * total
@@ -304,8 +349,9 @@ def fit_junction(
         c: np.array(given[c]) if c in given else np.zeros(tuple(sizes[a] for a in c))
         for c in cliques
     }
-    belief = tree.beliefs(theta)
-    loss, grad, mu = _loss(tree, belief, measurements, total)
+    plan = tree.plan(cliques)
+    belief = tree.beliefs(theta, plan)
+    loss, grad, mu = _loss(tree, belief, measurements, total, plan)
     smallest = min(float(np.min(m.variance)) for m in measurements)
     alpha = smallest / (total * total * max(len(measurements), 1))
     quiet = 0
@@ -315,8 +361,8 @@ def fit_junction(
         check_stop()  # a curator past its wall-clock limit stops here
         for _ in range(30):
             new_theta = {c: theta[c] - alpha * grad[c] for c in cliques}
-            new_belief = tree.beliefs(new_theta)
-            new_loss, new_grad, new_mu = _loss(tree, new_belief, measurements, total)
+            new_belief = tree.beliefs(new_theta, plan)
+            new_loss, new_grad, new_mu = _loss(tree, new_belief, measurements, total, plan)
             predicted = sum(float(np.sum(grad[c] * (mu[c] - new_mu[c]))) for c in cliques)
             if loss - new_loss >= 0.5 * predicted:
                 break
