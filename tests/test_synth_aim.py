@@ -310,7 +310,8 @@ def test_a_model_grown_past_the_first_limit_takes_fewer_fitting_steps(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """At ε = 10 the selection grows CPS's model past 2**15 cells (to at most 2**17):
-    every fit's steps times its cells stay within what the curator's estimate prices."""
+    all fits together stay within what the curator's estimate prices (fit_budget),
+    each round's fit leaves the final fit its reserve, and the final fit gets it."""
     from dpframe.mechanisms.synth import synth_aim
     from dpframe.plan.releases.synthesis import MAX_AIM_GROWN_CELLS
 
@@ -328,11 +329,14 @@ def test_a_model_grown_past_the_first_limit_takes_fewer_fitting_steps(
     assert len(fits) == aim_rounds(7) + 2  # the 1-way fit, one per round, the final fit
     largest = max(size for size, _, _ in fits)
     assert synth_aim.FIT_CELLS < largest <= MAX_AIM_GROWN_CELLS
-    for size, steps, budget in fits:
-        assert steps * size <= budget
-    assert {budget for _, _, budget in fits} == {
-        synth_aim.ROUND_ITERATIONS * synth_aim.FIT_CELLS,
-        synth_aim.FINAL_ITERATIONS * synth_aim.FIT_CELLS,
-    }
+    budget = synth_aim.fit_budget(7)
+    assert sum(size * steps for size, steps, _ in fits) <= budget
+    reserve = synth_aim.FINAL_ITERATIONS * synth_aim.FIT_CELLS
+    spent = 0
+    for size, steps, allowed in fits[:-1]:
+        assert allowed == max(budget - spent - reserve, 0) and steps * size <= allowed
+        spent += size * steps
+    size, steps, allowed = fits[-1]
+    assert allowed == budget - spent >= reserve
     grown = [steps for size, steps, _ in fits if size > synth_aim.FIT_CELLS]
-    assert grown and max(grown) < synth_aim.FINAL_ITERATIONS  # the cap was what stopped them
+    assert grown and max(grown) < synth_aim.FINAL_ITERATIONS  # the budget is what stopped them

@@ -104,8 +104,10 @@ __all__ = [
     "FIT_CELLS",
     "ROUND_ITERATIONS",
     "AimNoise",
+    "FitBudget",
     "aim_noise",
     "aim_rounds",
+    "fit_budget",
     "release_aim",
     "run_aim",
     "workload",
@@ -125,13 +127,15 @@ ROUND_ITERATIONS = 50
 #: (6.9 s of CPU), 0.0076 with 50 and 100 (2.5 s): the rounds' fits are already there, and
 #: fitting the noisy marginals ever closer only fits their noise.
 FINAL_ITERATIONS = 200
-#: The most steps x junction-tree cells of one fit: the steps above up to
-#: 2**15 cells (the first model's limit), proportionally fewer steps on a
-#: model grown past it (at most 2**17 cells: a quarter of the steps), so that
-#: no fit costs more than one at 2**15 cells and the curator's worst-case
-#: estimate holds whatever the selection grows the model to.  On CPS
-#: resampled to 10**6 rows the model grew past 2**15 cells and the fits took
-#: 8.4 s of CPU at full steps against 2.3 s with a 2**15 cap (issue 26).
+#: The model size the fits are budgeted for: all fits together take at most
+#: the steps above times this many cells (:func:`fit_budget`), what they
+#: take on models of up to 2**15 cells (the first model's limit).  A model
+#: grown past it (up to 2**17 cells) takes fewer steps, from what the fits
+#: on smaller models left, and the final fit always keeps its 200 steps'
+#: worth at 2**15 cells, so the curator's worst-case estimate holds whatever
+#: the selection grows the model to.  On CPS resampled to 10**6 rows the model
+#: grew past 2**15 cells and the fits took 8.4 s of CPU at full steps against
+#: 2.3 s with a 2**15 cap (issue 26).
 FIT_CELLS = MAX_AIM_MODEL_CELLS
 
 Clique = tuple[int, ...]
@@ -146,6 +150,31 @@ Measure = Callable[
 def aim_rounds(columns: int) -> int:
     """The selection rounds T: one stage of d rounds per stage weight (none for one column)."""
     return 0 if columns == 1 else len(STAGE_WEIGHTS) * columns
+
+
+def fit_budget(columns: int) -> int:
+    """Steps x junction-tree cells of all of an AIM copy's fits (the estimate prices it)."""
+    return ((aim_rounds(columns) + 1) * ROUND_ITERATIONS + FINAL_ITERATIONS) * FIT_CELLS
+
+
+@dataclass
+class FitBudget:
+    """What is left of :func:`fit_budget` during one copy (steps x cells).
+
+    Attributes:
+        left: steps x cells not yet taken.
+    """
+
+    left: int
+
+    def for_round(self) -> int:
+        """A round's fit may take what is left beyond the final fit's reserve."""
+        return max(self.left - FINAL_ITERATIONS * FIT_CELLS, 0)
+
+    def spend(self, model: JunctionModel) -> JunctionModel:
+        """Count ``model``'s fit against the budget; returns it."""
+        self.left -= model.iterations * model.tree.size()
+        return model
 
 
 def workload(sizes: tuple[int, ...]) -> tuple[list[Clique], dict[Clique, int]]:
@@ -227,6 +256,7 @@ def run_aim(
     rng: SecureRandom,
     total_of: Callable[[list[Measurement]], float],
     progress: Callable[[int], None],
+    budget: FitBudget,
 ) -> tuple[JunctionModel, list[Measurement], tuple[float, ...]]:
     """Fit the 1-way marginals, then T rounds of select, measure, refit.
 
@@ -241,6 +271,8 @@ def run_aim(
         rng: the secure randomness.
         total_of: the row count estimated from measurements.
         progress: called after each refit.
+        budget: the fits' steps x cells (each round's fit may take all but the
+            final fit's reserve; at most ``ROUND_ITERATIONS`` steps).
 
     Returns:
         The model fitted to the measurements so far (final refit left to the
@@ -248,12 +280,14 @@ def run_aim(
     """
     d = len(sizes)
     measurements = list(one_way)
-    model = fit_junction(
-        sizes,
-        measurements,
-        total_of(measurements),
-        ROUND_ITERATIONS,
-        cell_steps=ROUND_ITERATIONS * FIT_CELLS,
+    model = budget.spend(
+        fit_junction(
+            sizes,
+            measurements,
+            total_of(measurements),
+            ROUND_ITERATIONS,
+            cell_steps=budget.for_round(),
+        )
     )
     progress(1)
     if not noise.rounds:
@@ -288,13 +322,15 @@ def run_aim(
         table = noisy.reshape(truth[pick].shape)
         measurements.append(Measurement(pick, table, np.full(table.shape, spec.std**2)))
         total = total_of(measurements)
-        model = fit_junction(
-            sizes,
-            measurements,
-            total,
-            ROUND_ITERATIONS,
-            start=model.theta,
-            cell_steps=ROUND_ITERATIONS * FIT_CELLS,
+        model = budget.spend(
+            fit_junction(
+                sizes,
+                measurements,
+                total,
+                ROUND_ITERATIONS,
+                start=model.theta,
+                cell_steps=budget.for_round(),
+            )
         )
         progress(1)
     return model, measurements, tuple(stds)
@@ -318,6 +354,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         )
 
     weights = workload(node.sizes())[1] if noise.rounds else {}
+    budget = FitBudget(fit_budget(d))
     counts = MarginalTables(run, [*((i,) for i in range(d)), *weights])
     advance(1)
     one_noisy, std = [], 0.0
@@ -345,6 +382,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         rng,
         lambda found: max(total_of(found), 1.0),
         advance,
+        budget,
     )
     start = done[0]
     model = fit_junction(
@@ -353,7 +391,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         max(total_of(measurements), 1.0),
         FINAL_ITERATIONS,
         start=model.theta,
-        cell_steps=FINAL_ITERATIONS * FIT_CELLS,
+        cell_steps=budget.left,
         progress=lambda step, _: progress(start + step, steps),
     )
     rows = node.rows or int(min(max(round(total_of(measurements)), 0), MAX_SYNTH_ROWS))

@@ -83,11 +83,11 @@ from dpframe.mechanisms.runtime.progress import ProgressBar
 from dpframe.mechanisms.selection.selection import permute_and_flip
 from dpframe.mechanisms.synth.synth_aim import (
     FINAL_ITERATIONS,
-    FIT_CELLS,
     ROUND_ITERATIONS,
     AimNoise,
     aim_noise,
     aim_rounds,
+    fit_budget,
     release_aim,
     workload,
 )
@@ -217,8 +217,9 @@ def synthesis_work(node: Synthesize) -> Work:
       ``aim_rounds(d)`` rounds and its 1-way marginals over the d + k
       marginals measured by round k, then ``FINAL_ITERATIONS`` over all
       (every fit runs its full count of steps in practice), each step also
-      over the junction tree's cells: at most ``FIT_CELLS`` cells times the
-      steps (a model grown past them takes fewer steps), and every
+      over the junction tree's cells: all fits together at most
+      :func:`~dpframe.mechanisms.synth.synth_aim.fit_budget` steps x cells
+      (a model grown past ``FIT_CELLS`` takes fewer steps), and every
       candidate scored every round;
     * drawing ``rows=`` rows, or as many as the declared row ceiling when the
       length is noisy (then per row), each column of each.
@@ -238,7 +239,7 @@ def synthesis_work(node: Synthesize) -> Work:
     counts = MarginalTables.passes(node, candidates)
     fitted = sum(ROUND_ITERATIONS * (d + k) for k in range(rounds + 1))
     fitted += FINAL_ITERATIONS * (d + rounds)
-    cell_steps = ((rounds + 1) * ROUND_ITERATIONS + FINAL_ITERATIONS) * FIT_CELLS
+    cell_steps = fit_budget(d)
     return Work(
         per_row=Units(row_ops=d + counts, draws=row_draws),
         fixed=Units(

@@ -339,11 +339,12 @@ def fit_junction(
         tolerance: the relative improvement below which the fit stops.
         cell_steps: at most this many steps times the junction tree's cells
             (a step's cost grows with the cells: a model four times larger
-            takes a quarter of the steps; at least one step).
+            takes a quarter of the steps; none when fewer than its cells are
+            left: the start stands, the new measurements unfitted).
     """
     cliques = list(dict.fromkeys(m.clique for m in measurements))
     tree = JunctionTree(sizes, cliques)
-    limit = iterations if cell_steps is None else min(iterations, max(1, cell_steps // tree.size()))
+    limit = iterations if cell_steps is None else min(iterations, cell_steps // tree.size())
     given = start or {}
     theta = {
         c: np.array(given[c]) if c in given else np.zeros(tuple(sizes[a] for a in c))
