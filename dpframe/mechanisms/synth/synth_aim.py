@@ -50,8 +50,9 @@ Accuracy:
     (``one_way_std``, ``marginal_std`` in ``copy.attrs["dpframe_synth"]``;
     :func:`~dpframe.mechanisms.synth.synth_report.synth_report` tabulates it);
     marginals never measured are inferred by the model.  On CPS at ε = 1:
-    the 21 pairs within 0.012 total variation on average (MST: 0.026; ten
-    copies each, issue 26).
+    the 21 pairs within 0.0106 total variation on average (MST: 0.025; ten
+    copies each, issue 26); resampled to 10**6 rows, pairs 0.0026, triples
+    0.0092, the largest 1-way error 0.0009 (``benchmarks/RESULTS_synth.md``).
 """
 
 from __future__ import annotations
