@@ -152,13 +152,16 @@ class Http:
                 return loads(response.read())
         except urllib.error.HTTPError as exc:
             raise error_from(exc) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CuratorUnavailableError(
-                f"Cannot reach the curator at {self.url}: {reason}."
-            ) from None
-        except http.client.HTTPException as exc:  # e.g. the answer cut off (IncompleteRead)
-            reason = f"its answer was cut off ({type(exc).__name__})"
+        except (
+            urllib.error.URLError,
+            TimeoutError,
+            ConnectionError,
+            http.client.HTTPException,  # e.g. the answer cut off (IncompleteRead)
+        ) as exc:
+            if isinstance(exc, http.client.HTTPException):
+                reason: object = f"its answer was cut off ({type(exc).__name__})"
+            else:
+                reason = getattr(exc, "reason", exc)
             raise CuratorUnavailableError(
                 f"Cannot reach the curator at {self.url}: {reason}."
             ) from None
