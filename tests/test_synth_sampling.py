@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from dpframe.mechanisms.synth.synth_sampling import (
+    _order,
     controlled_counts,
     draw_given,
     group_counts,
+    shuffled_rows,
     spread_cells,
+    spread_groups,
 )
 from tests.stats_helpers import ALPHA, pooled_pvalue
 
@@ -143,3 +146,64 @@ def test_draw_given_keeps_every_small_group_within_one_row() -> None:
     np.add.at(got, (group, drawn), 1)
     sizes = np.bincount(group, minlength=groups)
     assert np.all(np.abs(got - sizes[:, None] * table) < 1.0)
+
+
+def test_spread_groups_fills_each_groups_runs_in_proportion_and_keeps_its_counts() -> None:
+    """Many groups at once (slots, no sort): each group's block is its own spread."""
+    gen = np.random.default_rng(19)  # test randomness only
+    counts = gen.integers(0, 30, (200, 5))
+    counts[7] = 0  # an empty group takes no position
+    counts[8] = [0, 0, 41, 0, 0]  # one cell: every slot its own
+    cells = spread_groups(counts, gen)
+    sizes = counts.sum(axis=1)
+    starts = np.cumsum(sizes) - sizes
+    for g in range(len(counts)):
+        block = cells[starts[g] : starts[g] + sizes[g]]
+        assert np.array_equal(np.bincount(block, minlength=5), counts[g])
+        m = int(sizes[g])
+        for length in {3, m // 2 + 1} & set(range(1, m + 1)):
+            slack = 1 + 5 * counts[g] / m + 1e-9
+            gap = np.abs(_window_counts(block, 5, length) - length * counts[g] / m)
+            assert np.all(gap <= slack)
+
+
+def test_every_position_of_a_group_is_a_fair_draw_from_its_counts() -> None:
+    """Copies sharing a slot go in order of cell; the rotation still makes every position fair."""
+    gen = np.random.default_rng(20)  # test randomness only
+    counts = np.array([[4, 4, 1], [2, 1, 6]])
+    runs = 20_000
+    seen = np.zeros((2, 3))
+    for _ in range(runs):
+        cells = spread_groups(counts, gen)
+        seen[0, cells[0]] += 1  # the first group's first position
+        seen[1, cells[9]] += 1  # the second group's first position
+    for row, want in zip(seen, counts, strict=True):
+        assert pooled_pvalue(row, runs * want / want.sum()) > ALPHA
+        off = np.array([want[0] * 1.3, *want[1:]])
+        assert pooled_pvalue(row, runs * off / off.sum()) < ALPHA
+
+
+def test_the_rows_order_is_by_key_with_ties_in_random_order() -> None:
+    """Both ways of ordering (one packed sort; an argsort when the key leaves too few bits)."""
+    gen = np.random.default_rng(21)  # test randomness only
+    key = np.array([2, 0, 1, 0, 2, 0], dtype=np.int64)
+    for cells in (3, 2**50):  # 2**50 cells leave under 16 random bits: the argsort
+        order = _order(key, cells, gen)
+        assert sorted(order.tolist()) == list(range(6))
+        assert np.all(np.diff(key[order]) >= 0)
+        runs = 6_000
+        first = np.zeros(6)
+        for _ in range(runs):
+            first[_order(key, cells, gen)[0]] += 1  # one of rows 1, 3, 5 (key 0)
+        assert first[[0, 2, 4]].sum() == 0
+        assert pooled_pvalue(first[[1, 3, 5]], [runs / 3] * 3) > ALPHA
+        assert pooled_pvalue(first[[1, 3, 5]], [runs * 0.4, runs * 0.3, runs * 0.3]) < ALPHA
+
+
+def test_shuffled_rows_keep_each_row_whole() -> None:
+    gen = np.random.default_rng(22)  # test randomness only
+    cells = np.arange(30, dtype=np.int64).reshape(10, 3)
+    out = shuffled_rows(cells, gen)
+    assert out.flags["F_CONTIGUOUS"]
+    assert sorted(map(tuple, out.tolist())) == sorted(map(tuple, cells.tolist()))
+    assert not np.array_equal(out, cells)  # seeded: this draw moves rows

