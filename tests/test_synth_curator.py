@@ -15,6 +15,7 @@ import dpframe as dp
 from dpframe.examples.datasets import CPS1988_CATEGORIES
 from dpframe.mechanisms.synth.synth_report import SynthInfo
 from tests.curator.support import ALICE, Server, start_server, write_catalog
+from tests.test_synth import kept_missing
 
 COLUMNS = ["wage", "education", "region", "parttime"]
 
@@ -38,8 +39,14 @@ def test_copy_through_the_curator(remote: Any) -> None:
     assert isinstance(info, SynthInfo)
     assert list(copy.columns) == COLUMNS
     assert info.rows_private and abs(len(copy) - 28155) < 500
-    assert copy["wage"].between(0, 5000).all()
-    assert set(copy["region"]) <= set(CPS1988_CATEGORIES["region"])
+    # No missing value (the data has none) but in a column whose empty missing cell the noise
+    # kept: 3.6e-7 per column (MST) and 4.2e-7 (AIM) here, about 1.1e-6 per run over the
+    # two copies when these checks met the missing values; two such columns: below 1e-12.
+    kept = kept_missing(info)
+    assert len(kept) <= 1, kept
+    assert copy.drop(columns=sorted(kept)).notna().all().all()
+    assert copy["wage"].dropna().between(0, 5000).all()
+    assert set(copy["region"].dropna()) <= set(CPS1988_CATEGORIES["region"])
     assert len(info.pairs) == 3
     assert remote.session.spent.epsilon > before.epsilon
     assert remote.session.ledger["query"].iloc[-1].startswith("synthesize(wage, education")
@@ -55,7 +62,10 @@ def test_aim_copy_through_the_curator(remote: Any) -> None:
     assert isinstance(info, SynthInfo) and info.method == "AIM"
     assert list(copy.columns) == COLUMNS
     assert info.rows_private and abs(len(copy) - 28155) < 500
-    assert set(copy["region"]) <= set(CPS1988_CATEGORIES["region"])
+    kept = kept_missing(info)  # as in the MST copy above
+    assert len(kept) <= 1, kept
+    assert copy.drop(columns=sorted(kept)).notna().all().all()
+    assert set(copy["region"].dropna()) <= set(CPS1988_CATEGORIES["region"])
     assert len(info.pairs) == 8  # two stages of four rounds
     assert remote.session.spent.epsilon > before.epsilon  # zCDP: ε of the total ρ, not additive
     assert remote.session.ledger["query"].iloc[-1].endswith("aim)")

@@ -23,6 +23,7 @@ from dpframe.plan.codec import decode_node, encode_node
 from dpframe.plan.nodes import lineage
 from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import code_date, date_code
+from tests.test_synth import kept_missing
 
 N = 6000
 FIRST, LAST = pd.Timestamp("2020-01-01"), pd.Timestamp("2020-12-31")
@@ -171,8 +172,15 @@ def test_cps_without_dtypes_gets_integer_cells_and_integers() -> None:
     sizes = dict(zip(node.columns, node.sizes(), strict=True))
     assert sizes["education"] == 21 + 1 and sizes["experience"] == 15 + 1  # and a missing cell
     copy = pf[["education", "experience", "region"]].synthesize(epsilon=1, progress=False)
-    assert str(copy["education"].dtype) == "Int64" and copy.notna().all().all()
-    assert copy["education"].between(0, 20).all() and copy["experience"].between(-8, 64).all()
+    # No missing value (the data has none) but in a column whose empty missing cell the noise
+    # kept: 5.5e-7 per column here (discrete Gaussian of variance 5.6 reaching 12), so about
+    # 1.6e-6 per run when this asserted no missing value at all; two such columns: 1e-12.
+    kept = kept_missing(copy.attrs["dpframe_synth"])
+    assert len(kept) <= 1, kept
+    assert str(copy["education"].dtype) == "Int64"
+    assert copy.drop(columns=sorted(kept)).notna().all().all()
+    education, experience = copy["education"].dropna(), copy["experience"].dropna()
+    assert education.between(0, 20).all() and experience.between(-8, 64).all()
 
 
 def test_date_codes_round_trip() -> None:

@@ -24,6 +24,7 @@ import dpframe as dp
 from dpframe.mechanisms.calibration.additive import noise_for
 from dpframe.mechanisms.core.allocation import NoiseAllocation
 from dpframe.mechanisms.moments.aggregates import IntervalModel, measures_for
+from dpframe.mechanisms.moments.mean import ADAPT_AT_STDS
 from dpframe.mechanisms.moments.variance import (
     VarianceRelease,
     release_variance,
@@ -160,12 +161,25 @@ def test_adaptive_sums_have_discrete_gaussian_noise_under_zcdp() -> None:
 
 
 def test_small_counts_fall_back_to_the_midpoint_with_a_second_count() -> None:
+    """A count of 5 falls back in at least 49 of 50 releases (as the mean's twin test).
+
+    The first count's noise (discrete Laplace, scale 20, SD 28.3) reaches the 10-SD
+    threshold from 5 (a noise of 278) with chance 4.7e-7 a release, so requiring all 50
+    to fall back failed by chance 2.4e-5 a run; two or more crossings have chance 2.7e-10.
+    A release that did cross must show the crossing count (the adaptive path divides by
+    the first count).  A rule that never falls back fails all 50."""
     allocation = NoiseAllocation("laplace", EPS)
+    fell_back = 0
     for _ in range(50):
         var = _release(5, 3.0, allocation)
+        assert var.count.shape == (1,)
+        if var.count[0] >= ADAPT_AT_STDS * var.used[0].std:
+            continue  # the first noisy count crossed the threshold: the adaptive path
+        fell_back += 1
         assert var.center.tolist() == [10.0]
         assert len(var.used) == 4 and var.kept[0] is var.used[1]
         assert var.kept[0].parameter >= 1 / (EPS * Fraction(19, 60))
+    assert fell_back >= 49, fell_back
 
 
 def test_adaptive_intervals_cover_the_truth() -> None:
