@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+import threading
 
+import numpy as np
+import pytest
+
+from dpframe.mechanisms.runtime.stopping import ReleaseStoppedError, stoppable
 from dpframe.mechanisms.synth.synth_sampling import (
     _order,
     controlled_counts,
@@ -207,3 +211,15 @@ def test_shuffled_rows_keep_each_row_whole() -> None:
     assert out.flags["F_CONTIGUOUS"]
     assert sorted(map(tuple, out.tolist())) == sorted(map(tuple, cells.tolist()))
     assert not np.array_equal(out, cells)  # seeded: this draw moves rows
+
+
+def test_drawing_a_column_is_a_stop_point() -> None:
+    """A curator past its wall-clock limit stops a long draw (10**7 rows: ~2 s a column)."""
+    gen = np.random.default_rng(23)  # test randomness only
+    table, group = np.ones((1, 3)) / 3, np.zeros(10, dtype=np.int64)
+    stop = threading.Event()
+    with stoppable(stop):
+        assert len(draw_given(table, group, [], gen)) == 10  # not told to stop: draws
+        stop.set()
+        with pytest.raises(ReleaseStoppedError, match="wall-clock limit"):
+            draw_given(table, group, [], gen)

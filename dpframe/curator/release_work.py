@@ -14,6 +14,7 @@ from dpframe.curator.seats import Seat
 from dpframe.curator.workers import WorkerStoppedError, heavy_lane
 from dpframe.engine.reruns import fresh_release
 from dpframe.engine.session import ReleaseEvent
+from dpframe.mechanisms.runtime.row_ceiling import row_ceiling
 from dpframe.mechanisms.runtime.stopping import stoppable
 
 __all__ = ["ReleaseWork", "infrastructure_failure"]
@@ -32,11 +33,19 @@ class ReleaseWork:
     gives the seat back and lets its ledger charge again once it ends.
     """
 
-    def __init__(self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False) -> None:
+    def __init__(
+        self,
+        seat: Seat,
+        node: Any,
+        heavy: bool = False,
+        fresh: bool = False,
+        ceiling: int | None = None,
+    ) -> None:
         self.seat = seat
         self.node = node
         self.heavy = heavy  # its row work in the heavy lane (a public estimate)
         self.fresh = fresh  # a new, charged release even if the ledger answered it
+        self.ceiling = ceiling  # the public row ceiling: no copy draws more rows
         self.events: list[ReleaseEvent] = []
         self.result: Any = None
         self.error: BaseException | None = None
@@ -49,7 +58,12 @@ class ReleaseWork:
     def _run(self) -> None:
         unsubscribe = self.seat.session.subscribe(self.events.append)
         try:
-            with stoppable(self.stop), heavy_lane(self.heavy), fresh_release(self.fresh):
+            with (
+                stoppable(self.stop),
+                heavy_lane(self.heavy),
+                fresh_release(self.fresh),
+                row_ceiling(self.ceiling),
+            ):
                 self.result = self.seat.session.run(self.node)
         except BaseException as exc:  # handed to the waiting thread
             self.error = exc

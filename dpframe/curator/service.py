@@ -336,13 +336,10 @@ class Curator:
         """
         settings = self.catalog.settings
         check_resources(size_of(node, settings.limits), settings.limits)
-        rows = self._seats.max_rows(seat.entry)
         lengths, chars, building = seat.text_lengths, settings.text_chars, 0.0
-        source = lineage(node.plan)[0]
-        if source.join is not None:  # the join's rows and its building, from the catalog
-            cost = join_cost(source, self._leaf, settings.cost, settings.limits, chars)
-            rows, building = cost.rows, cost.seconds
-            lengths, chars = {}, join_text_chars(source, self._leaf, chars)
+        rows, building = self._row_ceiling(seat, node)
+        if lineage(node.plan)[0].join is not None:  # the join's text, from the catalog
+            lengths, chars = {}, join_text_chars(lineage(node.plan)[0], self._leaf, chars)
         return check_worst_case(
             node,
             rows,
@@ -353,6 +350,22 @@ class Curator:
             chars,
             building,
         )
+
+    def _row_ceiling(self, seat: Seat, node: Any) -> tuple[int, float]:
+        """The public ceiling on the rows ``node`` reads, and a join's building seconds.
+
+        The dataset's declared ``max_rows``, or a join's rows and building
+        time from the catalog (:func:`~dpframe.curator.join_costs.join_cost`).
+        The worst case is priced with it, and the release runs under it
+        (:func:`~dpframe.mechanisms.runtime.row_ceiling.row_ceiling`): a
+        synthetic copy of noisy length draws no more rows than it.
+        """
+        settings = self.catalog.settings
+        source = lineage(node.plan)[0]
+        if source.join is None:
+            return self._seats.max_rows(seat.entry), 0.0
+        cost = join_cost(source, self._leaf, settings.cost, settings.limits, settings.text_chars)
+        return cost.rows, cost.seconds
 
     def _kept_joins(self, node: Any) -> dict[Join, int]:
         """The joins ``node`` keeps and their public row ceilings; refused over the ceiling."""
@@ -401,7 +414,8 @@ class Curator:
             if joins:  # the seat's kept joins within the ceiling (before the charge)
                 ceiling = settings.kept_join_rows
                 seat.kept_joins.admit(joins, ceiling, seat.session.forget_join)
-            work = ReleaseWork(seat, node, heavy, fresh)
+            most_rows, _ = self._row_ceiling(seat, node)  # public: no copy draws more
+            work = ReleaseWork(seat, node, heavy, fresh, most_rows)
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
                 killed = seat.kill_workers()  # it then ends at once (unless not in a worker)

@@ -104,6 +104,29 @@ def _given_edges(name: str, given: Any) -> tuple[float, ...]:
     return edges
 
 
+#: Integer columns are drawn exactly within ±2**53 (integers a float64 holds exactly).
+LARGEST_INTEGER = 2**53
+
+
+def _integer_edges(name: str, edges: tuple[float, ...]) -> tuple[float, ...]:
+    """Given edges of an integer column: within ±2**53, a whole number in every bin."""
+    if max(abs(edges[0]), abs(edges[-1])) > LARGEST_INTEGER:
+        raise SchemaError(
+            f"synthesize() draws integer columns within ±2**53; the bins of {name!r} reach "
+            f"{max(abs(edges[0]), abs(edges[-1])):g}: declare narrower bounds (or give edges)."
+        )
+    top = len(edges) - 2
+    for i, (a, b) in enumerate(itertools.pairwise(edges)):
+        last = math.floor(b) if i == top else math.ceil(b) - 1  # the last bin is closed
+        if last < math.ceil(a):
+            raise InvalidArgumentError(
+                f"The bin [{a:g}, {b:g}{']' if i == top else ')'} of the integer column "
+                f"{name!r} holds no whole number: give edges with one in every bin (e.g. at "
+                "half-integers)."
+            )
+    return edges
+
+
 def bin_edges(info: ColumnInfo, given: object, integer: bool) -> tuple[float, ...]:
     """A numeric column's bin edges: given, or cut from its declared bounds (never the data).
 
@@ -121,11 +144,17 @@ def bin_edges(info: ColumnInfo, given: object, integer: bool) -> tuple[float, ..
             raise InvalidArgumentError(
                 f"bins for {info.name!r} must be a number of bins or a list of edges."
             )
-        return _given_edges(info.name, given)
+        edges = _given_edges(info.name, given)
+        return _integer_edges(info.name, edges) if integer else edges
     if integer:
         first, last = math.ceil(low), math.floor(high)
         if last < first:
             raise SchemaError(f"The bounds of {info.name!r} hold no integer.")
+        if max(abs(first), abs(last)) > LARGEST_INTEGER:
+            raise SchemaError(
+                f"synthesize() draws integer columns within ±2**53; the bounds of "
+                f"{info.name!r} reach {max(abs(first), abs(last)):g}: declare narrower bounds."
+            )
         values = last - first + 1
         if given is None:
             width = 1 if values <= INTEGER_CELLS else math.ceil(values / DEFAULT_BINS)
@@ -138,7 +167,13 @@ def bin_edges(info: ColumnInfo, given: object, integer: bool) -> tuple[float, ..
         raise SchemaError(f"synthesize() needs bounds with low < high for {info.name!r}.")
     count = DEFAULT_BINS if given is None else _bin_count(info.name, given)
     step = (high - low) / count
-    return (*(low + step * i for i in range(count)), float(high))
+    edges = (*(low + step * i for i in range(count)), float(high))
+    if any(b <= a for a, b in itertools.pairwise(edges)):
+        raise SchemaError(
+            f"The bounds of {info.name!r} ({low:g}, {high:g}) are too close for {count} bins "
+            "at float precision: use fewer bins (bins=) or wider bounds."
+        )
+    return edges
 
 
 def date_edges(info: ColumnInfo, given: object) -> tuple[float, ...]:
@@ -186,7 +221,7 @@ def _rows(rows: object) -> int:
 
 
 def _method(method: object) -> str:
-    if method not in _METHODS:
+    if not isinstance(method, str) or method not in _METHODS:
         raise InvalidArgumentError(f"method must be 'mst' or 'aim'; got {method!r}.")
     return str(method)
 
@@ -237,6 +272,11 @@ def synthesis_node(
         elif info.summable and info.bounds is not None and kind != "boolean":
             edges.append(bin_edges(info, given, kind == "integer"))
             categories.append(())
+        elif info.categories is not None:  # keyed, and named in bins= (no bounds to cut)
+            raise SchemaError(
+                f"bins= is for numeric and date columns; {name!r} is keyed by its declared "
+                "categories: leave it out of bins=."
+            )
         else:
             lacking.append(name)
         kinds.append(kind)

@@ -88,6 +88,7 @@ from dpframe.mechanisms.synth.synth_rows import (
     inverse_variance_total,
     live_cells,
     measure_marginal,
+    noisy_length,
     sampling_generator,
 )
 from dpframe.noise import SecureRandom
@@ -96,7 +97,6 @@ from dpframe.plan.releases import Synthesize
 from dpframe.plan.releases.synthesis import (
     MAX_AIM_GROWN_CELLS,
     MAX_AIM_MODEL_CELLS,
-    MAX_SYNTH_ROWS,
     MAX_TRIPLE_CELLS,
 )
 
@@ -395,7 +395,7 @@ def release_aim(run: Released[Synthesize], mechanism: str) -> tuple[Any, str]:
         cell_steps=budget.left,
         progress=lambda step, _: progress(start + step, steps),
     )
-    rows = node.rows or int(min(max(round(total_of(measurements)), 0), MAX_SYNTH_ROWS))
+    rows = node.rows or noisy_length(total_of(measurements))
     gen = sampling_generator(rng)
     cells = sample_junction(model, rows, gen)
     data = {name: column_values(node, i, cells[:, i], gen) for i, name in enumerate(node.columns)}

@@ -101,12 +101,12 @@ from dpframe.mechanisms.synth.synth_rows import (
     inverse_variance_total,
     live_cells,
     measure_marginal,
+    noisy_length,
     sampling_generator,
 )
 from dpframe.noise import SecureRandom
 from dpframe.plan.nodes import unit_rows
 from dpframe.plan.releases import Synthesize
-from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS
 
 __all__ = [
     "FIT_ITERATIONS",
@@ -337,7 +337,7 @@ class SynthesisFamily(Family[Synthesize]):
             progress(start + step, steps)
 
         model = fit_tree(sizes, edges, measurements, total, FIT_ITERATIONS, fitting)
-        rows = node.rows or int(min(max(round(inverse_variance_total(totals)), 0), MAX_SYNTH_ROWS))
+        rows = node.rows or noisy_length(inverse_variance_total(totals))
         gen = sampling_generator(rng)
         cells = sample_tree(model, rows, gen)
         data = {

@@ -16,9 +16,11 @@ import pandas as pd
 
 from dpframe.mechanisms.calibration.additive import NoiseSpec, release_integer_sums
 from dpframe.mechanisms.core.allocation import NoiseAllocation
+from dpframe.mechanisms.runtime.row_ceiling import public_row_ceiling
+from dpframe.mechanisms.runtime.stopping import check_stop
 from dpframe.noise import SecureRandom
 from dpframe.plan.releases import Synthesize
-from dpframe.plan.releases.synthesis import code_date
+from dpframe.plan.releases.synthesis import MAX_SYNTH_ROWS, code_date
 
 __all__ = [
     "FIT_ITERATIONS",
@@ -28,6 +30,7 @@ __all__ = [
     "inverse_variance_total",
     "live_cells",
     "measure_marginal",
+    "noisy_length",
 ]
 
 #: The most mirror-descent steps of the fit (it stops earlier once it has converged).
@@ -53,6 +56,20 @@ def measure_marginal(
     return release_integer_sums(
         exact.ravel(), sensitivity, 1.0, allocation, rng, planned=plan, spread=sensitivity
     )
+
+
+def noisy_length(total: float) -> int:
+    """A copy's length from its noisy row count: rounded, at least 0, at most the public caps.
+
+    The caps are :data:`MAX_SYNTH_ROWS` and, in a curator, the data's public
+    row ceiling (:func:`~dpframe.mechanisms.runtime.row_ceiling.public_row_ceiling`);
+    post-processing of the noisy count with public numbers.
+    """
+    most = MAX_SYNTH_ROWS
+    ceiling = public_row_ceiling()
+    if ceiling is not None:
+        most = min(most, ceiling)
+    return int(min(max(round(total), 0), most))
 
 
 def sampling_generator(rng: SecureRandom) -> np.random.Generator:  # not privacy noise
@@ -106,6 +123,7 @@ def column_values(
     (an integer among its integers, a date among its days); the missing cell
     gives a missing value (``<NA>``, NaN or NaT).
     """
+    check_stop()  # a curator past its wall-clock limit stops here (10**7 rows: ~0.5 s a column)
     keys, edges, kind = node.categories[i], node.edges[i], node.kinds[i]
     last = len(keys) if keys else len(edges) - 1
     absent = cells == last if node.missing[i] else np.zeros(len(cells), dtype=bool)

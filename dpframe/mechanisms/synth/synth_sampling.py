@@ -40,6 +40,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from dpframe.mechanisms.runtime.stopping import check_stop
+
 __all__ = [
     "controlled_counts",
     "draw_given",
@@ -205,6 +207,7 @@ def draw_given(
     :func:`controlled_counts` by :func:`spread_cells`, all groups at once
     (vectorized: no step per group).
     """
+    check_stop()  # a curator past its wall-clock limit stops here (10**7 rows: ~2 s a column)
     n, groups = len(group), len(table)
     key = group.astype(np.int64)
     cells = groups

@@ -140,7 +140,7 @@ class Synthesize(ReleaseNode):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.method not in ("mst", "aim"):
+        if not isinstance(self.method, str) or self.method not in ("mst", "aim"):
             raise InvalidArgumentError("method must be 'mst' or 'aim'.")
         d = len(self.columns)
         if not 1 <= d <= MAX_SYNTH_COLUMNS:
