@@ -28,16 +28,21 @@ def _frame(session: dp.Session, **bounds: tuple[float, float]) -> dp.PrivateFram
     return session.private_frame(data, bounds=declared, categories={"c": ["x", "y"]})
 
 
+def _untyped(value: object) -> Any:
+    """A value passed where the signature says otherwise (as an untyped caller would)."""
+    return value
+
+
 CASES: dict[str, tuple[dict[str, Any], Callable[[dp.PrivateFrame], object], type, str]] = {
     "two methods as an array": (
         {},
-        lambda pf: pf.synthesize(epsilon=1, method=np.array(["mst", "aim"])),
+        lambda pf: pf.synthesize(epsilon=1, method=_untyped(np.array(["mst", "aim"]))),
         dp.InvalidArgumentError,
         "method must be 'mst' or 'aim'",
     ),
     "one method as an array": (
         {},
-        lambda pf: pf.synthesize(epsilon=1, method=np.array(["mst"])),
+        lambda pf: pf.synthesize(epsilon=1, method=_untyped(np.array(["mst"]))),
         dp.InvalidArgumentError,
         "method must be 'mst' or 'aim'",
     ),
