@@ -290,13 +290,13 @@ class Curator:
                 envelope, seat.source, lambda name: self._seats.join_side(seat, analyst, name)
             )
             self._check_addressed(seat, node)
-            seconds = self._check_time(seat, node)
+            seconds, rows = self._check_time(seat, node)
             self._kept_joins(node)  # refused here if its joins alone are over the ceiling
             if explain:
                 with seat.hold(self.catalog.settings.busy_retry_seconds):
                     return self._answered(seat, seat.session.explain(node), [], [], node.label)
             heavy = seconds >= self.catalog.settings.heavy_seconds
-            return self._release(seat, node, heavy, fresh)
+            return self._release(seat, node, heavy, fresh, rows)
         except Exception as exc:
             error = classify(exc)
             if error.code == "invalid_query" and not isinstance(exc, (DPError, ServiceError)):
@@ -327,20 +327,22 @@ class Curator:
         lengths = {c: parse_kind(c, k).max_length for c, k in entry.kinds.items()}
         return self._seats.max_rows(entry), {c: n for c, n in lengths.items() if n is not None}
 
-    def _check_time(self, seat: Seat, node: Any) -> float:
-        """The request's worst-case seconds; refused, before the charge, over the curator's limit.
+    def _check_time(self, seat: Seat, node: Any) -> tuple[float, int]:
+        """The request's worst-case seconds and row ceiling; refused over the curator's limit.
 
-        The worst case comes from public inputs and the dataset's declared row
-        ceiling (:mod:`dpframe.curator.worst_case`), never from its rows.  A
-        request over the resource limits gets the engine's own refusal first.
+        Refused before the charge.  The worst case comes from public inputs
+        and the dataset's declared row ceiling (:mod:`dpframe.curator.worst_case`),
+        never from its rows.  A request over the resource limits gets the
+        engine's own refusal first.
         """
         settings = self.catalog.settings
         check_resources(size_of(node, settings.limits), settings.limits)
-        lengths, chars, building = seat.text_lengths, settings.text_chars, 0.0
         rows, building = self._row_ceiling(seat, node)
-        if lineage(node.plan)[0].join is not None:  # the join's text, from the catalog
-            lengths, chars = {}, join_text_chars(lineage(node.plan)[0], self._leaf, chars)
-        return check_worst_case(
+        lengths, chars = seat.text_lengths, settings.text_chars
+        source = lineage(node.plan)[0]
+        if source.join is not None:  # the join's text, from the catalog
+            lengths, chars = {}, join_text_chars(source, self._leaf, chars)
+        seconds = check_worst_case(
             node,
             rows,
             settings.cost,
@@ -350,6 +352,7 @@ class Curator:
             chars,
             building,
         )
+        return seconds, rows
 
     def _row_ceiling(self, seat: Seat, node: Any) -> tuple[int, float]:
         """The public ceiling on the rows ``node`` reads, and a join's building seconds.
@@ -379,9 +382,17 @@ class Curator:
         return joins
 
     def _release(
-        self, seat: Seat, node: Any, heavy: bool = False, fresh: bool = False
+        self,
+        seat: Seat,
+        node: Any,
+        heavy: bool = False,
+        fresh: bool = False,
+        rows: int | None = None,
     ) -> dict[str, Any]:
         """Release ``node`` on its seat, within the wall-clock limit (``heavy``: in the heavy lane).
+
+        ``rows`` is the public row ceiling it runs under: a synthetic copy of
+        noisy length draws no more rows than it (:meth:`_row_ceiling`).
 
         A request the seat's ledger already answered (the same node, privacy
         parameters and catalog version) is answered from it, free, unless
@@ -414,8 +425,7 @@ class Curator:
             if joins:  # the seat's kept joins within the ceiling (before the charge)
                 ceiling = settings.kept_join_rows
                 seat.kept_joins.admit(joins, ceiling, seat.session.forget_join)
-            most_rows, _ = self._row_ceiling(seat, node)  # public: no copy draws more
-            work = ReleaseWork(seat, node, heavy, fresh, most_rows)
+            work = ReleaseWork(seat, node, heavy, fresh, rows)  # no copy draws more rows
             if not work.wait(settings.release_seconds):
                 handed_over = True  # the computation gives the seat back when it ends
                 killed = seat.kill_workers()  # it then ends at once (unless not in a worker)

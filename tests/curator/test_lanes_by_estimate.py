@@ -72,7 +72,9 @@ def test_every_request_goes_to_the_lane_of_its_estimate(
     curator = Curator(Catalog.load(write_catalog(tmp_path, server=server)))
     routed: list[tuple[Any, bool]] = []
 
-    def release(seat: Any, node: Any, heavy: bool = False, fresh: bool = False) -> dict[str, Any]:
+    def release(
+        seat: Any, node: Any, heavy: bool = False, fresh: bool = False, rows: Any = None
+    ) -> dict[str, Any]:
         routed.append((node, heavy))  # where it would compute; nothing is computed here
         return {}
 
