@@ -22,6 +22,7 @@ from tests.browser.test_jupyterlab import (
     PAGE_TIMEOUT,
     RUN_FINISHED_JS,
     RUN_TIMEOUT,
+    SETTLE_TIMEOUT,
     close_dialogs,
     run_all_cells,
 )
@@ -39,6 +40,15 @@ CELLS = [
 ]
 
 PLUS_MINUS = re.compile(r"[0-9.,]+ ± [0-9.,]+")
+
+#: True once every one of the ``n`` code cells shows a run's number ("[k]:").
+ALL_RAN_JS = """
+(n) => {
+  const prompts = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]
+    .map(e => e.textContent.trim());
+  return prompts.length === n && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
+}
+"""
 
 
 def _notebook() -> dict[str, object]:
@@ -81,10 +91,19 @@ def test_answers_show_their_intervals_in_a_stock_kernel(
         )
         run_all_cells(page, "Python 3 (ipykernel)")
         page.wait_for_function(RUN_FINISHED_JS, timeout=RUN_TIMEOUT)
-        outputs = [
-            " ".join(
-                panel.locator(".jp-CodeCell").nth(i).locator(".jp-OutputArea").inner_text().split()
+        # Every cell ran, and each answer's output is drawn.  The run's end is read
+        # from the prompts and the kernel's status; a clean-clone CI run once read
+        # the median cell's output area while it was still empty (''), so the
+        # outputs are awaited (with Playwright's retries), then read.
+        page.wait_for_function(ALL_RAN_JS, arg=len(CELLS), timeout=RUN_TIMEOUT)
+        cells = panel.locator(".jp-CodeCell")
+        for index in (1, 2, 3):
+            expect(cells.nth(index).locator(".jp-OutputArea")).to_contain_text(
+                PLUS_MINUS, timeout=SETTLE_TIMEOUT
             )
+        expect(cells.nth(4).locator(".jp-OutputArea")).to_contain_text("[", timeout=SETTLE_TIMEOUT)
+        outputs = [
+            " ".join(cells.nth(i).locator(".jp-OutputArea").inner_text().split())
             for i in range(len(CELLS))
         ]
         assert not any("Traceback" in text or "Error" in text for text in outputs), outputs
