@@ -23,6 +23,7 @@ from dpframe.mechanisms.answers.winner import ChosenKey
 from dpframe.plan.expressions import Col
 
 if TYPE_CHECKING:
+    from dpframe.mechanisms.answers import DPArray, DPValue
     from dpframe.mechanisms.answers.results import Release
     from dpframe.plan.privacy import Number, Privacy
 
@@ -468,17 +469,19 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
         fresh: bool = False,
-    ) -> float:
+    ) -> DPValue[DPArray]:
         """How two columns move together (their correlation), as ``Series.corr``, with noise.
 
         Example:
             >>> pf["wage"].corr(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
-        Privacy and Accuracy: as :meth:`PrivateFrame.corr` on the two columns.
+        Privacy and Accuracy: as :meth:`PrivateFrame.corr` on the two columns.  The
+        number keeps its interval: it prints as ``value ± half-width`` and
+        ``dp.ci(r)`` gives (low, high).
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.pair_moments_node(self._handle, other, "corr", request)
-        return relations.pair_value(warn_if_thin(self._run(node)))
+        return cast("DPValue[DPArray]", relations.pair_value(warn_if_thin(self._run(node))))
 
     @fresh_aware
     def cov(
@@ -490,17 +493,18 @@ class ColumnReleases:
         rho: Number | None = None,
         privacy: Privacy | None = None,
         fresh: bool = False,
-    ) -> float:
+    ) -> DPValue[DPArray]:
         """How two columns move together (their covariance), as ``Series.cov``, with noise.
 
         Example:
             >>> pf["wage"].cov(pf["education"], epsilon=1.0)  # doctest: +SKIP
 
-        Privacy and Accuracy: as :meth:`PrivateFrame.cov` on the two columns.
+        Privacy and Accuracy: as :meth:`PrivateFrame.cov` on the two columns; the
+        number keeps its interval (``dp.ci``).
         """
         request = request_of(epsilon, delta, rho, privacy)
         node = relations.pair_moments_node(self._handle, other, "cov", request)
-        return relations.pair_value(self._run(node))
+        return cast("DPValue[DPArray]", relations.pair_value(self._run(node)))
 
     @fresh_aware
     def randomized_response(

@@ -70,9 +70,13 @@ def pair_moments_node(
     return moments_node(pair, statistic, request)
 
 
-def pair_value(matrix: pd.DataFrame) -> float:
-    """The off-diagonal entry of a released 2×2 matrix (post-processing)."""
-    return float(matrix.to_numpy(dtype=float)[0, 1])
+def pair_value(matrix: pd.DataFrame) -> Any:
+    """The off-diagonal entry of a released 2×2 matrix, with its interval (post-processing).
+
+    A ``dp`` cell (:class:`~dpframe.mechanisms.answers.DPValue`): it prints as
+    ``value ± half-width`` and ``dp.ci`` gives its interval.
+    """
+    return matrix.iloc[0, 1]
 
 
 def flags(frame: FrameHandle, present: bool) -> FrameHandle:

@@ -37,13 +37,17 @@ class PlainResultWarning(UserWarning):
     """A pandas step could not carry the released values' uncertainty: plain numbers follow."""
 
 
-def warn_plain(what: str) -> None:
-    """Warn that ``what`` gives plain numbers (to the caller of the pandas step)."""
+def warn_plain(what: str, stacklevel: int = 4) -> None:
+    """Warn that ``what`` gives plain numbers (to the caller of the pandas step).
+
+    ``stacklevel`` counts from this function: 4 reaches the caller of a pandas
+    step on a ``dp`` array; a release's own operator passes 3.
+    """
     warnings.warn(
         f"{what} cannot carry the released values' intervals; the result holds plain "
         "numbers (use .dp.ci() before this step to keep them).",
         PlainResultWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
 
 
@@ -95,6 +99,8 @@ class ArrayArithmetic(ReleasedCells):
         """``other`` as an array of this length (public numbers: exact cells), or None."""
         if isinstance(other, ReleasedCells):
             return other
+        if isinstance(getattr(other, "cell", None), DPValue):  # a scalar release
+            other = other.cell
         if isinstance(other, DPValue):
             return self._concat_same_type([other.as_array()] * len(self))
         if isinstance(other, bool):

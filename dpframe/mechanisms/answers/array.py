@@ -29,7 +29,7 @@ import builtins
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -227,6 +227,48 @@ class DPArray(ArrayArithmetic):
 
     def _values_for_argsort(self) -> FloatArray:
         return self._values
+
+    def argmax(self, skipna: bool = True) -> int:
+        """As pandas (``idxmax`` uses it); warns when another cell's interval reaches this one's."""
+        position = int(cast(Any, super()).argmax(skipna=skipna))
+        self._warn_unsettled(position, "largest")
+        return position
+
+    def argmin(self, skipna: bool = True) -> int:
+        """As pandas (``idxmin`` uses it); warns when another cell's interval reaches this one's."""
+        position = int(cast(Any, super()).argmin(skipna=skipna))
+        self._warn_unsettled(position, "smallest")
+        return position
+
+    def _warn_unsettled(self, position: int, which: str) -> None:
+        """Warn when the released values do not settle which cell is the ``which`` one.
+
+        Another cell whose 95% interval reaches the chosen cell's may hold the
+        true extreme.  Post-processing of the released values: free.
+        """
+        try:
+            low, high = self.intervals(0.95)
+        except DPError:  # cells without a value interval: nothing to compare
+            return
+        others = np.arange(len(self)) != position
+        if which == "largest":
+            reach = high[others] >= low[position]
+        else:
+            reach = low[others] <= high[position]
+        if bool(np.any(reach & ~np.isnan(high[others]))):
+            advice = (
+                'pf.groupby(key).argmax("mean", column, epsilon=...) chooses privately and '
+                "states how sure the choice is"
+                if which == "largest"
+                else "dp.ci(result) shows every cell's interval"
+            )
+            warnings.warn(
+                f"The chosen cell is the {which} by its released value, but another cell's 95% "
+                "interval overlaps its own: these releases do not settle which group's true value "
+                f"is the {which}; {advice}.",
+                PlainResultWarning,
+                stacklevel=_outside_pandas(),
+            )
 
     def _values_for_factorize(self) -> tuple[FloatArray, float]:
         return self._values, np.nan

@@ -14,6 +14,7 @@ columns and a :class:`FrameRelease`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from dpframe.errors import DPError
-from dpframe.mechanisms.answers import Block, DPArray
+from dpframe.mechanisms.answers import Block, DPArray, DPValue
+from dpframe.mechanisms.answers.arithmetic import warn_plain
 from dpframe.mechanisms.answers.display import shown_interval
 from dpframe.mechanisms.answers.forms import check_level
 from dpframe.mechanisms.answers.winner import statement_of
@@ -115,38 +117,61 @@ class Release:
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
-    def __add__(self, other: Any) -> float:
-        return self.value + float(other)
+    @functools.cached_property
+    def cell(self) -> DPValue[DPArray]:
+        """This release as one ``dp`` cell (a :class:`DPValue`): its arithmetic keeps the interval.
 
-    __radd__ = __add__
+        Built once per release, so a release combined with itself (``r - r``)
+        is one noise draw, not two.  Free: post-processing of the release.
+        """
+        return DPValue(answer_array([self.value], self.intervals))
 
-    def __sub__(self, other: Any) -> float:
-        return self.value - float(other)
+    def _operand(self, other: Any) -> Any:
+        """``other`` for the cell's arithmetic: a release as its cell, anything else as is."""
+        return other.cell if isinstance(other, Release) else other
 
-    def __rsub__(self, other: Any) -> float:
-        return float(other) - self.value
+    # + - * / keep the interval (a DPValue, as a grouped result's cell); the rest warn.
+    def __add__(self, other: Any) -> Any:
+        return self.cell.__add__(self._operand(other))
 
-    def __mul__(self, other: Any) -> float:
-        return self.value * float(other)
+    def __radd__(self, other: Any) -> Any:
+        return self.cell.__radd__(self._operand(other))
 
-    __rmul__ = __mul__
+    def __sub__(self, other: Any) -> Any:
+        return self.cell.__sub__(self._operand(other))
 
-    def __truediv__(self, other: Any) -> float:
-        return self.value / float(other)
+    def __rsub__(self, other: Any) -> Any:
+        return self.cell.__rsub__(self._operand(other))
 
-    def __rtruediv__(self, other: Any) -> float:
-        return float(other) / self.value
+    def __mul__(self, other: Any) -> Any:
+        return self.cell.__mul__(self._operand(other))
+
+    def __rmul__(self, other: Any) -> Any:
+        return self.cell.__rmul__(self._operand(other))
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.cell.__truediv__(self._operand(other))
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self.cell.__rtruediv__(self._operand(other))
+
+    def __neg__(self) -> Any:
+        return -self.cell
 
     def __pow__(self, other: Any) -> float:
+        warn_plain("**", stacklevel=3)
         return float(self.value ** float(other))
 
     def __rpow__(self, other: Any) -> float:
+        warn_plain("**", stacklevel=3)
         return float(float(other) ** self.value)
 
     def __floordiv__(self, other: Any) -> float:
+        warn_plain("//", stacklevel=3)
         return self.value // float(other)
 
     def __mod__(self, other: Any) -> float:
+        warn_plain("%", stacklevel=3)
         return self.value % float(other)
 
     def __bool__(self) -> bool:
@@ -156,10 +181,8 @@ class Release:
         """The released value as a 0-d array, so numpy functions (np.sqrt, ...) accept it."""
         return np.asarray(self.value, dtype=dtype)
 
-    def __neg__(self) -> float:
-        return -self.value
-
     def __abs__(self) -> float:
+        warn_plain("abs()", stacklevel=3)
         return abs(self.value)
 
     def __eq__(self, other: object) -> bool:
@@ -337,6 +360,9 @@ class FrameRelease:
 def ci(result: Release | pd.Series | pd.DataFrame | DPArray | object, level: float = 0.95) -> Any:
     """Where the true value lies, with probability ``level``: one release's, or each cell's.
 
+    A single number (a release, a cell taken out of a released result, or
+    arithmetic on them such as ``m1 - m2``) gives ``(low, high)``.
+
     Example:
         >>> dp.ci(pf["wage"].mean(epsilon=0.1))  # doctest: +SKIP
         >>> dp.ci(pf.groupby("region")["wage"].mean(epsilon=0.2))  # doctest: +SKIP
@@ -348,7 +374,7 @@ def ci(result: Release | pd.Series | pd.DataFrame | DPArray | object, level: flo
     ``argmax()`` has no interval: it gives, in words, how far the chosen key's
     count (sum, mean) can be from the best one's, at 95%.
     """
-    if isinstance(result, Release):
+    if isinstance(result, (Release, DPValue)):  # one number: a release, or a cell of one
         return result.ci(level)
     chosen = statement_of(result)
     if chosen is not None:  # a key has no interval: how sure the choice is, in words
@@ -415,8 +441,11 @@ def _frame_ci(frame: pd.DataFrame, level: float) -> pd.DataFrame:
         array = frame.iloc[:, position].array
         if isinstance(array, DPArray):
             low, high = array.intervals(level)
-        else:  # a column of public facts (describe's top): no interval
-            low = high = np.full(len(frame), np.nan)
+        else:  # numbers and text (describe's count, top, freq): the dp cells' intervals
+            low, high = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
+            for i, cell in enumerate(frame.iloc[:, position]):
+                if isinstance(cell, DPValue):
+                    low[i], high[i] = cell.ci(level)
         name = frame.columns[position]
         parts[(name, "low")] = low
         parts[(name, "high")] = high
@@ -484,18 +513,47 @@ def released_frame(frame: pd.DataFrame, meta: FrameRelease) -> pd.DataFrame:
     columns: dict[int, Any] = {}
     for j in range(len(frame.columns)):
         column = frame.iloc[:, j]
+        whole = integer if whole_cells is None else whole_cells(j)
         try:
             values = column.to_numpy(dtype=float)
-        except (TypeError, ValueError):
-            columns[j] = column.to_numpy()
+        except (TypeError, ValueError):  # numbers and text: the numbers with an interval
+            columns[j] = _mixed_cells(column.to_numpy(), _Column(meta.intervals, j), whole)
             continue
-        whole = integer if whole_cells is None else whole_cells(j)
         columns[j] = answer_array(values, _Column(meta.intervals, j), whole)
     released: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
     released.columns = frame.columns
     released.attrs = dict(frame.attrs)
     released.attrs["dpframe"] = meta
     return released
+
+
+@dataclass(frozen=True, eq=False)
+class _Cell:
+    """One cell of a column's interval model."""
+
+    model: Intervals
+    row: int
+
+    def interval(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        low, high = self.model.interval(level)
+        return np.asarray(low)[self.row : self.row + 1], np.asarray(high)[self.row : self.row + 1]
+
+
+def _mixed_cells(values: np.ndarray, model: Intervals, whole: Any) -> np.ndarray:
+    """A column of numbers and text (``describe(include="all")``'s), as cells.
+
+    Numbers with an interval become ``dp`` cells (:class:`DPValue`); the rest
+    stay as they are.
+    """
+    cells = np.array(values, dtype=object)
+    low, high = model.interval(0.95)
+    shown_whole = np.broadcast_to(np.asarray(whole, dtype=bool), (len(cells),))
+    for i, value in enumerate(values):
+        numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+        if numeric and np.isfinite(low[i]) and np.isfinite(high[i]):
+            one = answer_array([float(value)], _Cell(model, i), bool(shown_whole[i]))
+            cells[i] = DPValue(one)
+    return cells
 
 
 def as_answer(result: Any) -> Any:

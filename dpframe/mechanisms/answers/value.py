@@ -140,28 +140,48 @@ class DPValue(numbers.Real, Generic[_Array]):
 
     # -- arithmetic: the one-cell array's, so the interval follows ---------------------
 
+    def _longer(self, other: Any) -> bool:
+        """True when ``other`` is a released array of several cells (the cell is broadcast)."""
+        return isinstance(other, type(self._array)) and len(other) != 1
+
     def __add__(self, other: Any) -> Any:
+        if self._longer(other):  # cell add array: the array's reflected operator
+            return other.__radd__(self)
         return _cell(self._array.__add__(other))
 
     def __radd__(self, other: Any) -> Any:
+        if self._longer(other):
+            return other.__add__(self)
         return _cell(self._array.__radd__(other))
 
     def __sub__(self, other: Any) -> Any:
+        if self._longer(other):  # cell sub array: the array's reflected operator
+            return other.__rsub__(self)
         return _cell(self._array.__sub__(other))
 
     def __rsub__(self, other: Any) -> Any:
+        if self._longer(other):
+            return other.__sub__(self)
         return _cell(self._array.__rsub__(other))
 
     def __mul__(self, other: Any) -> Any:
+        if self._longer(other):  # cell mul array: the array's reflected operator
+            return other.__rmul__(self)
         return _cell(self._array.__mul__(other))
 
     def __rmul__(self, other: Any) -> Any:
+        if self._longer(other):
+            return other.__mul__(self)
         return _cell(self._array.__rmul__(other))
 
     def __truediv__(self, other: Any) -> Any:
+        if self._longer(other):  # cell truediv array: the array's reflected operator
+            return other.__rtruediv__(self)
         return _cell(self._array.__truediv__(other))
 
     def __rtruediv__(self, other: Any) -> Any:
+        if self._longer(other):
+            return other.__truediv__(self)
         return _cell(self._array.__rtruediv__(other))
 
     def __neg__(self) -> Any:

@@ -27,8 +27,9 @@ def _log_mgf(noise: NoiseSpec, u: float) -> float:
     step = u * noise.grid
     if noise.kind == "gaussian":
         return float(noise.parameter) * step * step / 2  # sub-Gaussian with variance proxy σ²
-    a = math.exp(-1 / float(noise.parameter))
-    if abs(step) >= -math.log(a):
+    rate = 1 / float(noise.parameter)  # -log(a), without log(0) when a underflows (tiny noise)
+    a = math.exp(-rate)
+    if abs(step) >= rate:
         return math.inf
     return 2 * math.log1p(-a) - math.log1p(-a * math.exp(step)) - math.log1p(-a * math.exp(-step))
 
@@ -96,7 +97,8 @@ def _pmf(noise: NoiseSpec) -> tuple[FloatArray, int, float]:
     if noise.kind == "laplace":
         a = math.exp(-1 / float(noise.parameter))
         # P(|Y| > K) = 2 a^(K+1) / (1 + a) <= _TAIL
-        reach = max(1, math.ceil(math.log(_TAIL * (1 + a) / 2) / math.log(a)))
+        # a underflows to 0 for a tiny noise (ε of 10⁵ on a count): all mass at 0
+        reach = 1 if a == 0 else max(1, math.ceil(math.log(_TAIL * (1 + a) / 2) / math.log(a)))
         ks = np.arange(-reach, reach + 1)
         p = (1 - a) / (1 + a) * a ** np.abs(ks)
     else:
@@ -112,6 +114,8 @@ def _convolved(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> 
     """``t`` with ``P(Σ c_j e_j > t) ≤ alpha/2`` from the exact pmfs, every term rounded up."""
     terms = [(abs(float(c)), n) for c, n in zip(row, noises, strict=True) if c != 0]
     spread = math.sqrt(sum((c * n.std) ** 2 for c, n in terms))
+    if spread == 0:  # every noise is too small to move a grid step: only the rounding
+        return sum(c * n.rounding for c, n in terms)
     step = spread / _GRID_POINTS
     total: FloatArray = np.ones(1)
     offset, lost = 0, 0.0

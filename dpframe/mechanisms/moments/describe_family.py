@@ -43,7 +43,7 @@ from dpframe.mechanisms.core.work import PLAIN, Work
 from dpframe.mechanisms.quantiles.quantile_intervals import INTERVAL_LEVEL
 from dpframe.plan.releases import Describe
 
-__all__ = ["DescribeFamily", "DescribeIntervals", "split_text", "unique_threshold"]
+__all__ = ["DescribeFamily", "DescribeIntervals", "KeyCounts", "split_text", "unique_threshold"]
 
 NUMERIC_ROWS = ("count", "mean", "std", "25%", "50%", "75%")
 ALL_ROWS = ("count", "unique", "top", "freq", "mean", "std", "25%", "50%", "75%")
@@ -72,7 +72,7 @@ class DescribeFamily(Family[Describe]):
 
     def result_types(self) -> tuple[type, ...]:
         """The classes its results hold (allowed on the wire)."""
-        return (DescribeIntervals, RowCount)
+        return (DescribeIntervals, RowCount, KeyCounts)
 
     mechanism = "composite (variance + quartiles per column)"
 
@@ -109,6 +109,7 @@ class DescribeFamily(Family[Describe]):
             for i in shared.columns:
                 table[node.columns[i][0]][0] = shared.value
         first_key = 2 * len(node.columns)
+        key_counts: list[KeyCounts] = []
         for j, key in enumerate(node.categorical):
             histogram = run.part(parts[first_key + j])
             counts = histogram.to_numpy(dtype=float)
@@ -119,6 +120,9 @@ class DescribeFamily(Family[Describe]):
             total, freq = round(float(counts.sum())), round(float(counts[top]))
             column: list[Any] = [total, unique, key.categories[top], freq]
             table[key.name] = column + [np.nan] * (len(rows) - 4)
+            noise = histogram.attrs["dpframe"].intervals.noise[0]
+            shift = (abs(total - float(counts.sum())), abs(freq - float(counts[top])))
+            key_counts.append(KeyCounts(len(table) - 1, noise, len(counts), total, freq, shift))
         result: pd.DataFrame = pd.DataFrame(table, index=list(rows))
         result.attrs["dpframe_budget_split"] = split_text(node)
         result.attrs["dpframe"] = FrameRelease(
@@ -135,6 +139,7 @@ class DescribeFamily(Family[Describe]):
                 tuple(quartile_ends),
                 tuple(whole_quartiles),
                 shared,
+                tuple(key_counts),
             ),
             result.to_numpy(dtype=object),
         )
@@ -151,7 +156,8 @@ class DescribeIntervals:
     that release's: the count's alone, the mean's from the count and the sum,
     the std's from all three (each with its own Bonferroni split).  Quartiles:
     the 95% intervals released with them (NaN above 95%: they were chosen for
-    that level).  Categorical columns' cells: NaN.
+    that level).  A categorical column's count and freq: :class:`KeyCounts`;
+    its unique and top: NaN (a number of keys above a threshold, a key).
 
     Shown as whole numbers (:meth:`whole_cells`): the count row, unique and
     freq, and the quartiles of a column whose candidates were whole numbers
@@ -165,6 +171,7 @@ class DescribeIntervals:
     quartiles: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
     whole_quartiles: tuple[bool, ...] = ()  # per numeric column: quartiles among integers
     row_count: RowCount | None = None  # the columns declared not null: one row count
+    key_counts: tuple[KeyCounts, ...] = ()  # the categorical columns' count and freq
 
     def whole_cells(self, column: int) -> np.ndarray:
         """Which rows of the table's ``column`` are whole numbers (shown without decimals)."""
@@ -194,11 +201,46 @@ class DescribeIntervals:
             lo_count, hi_count = self.row_count.interval(level)
             for j in self.row_count.columns:
                 low[0, j], high[0, j] = lo_count, hi_count
+        for cells in self.key_counts:  # rows 0 and 3 of the wide table: count and freq
+            (
+                (low[0, cells.column], high[0, cells.column]),
+                (low[3, cells.column], high[3, cells.column]),
+            ) = cells.intervals(level)
         if level <= INTERVAL_LEVEL + 1e-12:
             first = self.rows - 3  # the 25%, 50% and 75% rows are the last three
             for j, (lows, highs) in enumerate(self.quartiles):
                 low[first:, j], high[first:, j] = lows, highs
         return low, high
+
+
+@dataclass(frozen=True)
+class KeyCounts:
+    """A categorical column's count and freq in ``describe()``, from its noisy histogram (free).
+
+    count is the sum of the k declared keys' noisy counts: its interval is the
+    exact one of the sum of their k independent noises
+    (:func:`~dpframe.mechanisms.calibration.noise_sums.half_width`).  freq is the
+    noisy count of the key with the largest one; the same noise chose that key,
+    so its interval is one that holds for all k keys at once (each at
+    1 − (1 − level)/k, Bonferroni), whichever key was chosen.  Both are shown
+    as whole numbers: their ends widen by what that rounding moved them
+    (nothing when the noisy counts are whole, as they are on a count's grid).
+    """
+
+    column: int  # the column's position in the table
+    noise: NoiseSpec  # every key's count noise
+    keys: int  # k, the declared keys
+    count: float  # as shown (rounded)
+    freq: float  # as shown (rounded)
+    rounded: tuple[float, float] = (0.0, 0.0)  # |shown − released| of count and freq
+
+    def intervals(self, level: float) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((low, high) of count, (low, high) of freq), each with coverage ≥ ``level``."""
+        alpha = 1 - level
+        total = half_width(np.ones(self.keys), (self.noise,) * self.keys, alpha) + self.rounded[0]
+        each = self.noise.abs_quantile(1 - alpha / self.keys) + self.noise.rounding
+        each = float(each) + self.rounded[1]
+        return (self.count - total, self.count + total), (self.freq - each, self.freq + each)
 
 
 @dataclass(frozen=True)
