@@ -36,6 +36,8 @@ STEPS: tuple[str, ...] = (
     "a quantile's value interval (also qcut's edges)",
     "apply: a·v + b kept; any other function plain, with a warning",
     "a chosen key (argmax, mode): how sure, in words",
+    "one release's arithmetic (m − m, Series − m, s.corr(t)): a dp cell",
+    "describe(include='all'): a categorical column's count and freq",
 )
 
 
@@ -172,8 +174,33 @@ def check_steps(pf: Any) -> dict[str, str]:
         common = pf["region"].mode(epsilon=0.2)
         assert dp.ci(common) == said  # the same ε, keys and sensitivity: the same statement
 
+    def one_release() -> None:
+        overall = pf["wage"].mean(epsilon=0.2)
+        assert isinstance(overall - overall, DPValue) and dp.ci(overall - overall) == (0.0, 0.0)
+        low, high = overall.ci(0.975)
+        spread = mean - overall  # the Bonferroni box of two independent releases' intervals
+        _dp(spread)
+        each = dp.ci(mean, 0.975)
+        box = pd.DataFrame({"low": each["low"] - high, "high": each["high"] - low})
+        _same(_ci(spread), box)
+        r = pf["wage"].corr(pf["education"], epsilon=0.2)
+        assert isinstance(r, DPValue)
+        r_low, r_high = dp.ci(r)
+        assert r_low <= float(r) <= r_high and np.isfinite(r_high - r_low)
+
+    def categorical_summary() -> None:
+        table = pf[["wage", "region"]].describe(include="all", epsilon=0.2)
+        ends = _ci(table)
+        for row in ("count", "freq"):
+            cell = table.loc[row, "region"]
+            assert isinstance(cell, DPValue)
+            low_end, high_end = (ends[("region", end)].loc[row] for end in ("low", "high"))
+            assert low_end <= float(cell) <= high_end
+        assert isinstance(table.loc["top", "region"], str)
+
     checks: tuple[Callable[[], None], ...] = (selection, sorting, heads, relabel, rounding)
     checks += (reshape, concat, arithmetic, running, ratio, quantile, plain, chosen)
+    checks += (one_release, categorical_summary)
     for name, check in zip(STEPS, checks, strict=True):
         step(name, check)
     return done
