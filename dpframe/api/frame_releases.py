@@ -284,7 +284,7 @@ class FrameReleases:
         self,
         values: str,
         index: str,
-        columns: str,
+        columns: str | None = None,
         aggfunc: str | Sequence[str] = "mean",
         margins: bool = False,
         margins_name: str = "All",
@@ -307,7 +307,8 @@ class FrameReleases:
         the sum of the cells'.  With ``mean`` every entry is a released sum over
         a released count (the request split between them), so the margins are
         ratios of the totals; the cells are then ratio estimates rather than
-        the adaptive mean of ``aggfunc="mean"`` without margins.
+        the adaptive mean of ``aggfunc="mean"`` without margins.  Without
+        ``columns`` it is refused, naming the group-by that is that table.
 
         Privacy and Accuracy: as the grouped aggregate(s) at their share.
         """

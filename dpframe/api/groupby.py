@@ -69,7 +69,8 @@ class PrivateGroupBy:
         schema = self._handle.frame.schema
         if not name.startswith("_") and name in schema and name not in REVEALING:
             return self[name]  # grouped.wage, as pandas
-        raise missing_attribute("PrivateGroupBy", name)
+        names = dir(self) if not name.startswith("_") else ()  # dir() itself asks for _ names
+        raise missing_attribute("PrivateGroupBy", name, names=names)
 
     def __dir__(self) -> list[str]:
         names = self._handle.frame.schema.names

@@ -93,7 +93,8 @@ class RowGuard:
             caller = library_caller()
             if caller is not None and caller[1].split(".")[0] == "pandas":
                 return refusal_for_function(*caller)
-        return missing_attribute(type(self).__name__, name, extra)
+        names = dir(self) if not name.startswith("_") else ()
+        return missing_attribute(type(self).__name__, name, extra, names)
 
     def __dir__(self) -> list[str]:
         """What works: public methods and properties, never a refused pandas name."""

@@ -9,14 +9,16 @@ verbs: free) and :mod:`dpframe.api.column_releases` (``count``, ``sum``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from dpframe.api.accessors import DatetimeAccessor, StringAccessor
 from dpframe.api.column_expressions import ColumnExpressions
 from dpframe.api.column_releases import ColumnReleases
 from dpframe.api.guard import RowGuard
 from dpframe.api.handle import SeriesHandle
-from dpframe.errors import SchemaError
+from dpframe.api.keywords import column_label
+from dpframe.api.verbs.columns import is_column
+from dpframe.errors import PrivacyViolationError, SchemaError
 from dpframe.plan.expressions import Expr
 
 __all__ = ["PrivateSeries", "series_of"]
@@ -44,6 +46,25 @@ class PrivateSeries(ColumnExpressions, ColumnReleases, RowGuard):
 
     def __getattr__(self, name: str) -> Any:
         raise self._missing(name)
+
+    def __getitem__(self, key: object) -> NoReturn:
+        """``pf['x'][condition]`` is refused, naming the frame's form; ``pf['x'][3]`` reveals a row.
+
+        Rows are selected on the frame: ``pf[condition]['x']`` or
+        ``pf.loc[condition, 'x']`` (free).  Nothing is charged either way.
+        """
+        name = column_label(self)
+        if is_column(key) or isinstance(key, Expr):
+            raise SchemaError(
+                f"pf[{name}][condition]: select the rows on the frame, then the column: "
+                f"pf[condition][{name}] or pf.loc[condition, {name}] (a filter, free), "
+                "then an aggregate with epsilon=. Nothing was charged."
+            )
+        raise PrivacyViolationError(
+            f"pf[{name}][{type(key).__name__}] picks values by position or label, which would "
+            "reveal private rows, so dpframe refuses it. Instead: filter rows with "
+            f"pf[condition][{name}] (free), then an aggregate with epsilon=."
+        )
 
     def __dpframe__(self) -> SeriesHandle:
         """The column's handle (frame, expression, public facts): the protocol verbs read."""

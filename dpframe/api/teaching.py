@@ -138,6 +138,8 @@ COUNTERPARTS: dict[str, str] = {
 
 #: Names whose counterpart depends on the owner (a column has ``nunique``; a group-by does not).
 OWNER_COUNTERPARTS: dict[tuple[str, str], str] = {
+    ("PrivateGroupBy", "describe"): "a summary per group in one charge: "
+    "pf.groupby(key)[col].agg(['count', 'mean', 'std', 'median'], epsilon=...)",
     ("PrivateGroupBy", "keys"): "the group keys are public and yours already: the declared "
     "categories (pf.categories), or the keys= DataFrame you passed; their cross product is "
     "pd.MultiIndex.from_product([...]).to_frame(index=False)",
@@ -218,11 +220,15 @@ def did_you_mean(value: object, keys: Sequence[Hashable]) -> str:
     return f" Did you mean {texts[close[0]]!r}?" if close else ""
 
 
-def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:
+def missing_attribute(
+    owner: str, name: str, extra: str = "", names: Sequence[str] = ()
+) -> AttributeError:
     """The error for ``owner.name`` that does not exist: refused, taught, or plainly unknown.
 
     Returns (does not raise) an ``AttributeError`` subclass, so callers can
-    ``raise missing_attribute(...)`` from ``__getattr__``.
+    ``raise missing_attribute(...)`` from ``__getattr__``.  ``names`` are what
+    the owner has (its ``dir()``): a plainly unknown name is told the closest
+    of them (``means`` → ``mean``).
     """
     if name in REVEALING:
         return RefusedAttributeError(
@@ -236,8 +242,20 @@ def missing_attribute(owner: str, name: str, extra: str = "") -> AttributeError:
             f"The private counterpart: {counterpart}."
         )
     return UnknownAttributeError(
-        f"{owner} has no attribute {name!r} (dpframe does not forward to pandas).{extra}"
+        f"{owner} has no attribute {name!r} (dpframe does not forward to pandas)."
+        f"{_closest(name, names)}{extra}"
     )
+
+
+def _closest(name: str, names: Sequence[str]) -> str:
+    """`` Did you mean 'mean'?`` for the names nearest to ``name`` (difflib), or nothing."""
+    if name.startswith("_"):  # a protocol probe (IPython's _repr_html_, pandas' _typ)
+        return ""
+    public = [n for n in names if not n.startswith("_")]
+    close = difflib.get_close_matches(name, public, n=3, cutoff=0.75)
+    if not close:
+        return ""
+    return f" Did you mean {' or '.join(repr(n) for n in close)}?"
 
 
 def refusal_for_function(name: str, module: str = "") -> LibraryFunctionError:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle
+from dpframe.api.keywords import declare_call
 from dpframe.api.verbs.quantiles import quantile_candidates
 from dpframe.api.verbs.requests import public_keys, require_bounds
 from dpframe.errors import ResourceLimitError, SchemaError
@@ -124,7 +125,8 @@ def value_counts_node(series: SeriesHandle, request: PrivacyRequest) -> Aggregat
         raise SchemaError(
             f"value_counts() needs the public keys of {info.name!r}, which has no declared "
             f"categories. Either declare the codebook (categories={{{info.name!r}: [...]}} "
-            f"when loading, or pf.with_categories({info.name}=[...])), or, in a session with "
+            f"when loading, or {declare_call('with_categories', info.name, '[...]')}), or, "
+            "in a session with "
             f"a delta, find the keys privately: pf.groupby({info.name!r}).size(epsilon=..., "
             f"delta=...) or pf.discover_keys({info.name!r}, epsilon=..., delta=...)."
         )
@@ -272,6 +274,6 @@ def describe_series_node(series: SeriesHandle, request: PrivacyRequest) -> Descr
         return Describe(plan=series.frame.plan, privacy=request, columns=(), categorical=(key,))
     raise SchemaError(
         f"describe() of {info.name!r} needs declared bounds (numbers) or declared keys "
-        f"(categories): pf.with_bounds({info.name}=(low, high)) or "
-        f"pf.with_categories({info.name}=[...])."
+        f"(categories): {declare_call('with_bounds', info.name, '(low, high)')} or "
+        f"{declare_call('with_categories', info.name, '[...]')}."
     )

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import SeriesHandle
+from dpframe.api.keywords import declare_call
 from dpframe.api.verbs.columns import keep_name
 from dpframe.api.verbs.quantiles import quantile_node
 from dpframe.api.verbs.requests import request_of, require_bounds
@@ -275,7 +276,8 @@ def _equal_bins(series: SeriesHandle, count: int, right: bool) -> list[float]:
         raise SchemaError(
             f"cut(bins={count}) of {info.name!r} needs public bounds to cut into equal bins "
             f"(dpframe never uses the data's range): pass bounds={{{info.name!r}: (low, high)}} "
-            f"when loading, call pf.with_bounds({info.name}=(low, high)), or give the edges."
+            f"when loading, call {declare_call('with_bounds', info.name, '(low, high)')}, or "
+            "give the edges."
         )
     low, high = info.bounds
     if low == high:  # pandas' rule for a single value

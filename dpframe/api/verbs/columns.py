@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle, handle_of
+from dpframe.api.keywords import declare_call
 from dpframe.api.teaching import did_you_mean
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.answers.array import DPValue
@@ -146,7 +147,7 @@ def check_declared(series: SeriesHandle, values: Iterable[Any], spelled: str) ->
         "declaration: refused before any charge (a release would spend budget on what the "
         f"public keys already decide).{did_you_mean(value, keys)} Declared keys: {shown}. "
         f"To match a value outside them, declare it first: "
-        f"pf.with_categories({name}=[..., {value!r}])."
+        f"{declare_call('with_categories', name, f'[..., {value!r}]')}."
     )
 
 

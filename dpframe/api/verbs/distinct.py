@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, GroupHandle, SeriesHandle
+from dpframe.api.keywords import declare_call
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.grouping import aggregate_node, group, warn_undeclared
 from dpframe.api.verbs.requests import public_keys
@@ -46,8 +47,9 @@ def without_keys(column: str, what: str) -> SchemaError:
     return SchemaError(
         f"{what} counts the distinct values of {column!r}, which has no public keys: its "
         f"values are private, so only declared keys can be counted. Declare them "
-        f"(categories={{{column!r}: [...]}} when loading, or pf.with_categories({column}="
-        f"[...]); an integer column's bounds declare its whole numbers), or, with a delta, "
+        f"(categories={{{column!r}: [...]}} when loading, or "
+        f"{declare_call('with_categories', column, '[...]')}; an integer column's bounds "
+        "declare its whole numbers), or, with a delta, "
         f"find the common ones first: pf.discover_keys({column!r}, epsilon=..., delta=...); "
         f"or count its distinct values alone: pf[{column!r}].nunique(epsilon=...). "
         "Nothing was charged."

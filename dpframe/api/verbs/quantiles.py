@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, SeriesHandle
+from dpframe.api.keywords import declare_call
 from dpframe.api.verbs.requests import is_integer_kind, require_bounds
 from dpframe.errors import SchemaError
 from dpframe.mechanisms.quantiles.quantiles import check_quantile, integer_candidates
@@ -101,7 +102,8 @@ def grouped_quantile_node(
         name = undeclared[0]
         raise SchemaError(
             f"A quantile per group needs the declared keys of {name!r}: pass "
-            f"categories={{{name!r}: [...]}} when loading or pf.with_categories({name}=[...]). "
+            f"categories={{{name!r}: [...]}} when loading or "
+            f"{declare_call('with_categories', name, '[...]')}. "
             f"To find them privately, run pf.discover_keys({name!r}, epsilon=..., delta=...) "
             "first and declare what it found."
         )

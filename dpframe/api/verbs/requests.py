@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 
+from dpframe.api.keywords import declare_call
 from dpframe.backends.declared import INTEGER_DTYPE
 from dpframe.errors import InvalidBudgetError, SchemaError
 from dpframe.plan.columns import ColumnInfo
@@ -53,7 +54,8 @@ def require_bounds(info: ColumnInfo, statistic: str) -> tuple[float, float]:
         raise SchemaError(
             f"{statistic}() of {info.name!r} needs public clamping bounds: pass "
             f"bounds={{{info.name!r}: (low, high)}} when loading, or call "
-            f"pf.with_bounds({info.name}=(low, high)), or clip(low, high) the expression."
+            f"{declare_call('with_bounds', info.name, '(low, high)')}, or clip(low, high) "
+            "the expression."
         )
     return info.bounds
 
@@ -92,6 +94,6 @@ def public_keys(info: ColumnInfo) -> tuple[Hashable, ...] | None:
             f"{info.name!r} is an integer column whose bounds {info.bounds} hold "
             f"{high - low + 1:,} whole numbers, more than {MAX_INTEGER_KEYS:,} keys: group "
             f"it into bins instead, pf[{info.name!r}].cut(bins) (or dp.cut), or declare the "
-            f"keys you want: pf.with_categories({info.name}=[...])."
+            f"keys you want: {declare_call('with_categories', info.name, '[...]')}."
         )
     return tuple(range(low, high + 1)) if low <= high else None

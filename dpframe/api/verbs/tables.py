@@ -244,7 +244,7 @@ def pivot_table(
     self: FrameHandle,
     values: str,
     index: str,
-    columns: str,
+    columns: str | None,
     aggfunc: str | Sequence[str],
     request: PrivacyRequest,
     margins: bool = False,
@@ -257,7 +257,15 @@ def pivot_table(
     table, derived from the released cells (free; their intervals add up); of a
     ``mean`` table, every mean is a released sum over a released count (one
     charge split between them), so the margins are free ratios of their totals.
+    Without ``columns`` (pandas' one-way table) it is refused, naming the group-by.
     """
+    if columns is None:
+        raise SchemaError(
+            "pivot_table() needs columns= (a second key column) here. A table of "
+            f"{values!r} per {index!r} alone is a grouped aggregate: "
+            f"pf.groupby({index!r})[{values!r}].agg({aggfunc!r}, epsilon=...). "
+            "Nothing was charged."
+        )
     if margins and aggfunc == "mean":
         return _mean_with_margins(self, values, index, columns, request, margins_name)
     if margins and aggfunc not in ("count", "sum"):

@@ -168,6 +168,45 @@ def _pandas_operators(text: str) -> str:
     return tokenize.untokenize(tokens).strip()
 
 
+def _local_variables(expr: str, text: str, names: Mapping[str, str]) -> None:
+    """Refuse ``@name`` (pandas reads the caller's variable ``name``), naming what to write.
+
+    dpframe's ``query`` never evaluates code, so it reads no variable; the
+    message gives the value written into the string (``f"... {m!r}"``) and,
+    for ``column <op> @name``, the same condition as an expression.
+    """
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.NL)
+        ]
+    except (SyntaxError, tokenize.TokenError):
+        return
+    found = [
+        tokens[i + 1].string
+        for i, t in enumerate(tokens[:-1])
+        if t.type == tokenize.OP and t.string == "@" and tokens[i + 1].type == tokenize.NAME
+    ]
+    if not found:
+        return
+    written = expr
+    for name in found:
+        written = re.sub(rf"@{re.escape(name)}\b", f"{{{name}!r}}", written)
+    shapes = [(t.type, t.string) for t in tokens]
+    if len(shapes) == 4 and shapes[0][0] == tokenize.NAME and shapes[2] == (tokenize.OP, "@"):
+        column = names.get(shapes[0][1], shapes[0][1])
+        condition = f"pf[pf[{column!r}] {shapes[1][1]} {found[0]}]"
+    else:
+        condition = "pf[condition] with the variables as values, e.g. pf[pf['col'] > m]"
+    raise SchemaError(
+        f"query(): @{found[0]} names a Python variable, which dpframe's query() does not "
+        "read (it never evaluates code). Write the value into the string, "
+        f"pf.query(f{written!r}), or write the condition as an expression: {condition}. "
+        "Nothing was charged."
+    )
+
+
 def query(self: FrameHandle, expr: str) -> FrameHandle:
     """The rows where ``expr`` holds, as ``pandas.DataFrame.query`` (free; never ``eval``).
 
@@ -187,6 +226,7 @@ def query(self: FrameHandle, expr: str) -> FrameHandle:
         return token
 
     text = _BACKQUOTED.sub(name_for, expr)
+    _local_variables(expr, text.strip(), names)
     try:
         text = _pandas_operators(text.strip())
         tree = ast.parse(text, mode="eval")
