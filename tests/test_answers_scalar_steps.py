@@ -210,3 +210,19 @@ def test_tiny_noise_sums_have_a_half_width() -> None:
 def test_ci_of_a_plain_number_is_still_refused() -> None:
     with pytest.raises(DPError, match="ci\\(\\) needs a dpframe release"):
         dp.ci(0.5)
+
+
+def test_a_categorical_summary_answered_again_from_the_ledger_keeps_its_cells(
+    cps: pd.DataFrame,
+) -> None:
+    pf = _frame(cps)
+    first = pf[["wage", "region"]].describe(include="all", epsilon=1)
+    spent = pf.session.spent
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the answer from the ledger says so
+        again = pf[["wage", "region"]].describe(include="all", epsilon=1)
+    assert pf.session.spent == spent  # answered from the ledger, free
+    for row in ("count", "freq"):
+        cell = again.loc[row, "region"]
+        assert isinstance(cell, DPValue)
+        assert cell.ci() == pytest.approx(first.loc[row, "region"].ci())

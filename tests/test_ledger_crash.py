@@ -95,7 +95,10 @@ def test_sigkill_mid_loop_keeps_every_returned_release(ledger_path: Path, tmp_pa
             assert proc.stdout.readline().strip() == "released"
         time.sleep(chooser.random() * 0.05)  # land anywhere in a release, also in a commit
         os.kill(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=60)
+        # The rest through the same reader: readline() may have read lines ahead into its
+        # buffer, which communicate() (reading the raw pipes) would never see.
+        rest = proc.stdout.read()
+        proc.communicate(timeout=60)
         assert proc.returncode == -signal.SIGKILL
         printed = wanted + rest.split().count("released")  # every release the child returned
         printed_total += printed

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpframe.errors import DPError
+from dpframe.mechanisms.answers import DPValue
 from dpframe.mechanisms.answers.results import as_answer
 from dpframe.plan.expr_codec import expr_from_dict
 from dpframe.plan.expressions import Expr
@@ -350,13 +351,25 @@ def encode_response(value: Any) -> Any:
             "$frame": {
                 "columns": encode_response(value.columns),
                 "index": encode_response(value.index),
-                "data": [encode_response(value[c].to_numpy()) for c in value.columns],
+                "data": [encode_response(_plain_cells(value[c].to_numpy())) for c in value.columns],
                 "attrs": encode_response(dict(value.attrs)),
             }
         }
     if isinstance(value, Mapping):
         return {"$dict": [[encode_response(k), encode_response(v)] for k, v in value.items()]}
     raise ProtocolError("unencodable", f"A {name} cannot be sent to the analyst.")
+
+
+def _plain_cells(values: np.ndarray) -> np.ndarray:
+    """A column's values with released cells as their numbers (a frame's meta rebuilds them).
+
+    A column of numbers and text (``describe(include="all")``'s) holds ``dp``
+    cells among its text; the analyst's side gives them back their intervals
+    from the frame's :class:`FrameRelease` (``as_answer``).
+    """
+    if values.dtype != object or not any(isinstance(v, DPValue) for v in values):
+        return values
+    return np.array([float(v) if isinstance(v, DPValue) else v for v in values], dtype=object)
 
 
 #: Array kinds sent as their bytes (little-endian, base64): booleans, integers, floats.

@@ -326,9 +326,44 @@ def _start_server(catalog: Path, port: int) -> Server:
             raise RuntimeError(f"curator exited: {error}")
         try:
             with urllib.request.urlopen(url + "/v1/health", timeout=1) as response:
-                if response.status == 200:
+                # Another test's curator may hold the port (taken between free_port() and
+                # this bind): it answers too, so the answer counts only from our process.
+                if response.status == 200 and listens(process.pid, port) is not False:
                     return Server(process, url, catalog)
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     process.kill()
     raise RuntimeError("curator did not start within 60 s")
+
+
+def listens(pid: int, port: int) -> bool | None:
+    """True when process ``pid`` holds a listening TCP socket on ``port`` (None: cannot tell).
+
+    Linux's ``/proc``: the socket inodes listening on ``port`` (state 0A) and
+    the process's open file descriptors.  A clean-clone CI run once talked to
+    another test's curator that had taken the port of a killed one.
+    """
+    tables = [Path("/proc/net") / name for name in ("tcp", "tcp6")]
+    if not tables[0].exists():
+        return None
+    inodes: set[str] = set()
+    for table in tables:
+        if not table.exists():
+            continue
+        for line in table.read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for descriptor in descriptors:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{descriptor}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[len("socket:[") : -1] in inodes:
+            return True
+    return False
