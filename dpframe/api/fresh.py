@@ -4,7 +4,9 @@ A request the ledger already answered (the same node by value, privacy
 parameters and data) is answered from it, free (:mod:`dpframe.engine.reruns`).
 Every release method takes ``fresh=``; :func:`fresh_aware` reads it and
 holds it for the session while the method runs (both the embedded session
-and a curator's client read it there).
+and a curator's client read it there).  The outermost method also collects
+how each of its releases was answered and, when it returns, says what a
+table's repr cannot (:mod:`dpframe.api.notices`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
-from dpframe.api.thin import warn_if_thin
+from dpframe.api.notices import told
+from dpframe.engine.observable import answers_collected
 from dpframe.engine.reruns import fresh_release
 
 __all__ = ["fresh_aware"]
@@ -31,19 +34,23 @@ def fresh_aware(method: Callable[P, R]) -> Callable[P, R]:
 
     ``fresh=False`` (the default): a request the ledger already answered is
     answered from it, charged nothing and marked ``from the ledger``;
-    ``fresh=True``: a new release, charged.  A result with cells too thin to
-    read warns once (:func:`dpframe.api.thin.warn_if_thin`).
+    ``fresh=True``: a new release, charged.  When it returns, what a table's
+    repr cannot show is said once (:func:`dpframe.api.notices.told`): cells too
+    thin to read, keys found privately, an answer from the ledger (marked too).
     """
 
     @functools.wraps(method)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        outermost = not _INSIDE.get()
+        fresh = kwargs.get("fresh", False)
+        if _INSIDE.get():  # a method called by another: the outermost one tells
+            with fresh_release(fresh):  # type: ignore[arg-type]
+                return method(*args, **kwargs)
         token = _INSIDE.set(True)
         try:
-            with fresh_release(kwargs.get("fresh", False)):  # type: ignore[arg-type]
+            with fresh_release(fresh), answers_collected() as answers:  # type: ignore[arg-type]
                 result = method(*args, **kwargs)
         finally:
             _INSIDE.reset(token)
-        return warn_if_thin(result) if outermost else result
+        return told(result, answers)
 
     return run
