@@ -21,7 +21,9 @@ from dpframe.engine.session import ReleaseEvent
 from dpframe.errors import (
     BudgetExceededError,
     BudgetResetWarning,
+    DiscoveredKeysWarning,
     DPError,
+    FromLedgerWarning,
     InvalidArgumentError,
     InvalidBudgetError,
     LedgerError,
@@ -51,6 +53,8 @@ __all__ = [
     "BudgetResetWarning",
     "Connection",
     "DPError",
+    "DiscoveredKeysWarning",
+    "FromLedgerWarning",
     "GroupedRelease",
     "InvalidArgumentError",
     "InvalidBudgetError",

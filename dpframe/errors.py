@@ -12,6 +12,8 @@ __all__ = [
     "BudgetExceededError",
     "BudgetResetWarning",
     "DPError",
+    "DiscoveredKeysWarning",
+    "FromLedgerWarning",
     "InvalidArgumentError",
     "InvalidBudgetError",
     "LedgerError",
@@ -87,6 +89,25 @@ class BudgetResetWarning(UserWarning):
     99% sample), or a matching column.  A budget belongs to a session name, so
     a new name starts a separate budget for the same people (see
     :mod:`dpframe.engine.guard_rails`).
+    """
+
+
+class DiscoveredKeysWarning(UserWarning):
+    """A grouped result's keys were found privately (the group-by column has no declared keys).
+
+    Said once per release: a key with fewer rows than the public threshold
+    (computed from ε, δ and the privacy unit alone) is not shown and its rows
+    are in no group, and counts so found have no interval.  The text holds
+    public numbers only (the threshold), never how many keys were left out.
+    """
+
+
+class FromLedgerWarning(UserWarning):
+    """An answer came from the ledger: the same request was released before, charged nothing now.
+
+    Said once per answer in a plain Python process or a stock kernel (where a
+    released table's repr cannot show it); ``%load_ext dpframe`` shows it in
+    the table's caption and the budget meter instead, and turns it off.
     """
 
 

@@ -6,7 +6,9 @@ Every release method takes ``fresh=``; :func:`fresh_aware` reads it and
 holds it for the session while the method runs (both the embedded session
 and a curator's client read it there).  It first checks the keywords given
 against the method's own (:mod:`dpframe.api.keywords`): a pandas keyword the
-method does not take is refused before anything is charged.
+method does not take is refused before anything is charged.  The outermost
+method also collects how each of its releases was answered and, when it
+returns, says what a table's repr cannot (:mod:`dpframe.api.notices`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from contextvars import ContextVar
 from typing import ParamSpec, TypeVar
 
 from dpframe.api.keywords import check_keywords, keyword_names
-from dpframe.api.thin import warn_if_thin
+from dpframe.api.notices import told
+from dpframe.engine.observable import answers_collected
 from dpframe.engine.reruns import fresh_release
 
 __all__ = ["fresh_aware"]
@@ -35,11 +38,13 @@ def fresh_aware(method: Callable[P, R]) -> Callable[P, R]:
 
     ``fresh=False`` (the default): a request the ledger already answered is
     answered from it, charged nothing and marked ``from the ledger``;
-    ``fresh=True``: a new release, charged.  A result with cells too thin to
-    read warns once (:func:`dpframe.api.thin.warn_if_thin`).  A keyword the
-    method does not take is refused first, naming what to write instead, unless
-    it asks for what the method always does (``skipna=True``): then it is
-    dropped (:func:`dpframe.api.keywords.check_keywords`).
+    ``fresh=True``: a new release, charged.  A keyword the method does not take
+    is refused first, naming what to write instead, unless it asks for what the
+    method always does (``skipna=True``): then it is dropped
+    (:func:`dpframe.api.keywords.check_keywords`).  When it returns, what a
+    table's repr cannot show is said once (:func:`dpframe.api.notices.told`):
+    cells too thin to read, keys found privately, an answer from the ledger
+    (marked too).
     """
     takes = keyword_names(inspect.signature(method))
     name = method.__name__
@@ -48,13 +53,16 @@ def fresh_aware(method: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         for dropped in check_keywords(name, takes, args[0] if args else None, kwargs):
             del kwargs[dropped]
-        outermost = not _INSIDE.get()
+        fresh = kwargs.get("fresh", False)
+        if _INSIDE.get():  # a method called by another: the outermost one tells
+            with fresh_release(fresh):  # type: ignore[arg-type]
+                return method(*args, **kwargs)
         token = _INSIDE.set(True)
         try:
-            with fresh_release(kwargs.get("fresh", False)):  # type: ignore[arg-type]
+            with fresh_release(fresh), answers_collected() as answers:  # type: ignore[arg-type]
                 result = method(*args, **kwargs)
         finally:
             _INSIDE.reset(token)
-        return warn_if_thin(result) if outermost else result
+        return told(result, answers)
 
     return run

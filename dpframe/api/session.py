@@ -10,9 +10,11 @@ import pandas as pd
 
 from dpframe.api.frame import PrivateFrame, frame_of
 from dpframe.api.handle import FrameHandle
+from dpframe.api.notices import told
 from dpframe.api.sql import Catalog, require_parser
 from dpframe.engine import session as engine_session
 from dpframe.engine.loading import read_data
+from dpframe.engine.observable import answers_collected
 from dpframe.engine.reruns import fresh_release
 from dpframe.plan.parameters import PrivacyUnit
 
@@ -279,8 +281,8 @@ class Session(engine_session.Session):
         from dpframe.api.sql.run import run_sql  # sqlglot: an optional dependency
 
         catalog = self._sql_tables if tables is None else self._sql_tables.with_frames(tables, self)
-        with fresh_release(fresh):
-            return run_sql(
+        with fresh_release(fresh), answers_collected() as answers:
+            result = run_sql(
                 self,
                 catalog,
                 query,
@@ -290,3 +292,4 @@ class Session(engine_session.Session):
                 privacy=privacy,
                 weights=weights,
             )
+        return told(result, answers, thin=False)

@@ -4,14 +4,18 @@
 (embedded) and :class:`dpframe.remote.client.RemoteSession` (a curator's
 client): both tell listeners (the meter) after every release and answer
 ``explain`` by capturing the release node a function makes, before anything is
-spent (:func:`capture`, called by the session's ``run``).
+spent (:func:`capture`, called by the session's ``run``).  Both also say how
+each release was answered (charged, or from the ledger) to whoever collects
+it in this context (:func:`answers_collected`: the facade, which tells the
+analyst of an answer from the ledger in a stock kernel).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +23,14 @@ from typing import Any
 from dpframe.errors import InvalidArgumentError, SchemaError
 from dpframe.plan.privacy import Budget
 
-__all__ = ["Observable", "ReleaseEvent", "capture", "is_capturing"]
+__all__ = [
+    "Observable",
+    "ReleaseEvent",
+    "answers_collected",
+    "capture",
+    "is_capturing",
+    "note_answer",
+]
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,34 @@ class _Captured(Exception):  # noqa: N818  (a signal, not an error)
 
 #: The session whose explain() is capturing the next release in this context.
 _CAPTURING: ContextVar[Observable | None] = ContextVar("dpframe_capturing", default=None)
+
+
+#: While :func:`answers_collected` runs: how each release was answered, in order (the
+#: ledger's note of an answer from the ledger, None for a charged release).
+_ANSWERS: ContextVar[list[str | None] | None] = ContextVar("dpframe_answers", default=None)
+
+
+@contextmanager
+def answers_collected() -> Iterator[list[str | None]]:
+    """Collect how each release made inside the block is answered (see :func:`note_answer`).
+
+    The list holds, per release, its ledger note (``from the ledger, recorded
+    14:02``: answered from the ledger, charged nothing) or None (charged).  An
+    inner block collects for itself; the outer one does not see its releases.
+    """
+    found: list[str | None] = []
+    token = _ANSWERS.set(found)
+    try:
+        yield found
+    finally:
+        _ANSWERS.reset(token)
+
+
+def note_answer(recorded: str | None) -> None:
+    """Tell the collector in force, if any, how a release was answered (a session calls it)."""
+    found = _ANSWERS.get()
+    if found is not None:
+        found.append(recorded)
 
 
 def is_capturing(session: Observable) -> bool:

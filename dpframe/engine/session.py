@@ -38,7 +38,13 @@ from dpframe.engine.batch import Batch, is_unset, prepaid_release
 from dpframe.engine.guard_rails import check_other_sessions, fix_unit_setting, identify
 from dpframe.engine.joins import forget_join
 from dpframe.engine.loading import check_groups, check_unit
-from dpframe.engine.observable import Observable, ReleaseEvent, capture, is_capturing
+from dpframe.engine.observable import (
+    Observable,
+    ReleaseEvent,
+    capture,
+    is_capturing,
+    note_answer,
+)
 from dpframe.engine.public_tables import public_table
 from dpframe.engine.release_path import ReleasePath, families
 from dpframe.engine.reruns import asked_fresh
@@ -563,6 +569,7 @@ class Session(Observable):
             backends[key] = replace(key, backend)
 
     def _notify(self, query: str, cost: Budget, recorded: str | None = None) -> None:
+        note_answer(recorded)
         if not self._listeners:
             return
         charges = self._charges()

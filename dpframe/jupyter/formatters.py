@@ -13,6 +13,7 @@ display.  Post-processing of released values: free.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -53,10 +54,6 @@ def series_html(series: pd.Series) -> str | None:
     meta = series.attrs.get("dpframe")
     name = str(series.name) if series.name is not None else "value"
     if isinstance(array, DPArray):
-        try:
-            low, high = array.intervals(LEVEL)
-        except DPError:  # a quantile's accuracy is a rank error, not a value interval
-            return None
         derived = isinstance(meta, GroupedRelease) and not meta.matches(series)
         caption = _caption(
             meta,
@@ -64,6 +61,11 @@ def series_html(series: pd.Series) -> str | None:
             derived,
             series.attrs.get(RECORDED_ATTR),
         )
+        try:
+            low, high = array.intervals(LEVEL)
+        except DPError:  # a quantile's rank error, discovered counts: no value interval
+            said = getattr(meta, "notes", ()) or series.attrs.get(RECORDED_ATTR)
+            return _uncertain_html(series, caption) if said else None
         return grouped_table_html(
             array.values, low, high, series.index, name, caption, integer=array.integer
         )
@@ -81,6 +83,15 @@ def series_html(series: pd.Series) -> str | None:
         name,
         _caption(meta, "", recorded=series.attrs.get(RECORDED_ATTR)),
         integer=is_count(meta.intervals),
+    )
+
+
+def _uncertain_html(series: pd.Series, caption: str) -> str:
+    """Pandas' own HTML of a Series without value intervals, under its caption (its notes)."""
+    table: str = getattr(series.to_frame(), "_repr_html_")()  # noqa: B009 (as frame_html)
+    return (
+        "<div class='dpframe-grouped'>"
+        f"<div style='text-align:left;color:#666'>{html.escape(caption)}</div>{table}</div>"
     )
 
 

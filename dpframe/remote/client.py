@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpframe.accounting.status import BudgetStatus, budget_status
 from dpframe.api.sql import Catalog, require_parser
+from dpframe.engine.observable import note_answer
 from dpframe.engine.reruns import asked_fresh, fresh_release
 from dpframe.engine.session import Observable, ReleaseEvent, capture
 from dpframe.errors import (
@@ -203,6 +204,7 @@ class RemoteSession(Observable):
             self.total,
             recorded if isinstance(recorded, str) else None,
         )
+        note_answer(event.recorded)
         self._announce(event)
         return answer["result"]
 

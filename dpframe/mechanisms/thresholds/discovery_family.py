@@ -28,13 +28,49 @@ from dpframe.plan.measures import Measure
 from dpframe.plan.nodes import Filter, lineage, unit_rows
 from dpframe.plan.releases import DiscoverKeys, DiscoverThenAggregate, SparseVector
 
-__all__ = ["DiscoverKeysFamily", "DiscoverThenAggregateFamily", "SparseVectorFamily"]
+__all__ = [
+    "DISCOVERY_NOTE",
+    "DiscoverKeysFamily",
+    "DiscoverThenAggregateFamily",
+    "SparseVectorFamily",
+    "discovery_note",
+    "discovery_notes",
+]
 
 _PURE_ZCDP = Fraction(1, 2)  # every ε-DP mechanism is ε²/2-zCDP
 _DISCOVERY_REASON = (
     "Counts of discovered keys passed a threshold on the same noise, so an interval "
     "for them would be biased; declare the keys (with_categories) and count again."
 )
+#: How every note of a release over privately found keys begins (the facade's warning finds it).
+DISCOVERY_NOTE = "keys found privately"
+#: The note of discovered counts' missing interval (said once, with the release).
+_NO_INTERVAL_NOTE = (
+    "counts without an interval: a key is shown only when its noisy count passed the "
+    "threshold, so an interval would be biased"
+)
+
+
+def discovery_notes(notes: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The notes among ``notes`` that a release over privately found keys carries."""
+    return tuple(
+        note
+        for note in notes
+        if isinstance(note, str) and (note.startswith(DISCOVERY_NOTE) or note == _NO_INTERVAL_NOTE)
+    )
+
+
+def discovery_note(column: str, threshold: int) -> str:
+    """The note of a release over keys of ``column`` found privately (public values only).
+
+    ``threshold`` is the public bar a noisy count must reach (from ε, δ and the
+    privacy unit alone): a key with fewer rows is left out, and so are its rows.
+    """
+    rows = "row" if threshold == 1 else "rows"
+    return (
+        f"{DISCOVERY_NOTE} ({column!r} has no declared keys): a key with fewer than about "
+        f"{threshold:,} {rows} is not shown, and its rows are in no group"
+    )
 
 
 class SparseVectorFamily(Family[SparseVector]):
@@ -115,7 +151,8 @@ class DiscoverKeysFamily(Family[DiscoverKeys]):
         selection = select_partitions(
             counts, run.noise / rows, node.privacy.delta / groups, run.rng
         )
-        passed = selection.noisy_counts >= selection.threshold + rows - 1
+        threshold = selection.threshold + rows - 1  # public: from ε, δ and the unit alone
+        passed = selection.noisy_counts >= threshold
         kept = [keys[i] for i in selection.kept[passed]]
         noisy = np.asarray(selection.noisy_counts, dtype=np.float64)[passed]
         order = sorted(range(len(kept)), key=lambda i: (str(type(kept[i])), kept[i]))
@@ -128,6 +165,7 @@ class DiscoverKeysFamily(Family[DiscoverKeys]):
             node.label,
             NoInterval(_DISCOVERY_REASON),
             run.rho,
+            notes=(discovery_note(node.column, threshold), _NO_INTERVAL_NOTE),
         )
         return grouped_series(noisy[order], meta, "count"), f"{len(order)} keys"
 
@@ -145,15 +183,28 @@ class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
         return Work(per_row=Units(keys=1))
 
     def release(self, run: Released[DiscoverThenAggregate]) -> tuple[Any, str]:
-        """Discover the keys with the first part, then aggregate over them."""
+        """Discover the keys with the first part, then aggregate over them.
+
+        The result's notes say first that its keys were found privately (the
+        discovery's public threshold), then the aggregate's own.
+        """
         node = run.node
         counts = run.part(run.parts[0])
         keys = tuple(counts.index)
-        if not keys:
-            empty = pd.Series(
-                [], dtype=float, name=node.statistic, index=pd.Index([], name=node.column)
+        found = getattr(counts.attrs.get("dpframe"), "notes", ())
+        discovered = tuple(note for note in found if note.startswith(DISCOVERY_NOTE))
+        if not keys:  # nothing passed the threshold: an empty release that says why
+            meta = GroupedRelease(
+                pd.Index([], dtype=object, name=node.column),
+                run.cost,
+                f"partition selection, then {node.statistic}",
+                np.zeros(0),
+                node.label,
+                NoInterval("No key passed the discovery's threshold: there is no value."),
+                run.rho,
+                notes=discovered,
             )
-            return empty, "0 keys"
+            return grouped_series(np.zeros(0), meta, node.statistic), "0 keys"
         result = run.part(node.aggregate(keys))
         meta = result.attrs.get("dpframe")
         if isinstance(meta, GroupedRelease):  # the release's cost is the whole charge
@@ -163,5 +214,6 @@ class DiscoverThenAggregateFamily(Family[DiscoverThenAggregate]):
                 rho=run.rho,
                 query=node.label,
                 mechanism=f"partition selection, then {meta.mechanism}",
+                notes=discovered + meta.notes,
             )
         return result, f"{len(keys)} keys"
