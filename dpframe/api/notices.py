@@ -17,9 +17,9 @@ a release method returns (:func:`dpframe.api.fresh.fresh_aware`, and
   ledger (:mod:`dpframe.engine.reruns`): charged nothing now.  Every result
   so answered is marked too (:func:`dpframe.engine.recorded.mark`), also
   when the method reshaped the ledger's answer after it was marked
-  (``dp.crosstab``, ``value_counts``).  ``%load_ext dpframe`` turns this
-  warning off (:func:`quiet_reruns`): the caption, the release's repr and the
-  budget meter say it there.
+  (``dp.crosstab``, ``value_counts``).  ``%load_ext dpframe`` filters this
+  warning out while it is loaded (a ``warnings`` filter, no state of ours):
+  the caption, the release's repr and the budget meter say it there.
 
 Both read the released result and the session's own record of how each
 release was answered (:func:`dpframe.engine.observable.answers_collected`),
@@ -39,19 +39,9 @@ from dpframe.errors import DiscoveredKeysWarning, FromLedgerWarning, caller_stac
 from dpframe.mechanisms.answers.results import Release
 from dpframe.mechanisms.thresholds.discovery_family import discovery_notes
 
-__all__ = ["discovery_message", "ledger_message", "quiet_reruns", "told"]
+__all__ = ["discovery_message", "ledger_message", "told"]
 
 T = TypeVar("T")
-
-#: True while ``%load_ext dpframe`` is loaded: the caption and the meter say "from the ledger".
-_QUIET_RERUNS = [False]
-
-
-def quiet_reruns(quiet: bool) -> bool:
-    """Turn the :class:`FromLedgerWarning` off (True) or on again; returns the previous setting."""
-    previous = _QUIET_RERUNS[0]
-    _QUIET_RERUNS[0] = bool(quiet)
-    return previous
 
 
 def _parts(result: object) -> list[object]:
@@ -139,6 +129,6 @@ def told(result: T, answers: list[str | None], thin: bool = True) -> T:
     if discovered is not None:
         warnings.warn(discovered, DiscoveredKeysWarning, stacklevel=caller_stacklevel())
     from_ledger = ledger_message(answers)
-    if from_ledger is not None and not _QUIET_RERUNS[0]:
+    if from_ledger is not None:
         warnings.warn(from_ledger, FromLedgerWarning, stacklevel=caller_stacklevel())
     return result

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+from dpframe.errors import FromLedgerWarning
 from dpframe.jupyter import formatters, refusals
 from dpframe.jupyter.magics import DPMagics
 from dpframe.jupyter.meter import BudgetMeter
@@ -19,16 +21,15 @@ def load_ipython_extension(ipython: Any) -> None:
     Shows a meter if a session is in the namespace already.  An answer from
     the ledger is said by the table's caption, the release's repr and the
     meter here, so its warning (:class:`~dpframe.errors.FromLedgerWarning`) is
-    turned off while the extension is loaded.
+    filtered out while the extension is loaded (a ``warnings`` filter).
     """
-    from dpframe.api import notices
     from dpframe.api.session import Session
 
     magics = DPMagics(ipython, parent=ipython)
     ipython.register_magics(magics)
     refusals.install(ipython)
     formatters.install(ipython)
-    ipython.__dict__.setdefault("_dpframe_quiet_reruns", notices.quiet_reruns(True))
+    warnings.filterwarnings("ignore", category=FromLedgerWarning)
     if any(isinstance(value, Session) for value in ipython.user_ns.values()):
         from IPython.display import display
 
@@ -39,11 +40,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Close the meters and remove the magics: nothing of dpframe's stays registered."""
-    from dpframe.api import notices
-
     refusals.uninstall(ipython)
     formatters.uninstall(ipython)
-    notices.quiet_reruns(ipython.__dict__.pop("_dpframe_quiet_reruns", False))
+    warnings.filterwarnings("default", category=FromLedgerWarning)  # said again, once each
     registry = ipython.magics_manager.registry
     magics = registry.pop("DPMagics", None)
     if isinstance(magics, DPMagics):
