@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from dpframe.api.handle import FrameHandle, GroupHandle, Runner, SeriesHandle, handle_of
+from dpframe.api.keywords import declare_call
 from dpframe.api.verbs.columns import to_expr
 from dpframe.api.verbs.frames import assign
 from dpframe.api.verbs.keysets import combination_key, relabel
@@ -122,9 +123,9 @@ def group(
             raise SchemaError(
                 f"groupby({list(names)!r}) needs the public keys of {name!r} when grouping "
                 f"by several columns: pass categories={{{name!r}: [...]}} when loading, or "
-                f"call pf.with_categories({name}=[...]), or give the allowed combinations "
-                f"as keys= (a public DataFrame; pf.discover_keys({list(names)!r}, epsilon=..., "
-                "delta=...) finds them privately)."
+                f"call {declare_call('with_categories', name, '[...]')}, or give the allowed "
+                "combinations as keys= (a public DataFrame; "
+                f"pf.discover_keys({list(names)!r}, epsilon=..., delta=...) finds them privately)."
             )
         # Undeclared keys (one column): found privately at release time.
         keys.append(GroupKey(name, Col(name), declared or ()))
@@ -192,13 +193,14 @@ def _check_discovery(grouped: GroupHandle, name: str) -> None:
         way = (
             f"bin it into public bins, pf[{name!r}].cut(bins) (e.g. "
             f"range(low, high + step, step)), or declare its keys: "
-            f"pf.with_categories({name}=[...]); a whole-number column declared integer "
-            f"(dtypes={{{name!r}: 'integer'}}) gets the whole numbers within its bounds as keys"
+            f"{declare_call('with_categories', name, '[...]')}; a whole-number column declared "
+            f"integer (dtypes={{{name!r}: 'integer'}}) gets the whole numbers within its bounds "
+            "as keys"
         )
     else:
         way = (
             f"declare its keys: categories={{{name!r}: [...]}} when loading, or "
-            f"pf.with_categories({name}=[...])"
+            f"{declare_call('with_categories', name, '[...]')}"
         )
     raise SchemaError(
         f"groupby({name!r}) needs the public keys of {name!r}, which has none declared: {way}. "
