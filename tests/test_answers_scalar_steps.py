@@ -205,6 +205,9 @@ def test_tiny_noise_sums_have_a_half_width() -> None:
     )  # ε of 10⁵ on a count: exp(-1/b) underflows
     assert half_width(np.ones(4), (tiny,) * 4, 0.05) == pytest.approx(0.0, abs=1e-9)
     assert half_width(np.ones(30), (tiny,) * 30, 0.05) == pytest.approx(0.0, abs=1e-9)
+    # ε of 2,000 over 5 parts: exp(-1/b) ≈ 1e-145, a width far below one grid step
+    narrow = NoiseSpec("laplace", Fraction(1610613, 536870912), 1.0)
+    assert 0 <= half_width(np.ones(8), (narrow,) * 8, 0.05) <= 1
 
 
 def test_ci_of_a_plain_number_is_still_refused() -> None:

@@ -64,12 +64,18 @@ def test_one_charge_with_one_part_per_histogram(cps: pd.DataFrame) -> None:
     assert pf.session.spent == dp.Budget(1)
 
 
-def test_intervals_cover_numeric_cells_and_leave_categorical_ones_empty(cps: pd.DataFrame) -> None:
+def test_intervals_cover_numeric_cells_and_a_categorical_count_and_freq(cps: pd.DataFrame) -> None:
     table = _frame(cps).describe(include="all", epsilon=100)
     intervals = dp.ci(table)
     low, high = intervals.loc["mean", ("wage", "low")], intervals.loc["mean", ("wage", "high")]
     assert low <= table.loc["mean", "wage"] <= high
-    assert intervals.loc[:, ("region", "low")].isna().all()
+    region = intervals.loc[:, ("region", "low")]
+    assert region.notna().tolist() == [True, False, False, True, *[False] * 5]  # count, freq
+    truth = cps["region"].value_counts()
+    for row, value in (("count", len(cps)), ("freq", truth[str(table.loc["top", "region"])])):
+        assert (
+            intervals.loc[row, ("region", "low")] <= value <= intervals.loc[row, ("region", "high")]
+        )
     filled = dp.ci(table.fillna(0))  # issue 30: a filled cell is the public 0, exactly
     assert filled.loc["mean", ("wage", "low")] == low
     assert filled.loc["mean", ("wage", "high")] == high

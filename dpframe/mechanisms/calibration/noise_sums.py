@@ -59,6 +59,7 @@ def _chernoff(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> f
 CONVOLVED_TERMS = 24
 _GRID_POINTS = 256  # grid steps per combined standard deviation (each term adds ≤ 1 step)
 _TAIL = 1e-15
+_MAX_CELLS = 1 << 22  # the widest term's reach in convolution cells (beyond: not convolved)
 
 
 def half_width(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> float:
@@ -122,6 +123,10 @@ def _convolved(row: FloatArray, noises: tuple[NoiseSpec, ...], alpha: float) -> 
     for c, noise in terms:
         p, reach, beyond = _pmf(noise)
         lost += beyond
+        if c * noise.grid * reach / step > _MAX_CELLS:
+            # a term whose grid steps are far apart against the sum's spread (a noise of
+            # almost no width next to wider ones): no grid to convolve on; the other bounds hold
+            return math.inf
         values = c * noise.grid * np.arange(-reach, reach + 1)
         cells = np.ceil(values / step).astype(np.int64)  # rounded up: S_up >= S
         low = int(cells[0])
