@@ -183,7 +183,7 @@ def test_categorical_count_and_freq_intervals_cover_the_truth() -> None:
     rows = pd.DataFrame({"colour": ["red"] * 30 + ["blue"] * 26 + ["green"] * 4})
     truth_count, truth_top = 60, {"red": 30, "blue": 26, "green": 4}
     covered = {"count": 0, "freq": 0}
-    runs = 300
+    runs = 1000
     session = dp.Session(epsilon=runs, ledger=":memory:", name="key-counts")
     pf = session.private_frame(rows, categories={"colour": ["red", "blue", "green"]})
     for _ in range(runs):
@@ -194,9 +194,12 @@ def test_categorical_count_and_freq_intervals_cover_the_truth() -> None:
         (c_lo, c_hi), (f_lo, f_hi) = count.ci(0.8), freq.ci(0.8)
         covered["count"] += c_lo <= truth_count <= c_hi
         covered["freq"] += f_lo <= truth_top[str(top)] <= f_hi
-    # 80% intervals: a wrong (too narrow) width would cover far less; P(< 0.72 | 0.8) < 1e-3
-    assert covered["count"] / runs >= 0.72, covered
-    assert covered["freq"] / runs >= 0.72, covered
+    # 80% intervals (at least: the noise is discrete, and freq's holds for all 3 keys at
+    # once). Below 0.733 by chance with probability < 1e-7 at 0.8 (5.3 sd of 1,000 trials).
+    # Measured over 1,000 releases: count 0.847, freq 0.926; a count interval 30% too narrow
+    # covers 0.68 and fails here (freq's, 0.83, would not: its bar is the safety one)
+    assert covered["count"] / runs >= 0.733, covered
+    assert covered["freq"] / runs >= 0.733, covered
 
 
 def test_tiny_noise_sums_have_a_half_width() -> None:
