@@ -22,7 +22,8 @@ from dpframe.accounting import rho_from_epsilon_delta
 from dpframe.mechanisms.calibration.gdp_curves import discrete_gaussian_rho, mu_from_epsilon_delta
 from dpframe.mechanisms.moments.distinct_family import distinct_sensitivity
 from dpframe.plan.codec import decode_node, encode_node
-from dpframe.plan.nodes import lineage
+from dpframe.plan.expressions import Col
+from dpframe.plan.nodes import GroupKey, lineage
 from dpframe.plan.privacy import PrivacyRequest
 from dpframe.plan.releases import DistinctCount
 from tests.stats_helpers import ALPHA, chi2_pvalue, dgauss_pmf, dlaplace_pmf
@@ -243,3 +244,17 @@ def test_frame_nunique_splits_the_request_evenly_over_columns(visits: pd.DataFra
     assert isinstance(parts[0], Describe)
     shares = [p.privacy.epsilon for p in parts if p.privacy is not None]
     assert shares == [Fraction(3, 10), Fraction(3, 10), Fraction(3, 10)]  # 0.9 / 3 columns
+
+
+def test_a_group_key_over_no_column_is_refused_before_the_charge(visits: pd.DataFrame) -> None:
+    """Found by the curator's fuzzer: a key over an unknown column was charged, then failed."""
+    pf = _frame(visits)
+    node = DistinctCount(
+        plan=pf._handle.plan,
+        privacy=_request(0.5),
+        column="person",
+        by=(GroupKey("nope", Col("nope"), ("a", "b")),),
+    )
+    with pytest.raises(dp.SchemaError, match="nope"):
+        pf.session.run(node)
+    assert pf.session.spent.is_zero and pf.session.ledger.empty

@@ -18,7 +18,7 @@ from dpframe.plan.expressions import Col, Expr
 from dpframe.plan.nodes import Aggregate, GroupKey
 from dpframe.plan.releases.base import ReleaseNode, scaled
 from dpframe.plan.releases.summaries import Describe
-from dpframe.plan.schema import Schema
+from dpframe.plan.schema import Schema, keys_fit
 
 __all__ = ["DistinctCount", "FrameDistinct"]
 
@@ -65,6 +65,7 @@ class DistinctCount(ReleaseNode):
 
     def check(self, schema: Schema) -> None:  # noqa: D102
         schema.get(self.column)
+        keys_fit(self.by, schema)  # a key over no column was charged, then failed (the fuzzer)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -117,3 +118,4 @@ class FrameDistinct(ReleaseNode):
     def check(self, schema: Schema) -> None:  # noqa: D102
         for column in self.columns:
             schema.get(column)
+        keys_fit(self.keyed, schema)
