@@ -32,5 +32,14 @@ def plan_schema(plan: Plan, base: Schema) -> Schema:
 
 
 def validate_node(node: Aggregate | ReleaseNode, base: Schema) -> None:
-    """Raise a :class:`SchemaError` if ``node`` does not fit the data's public schema."""
-    node.check(plan_schema(node.plan, base))
+    """Raise a :class:`SchemaError` if ``node`` does not fit the data's public schema.
+
+    Besides the node's own ``check``, every expression the node reads
+    (``expressions()``) must fit the schema: a check that forgets one (a group
+    key over a column that does not exist) is still refused before the charge.
+    """
+    schema = plan_schema(node.plan, base)
+    node.check(schema)
+    for expr in node.expressions():
+        if expr is not None:
+            infer_column("_read", expr, schema)
