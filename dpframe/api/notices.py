@@ -29,14 +29,11 @@ never the data: post-processing, free.
 from __future__ import annotations
 
 import warnings
-from typing import Any, TypeVar
-
-import pandas as pd
+from typing import TypeVar
 
 from dpframe.api.thin import warn_if_thin
-from dpframe.engine.recorded import RECORDED_ATTR, RecordedRelease, mark
+from dpframe.engine.recorded import mark
 from dpframe.errors import DiscoveredKeysWarning, FromLedgerWarning, caller_stacklevel
-from dpframe.mechanisms.answers.results import Release
 from dpframe.mechanisms.thresholds.discovery_family import discovery_notes
 
 __all__ = ["discovery_message", "ledger_message", "told"]
@@ -94,25 +91,6 @@ def ledger_message(answers: list[str | None]) -> str | None:
     )
 
 
-def _marked(result: Any, note: str) -> Any:
-    """``result`` with every part not yet marked as from the ledger marked (others as they are)."""
-    if isinstance(result, RecordedRelease):
-        return result
-    if type(result) is Release:
-        return mark(result, note)
-    if isinstance(result, (pd.Series, pd.DataFrame)):
-        if RECORDED_ATTR not in result.attrs:
-            result.attrs[RECORDED_ATTR] = note
-        return result
-    if isinstance(result, tuple) and not hasattr(result, "_fields"):
-        return tuple(_marked(item, note) for item in result)
-    if isinstance(result, list):
-        return [_marked(item, note) for item in result]
-    if isinstance(result, dict):
-        return {key: _marked(value, note) for key, value in result.items()}
-    return result
-
-
 def told(result: T, answers: list[str | None], thin: bool = True) -> T:
     """``result`` marked when it came from the ledger, after its warnings (each at most once).
 
@@ -122,7 +100,7 @@ def told(result: T, answers: list[str | None], thin: bool = True) -> T:
         thin: also warn when cells are too thin to read (:func:`dpframe.api.thin.warn_if_thin`).
     """
     if answers and all(note is not None for note in answers):
-        result = _marked(result, str(answers[0]))
+        result = mark(result, str(answers[0]), keep=True)
     if thin:
         warn_if_thin(result)
     discovered = discovery_message(result)

@@ -62,18 +62,25 @@ class RecordedRelease(Release):
         return shown[: -len("</div>")] + f" <i style='color:#666'>· {note}</i></div>"
 
 
-def mark(result: Any, note: str) -> Any:
-    """``result`` marked as answered from the ledger with ``note`` (see the module docstring)."""
+def mark(result: Any, note: str, keep: bool = False) -> Any:
+    """``result`` marked as answered from the ledger with ``note`` (see the module docstring).
+
+    ``keep``: parts already marked stay as they are (a method that reshaped an
+    answer the session had marked: only what lost its mark is marked again).
+    """
     if isinstance(result, Release):
+        if keep and isinstance(result, RecordedRelease):
+            return result
         fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(Release)}
         return RecordedRelease(**fields, recorded=note)
     if isinstance(result, (pd.Series, pd.DataFrame)):
-        result.attrs[RECORDED_ATTR] = note
+        if not (keep and RECORDED_ATTR in result.attrs):
+            result.attrs[RECORDED_ATTR] = note
         return result
     if isinstance(result, tuple) and not hasattr(result, "_fields"):
-        return tuple(mark(item, note) for item in result)
+        return tuple(mark(item, note, keep) for item in result)
     if isinstance(result, list):
-        return [mark(item, note) for item in result]
+        return [mark(item, note, keep) for item in result]
     if isinstance(result, dict):
-        return {key: mark(value, note) for key, value in result.items()}
+        return {key: mark(value, note, keep) for key, value in result.items()}
     return result
